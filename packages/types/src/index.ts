@@ -1,0 +1,56 @@
+/** OXP 1.0 types, JSON Schemas and the bundled OpenAPI document, generated from the project's spec/. */
+import type { paths } from "./generated/openapi.js";
+
+export type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
+export type { CallToolEnvelope } from "./generated/call-tool-envelope.js";
+export type {
+  CallToolContext,
+  CallToolRequest,
+  ToolAuthorizationToken,
+  ToolSecretValue,
+} from "./generated/call-tool-request.js";
+export type {
+  CallDuration,
+  CallId,
+  CallToolFailure,
+  CallToolResponse,
+  CallToolSuccess,
+} from "./generated/call-tool-response.js";
+export type { CallToolResultEnvelope } from "./generated/call-tool-result-envelope.js";
+export type { components, operations, paths } from "./generated/openapi.js";
+export { openapiDocument } from "./generated/openapi-document.js";
+export { ENVELOPE_SCHEMA_PATTERN, OXP_VERSION, SUPPORTED_OXP_VERSIONS } from "./generated/protocol.js";
+export {
+  AuthorizationChallengeCheckResponseSchema,
+  allSchemas,
+  CallToolEnvelopeSchema,
+  CallToolRequestSchema,
+  CallToolResponseSchema,
+  CallToolResultEnvelopeSchema,
+  ServerErrorResponseSchema,
+  ToolAuthorizationChallengeSchema,
+  ToolDefinitionSchema,
+  ToolErrorSchema,
+  ToolIdSchema,
+  ToolListResponseSchema,
+  ToolRequirementsSchema,
+  ToolVersionSchema,
+  ValidationErrorResponseSchema,
+} from "./generated/schemas.js";
+export type { MissingRequirements, ServerErrorResponse } from "./generated/server-error-response.js";
+export type { ToolAuthorizationChallenge } from "./generated/tool-authorization-challenge.js";
+export type { ToolDefinition, ToolInputSchema, ToolOutputSchema } from "./generated/tool-definition.js";
+export type { ToolError } from "./generated/tool-error.js";
+export type { ToolId } from "./generated/tool-id.js";
+export type { ToolListResponse } from "./generated/tool-list-response.js";
+export type {
+  ToolAuthorizationRequirement,
+  ToolOAuth2Requirement,
+  ToolRequirements,
+  ToolSecretRequirement,
+} from "./generated/tool-requirements.js";
+export type { ToolVersion } from "./generated/tool-version.js";
+export type { ValidationErrorResponse } from "./generated/validation-error-response.js";
+
+/** A key of `paths`: every route of the OXP contract. */
+export type OxpPath = keyof paths;

@@ -1,0 +1,102 @@
+// Checks the bundled OpenAPI document and the schema consts that @otc/types ships.
+import { createSpecAjv, loadExamples, loadSchemaFiles } from "@otc/spec";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { describe, expect, it } from "vitest";
+import { allSchemas, OXP_VERSION, openapiDocument, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
+
+type Node = Record<string, unknown>;
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null;
+
+/** Every key used anywhere in a JSON value. */
+function keysOf(value: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) keysOf(item, into);
+  else if (isNode(value)) {
+    for (const [key, item] of Object.entries(value)) {
+      into.add(key);
+      keysOf(item, into);
+    }
+  }
+  return into;
+}
+
+const document = openapiDocument as Node & { paths: Record<string, Record<string, Node>>; components: Node };
+const componentSchemas = document.components.schemas as Record<string, Node>;
+
+describe("openapiDocument", () => {
+  it("is OpenAPI 3.1 with every $ref inlined and no $id, $defs or $schema keyword inside", () => {
+    expect(document.openapi).toBe("3.1.0");
+    const keys = keysOf(document);
+    expect(keys.has("$ref")).toBe(false);
+    expect(keys.has("$id")).toBe(false);
+    expect(keys.has("$defs")).toBe(false);
+    // "$schema" survives only as a property name of the envelopes.
+    expect(componentSchemas.CallToolEnvelope?.properties).toHaveProperty(["$schema"]);
+    expect(componentSchemas.CallToolEnvelope?.$schema).toBeUndefined();
+  });
+
+  it("serves the four routes, and every response of every operation carries OXP-Version", () => {
+    expect(Object.keys(document.paths).sort()).toEqual([
+      "/authorization/challenges/{challenge_id}",
+      "/health",
+      "/tools",
+      "/tools/call",
+    ]);
+    for (const [route, operations] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const [status, response] of Object.entries(operation.responses as Record<string, Node>)) {
+          const header = (response.headers as Record<string, Node> | undefined)?.["OXP-Version"];
+          expect(header?.required, `${method} ${route} ${status}`).toBe(true);
+          expect(header?.schema).toEqual({ type: "string", const: OXP_VERSION });
+          expect(response.content, `${method} ${route} ${status} has a JSON body`).toHaveProperty(["application/json"]);
+        }
+      }
+    }
+  });
+
+  it("lets only /health go without authentication", () => {
+    for (const [route, operations] of Object.entries(document.paths)) {
+      for (const operation of Object.values(operations)) {
+        expect(operation.security === undefined ? "global" : "none", route).toBe(
+          route === "/health" ? "none" : "global",
+        );
+      }
+    }
+    expect(document.security).toEqual([{ apiKey: [] }, { bearerAuth: [] }, {}]);
+  });
+
+  it("states the OXP-Version values PROTOCOL.md accepts", () => {
+    expect(SUPPORTED_OXP_VERSIONS).toEqual(["1.0", "1", "1.0.0"]);
+  });
+});
+
+describe("the dereferenced component schemas", () => {
+  // The bundler rewrites refs, hoists $defs and merges siblings; the result must judge every
+  // example exactly as the source schema files do.
+  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  addFormats.default(ajv);
+  const examples = loadExamples();
+
+  it.each([...new Set(examples.map((example) => example.schemaName))])(
+    "%s judges every example as spec/ does",
+    (name) => {
+      const schema = componentSchemas[name];
+      expect(schema, `components/schemas/${name}`).toBeDefined();
+      const validate = ajv.compile(schema as Node);
+      for (const example of examples.filter((entry) => entry.schemaName === name)) {
+        expect(validate(example.body), example.file).toBe(example.valid);
+      }
+    },
+  );
+});
+
+describe("allSchemas", () => {
+  it("are the spec's schema files, unchanged", () => {
+    expect(allSchemas).toEqual(loadSchemaFiles().map((entry) => entry.schema));
+  });
+
+  it("compile together in one strict Ajv and resolve their refs between files", () => {
+    const ajv = createSpecAjv(allSchemas);
+    for (const schema of allSchemas) expect(ajv.getSchema(schema.$id), schema.$id).toBeTypeOf("function");
+  });
+});

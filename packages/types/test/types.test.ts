@@ -1,0 +1,107 @@
+// Type tests: pins the shapes consumers rely on. They fail `tsc --noEmit`, which runs before vitest.
+import { describe, expectTypeOf, it } from "vitest";
+import type {
+  CallToolEnvelope,
+  CallToolFailure,
+  CallToolRequest,
+  CallToolResponse,
+  CallToolResultEnvelope,
+  CallToolSuccess,
+  components,
+  OxpPath,
+  paths,
+  ServerErrorResponse,
+  ToolDefinition,
+  ToolError,
+  ToolListResponse,
+  ValidationErrorResponse,
+} from "../src/index.js";
+import { OXP_VERSION, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
+
+type Schemas = components["schemas"];
+type JsonBody<T> = T extends { content: { "application/json": infer B } } ? B : never;
+
+describe("CallToolResponse", () => {
+  it("is a union discriminated on success", () => {
+    expectTypeOf<CallToolResponse>().toEqualTypeOf<CallToolSuccess | CallToolFailure>();
+    const narrow = (response: CallToolResponse) => {
+      if (response.success) {
+        expectTypeOf(response).toEqualTypeOf<CallToolSuccess>();
+        expectTypeOf(response.value).toBeUnknown();
+        // @ts-expect-error a success has no error
+        response.error;
+      } else {
+        expectTypeOf(response).toEqualTypeOf<CallToolFailure>();
+        expectTypeOf(response.error).toEqualTypeOf<ToolError>();
+        // @ts-expect-error a failure has no value
+        response.value;
+      }
+    };
+    expectTypeOf(narrow).toBeFunction();
+  });
+
+  it("has no index signature and rejects value and error together", () => {
+    expectTypeOf<keyof CallToolSuccess>().toEqualTypeOf<"call_id" | "duration" | "success" | "value">();
+    expectTypeOf<keyof CallToolFailure>().toEqualTypeOf<"call_id" | "duration" | "success" | "error">();
+    // @ts-expect-error value and error cannot stand together
+    const both: CallToolResponse = { call_id: "c", duration: 1, success: true, value: 1, error: { message: "x" } };
+    // @ts-expect-error success: false needs an error
+    const noError: CallToolResponse = { call_id: "c", duration: 1, success: false };
+    expectTypeOf(both).not.toBeNever();
+    expectTypeOf(noError).not.toBeNever();
+  });
+
+  it("retry hints are typed", () => {
+    expectTypeOf<ToolError["retry_after_ms"]>().toEqualTypeOf<number | undefined>();
+    expectTypeOf<ToolError["can_retry"]>().toEqualTypeOf<boolean | undefined>();
+  });
+});
+
+describe("openapi-typescript and json-schema-to-typescript agree", () => {
+  // The two generators spell some shapes differently (an intersection where the other has an index
+  // signature, openapi-typescript's OneOf helper), so the check is assignability both ways.
+  it("on every protocol object", () => {
+    expectTypeOf<Schemas["CallToolResponse"]>().toEqualTypeOf<CallToolResponse>();
+    expectTypeOf<Schemas["CallToolRequest"]>().toExtend<CallToolRequest>();
+    expectTypeOf<CallToolRequest>().toExtend<Schemas["CallToolRequest"]>();
+    expectTypeOf<Schemas["ToolDefinition"]>().toExtend<ToolDefinition>();
+    expectTypeOf<ToolDefinition>().toExtend<Schemas["ToolDefinition"]>();
+    expectTypeOf<Schemas["ToolListResponse"]>().toExtend<ToolListResponse>();
+    expectTypeOf<ToolListResponse>().toExtend<Schemas["ToolListResponse"]>();
+    expectTypeOf<Schemas["ServerErrorResponse"]>().toEqualTypeOf<ServerErrorResponse>();
+    expectTypeOf<Schemas["ValidationErrorResponse"]>().toEqualTypeOf<ValidationErrorResponse>();
+  });
+});
+
+describe("paths", () => {
+  it("lists the four routes", () => {
+    expectTypeOf<OxpPath>().toEqualTypeOf<
+      "/health" | "/tools" | "/tools/call" | "/authorization/challenges/{challenge_id}"
+    >();
+  });
+
+  it("POST /tools/call takes the flat request or the envelope, and answers in kind", () => {
+    type Call = paths["/tools/call"]["post"];
+    type Body = JsonBody<Call["requestBody"]>;
+    expectTypeOf<CallToolRequest>().toExtend<Body>();
+    expectTypeOf<CallToolEnvelope>().toExtend<Body>();
+    expectTypeOf<Body>().toExtend<CallToolRequest | CallToolEnvelope>();
+    type Answer = JsonBody<Call["responses"][200]>;
+    expectTypeOf<CallToolResponse>().toExtend<Answer>();
+    expectTypeOf<CallToolResultEnvelope>().toExtend<Answer>();
+    expectTypeOf<Answer>().toExtend<CallToolResponse | CallToolResultEnvelope>();
+    expectTypeOf<JsonBody<Call["responses"][422]>>().toEqualTypeOf<ValidationErrorResponse>();
+    expectTypeOf<JsonBody<Call["responses"][401]>>().toEqualTypeOf<ServerErrorResponse>();
+  });
+
+  it("GET /tools answers a ToolListResponse", () => {
+    expectTypeOf<JsonBody<paths["/tools"]["get"]["responses"][200]>>().toEqualTypeOf<Schemas["ToolListResponse"]>();
+  });
+
+  it("the OXP-Version header is typed from the spec", () => {
+    type Header = NonNullable<paths["/tools"]["get"]["parameters"]["header"]>["OXP-Version"];
+    expectTypeOf<Header>().toEqualTypeOf<"1.0" | "1" | "1.0.0" | undefined>();
+    expectTypeOf(OXP_VERSION).toEqualTypeOf<"1.0">();
+    expectTypeOf(SUPPORTED_OXP_VERSIONS).toEqualTypeOf<readonly ["1.0", "1", "1.0.0"]>();
+  });
+});
