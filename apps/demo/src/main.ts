@@ -1,0 +1,44 @@
+/** `npm start`: runs the demo Tool Server, configured from the environment. */
+import { createLogger, listen, type OxpApp } from "@otc/server";
+import { createDemoApp, type DemoOptions } from "./app.js";
+
+const env = process.env;
+const number = (name: string, fallback: number): number => {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) {
+    console.error(`${name} must be a non-negative number, got '${raw}'`);
+    process.exit(2);
+  }
+  return value;
+};
+
+const options: DemoOptions = {
+  logger: createLogger(),
+  defaultTimeoutMs: number("OXP_TOOL_TIMEOUT_MS", 30_000),
+  secrets: env.TWILIO_API_KEY ? { TWILIO_API_KEY: env.TWILIO_API_KEY } : {},
+};
+const apiKeys = env.OXP_API_KEY ? [env.OXP_API_KEY] : [];
+const jwtSecret = env.OXP_JWT_SECRET;
+if (apiKeys.length > 0 || jwtSecret) {
+  options.auth = { apiKeys };
+  if (jwtSecret) {
+    const audiences = (env.OXP_JWT_AUDIENCES ?? "")
+      .split(",")
+      .map((audience) => audience.trim())
+      .filter(Boolean);
+    options.auth.jwt = { secret: jwtSecret, audiences };
+  }
+}
+
+const { app } = createDemoApp(options);
+const { url } = await listen(app as OxpApp, {
+  host: env.HOST || "127.0.0.1",
+  port: number("PORT", 8080),
+  handleSignals: true,
+});
+const auth = [apiKeys.length > 0 && "API key", jwtSecret && "JWT"].filter(Boolean).join(" + ") || "off";
+console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth})`);
+console.log(`  GET  ${url}/tools        lists the tools`);
+console.log(`  POST ${url}/tools/call   calls one`);

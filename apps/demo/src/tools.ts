@@ -1,0 +1,245 @@
+/** The demo's tool catalog: one tool per protocol feature a newcomer should see working. */
+import { defineTool, OxpToolError, type Tool } from "@otc/server";
+
+const KNOWN_DOORBELLS = ["doorbell42", "doorbell84"];
+
+/** The Gmail scope the demo's Gmail tool asks for. */
+export const GMAIL_READONLY_SCOPE = "https://www.googleapis.com/auth/gmail.readonly";
+
+const SAMPLE_EMAILS = [
+  { id: "email_1", subject: "Welcome to Gmail", snippet: "Hello, welcome to your inbox!" },
+  { id: "email_2", subject: "Your Receipt", snippet: "Thank you for your purchase..." },
+  { id: "email_3", subject: "Team offsite", snippet: "The agenda for Friday is attached." },
+  { id: "email_4", subject: "Unread: invoice overdue", snippet: "Your invoice #1234 is 10 days overdue." },
+];
+
+const GREETINGS = { en: "Hello", fr: "Bonjour", es: "Hola" } as const;
+
+/** Builds the catalog. `counter` is the server-wide state of Counter.Increment. */
+export function demoTools(counter = { value: 0 }): Tool[] {
+  return [
+    defineTool({
+      toolkit: "Calculator",
+      name: "Add",
+      version: "1.0.0",
+      description: "Adds two numbers together.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          a: { type: "number", description: "The first number to add." },
+          b: { type: "number", description: "The second number to add." },
+        },
+        required: ["a", "b"],
+        additionalProperties: false,
+      },
+      outputSchema: { type: "number", description: "The sum of the two numbers." },
+      run: ({ a, b }) => a + b,
+    }),
+
+    defineTool({
+      toolkit: "Doorbell",
+      name: "Ring",
+      version: "0.1.0",
+      description: "Rings a doorbell given a doorbell ID.",
+      inputSchema: {
+        type: "object",
+        properties: { doorbell_id: { type: "string", description: "The ID of the doorbell to ring." } },
+        required: ["doorbell_id"],
+        additionalProperties: false,
+      },
+      outputSchema: null,
+      run: ({ doorbell_id }) => {
+        if (!KNOWN_DOORBELLS.includes(doorbell_id)) {
+          throw new OxpToolError("Doorbell ID not found", {
+            developerMessage: `The doorbell with ID '${doorbell_id}' does not exist.`,
+            canRetry: true,
+            additionalPromptContent: `ids: ${KNOWN_DOORBELLS.join(",")}`,
+            retryAfterMs: 500,
+          });
+        }
+      },
+    }),
+
+    defineTool({
+      toolkit: "System",
+      name: "GetTimestamp",
+      version: "1.0.0",
+      description: "Retrieves the current system timestamp.",
+      inputSchema: {},
+      outputSchema: {
+        type: "object",
+        properties: {
+          timestamp: { type: "string", format: "date-time", description: "The current system timestamp." },
+        },
+        required: ["timestamp"],
+        additionalProperties: false,
+      },
+      run: () => ({ timestamp: new Date().toISOString() }),
+    }),
+
+    defineTool({
+      toolkit: "Gmail",
+      name: "GetEmails",
+      version: "1.2.0",
+      description:
+        "Retrieves emails from Gmail using OAuth 2.0 authorization. The demo serves built-in sample emails; the query filters them by subject and snippet.",
+      inputSchema: {
+        type: "object",
+        properties: { query: { type: "string", description: "Search query for filtering emails." } },
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: {
+          emails: {
+            type: "array",
+            description: "List of retrieved emails.",
+            items: {
+              type: "object",
+              properties: { id: { type: "string" }, subject: { type: "string" }, snippet: { type: "string" } },
+              required: ["id", "subject", "snippet"],
+              additionalProperties: false,
+            },
+          },
+        },
+        required: ["emails"],
+        additionalProperties: false,
+      },
+      requirements: {
+        authorization: [{ id: "google", oauth2: { scopes: [GMAIL_READONLY_SCOPE] } }],
+        user_id: true,
+      },
+      run: ({ query }) => {
+        const words = (query ?? "")
+          .toLowerCase()
+          .split(/\s+/)
+          .filter((word) => word !== "" && !word.includes(":"));
+        const unread = /\bis:unread\b/i.test(query ?? "");
+        const emails = SAMPLE_EMAILS.filter((email) => {
+          const text = `${email.subject} ${email.snippet}`.toLowerCase();
+          return words.every((word) => text.includes(word)) && (!unread || text.includes("unread"));
+        });
+        return { emails };
+      },
+    }),
+
+    defineTool({
+      toolkit: "SMS",
+      name: "Send",
+      version: "0.1.2",
+      description:
+        "Sends SMS messages using Twilio. Demo only: nothing is sent; it checks its input and reports 'sent'.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          to: { type: "string", description: "Recipient phone number." },
+          message: { type: "string", description: "Message content to send." },
+        },
+        required: ["to", "message"],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: { status: { type: "string", description: "Status of the SMS sending operation." } },
+        required: ["status"],
+        additionalProperties: false,
+      },
+      requirements: { secrets: [{ id: "TWILIO_API_KEY" }] },
+      run: () => ({ status: "sent" }),
+    }),
+
+    defineTool({
+      toolkit: "Greeting",
+      name: "Hello",
+      version: "1.0.0",
+      description: "Greets someone by name (version 1: returns a plain string).",
+      inputSchema: {
+        type: "object",
+        properties: { name: { type: "string", description: "Who to greet." } },
+        required: ["name"],
+        additionalProperties: false,
+      },
+      outputSchema: { type: "string" },
+      run: ({ name }) => `Hello, ${name}!`,
+    }),
+
+    defineTool({
+      toolkit: "Greeting",
+      name: "Hello",
+      version: "2.0.0",
+      description: "Greets someone by name in English, French or Spanish (version 2: returns an object).",
+      inputSchema: {
+        type: "object",
+        properties: {
+          name: { type: "string", description: "Who to greet." },
+          language: { type: "string", enum: ["en", "fr", "es"], description: "The greeting's language; default en." },
+        },
+        required: ["name"],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: { message: { type: "string" }, language: { type: "string", enum: ["en", "fr", "es"] } },
+        required: ["message", "language"],
+        additionalProperties: false,
+      },
+      run: ({ name, language = "en" }) => ({ message: `${GREETINGS[language]}, ${name}!`, language }),
+    }),
+
+    defineTool({
+      toolkit: "Counter",
+      name: "Increment",
+      version: "1.0.0",
+      description: "Adds to a server-wide counter and returns its new value. Repeating a call_id does not add again.",
+      inputSchema: {
+        type: "object",
+        properties: { by: { type: "integer", minimum: 1, description: "How much to add (at least 1)." } },
+        required: ["by"],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: { value: { type: "integer" } },
+        required: ["value"],
+        additionalProperties: false,
+      },
+      run: ({ by }) => {
+        counter.value += by;
+        return { value: counter.value };
+      },
+    }),
+
+    defineTool({
+      toolkit: "System",
+      name: "Sleep",
+      version: "1.0.0",
+      description: "Waits the given number of milliseconds, then reports it. Shows time limits: it stops when aborted.",
+      inputSchema: {
+        type: "object",
+        properties: {
+          ms: { type: "integer", minimum: 0, maximum: 60000, description: "How long to wait, in milliseconds." },
+        },
+        required: ["ms"],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: { slept_ms: { type: "integer" } },
+        required: ["slept_ms"],
+        additionalProperties: false,
+      },
+      run: ({ ms }, { signal }) =>
+        new Promise<{ slept_ms: number }>((resolve, reject) => {
+          const timer = setTimeout(() => resolve({ slept_ms: ms }), ms);
+          signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              reject(signal.reason);
+            },
+            { once: true },
+          );
+        }),
+    }),
+  ];
+}

@@ -1,0 +1,69 @@
+/** The errors that travel on the wire, and the one table that maps each kind to its HTTP status. */
+import type { MissingRequirements, ServerErrorResponse, ValidationErrorResponse } from "@otc/types";
+
+/** Every kind of error a request can end in before a tool runs, with its HTTP status. */
+export const WIRE_ERROR_STATUS = {
+  bad_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_input: 422,
+  internal: 500,
+  unavailable: 503,
+} as const;
+
+/** A kind of wire error. */
+export type WireErrorKind = keyof typeof WIRE_ERROR_STATUS;
+
+/** What a wire error carries besides its kind and message. */
+export interface WireErrorDetails {
+  /** For logs and developers; never shown to the user or the model. */
+  developerMessage?: string;
+  missingRequirements?: MissingRequirements;
+  /** Only for `invalid_input`. */
+  parameterErrors?: Record<string, string>;
+  /** Response headers, e.g. `Allow` for a 405. */
+  headers?: Record<string, string>;
+  /** The error that caused this one, kept for the log only. */
+  cause?: unknown;
+}
+
+/**
+ * An error answered with a JSON body before any tool runs (400, 401, 404, 405, 413, 415, 422, 503).
+ * Anything else thrown on the way is turned into an `internal` one by the HTTP adapter.
+ */
+export class WireError extends Error {
+  override name = "WireError";
+  readonly status: (typeof WIRE_ERROR_STATUS)[WireErrorKind];
+  readonly details: WireErrorDetails;
+
+  constructor(
+    readonly kind: WireErrorKind,
+    message: string,
+    details: WireErrorDetails = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.status = WIRE_ERROR_STATUS[kind];
+    this.details = details;
+  }
+
+  /** The body sent on the wire: a ValidationErrorResponse for 422, a ServerErrorResponse otherwise. */
+  toBody(): ServerErrorResponse | ValidationErrorResponse {
+    if (this.kind === "invalid_input") {
+      const body: ValidationErrorResponse = { message: this.message };
+      if (this.details.parameterErrors) body.parameter_errors = this.details.parameterErrors;
+      return body;
+    }
+    const body: ServerErrorResponse = { message: this.message };
+    if (this.details.developerMessage) body.developer_message = this.details.developerMessage;
+    if (this.details.missingRequirements) body.missing_requirements = this.details.missingRequirements;
+    return body;
+  }
+}
+
+/** A configuration mistake found at start-up (a bad tool definition, conflicting options); never sent on the wire. */
+export class ServerConfigError extends Error {
+  override name = "ServerConfigError";
+}

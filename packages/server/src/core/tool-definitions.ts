@@ -1,0 +1,107 @@
+/** Turns tools into ToolDefinitions and refuses, at start-up, any definition that breaks the protocol's rules. */
+import { allSchemas, type ToolDefinition, ToolDefinitionSchema } from "@otc/types";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import { ServerConfigError } from "./errors.js";
+import type { SchemaObject, Tool } from "./tool.js";
+
+/** Keywords whose values map names to subschemas: their keys are names, not keywords. */
+const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"]);
+const FORBIDDEN = new Set(["$ref", "$defs", "definitions", "$dynamicRef"]);
+
+/** The first forbidden keyword (`$ref`, `$defs`, `definitions`) anywhere in a schema, with its path. */
+function findForbiddenKeyword(schema: unknown, path = ""): string | undefined {
+  if (Array.isArray(schema)) {
+    for (const [i, item] of schema.entries()) {
+      const found = findForbiddenKeyword(item, `${path}/${i}`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (typeof schema !== "object" || schema === null) return undefined;
+  for (const [key, value] of Object.entries(schema)) {
+    if (FORBIDDEN.has(key)) return `${path}/${key}`;
+    if (key === "enum" || key === "const" || key === "examples" || key === "default") continue;
+    if (NAME_MAPS.has(key) && typeof value === "object" && value !== null) {
+      for (const [name, sub] of Object.entries(value)) {
+        const found = findForbiddenKeyword(sub, `${path}/${key}/${name}`);
+        if (found) return found;
+      }
+    } else {
+      const found = findForbiddenKeyword(value, `${path}/${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The older drafts wrapped the input schema in `{"parameters": {...}}`. Such a schema (one whose only
+ * keyword is an object-valued `parameters`) is unwrapped; the server never emits that form.
+ */
+export function unwrapInputSchema(schema: SchemaObject): SchemaObject {
+  const keys = Object.keys(schema);
+  const parameters = (schema as Record<string, unknown>).parameters;
+  if (keys.length === 1 && typeof parameters === "object" && parameters !== null && !Array.isArray(parameters)) {
+    return parameters as SchemaObject;
+  }
+  return schema;
+}
+
+/** The ToolDefinition a tool is listed with. */
+export function toToolDefinition(tool: Tool): ToolDefinition {
+  const definition: ToolDefinition = {
+    id: `${tool.toolkit}.${tool.name}@${tool.version}`,
+    name: `${tool.toolkit}_${tool.name}`,
+    description: tool.description,
+    version: tool.version,
+    input_schema: unwrapInputSchema(tool.inputSchema) as ToolDefinition["input_schema"],
+    output_schema: tool.outputSchema as ToolDefinition["output_schema"],
+  };
+  if (tool.requirements !== undefined) definition.requirements = tool.requirements;
+  return definition;
+}
+
+let definitionValidator: ReturnType<Ajv2020["compile"]> | undefined;
+
+/** Validates a ToolDefinition against the spec's schema (compiled once per process). */
+function validateAgainstSpec(definition: ToolDefinition): string | undefined {
+  if (!definitionValidator) {
+    const ajv = new Ajv2020({ allErrors: true, schemas: [...allSchemas] });
+    addFormats.default(ajv);
+    definitionValidator = ajv.getSchema(ToolDefinitionSchema.$id);
+  }
+  if (!definitionValidator || definitionValidator(definition)) return undefined;
+  return (definitionValidator.errors ?? [])
+    .map((error) => `${error.instancePath || "/"} ${error.message ?? "is invalid"}`)
+    .join("; ");
+}
+
+/**
+ * Checks one definition against PROTOCOL.md section 6 and the spec's ToolDefinition schema; throws a
+ * {@link ServerConfigError} naming the tool and the rule it breaks.
+ */
+export function checkToolDefinition(definition: ToolDefinition, compileSchema: (schema: object) => void): void {
+  const refuse = (rule: string): never => {
+    throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
+  };
+  if (!/^[A-Za-z0-9_]+$/.test(definition.id.split("@")[0]?.split(".")[0] ?? "")) {
+    refuse("the toolkit must be letters, digits and '_'");
+  }
+  const specProblem = validateAgainstSpec(definition);
+  if (specProblem) refuse(`it does not match the ToolDefinition schema (${specProblem})`);
+  if (!definition.id.endsWith(`@${definition.version}`)) refuse("its id must end in '@' and its version");
+  for (const [field, schema] of [
+    ["input_schema", definition.input_schema],
+    ["output_schema", definition.output_schema],
+  ] as const) {
+    const forbidden = findForbiddenKeyword(schema);
+    if (forbidden) refuse(`${field} must be self-contained, but has ${forbidden}`);
+    if (schema === null) continue;
+    try {
+      compileSchema(schema);
+    } catch (error) {
+      refuse(`${field} is not a valid JSON Schema (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+}

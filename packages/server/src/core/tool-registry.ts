@@ -1,0 +1,70 @@
+/** The tools a server offers, checked and compiled once at start-up, found by tool id. */
+import type { ToolDefinition } from "@otc/types";
+import { ServerConfigError } from "./errors.js";
+import { createToolAjv, SchemaValidator } from "./input-validation.js";
+import type { Tool } from "./tool.js";
+import { checkToolDefinition, toToolDefinition } from "./tool-definitions.js";
+import { compareVersions, parseToolId, resolveVersion } from "./version-resolution.js";
+
+/** A tool with everything the server needs per call worked out in advance. */
+export interface RegisteredTool {
+  readonly tool: Tool;
+  readonly definition: ToolDefinition;
+  readonly input: SchemaValidator;
+  /** Undefined when the output schema is `null` (the value is always null) or accepts anything. */
+  readonly output: SchemaValidator | undefined;
+}
+
+/** Why a tool id did not resolve. */
+export type ToolLookup =
+  | { found: true; registered: RegisteredTool }
+  | { found: false; reason: "invalid_id" | "unknown_tool" | "unknown_version"; available: readonly string[] };
+
+/** Holds the tools; refuses bad or duplicate definitions when built. */
+export class ToolRegistry {
+  private readonly byId = new Map<string, RegisteredTool>();
+  private readonly versionsByName = new Map<string, string[]>();
+  private readonly definitions: ToolDefinition[] = [];
+
+  constructor(tools: readonly Tool[]) {
+    const fast = createToolAjv(false);
+    const full = createToolAjv(true);
+    for (const tool of tools) {
+      const definition = toToolDefinition(tool);
+      if (this.byId.has(definition.id)) throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
+      checkToolDefinition(definition, (schema) => fast.compile(schema));
+      if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
+        throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
+      }
+      const output = definition.output_schema;
+      const registered: RegisteredTool = {
+        tool,
+        definition,
+        input: SchemaValidator.compile(definition.input_schema, fast, full),
+        output:
+          output === null || Object.keys(output).length === 0 ? undefined : SchemaValidator.compile(output, fast, full),
+      };
+      this.byId.set(definition.id, registered);
+      const qualified = `${tool.toolkit}.${tool.name}`;
+      this.versionsByName.set(qualified, [...(this.versionsByName.get(qualified) ?? []), tool.version]);
+      this.definitions.push(definition);
+    }
+    for (const versions of this.versionsByName.values()) versions.sort(compareVersions);
+  }
+
+  /** Every definition, in the order the tools were given. */
+  list(): readonly ToolDefinition[] {
+    return this.definitions;
+  }
+
+  /** Resolves a tool id (`Toolkit.Tool`, `@x`, `@x.y.z`) to one registered version. */
+  lookup(toolId: string): ToolLookup {
+    const request = parseToolId(toolId);
+    if (!request) return { found: false, reason: "invalid_id", available: [] };
+    const available = this.versionsByName.get(request.qualifiedName) ?? [];
+    if (available.length === 0) return { found: false, reason: "unknown_tool", available };
+    const version = resolveVersion(available, request);
+    const registered = version === undefined ? undefined : this.byId.get(`${request.qualifiedName}@${version}`);
+    return registered ? { found: true, registered } : { found: false, reason: "unknown_version", available };
+  }
+}

@@ -1,0 +1,143 @@
+/** Authoring tools: `defineTool`, the context a tool runs with, and the error a tool throws to fail on purpose. */
+import type { ToolError, ToolRequirements } from "@otc/types";
+import type { FromSchema, JSONSchema } from "json-schema-to-ts";
+
+/** The logger a tool gets: structured, one object of fields plus a message. */
+export interface ToolLogger {
+  debug(fields: Record<string, unknown>, message?: string): void;
+  info(fields: Record<string, unknown>, message?: string): void;
+  warn(fields: Record<string, unknown>, message?: string): void;
+  error(fields: Record<string, unknown>, message?: string): void;
+}
+
+/** What a running tool knows about its call. */
+export interface ToolContext {
+  /** The call's id (the client's, or one the server made). */
+  callId: string;
+  /** The client's trace id, or the trace id of a W3C `traceparent` header. */
+  traceId: string | undefined;
+  /** The end user, from `context.user_id`. */
+  userId: string | undefined;
+  /** Tokens by authorization provider id, from the request or held by the server. */
+  tokens: Readonly<Record<string, string>>;
+  /** Secret values by id, from the request or the server's configuration. */
+  secrets: Readonly<Record<string, string>>;
+  /** The request's other `context` keys, as sent. */
+  extra: Readonly<Record<string, unknown>>;
+  /** Aborted when the call runs past its time limit or the server gives up on it. */
+  signal: AbortSignal;
+  logger: ToolLogger;
+}
+
+/** Options of an {@link OxpToolError}, named as on the wire but in camelCase. */
+export interface OxpToolErrorOptions {
+  developerMessage?: string;
+  canRetry?: boolean;
+  additionalPromptContent?: string;
+  /** A whole number of milliseconds; fractions are rounded up. */
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+/**
+ * Thrown by a tool to fail on purpose: its fields reach the client unchanged as the response's `error`.
+ *
+ * @example
+ * throw new OxpToolError("Doorbell ID not found", { canRetry: true, retryAfterMs: 500 });
+ */
+export class OxpToolError extends Error {
+  override name = "OxpToolError";
+  readonly developerMessage: string | undefined;
+  readonly canRetry: boolean | undefined;
+  readonly additionalPromptContent: string | undefined;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, options: OxpToolErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.developerMessage = options.developerMessage;
+    this.canRetry = options.canRetry;
+    this.additionalPromptContent = options.additionalPromptContent;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+
+  /** The `error` object of the CallToolResponse. */
+  toToolError(): ToolError {
+    const error: ToolError = { message: this.message };
+    if (this.developerMessage !== undefined) error.developer_message = this.developerMessage;
+    if (this.canRetry !== undefined) error.can_retry = this.canRetry;
+    if (this.additionalPromptContent !== undefined) error.additional_prompt_content = this.additionalPromptContent;
+    if (this.retryAfterMs !== undefined && Number.isFinite(this.retryAfterMs)) {
+      error.retry_after_ms = Math.max(0, Math.ceil(this.retryAfterMs));
+    }
+    return error;
+  }
+}
+
+/** A JSON Schema object a tool author writes; `null` as an output schema means "returns nothing". */
+export type SchemaObject = Exclude<JSONSchema, boolean>;
+
+/** The value a tool returns for an output schema: the schema's type, or nothing for `null`. */
+export type ToolOutput<O> = O extends null ? void | null | undefined : O extends JSONSchema ? FromSchema<O> : unknown;
+
+/** The input a tool receives for an input schema. */
+export type ToolInput<I> = I extends JSONSchema ? FromSchema<I> : Record<string, unknown>;
+
+/** What `defineTool` takes. */
+export interface ToolSpec<I extends SchemaObject, O extends SchemaObject | null> {
+  /** The toolkit: the part of the id before the dot, e.g. `Calculator`. */
+  toolkit: string;
+  /** The tool's name within its toolkit, e.g. `Add`. */
+  name: string;
+  /** Three dot-separated integers, e.g. `1.0.0`. */
+  version: string;
+  description: string;
+  /** A JSON Schema for the input object; `{}` when the tool takes none. */
+  inputSchema: I;
+  /** A JSON Schema for the result, `{}` for any value, `null` when the tool returns nothing. */
+  outputSchema: O;
+  requirements?: ToolRequirements;
+  /** Overrides the server's default time limit for this tool. */
+  timeoutMs?: number;
+  run(input: ToolInput<I>, ctx: ToolContext): ToolOutput<O> | Promise<ToolOutput<O>>;
+}
+
+/** A tool as the server holds it; made by {@link defineTool}. */
+export interface Tool {
+  readonly toolkit: string;
+  readonly name: string;
+  readonly version: string;
+  readonly description: string;
+  readonly inputSchema: SchemaObject;
+  readonly outputSchema: SchemaObject | null;
+  readonly requirements: ToolRequirements | undefined;
+  readonly timeoutMs: number | undefined;
+  run(input: Record<string, unknown>, ctx: ToolContext): unknown;
+}
+
+/**
+ * Defines a tool. Input and result are typed from the schemas (written inline, no `as const` needed).
+ *
+ * @example
+ * const add = defineTool({
+ *   toolkit: "Calculator", name: "Add", version: "1.0.0", description: "Adds two numbers.",
+ *   inputSchema: { type: "object", properties: { a: { type: "number", description: "A." },
+ *     b: { type: "number", description: "B." } }, required: ["a", "b"], additionalProperties: false },
+ *   outputSchema: { type: "number" },
+ *   run: ({ a, b }) => a + b,
+ * });
+ */
+export function defineTool<const I extends SchemaObject, const O extends SchemaObject | null>(
+  spec: ToolSpec<I, O>,
+): Tool {
+  return {
+    toolkit: spec.toolkit,
+    name: spec.name,
+    version: spec.version,
+    description: spec.description,
+    inputSchema: spec.inputSchema,
+    outputSchema: spec.outputSchema,
+    requirements: spec.requirements,
+    timeoutMs: spec.timeoutMs,
+    run: spec.run as Tool["run"],
+  };
+}

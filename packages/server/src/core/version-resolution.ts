@@ -1,0 +1,50 @@
+/** Parses tool ids and picks the version a tool id asks for (exact, `@x` shorthand, or highest). */
+import { ToolIdSchema } from "@otc/types";
+
+const TOOL_ID = new RegExp(ToolIdSchema.pattern);
+
+/** What a tool id asks for. */
+export interface ToolIdRequest {
+  /** `Toolkit.Tool`, without the version. */
+  qualifiedName: string;
+  /** `exact` for `@x.y.z`, `major` for the `@x` shorthand (meaning x.0.0), `latest` without a version. */
+  kind: "exact" | "major" | "latest";
+  /** The version as written, e.g. `1.0.0` or `1`; absent for `latest`. */
+  version?: string;
+}
+
+/** Splits a tool id, or returns undefined when it does not match the ToolId pattern. */
+export function parseToolId(toolId: string): ToolIdRequest | undefined {
+  if (!TOOL_ID.test(toolId)) return undefined;
+  const at = toolId.indexOf("@");
+  if (at === -1) return { qualifiedName: toolId, kind: "latest" };
+  const version = toolId.slice(at + 1);
+  return { qualifiedName: toolId.slice(0, at), kind: version.includes(".") ? "exact" : "major", version };
+}
+
+const parts = (version: string): bigint[] => version.split(".").map((part) => BigInt(part));
+
+/** Orders `x.y.z` versions numerically (so 1.10.0 > 1.9.0); negative when `a` comes first. */
+export function compareVersions(a: string, b: string): number {
+  const [pa, pb] = [parts(a), parts(b)];
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const [x, y] = [pa[i] ?? 0n, pb[i] ?? 0n];
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+/**
+ * Picks, among the versions a tool has, the one a request asks for: `@x.y.z` exactly that version,
+ * `@x` exactly `x.0.0` (not "the latest x"), no version the highest. Numeric: `@01.0.0` is `1.0.0`.
+ */
+export function resolveVersion(available: readonly string[], request: ToolIdRequest): string | undefined {
+  if (request.kind === "latest") {
+    return available.reduce<string | undefined>(
+      (best, version) => (best === undefined || compareVersions(version, best) > 0 ? version : best),
+      undefined,
+    );
+  }
+  const wanted = request.kind === "major" ? `${request.version}.0.0` : (request.version ?? "");
+  return available.find((version) => compareVersions(version, wanted) === 0);
+}

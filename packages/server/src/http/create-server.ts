@@ -1,0 +1,301 @@
+/** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
+import { type CallToolRequest, OXP_VERSION, openapiDocument } from "@otc/types";
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from "express";
+import * as OpenApiValidator from "express-openapi-validator";
+import type { Logger } from "pino";
+import { WireError } from "../core/errors.js";
+import { type CallMeta, CHALLENGE_CHECK_PATH, checkDepth, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
+import {
+  type CallBody,
+  checkEnvelopeSchema,
+  checkOxpVersionHeader,
+  isEnvelope,
+  wrapResponse,
+} from "../core/protocol-version.js";
+import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
+import { createLogger } from "./logger.js";
+
+/** Options of {@link createServer}. */
+export interface ServerOptions extends Omit<OxpCoreOptions, "logger"> {
+  /** Server authentication; off when absent. */
+  auth?: AuthenticationOptions;
+  /** The largest request body, in bytes or as `"1mb"`. Default 1 MiB. */
+  bodyLimit?: number | string;
+  /** Validate every response against the spec too (a mismatch becomes a 500). For tests; default false. */
+  validateResponses?: boolean;
+  /** The server's public base URL for challenge links; default: taken from each request's Host. */
+  publicUrl?: string;
+  /** Honour W3C `traceparent` headers as trace ids. Default true. */
+  tracing?: boolean;
+  /** A pino logger, or `false` for none. Default: JSON lines on standard output at `LOG_LEVEL`. */
+  logger?: Logger | false;
+}
+
+/** What `listen` needs to manage a running app: readiness, draining and in-flight requests. */
+export interface OxpLifecycle {
+  /** False while warming up: `/health` answers 503. */
+  ready: boolean;
+  /** True once shutdown began: every request is answered 503. */
+  draining: boolean;
+  /** Requests in progress. */
+  inFlight: number;
+}
+
+/** An Express app serving OXP, with its lifecycle for {@link listen}. */
+export type OxpApp = Express & { locals: { oxp: OxpLifecycle; core: OxpCore } };
+
+/** The paths the contract serves and the methods each takes (for 405 and `Allow`). */
+const ROUTES: readonly { path: string; methods: readonly string[] }[] = [
+  { path: "/health", methods: ["GET", "HEAD"] },
+  { path: "/tools", methods: ["GET", "HEAD"] },
+  { path: "/tools/call", methods: ["POST"] },
+  { path: `${CHALLENGE_CHECK_PATH}/:challenge_id`, methods: ["GET", "HEAD"] },
+];
+
+const isJsonType = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(contentType.trim());
+
+/** The trace id of a W3C traceparent header (`00-<trace id>-<span id>-<flags>`). */
+function traceIdOf(header: string | undefined): string | undefined {
+  const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header?.trim() ?? "");
+  return match?.[1] && !/^0+$/.test(match[1]) ? match[1] : undefined;
+}
+
+const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
+/**
+ * Creates an Express app that serves the given tools over OXP. It can be mounted under a prefix in
+ * another Express app; `listen` runs it with graceful shutdown.
+ *
+ * @example
+ * const app = createServer({ tools: [add], auth: { apiKeys: [process.env.OXP_API_KEY!] } });
+ * await listen(app, { port: 8080 });
+ */
+export function createServer(options: ServerOptions): OxpApp {
+  const logger = options.logger === false ? undefined : (options.logger ?? createLogger());
+  const { logger: _logger, ...coreOptions } = options;
+  const core = new OxpCore({ ...coreOptions, ...(logger ? { logger } : {}) });
+  const authenticate = createAuthenticator(options.auth);
+  const lifecycle: OxpLifecycle = { ready: true, draining: false, inFlight: 0 };
+  const tracing = options.tracing ?? true;
+  const maxDepth = options.maxDepth ?? 64;
+
+  const app = express() as OxpApp;
+  app.locals.oxp = lifecycle;
+  app.locals.core = core;
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  app.use((req, res, next) => {
+    res.setHeader("OXP-Version", OXP_VERSION);
+    lifecycle.inFlight++;
+    let done = false;
+    const finish = () => {
+      if (!done) lifecycle.inFlight--;
+      done = true;
+    };
+    res.once("finish", finish);
+    res.once("close", finish);
+    if (lifecycle.draining) {
+      res.setHeader("Connection", "close");
+      next(
+        new WireError("unavailable", "The server is shutting down", { developerMessage: "Retry on another instance." }),
+      );
+      return;
+    }
+    next();
+  });
+
+  const authenticated: RequestHandler = async (req, _res, next) => {
+    try {
+      req.oxpPrincipal = authenticate
+        ? await authenticate({
+            apiKey: firstHeader(req.headers["oxp-api-key"]),
+            authorization: firstHeader(req.headers.authorization),
+          })
+        : "anonymous";
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+  app.use((req, res, next) => (req.path === "/health" ? next() : authenticated(req, res, next)));
+
+  app.use((req, _res, next) => {
+    checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+    next();
+  });
+
+  const jsonBody = express.json({ limit: options.bodyLimit ?? "1mb", strict: false, type: () => true });
+  app.post("/tools/call", (req, res, next) => {
+    if (!isJsonType(req.headers["content-type"])) {
+      next(
+        new WireError("unsupported_media_type", "The request body must be JSON", {
+          developerMessage: "Send the body with Content-Type: application/json.",
+        }),
+      );
+      return;
+    }
+    jsonBody(req, res, (error?: unknown) => {
+      try {
+        if (error) throw error;
+        if (req.body === undefined) {
+          throw new WireError("bad_request", "The request has no body", {
+            developerMessage: "Send a CallToolRequest.",
+          });
+        }
+        checkDepth(req.body, maxDepth);
+        const body = req.body as Record<string, unknown> | null;
+        if (body !== null && typeof body === "object" && !Array.isArray(body) && "request" in body) {
+          checkEnvelopeSchema(body.$schema);
+        }
+        next();
+      } catch (failure) {
+        next(failure);
+      }
+    });
+  });
+
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(openapiDocument) as unknown as Parameters<
+        typeof OpenApiValidator.middleware
+      >[0]["apiSpec"],
+      validateRequests: true,
+      validateResponses: options.validateResponses ?? false,
+      validateSecurity: false,
+      ignoreUndocumented: true,
+      validateApiSpec: false,
+    }),
+  );
+
+  app.get("/health", (_req, res) => {
+    if (!lifecycle.ready) {
+      res.status(503).json({ message: "The server is starting" });
+      return;
+    }
+    res.json({ status: "ok" });
+  });
+
+  app.get("/tools", (_req, res) => {
+    res.json(core.listTools());
+  });
+
+  app.get(`${CHALLENGE_CHECK_PATH}/:challenge_id`, async (req, res, next) => {
+    try {
+      res.json(await core.checkChallenge(String(req.params.challenge_id)));
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  app.post("/tools/call", async (req, res, next) => {
+    try {
+      const body = req.body as CallBody;
+      const envelope = isEnvelope(body);
+      const request: CallToolRequest = envelope ? body.request : (body as CallToolRequest);
+      const meta: CallMeta = {
+        principal: req.oxpPrincipal ?? "anonymous",
+        baseUrl: options.publicUrl?.replace(/\/+$/, "") ?? `${req.protocol}://${req.get("host")}${req.baseUrl}`,
+      };
+      const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
+      if (traceId) meta.traceId = traceId;
+      res.json(wrapResponse(await core.call(request, meta), envelope));
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  for (const route of ROUTES) {
+    app.all(route.path, (_req, _res, next) => {
+      next(
+        new WireError("method_not_allowed", "This method is not allowed here", {
+          headers: { Allow: route.methods.join(", ") },
+        }),
+      );
+    });
+  }
+
+  app.use((req, _res, next) => {
+    next(
+      new WireError("not_found", "Not found", { developerMessage: `Nothing is served at ${req.method} ${req.path}.` }),
+    );
+  });
+
+  app.use(errorHandler(logger));
+  return app;
+}
+
+declare module "express-serve-static-core" {
+  interface Request {
+    /** Who the request was authenticated as (`anonymous` when authentication is off). */
+    oxpPrincipal?: string;
+  }
+}
+
+/** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
+export function toWireError(error: unknown, req?: Pick<Request, "method" | "path">): WireError {
+  if (error instanceof WireError) return error;
+  const status = typeof error === "object" && error !== null ? (error as { status?: unknown }).status : undefined;
+  const type = typeof error === "object" && error !== null ? (error as { type?: unknown }).type : undefined;
+  if (type === "entity.too.large" || status === 413) {
+    return new WireError("payload_too_large", "The request body is too large", { cause: error });
+  }
+  if (type === "entity.parse.failed") {
+    return new WireError("bad_request", "The request body is not valid JSON", { cause: error });
+  }
+  if (type === "encoding.unsupported" || type === "charset.unsupported" || status === 415) {
+    return new WireError("unsupported_media_type", "The request body's encoding is not supported", { cause: error });
+  }
+  if (status === 405) {
+    const allow = ROUTES.find((route) => route.path === req?.path)?.methods.join(", ");
+    return new WireError("method_not_allowed", "This method is not allowed here", {
+      ...(allow ? { headers: { Allow: allow } } : {}),
+      cause: error,
+    });
+  }
+  if (status === 404) return new WireError("not_found", "Not found", { cause: error });
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    const problems = ((error as { errors?: { path?: string; message?: string }[] }).errors ?? []).map((problem) =>
+      `${(problem.path ?? "").replace(/^\/body/, "body")} ${problem.message ?? ""}`.trim(),
+    );
+    // The body is a oneOf (flat request or envelope): each branch reports; keep what concerns the body sent.
+    const relevant = problems.filter((line) => !/oneOf|required property 'request'/.test(line));
+    const details = [...new Set(relevant.length > 0 ? relevant : problems)].slice(0, 5).join("; ");
+    return new WireError("bad_request", "The request does not match the OXP specification", {
+      developerMessage: details || (error instanceof Error ? error.message : undefined) || "Invalid request",
+      cause: error,
+    });
+  }
+  if (typeof status === "number" && status >= 500 && (error as { errors?: unknown }).errors) {
+    return new WireError("internal", "The server produced a response that does not match the OXP specification", {
+      cause: error,
+    });
+  }
+  return new WireError("internal", "Internal server error", { cause: error });
+}
+
+function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const wire = toWireError(error, req);
+    if (wire.status >= 500 && wire.kind !== "unavailable") {
+      const cause = wire.details.cause ?? error;
+      logger?.error(
+        {
+          err:
+            cause instanceof Error ? { name: cause.name, message: cause.message, stack: cause.stack } : String(cause),
+          method: req.method,
+          path: req.path,
+        },
+        wire.message,
+      );
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(wire.details.headers ?? {})) res.setHeader(name, value);
+    res.status(wire.status).json(wire.toBody());
+  };
+}
