@@ -77,6 +77,7 @@ export class OxpToolError extends Error {
 export type SchemaObject = Exclude<JSONSchema, boolean>;
 
 /** The value a tool returns for an output schema: the schema's type, or nothing for `null`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a tool whose output schema is null may simply not return.
 export type ToolOutput<O> = O extends null ? void | null | undefined : O extends JSONSchema ? FromSchema<O> : unknown;
 
 /** The input a tool receives for an input schema. */

@@ -87,7 +87,7 @@ export function createServer(options: ServerOptions): OxpApp {
   app.set("etag", false);
   app.set("query parser", "simple");
 
-  app.use((req, res, next) => {
+  app.use((_req, res, next) => {
     res.setHeader("OXP-Version", OXP_VERSION);
     lifecycle.inFlight++;
     let done = false;
