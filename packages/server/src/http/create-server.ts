@@ -162,7 +162,7 @@ export function createServer(options: ServerOptions): OxpApp {
       apiSpec: structuredClone(openapiDocument) as unknown as Parameters<
         typeof OpenApiValidator.middleware
       >[0]["apiSpec"],
-      validateRequests: true,
+      validateRequests: { allowUnknownQueryParameters: true },
       validateResponses: options.validateResponses ?? false,
       validateSecurity: false,
       ignoreUndocumented: true,
