@@ -46,6 +46,7 @@ export async function startDemo(options: DemoOptions = {}): Promise<Running> {
 export interface Reply {
   status: number;
   headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers; assertions check their shape.
   body: any;
   text: string;
 }
