@@ -1,17 +1,12 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
-import { type CallToolRequest, OXP_VERSION, openapiDocument } from "@otc/types";
+import { OXP_VERSION, openapiDocument } from "@otc/types";
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
+import { isEnvelope, parseCallBody, SPEC_MISMATCH_MESSAGE, wrapResponse } from "../core/call-body.js";
 import { WireError } from "../core/errors.js";
 import { type CallMeta, CHALLENGE_CHECK_PATH, checkDepth, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
-import {
-  type CallBody,
-  checkEnvelopeSchema,
-  checkOxpVersionHeader,
-  isEnvelope,
-  wrapResponse,
-} from "../core/protocol-version.js";
+import { checkEnvelopeSchema, checkOxpVersionHeader } from "../core/protocol-version.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
 import { createLogger } from "./logger.js";
 
@@ -52,8 +47,9 @@ const ROUTES: readonly { path: string; methods: readonly string[] }[] = [
   { path: `${CHALLENGE_CHECK_PATH}/:challenge_id`, methods: ["GET", "HEAD"] },
 ];
 
+/** The spec declares one media type for request bodies: application/json, parameters (charset) allowed. */
 const isJsonType = (contentType: string | undefined) =>
-  contentType !== undefined && /^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(contentType.trim());
+  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim());
 
 /** The trace id of a W3C traceparent header (`00-<trace id>-<span id>-<flags>`). */
 function traceIdOf(header: string | undefined): string | undefined {
@@ -146,10 +142,8 @@ export function createServer(options: ServerOptions): OxpApp {
           });
         }
         checkDepth(req.body, maxDepth);
-        const body = req.body as Record<string, unknown> | null;
-        if (body !== null && typeof body === "object" && !Array.isArray(body) && "request" in body) {
-          checkEnvelopeSchema(body.$schema);
-        }
+        // Before the contract validator, so an unsupported version gets its own message, not a pattern error.
+        if (isEnvelope(req.body)) checkEnvelopeSchema(req.body.$schema);
         next();
       } catch (failure) {
         next(failure);
@@ -167,6 +161,8 @@ export function createServer(options: ServerOptions): OxpApp {
       validateSecurity: false,
       ignoreUndocumented: true,
       validateApiSpec: false,
+      // Match routes on the URL below the mount point, so the app can live under a prefix.
+      useRequestUrl: true,
     }),
   );
 
@@ -192,9 +188,7 @@ export function createServer(options: ServerOptions): OxpApp {
 
   app.post("/tools/call", async (req, res, next) => {
     try {
-      const body = req.body as CallBody;
-      const envelope = isEnvelope(body);
-      const request: CallToolRequest = envelope ? body.request : (body as CallToolRequest);
+      const { request, envelope } = parseCallBody(req.body);
       const meta: CallMeta = {
         principal: req.oxpPrincipal ?? "anonymous",
         baseUrl: options.publicUrl?.replace(/\/+$/, "") ?? `${req.protocol}://${req.get("host")}${req.baseUrl}`,
@@ -263,7 +257,7 @@ export function toWireError(error: unknown, req?: Pick<Request, "method" | "path
     // The body is a oneOf (flat request or envelope): each branch reports; keep what concerns the body sent.
     const relevant = problems.filter((line) => !/oneOf|required property 'request'/.test(line));
     const details = [...new Set(relevant.length > 0 ? relevant : problems)].slice(0, 5).join("; ");
-    return new WireError("bad_request", "The request does not match the OXP specification", {
+    return new WireError("bad_request", SPEC_MISMATCH_MESSAGE, {
       developerMessage: details || (error instanceof Error ? error.message : undefined) || "Invalid request",
       cause: error,
     });

@@ -1,0 +1,134 @@
+// PROTOCOL.md section 5 against the running demo: API keys and HS256 JWTs.
+import { createHmac } from "node:crypto";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError, type Running, send, startDemo } from "./harness.js";
+
+const SECRET = "a-shared-secret-of-at-least-32-bytes!";
+const API_KEY = "demo-api-key-0123456789abcdef0123456789";
+let server: Running;
+let keyOnly: Running;
+let open: Running;
+
+beforeAll(async () => {
+  [server, keyOnly, open] = await Promise.all([
+    startDemo({ auth: { jwt: { secret: SECRET, audiences: ["oxp-demo"] } } }),
+    startDemo({ auth: { apiKeys: [API_KEY] } }),
+    startDemo(),
+  ]);
+});
+afterAll(() => Promise.all([server.close(), keyOnly.close(), open.close()]));
+
+const now = () => Math.floor(Date.now() / 1000);
+
+/** A signed HS256 JWT; claims are given as is, so tests can leave `exp` out or set it anywhere. */
+function sign(claims: Record<string, unknown>, secret = SECRET): Promise<string> {
+  return new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT" }).sign(new TextEncoder().encode(secret));
+}
+
+/** A token with any header, signed with HMAC for the algorithms jose would refuse to make. */
+function rawToken(
+  header: Record<string, unknown>,
+  claims: Record<string, unknown>,
+  signWith?: "sha256" | "sha512",
+): string {
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const unsigned = `${encode(header)}.${encode(claims)}`;
+  const signature = signWith ? createHmac(signWith, SECRET).update(unsigned).digest("base64url") : "";
+  return `${unsigned}.${signature}`;
+}
+
+const tools = (base: string, headers: Record<string, string> = {}) => send(`${base}/tools`, { headers });
+
+function expectUnauthorized(reply: Awaited<ReturnType<typeof send>>) {
+  expectError(reply, 401);
+  expect(reply.headers.get("www-authenticate")).toBe("Bearer");
+  expect(reply.body.message).toBe("Authentication required");
+}
+
+describe("JWT", () => {
+  it("admits a valid HS256 token, with or without an allowed aud", async () => {
+    const withAud = await sign({ exp: now() + 300, aud: "oxp-demo", sub: "agent-1" });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
+    const withoutAud = await sign({ exp: now() + 300 });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
+    const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-demo"] });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
+  });
+
+  it("tolerates 60 s of clock skew on exp", async () => {
+    const justExpired = await sign({ exp: now() - 30 });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${justExpired}` })).status).toBe(200);
+  });
+
+  it.each([
+    ["expired", () => sign({ exp: now() - 120 })],
+    ["without exp", () => sign({ sub: "x" })],
+    ["with exp more than 15 minutes ahead", () => sign({ exp: now() + 20 * 60 })],
+    ["with a wrong aud", () => sign({ exp: now() + 300, aud: "someone-else" })],
+    ["signed with another secret", () => sign({ exp: now() + 300 }, "another-secret-another-secret-another")],
+    ["with alg none", async () => rawToken({ alg: "none", typ: "JWT" }, { exp: now() + 300 })],
+    ["with alg HS512", async () => rawToken({ alg: "HS512", typ: "JWT" }, { exp: now() + 300 }, "sha512")],
+    ["with a tampered payload", async () => `${(await sign({ exp: now() + 300 })).slice(0, -3)}abc`],
+    ["that is not a JWT", async () => "not-a-jwt"],
+  ])("refuses a token %s with a 401", async (_case, make) => {
+    const reply = await tools(server.baseUrl, { Authorization: `Bearer ${await make()}` });
+    expectUnauthorized(reply);
+  });
+
+  it("refuses a request without credentials, and says nothing about which check failed in message", async () => {
+    const reply = await tools(server.baseUrl);
+    expectUnauthorized(reply);
+    const wrong = await tools(server.baseUrl, { Authorization: `Bearer ${await sign({ exp: now() - 999 })}` });
+    expect(wrong.body.message).toBe(reply.body.message);
+  });
+
+  it("guards every route but /health, and checks credentials before the body", async () => {
+    expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
+    expectUnauthorized(await send(`${server.baseUrl}/authorization/challenges/google.x`));
+    const call = await send(`${server.baseUrl}/tools/call`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
+    expectUnauthorized(call);
+  });
+});
+
+describe("API key", () => {
+  it("is admitted in OXP-API-Key", async () => {
+    expect((await tools(keyOnly.baseUrl, { "OXP-API-Key": API_KEY })).status).toBe(200);
+  });
+
+  it("is admitted as a bearer token, as the draft's generated clients send it", async () => {
+    expect((await tools(keyOnly.baseUrl, { Authorization: `Bearer ${API_KEY}` })).status).toBe(200);
+  });
+
+  it.each([
+    ["a wrong key", { "OXP-API-Key": `${API_KEY}x` }],
+    ["a prefix of the key", { "OXP-API-Key": API_KEY.slice(0, 10) }],
+    ["an empty key", { "OXP-API-Key": "" }],
+    ["a wrong bearer", { Authorization: "Bearer nope" }],
+    ["no credentials", {}],
+  ])("refuses %s with a 401", async (_case, headers) => {
+    expectUnauthorized(await tools(keyOnly.baseUrl, headers));
+  });
+
+  it("admits when any one credential is valid", async () => {
+    const both = await startDemo({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
+    try {
+      const jwt = await sign({ exp: now() + 60 });
+      expect((await tools(both.baseUrl, { "OXP-API-Key": "wrong", Authorization: `Bearer ${jwt}` })).status).toBe(200);
+      expect((await tools(both.baseUrl, { "OXP-API-Key": API_KEY, Authorization: "Bearer wrong" })).status).toBe(200);
+      expectUnauthorized(await tools(both.baseUrl, { "OXP-API-Key": "wrong", Authorization: "Bearer wrong" }));
+    } finally {
+      await both.close();
+    }
+  });
+});
+
+describe("authentication off", () => {
+  it("ignores Authorization and OXP-API-Key headers", async () => {
+    expect((await tools(open.baseUrl, { Authorization: "Bearer garbage", "OXP-API-Key": "garbage" })).status).toBe(200);
+  });
+});
