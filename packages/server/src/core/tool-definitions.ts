@@ -7,28 +7,31 @@ import type { SchemaObject, Tool } from "./tool.js";
 
 /** Keywords whose values map names to subschemas: their keys are names, not keywords. */
 const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"]);
+/** Keywords whose values are data, not subschemas. */
+const DATA = new Set(["enum", "const", "examples", "default"]);
 const FORBIDDEN = new Set(["$ref", "$defs", "definitions", "$dynamicRef"]);
 
-/** The first forbidden keyword (`$ref`, `$defs`, `definitions`) anywhere in a schema, with its path. */
-function findForbiddenKeyword(schema: unknown, path = ""): string | undefined {
+/** The path of the first keyword in a schema (at any depth) for which `matches` holds. */
+function findKeyword(
+  schema: unknown,
+  matches: (key: string, value: unknown) => boolean,
+  path = "",
+): string | undefined {
   if (Array.isArray(schema)) {
     for (const [i, item] of schema.entries()) {
-      const found = findForbiddenKeyword(item, `${path}/${i}`);
+      const found = findKeyword(item, matches, `${path}/${i}`);
       if (found) return found;
     }
     return undefined;
   }
   if (typeof schema !== "object" || schema === null) return undefined;
   for (const [key, value] of Object.entries(schema)) {
-    if (FORBIDDEN.has(key)) return `${path}/${key}`;
-    if (key === "enum" || key === "const" || key === "examples" || key === "default") continue;
-    if (NAME_MAPS.has(key) && typeof value === "object" && value !== null) {
-      for (const [name, sub] of Object.entries(value)) {
-        const found = findForbiddenKeyword(sub, `${path}/${key}/${name}`);
-        if (found) return found;
-      }
-    } else {
-      const found = findForbiddenKeyword(value, `${path}/${key}`);
+    if (matches(key, value)) return `${path}/${key}`;
+    if (DATA.has(key)) continue;
+    const children =
+      NAME_MAPS.has(key) && typeof value === "object" && value !== null ? Object.entries(value) : [["", value]];
+    for (const [name, sub] of children) {
+      const found = findKeyword(sub, matches, name === "" ? `${path}/${key}` : `${path}/${key}/${name}`);
       if (found) return found;
     }
   }
@@ -81,7 +84,11 @@ function validateAgainstSpec(definition: ToolDefinition): string | undefined {
  * Checks one definition against PROTOCOL.md section 6 and the spec's ToolDefinition schema; throws a
  * {@link ServerConfigError} naming the tool and the rule it breaks.
  */
-export function checkToolDefinition(definition: ToolDefinition, compileSchema: (schema: object) => void): void {
+export function checkToolDefinition(
+  definition: ToolDefinition,
+  compileSchema: (schema: object) => void,
+  knownFormats: ReadonlySet<string>,
+): void {
   const refuse = (rule: string): never => {
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
   };
@@ -95,9 +102,15 @@ export function checkToolDefinition(definition: ToolDefinition, compileSchema: (
     ["input_schema", definition.input_schema],
     ["output_schema", definition.output_schema],
   ] as const) {
-    const forbidden = findForbiddenKeyword(schema);
+    const forbidden = findKeyword(schema, (key) => FORBIDDEN.has(key));
     if (forbidden) refuse(`${field} must be self-contained, but has ${forbidden}`);
     if (schema === null) continue;
+    // Ajv would skip an unknown format silently; a tool author expects it checked.
+    const format = findKeyword(
+      schema,
+      (key, value) => key === "format" && typeof value === "string" && !knownFormats.has(value),
+    );
+    if (format) refuse(`${field} uses a format this server does not know, at ${format}`);
     try {
       compileSchema(schema);
     } catch (error) {

@@ -29,10 +29,11 @@ export class ToolRegistry {
   constructor(tools: readonly Tool[]) {
     const fast = createToolAjv(false);
     const full = createToolAjv(true);
+    const knownFormats = new Set(Object.keys(fast.formats));
     for (const tool of tools) {
       const definition = toToolDefinition(tool);
       if (this.byId.has(definition.id)) throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
-      checkToolDefinition(definition, (schema) => fast.compile(schema));
+      checkToolDefinition(definition, (schema) => fast.compile(schema), knownFormats);
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
       }

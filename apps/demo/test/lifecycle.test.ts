@@ -1,0 +1,116 @@
+// PROTOCOL.md 7 shutdown, in process and as a real process (npm start's dist/main.js), and the demo client script.
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { connect } from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { callTool, send, startDemo } from "./harness.js";
+
+const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist");
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+});
+
+/** Starts dist/main.js on an ephemeral port and resolves with its URL once it prints it. */
+async function startProcess(
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+  const child = spawn(process.execPath, [path.join(dist, "main.js")], {
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let output = "";
+  child.stdout?.on("data", (chunk) => {
+    output += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    output += chunk;
+  });
+  const deadline = Date.now() + 15_000;
+  while (!/listening on (http:\/\/\S+)/.test(output)) {
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the demo did not start: ${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return { child, url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output: () => output };
+}
+
+describe("graceful shutdown in process", () => {
+  it("answers 503 on /health once draining, refuses new connections, finishes calls in flight", async () => {
+    const server = await startDemo();
+    const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+
+    // A request whose headers are half sent is in progress: draining does not cut it.
+    const { port, hostname } = new URL(server.baseUrl);
+    const socket = connect(Number(port), hostname);
+    await once(socket, "connect");
+    socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+
+    const closed = server.close();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    let answer = "";
+    socket.on("data", (chunk) => {
+      answer += chunk;
+    });
+    socket.write("\r\n");
+    await once(socket, "close");
+    expect(answer).toMatch(/^HTTP\/1\.1 503/);
+    expect(answer).toMatch(/oxp-version: 1\.0/i);
+
+    await expect(send(`${server.baseUrl}/health`)).rejects.toThrow();
+    const finished = await inFlight;
+    expect(finished.body).toMatchObject({ success: true, value: { slept_ms: 400 } });
+    await closed;
+  });
+});
+
+describe("the demo process", () => {
+  it("exits 0 on SIGTERM after finishing the call in flight", async () => {
+    const { child, url } = await startProcess();
+    const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 300 } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    child.kill("SIGTERM");
+    const finished = await inFlight;
+    expect(finished.body).toMatchObject({ success: true });
+    const [code] = await once(child, "exit");
+    expect(code).toBe(0);
+  });
+
+  it("takes its settings from the environment: API key and tool time limit", async () => {
+    const { url } = await startProcess({ OXP_API_KEY: "env-key-123", OXP_TOOL_TIMEOUT_MS: "50" });
+    expect((await send(`${url}/tools`)).status).toBe(401);
+    const slow = await callTool(
+      url,
+      { tool_id: "System.Sleep", input: { ms: 1_000 } },
+      { "OXP-API-Key": "env-key-123" },
+    );
+    expect(slow.body).toMatchObject({ success: false, error: { can_retry: true } });
+  });
+
+  it("passes the demo client script, which calls every tool", async () => {
+    const { url } = await startProcess();
+    const client = spawn(process.execPath, [path.join(dist, "client.js"), url], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(client);
+    let output = "";
+    client.stdout?.on("data", (chunk) => {
+      output += chunk;
+    });
+    const [code] = await once(client, "exit");
+    expect(output).not.toContain("FAIL");
+    expect(output).toMatch(/^\d+ passed, 0 failed$/m);
+    expect(code).toBe(0);
+  });
+
+  it("fails the client script against a server that is not there", async () => {
+    const client = spawn(process.execPath, [path.join(dist, "client.js"), "http://127.0.0.1:9"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(client);
+    const [code] = await once(client, "exit");
+    expect(code).toBe(1);
+  });
+});

@@ -1,0 +1,372 @@
+// The protocol core, exercised directly: definitions at start-up, tool failures, output checks, idempotency stores.
+import type { CallToolRequest } from "@otc/types";
+import { describe, expect, it } from "vitest";
+import { ServerConfigError, WireError } from "./errors.js";
+import { type IdempotencyEntry, type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
+import { type CallMeta, OxpCore } from "./oxp-core.js";
+import { defineTool, OxpToolError, type Tool } from "./tool.js";
+
+const meta: CallMeta = { principal: "anonymous", baseUrl: "http://127.0.0.1" };
+
+/** A tool built without defineTool's inference: these tests feed it schemas of every shape. */
+const tool = (
+  overrides: Partial<Omit<Tool, "inputSchema" | "outputSchema">> & {
+    run: Tool["run"];
+    inputSchema?: object;
+    outputSchema?: object | null;
+  },
+): Tool => ({
+  toolkit: "Test",
+  name: "Tool",
+  version: "1.0.0",
+  description: "A tool for tests.",
+  requirements: undefined,
+  timeoutMs: undefined,
+  ...overrides,
+  inputSchema: (overrides.inputSchema ?? {}) as Tool["inputSchema"],
+  outputSchema: (overrides.outputSchema === undefined ? {} : overrides.outputSchema) as Tool["outputSchema"],
+});
+
+describe("defineTool", () => {
+  it("keeps what it is given", () => {
+    const run = () => 1;
+    const defined = defineTool({
+      toolkit: "A",
+      name: "B",
+      version: "1.2.3",
+      description: "d",
+      inputSchema: {},
+      outputSchema: { type: "number" },
+      timeoutMs: 5,
+      run,
+    });
+    expect(defined).toMatchObject({ toolkit: "A", name: "B", version: "1.2.3", timeoutMs: 5, run });
+  });
+});
+
+async function callOne(t: Tool, request: Partial<CallToolRequest> = {}, options = {}) {
+  const core = new OxpCore({ tools: [t], ...options });
+  return core.call({ tool_id: "Test.Tool", ...request }, meta);
+}
+
+describe("tool definitions at start-up (PROTOCOL.md 6)", () => {
+  const base = { run: () => null };
+  it.each<[string, Parameters<typeof tool>[0] | Omit<Parameters<typeof tool>[0], "run">, RegExp]>([
+    ["a name with a space", { name: "My Tool" }, /Tool 'Test.My Tool@1.0.0' is refused/],
+    ["a two-part version", { version: "1.0" }, /does not match the ToolDefinition schema/],
+    ["a toolkit with a dash", { toolkit: "My-Kit" }, /toolkit must be letters, digits and '_'/],
+    ["an empty description", { description: "" }, /does not match the ToolDefinition schema/],
+    [
+      "a $ref in the input schema",
+      { inputSchema: { type: "object", properties: { a: { $ref: "#/x", description: "A." } } } },
+      /input_schema must be self-contained, but has \/properties\/a\/\$ref/,
+    ],
+    [
+      "$defs in the output schema",
+      { outputSchema: { $defs: { x: {} }, type: "object" } },
+      /does not match the ToolDefinition schema|output_schema must be self-contained/,
+    ],
+    [
+      "a property without a description",
+      { inputSchema: { type: "object", properties: { a: { type: "number" } } } },
+      /description/,
+    ],
+    [
+      "an invalid JSON Schema",
+      { inputSchema: { type: "object", minProperties: -1 } },
+      /input_schema is not a valid JSON Schema/,
+    ],
+    [
+      "an unknown format",
+      { inputSchema: { type: "object", properties: { a: { type: "string", format: "nope", description: "A." } } } },
+      /uses a format this server does not know, at \/properties\/a\/format/,
+    ],
+    ["a zero time limit", { timeoutMs: 0 }, /timeoutMs must be a positive number/],
+  ])("refuses %s, naming the tool and the rule", (_case, overrides, message) => {
+    const build = () => new OxpCore({ tools: [tool({ ...base, ...overrides })] });
+    expect(build).toThrow(ServerConfigError);
+    expect(build).toThrow(message);
+  });
+
+  it("refuses two tools with the same id", () => {
+    expect(() => new OxpCore({ tools: [tool(base), tool(base)] })).toThrow(/Tool 'Test.Tool@1.0.0' is defined twice/);
+  });
+
+  it("unwraps the older {parameters: ...} input schema and never lists it", async () => {
+    const wrapped = tool({
+      ...base,
+      inputSchema: {
+        parameters: { type: "object", properties: { a: { type: "number", description: "A." } }, required: ["a"] },
+      },
+    });
+    const core = new OxpCore({ tools: [wrapped] });
+    expect(core.listTools().items[0]?.input_schema).toEqual({
+      type: "object",
+      properties: { a: { type: "number", description: "A." } },
+      required: ["a"],
+    });
+    await expect(core.call({ tool_id: "Test.Tool", input: {} }, meta)).rejects.toMatchObject({ status: 422 });
+  });
+});
+
+describe("tool failures (PROTOCOL.md 3.6)", () => {
+  it("passes OxpToolError fields through, retry_after_ms rounded up to an integer", async () => {
+    const response = await callOne(
+      tool({
+        run: () => {
+          throw new OxpToolError("Nope", {
+            developerMessage: "d",
+            canRetry: true,
+            additionalPromptContent: "p",
+            retryAfterMs: 12.2,
+          });
+        },
+      }),
+    );
+    expect(response).toMatchObject({
+      success: false,
+      error: {
+        message: "Nope",
+        developer_message: "d",
+        can_retry: true,
+        additional_prompt_content: "p",
+        retry_after_ms: 13,
+      },
+    });
+  });
+
+  it.each<[string, () => unknown, string]>([
+    [
+      "an Error",
+      () => {
+        throw new TypeError("x is not a function");
+      },
+      "TypeError: x is not a function",
+    ],
+    ["a rejected promise", () => Promise.reject(new Error("boom")), "Error: boom"],
+    [
+      "a string",
+      () => {
+        throw "raw string";
+      },
+      "raw string",
+    ],
+    [
+      "undefined",
+      () => {
+        throw undefined;
+      },
+      "undefined",
+    ],
+  ])("turns %s thrown into a generic message, its text only in developer_message", async (_case, run, developer) => {
+    const response = await callOne(tool({ run }));
+    expect(response).toMatchObject({
+      success: false,
+      error: { message: "The tool failed to run", developer_message: developer, can_retry: false },
+    });
+  });
+
+  it("abandons a hung tool at its time limit and aborts its signal", async () => {
+    let aborted: unknown;
+    const hang = tool({
+      timeoutMs: 50,
+      run: (_input, ctx) =>
+        new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener("abort", () => {
+            aborted = ctx.signal.reason;
+            reject(new Error("too late"));
+          });
+        }),
+    });
+    const response = await callOne(hang);
+    expect(response).toMatchObject({
+      success: false,
+      error: { message: "The tool did not finish in time", can_retry: true },
+    });
+    expect(aborted).toBeInstanceOf(Error);
+  });
+
+  it("uses the server's default time limit when the tool sets none", async () => {
+    const response = await callOne(tool({ run: () => new Promise(() => {}) }), {}, { defaultTimeoutMs: 30 });
+    expect(response).toMatchObject({ success: false, error: { can_retry: true } });
+  });
+
+  it.each<[string, object, () => unknown, RegExp]>([
+    ["the wrong type", { type: "number" }, () => "seven", /does not match the tool's output_schema/],
+    ["a missing property", { type: "object", required: ["a"] }, () => ({}), /does not match/],
+    ["nothing where a value is due", { type: "number" }, () => undefined, /does not match/],
+    ["a BigInt", {}, () => 10n, /The result is not JSON/],
+    [
+      "a cycle",
+      {},
+      () => {
+        const a: Record<string, unknown> = {};
+        a.self = a;
+        return a;
+      },
+      /The result is not JSON/,
+    ],
+  ])("answers a result of %s with 'invalid result'", async (_case, outputSchema, run, developer) => {
+    const response = await callOne(tool({ outputSchema, run }));
+    expect(response).toMatchObject({
+      success: false,
+      error: { message: "The tool returned an invalid result", can_retry: false },
+    });
+    expect(response.success === false && response.error.developer_message).toMatch(developer);
+  });
+
+  it("returns null for a tool whose output schema is null, whatever it returns", async () => {
+    expect(await callOne(tool({ outputSchema: null, run: () => "ignored" }))).toMatchObject({
+      success: true,
+      value: null,
+    });
+    expect(await callOne(tool({ outputSchema: null, run: () => undefined }))).toMatchObject({
+      success: true,
+      value: null,
+    });
+  });
+
+  it("serializes the result as JSON (dates become strings, undefined properties vanish)", async () => {
+    const response = await callOne(
+      tool({
+        outputSchema: { type: "object", properties: { at: { type: "string", format: "date-time" } } },
+        run: () => ({ at: new Date(0), gone: undefined }),
+      }),
+    );
+    expect(response).toMatchObject({ success: true, value: { at: "1970-01-01T00:00:00.000Z" } });
+    expect(response.success && response.value).not.toHaveProperty("gone");
+  });
+
+  it("gives the tool its context: call id, trace id, user id, secrets, tokens, extra keys", async () => {
+    let seen: unknown;
+    const spy = tool({
+      requirements: { secrets: [{ id: "S" }] },
+      run: (_input, ctx) => {
+        seen = { ...ctx, signal: undefined, logger: undefined };
+        return null;
+      },
+    });
+    await new OxpCore({ tools: [spy], secrets: { S: "server-value", OTHER: "not for this tool" } }).call(
+      {
+        tool_id: "Test.Tool",
+        call_id: "c1",
+        trace_id: "t1",
+        context: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
+      },
+      meta,
+    );
+    expect(seen).toEqual({
+      callId: "c1",
+      traceId: "t1",
+      userId: "u1",
+      tokens: { p: "tok" },
+      secrets: { S: "server-value" },
+      extra: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
+      signal: undefined,
+      logger: undefined,
+    });
+  });
+});
+
+describe("idempotency (PROTOCOL.md 3.7)", () => {
+  it("stores a failure that cannot be retried: the tool does not run again", async () => {
+    let runs = 0;
+    const failing = tool({
+      run: () => {
+        runs++;
+        throw new OxpToolError("Permanent", { canRetry: false });
+      },
+    });
+    const core = new OxpCore({ tools: [failing] });
+    const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    const second = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(second).toEqual(first);
+    expect(runs).toBe(1);
+  });
+
+  it("stores nothing secret: the record holds a hash and the response", async () => {
+    const store = new MemoryIdempotencyStore();
+    const core = new OxpCore({
+      tools: [tool({ requirements: { secrets: [{ id: "S" }] }, run: () => 1 })],
+      idempotencyStore: store,
+    });
+    await core.call(
+      { tool_id: "Test.Tool", call_id: "k", context: { secrets: [{ id: "S", value: "hunter2" }] } },
+      meta,
+    );
+    const entry = await store.get("k");
+    expect(JSON.stringify(entry)).not.toContain("hunter2");
+    expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  it("expires records after the retention window", async () => {
+    let now = 0;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    let runs = 0;
+    const core = new OxpCore({
+      tools: [tool({ run: () => ++runs })],
+      idempotencyStore: store,
+      idempotencyRetentionMs: 1_000,
+    });
+    await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    now = 999;
+    await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(runs).toBe(1);
+    now = 1_000;
+    await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(runs).toBe(2);
+  });
+
+  it("keeps the memory store bounded", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntries: 3 });
+    for (const key of ["a", "b", "c", "d", "e"]) await store.claim(key, "f", 60_000);
+    expect(store.size).toBe(3);
+    expect(await store.get("a")).toBeUndefined();
+    expect(await store.get("e")).toEqual({ fingerprint: "f" });
+  });
+
+  it("waits, through a shared store, for a call another instance is running", async () => {
+    // Two cores sharing one store stand for two instances behind a load balancer.
+    const shared = new MemoryIdempotencyStore();
+    const slowStore: IdempotencyStore = {
+      claim: (key, fingerprint, ttl) => shared.claim(key, fingerprint, ttl),
+      complete: (key, entry: Required<IdempotencyEntry>, ttl) => shared.complete(key, entry, ttl),
+      release: (key) => shared.release(key),
+      get: (key) => shared.get(key),
+    };
+    let runs = 0;
+    const slow = () =>
+      tool({
+        run: async () => {
+          runs++;
+          await new Promise((resolve) => setTimeout(resolve, 80));
+          return runs;
+        },
+      });
+    const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
+    const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
+    const [a, b] = await Promise.all([
+      one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
+      new Promise((resolve) => setTimeout(resolve, 10)).then(() =>
+        two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
+      ),
+    ]);
+    expect(b).toEqual(a);
+    expect(runs).toBe(1);
+  });
+
+  it("refuses a reused call_id before running anything", async () => {
+    let runs = 0;
+    const core = new OxpCore({ tools: [tool({ run: () => ++runs })] });
+    await core.call({ tool_id: "Test.Tool", call_id: "k", input: { x: 1 } }, meta);
+    await expect(core.call({ tool_id: "Test.Tool", call_id: "k", input: { x: 2 } }, meta)).rejects.toBeInstanceOf(
+      WireError,
+    );
+    await expect(
+      core.call({ tool_id: "Test.Tool", call_id: "k" }, { ...meta, principal: "other" }),
+    ).rejects.toMatchObject({
+      status: 400,
+    });
+    expect(runs).toBe(1);
+  });
+});
