@@ -37,6 +37,22 @@ async function startProcess(
   return { child, url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output: () => output };
 }
 
+describe("start-up", () => {
+  it("answers 503 on /health until the server is warm, then 200", async () => {
+    const server = await startDemo();
+    try {
+      server.demo.oxp.locals.oxp.ready = false;
+      const starting = await send(`${server.baseUrl}/health`);
+      expect(starting.status).toBe(503);
+      expect(starting.body).toEqual({ message: "The server is starting" });
+      server.demo.oxp.locals.oxp.ready = true;
+      expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("graceful shutdown in process", () => {
   it("answers 503 on /health once draining, refuses new connections, finishes calls in flight", async () => {
     const server = await startDemo();
