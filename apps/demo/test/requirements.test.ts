@@ -8,6 +8,15 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
+/** Submits the demo consent page's form, as a user clicking Approve or Deny would. */
+const decide = (url: string, action: string) =>
+  send(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: `action=${action}`,
+    redirect: "manual",
+  });
+
 const gmail = (context: Record<string, unknown>, callId?: string) => ({
   tool_id: "Gmail.GetEmails",
   ...(callId ? { call_id: callId } : {}),
@@ -93,12 +102,7 @@ describe("authorization", () => {
     expect(page.text).toMatch(/<button name="action" value="approve">Approve<\/button>/);
     expect(page.text).toMatch(/<button name="action" value="deny">Deny<\/button>/);
 
-    const approved = await send(challenge.url, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "action=approve",
-      redirect: "manual",
-    });
+    const approved = await decide(challenge.url, "approve");
     expect(approved.status).toBe(303);
     expect((await send(challenge.check_url)).body).toEqual({ status: "completed" });
 
@@ -115,12 +119,7 @@ describe("authorization", () => {
   it("reports failed when the user denies, and the call stays refused", async () => {
     const first = await callTool(server.baseUrl, gmail({ user_id: "dave" }));
     const [challenge] = first.body.missing_requirements.authorization;
-    const denied = await send(challenge.url, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "action=deny",
-      redirect: "manual",
-    });
+    const denied = await decide(challenge.url, "deny");
     expect(denied.status).toBe(303);
     expect((await send(challenge.check_url)).body).toEqual({ status: "failed" });
     expectError(await callTool(server.baseUrl, gmail({ user_id: "dave" })), 400);
@@ -134,11 +133,7 @@ describe("authorization", () => {
   it("refuses a consent decision other than approve or deny", async () => {
     const first = await callTool(server.baseUrl, gmail({ user_id: "erin" }));
     const [challenge] = first.body.missing_requirements.authorization;
-    const reply = await send(challenge.url, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "action=maybe",
-    });
+    const reply = await decide(challenge.url, "maybe");
     expect(reply.status).toBe(400);
     expect((await send(challenge.check_url)).body).toEqual({ status: "pending" });
   });
