@@ -121,3 +121,17 @@ describe("mounted under a prefix", () => {
     }
   });
 });
+
+describe("log lines", () => {
+  it("carry each field once", () => {
+    const raw = server
+      .rawLogs()
+      .split("\n")
+      .filter((line) => line.includes('"msg":"tool call"'));
+    expect(raw.length).toBeGreaterThan(0);
+    for (const line of raw) {
+      const keys = [...line.matchAll(/"([a-z_]+)":/g)].map((match) => match[1]);
+      expect(new Set(keys).size, line).toBe(keys.length);
+    }
+  });
+});

@@ -162,7 +162,8 @@ export class OxpCore {
   async call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
     const started = performance.now();
     const traceId = request.trace_id ?? meta.traceId;
-    const log = this.logger.child({ call_id: request.call_id, trace_id: traceId, tool_id: request.tool_id });
+    // One line per call, each field once: the requested id until it resolves, then the resolved one.
+    const fields = { tool_id: request.tool_id, call_id: request.call_id, trace_id: traceId };
     try {
       checkDepth(request, this.maxDepth);
       const registered = this.resolve(request.tool_id);
@@ -190,9 +191,11 @@ export class OxpCore {
           started,
         });
       const { response, outcome } = await this.idempotent(request, registered, meta, input, run);
-      log.info(
+      this.logger.info(
         {
+          ...fields,
           tool_id: registered.definition.id,
+          requested_tool_id: request.tool_id,
           call_id: response.call_id,
           outcome,
           duration_ms: roundMs(performance.now() - started),
@@ -202,8 +205,9 @@ export class OxpCore {
       return response;
     } catch (error) {
       if (error instanceof WireError) {
-        log.info(
+        this.logger.info(
           {
+            ...fields,
             outcome: "rejected",
             status: error.status,
             reason: error.message,
