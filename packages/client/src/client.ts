@@ -1,0 +1,297 @@
+/** The OXP client: health, listTools, callTool (with safe retries), authorization polling; typed end to end. */
+import type {
+  CallToolRequest,
+  CallToolResponse,
+  CallToolResultEnvelope,
+  paths,
+  ToolAuthorizationChallenge,
+  ToolDefinition,
+} from "@otc/types";
+import createFetchClient from "openapi-fetch";
+import { answers } from "./answers.js";
+import { errorFromResponse, OxpConnectionError, OxpError, OxpProtocolError, OxpTimeoutError } from "./errors.js";
+import { type JwtOptions, jwtSigner } from "./jwt.js";
+import { normalizeToolDefinition } from "./tool-schemas.js";
+
+/** How the client retries. */
+export interface RetryOptions {
+  /** Attempts in all, the first included. Default 3; 1 turns retries off. */
+  maxAttempts?: number;
+  /** The longest wait between attempts, in milliseconds. Default 10,000. */
+  maxDelayMs?: number;
+  /** The first backoff step when the server gives no hint, in milliseconds. Default 200. */
+  baseDelayMs?: number;
+}
+
+/** Options of {@link createClient}. */
+export interface ClientOptions {
+  /** The Tool Server's base URL, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** Sent in `OXP-API-Key`. */
+  apiKey?: string;
+  /** Sign HS256 JWTs and send them as bearer tokens. */
+  jwt?: JwtOptions;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** The fetch to use; default the global one. Tests pass their own to observe requests. */
+  fetch?: typeof fetch;
+  /** Time limit of one attempt, in milliseconds. Default 60,000. */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  /** `flat` (default) or `envelope`, the 1.0 draft's `{"request": ...}` form, for older servers. */
+  wire?: "flat" | "envelope";
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  /** Aborts the call, waiting between attempts included. */
+  signal?: AbortSignal;
+}
+
+/** The health of a server. */
+export interface Health {
+  /** True when the server answered 200. */
+  healthy: boolean;
+  /** The HTTP status (503 while starting or draining). */
+  status: number;
+}
+
+/** An OXP client. */
+export interface OxpClient {
+  /** GET /health. Never throws for a 503; throws OxpConnectionError when nothing answers. */
+  health(options?: CallOptions): Promise<Health>;
+  /** GET /tools, every definition in the flat form (an older `{"parameters": ...}` input_schema is unwrapped). */
+  listTools(options?: CallOptions): Promise<ToolDefinition[]>;
+  /**
+   * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`);
+   * throws OxpServerError (400), OxpAuthenticationError (401), OxpValidationError (422), and after the
+   * last attempt OxpConnectionError / OxpTimeoutError. Retries keep the same call_id.
+   */
+  callTool(request: CallToolRequest, options?: CallOptions): Promise<CallToolResponse>;
+  /** GET a challenge's check_url once. */
+  checkAuthorization(
+    challenge: ToolAuthorizationChallenge,
+    options?: CallOptions,
+  ): Promise<"pending" | "completed" | "failed">;
+  /** Polls a challenge's check_url until it is completed or failed (or the signal aborts). */
+  waitForAuthorization(
+    challenge: ToolAuthorizationChallenge,
+    options?: CallOptions & { intervalMs?: number },
+  ): Promise<"completed" | "failed">;
+}
+
+/** What one attempt ended in: an answer to return, or a reason to try again after a wait. */
+type Attempt<T> = { done: T } | { retry: OxpError; waitMs?: number };
+
+/** Waits `ms`, rejecting with the signal's reason when it aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The wait a 429/503 asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date. */
+function retryAfter(headers: Headers): number | undefined {
+  const ms = Number(headers.get("retry-after-ms"));
+  if (headers.has("retry-after-ms") && Number.isFinite(ms) && ms >= 0) return ms;
+  const value = headers.get("retry-after");
+  if (value === null) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+/**
+ * Creates a client for one Tool Server. Every request sends `OXP-Version: 1.0`.
+ *
+ * @example
+ * const client = createClient({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
+ * const response = await client.callTool({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+ * if (response.success) console.log(response.value);
+ */
+export function createClient(options: ClientOptions): OxpClient {
+  const baseUrl = options.baseUrl.replace(/\/+$/, "");
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const api = createFetchClient<paths>({ baseUrl, fetch: (request) => doFetch(request) });
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const maxAttempts = Math.max(1, Math.floor(options.retry?.maxAttempts ?? 3));
+  const maxDelayMs = options.retry?.maxDelayMs ?? 10_000;
+  const baseDelayMs = options.retry?.baseDelayMs ?? 200;
+  const signJwt = options.jwt ? jwtSigner(options.jwt) : undefined;
+  const envelope = options.wire === "envelope";
+
+  const headers = async (): Promise<Record<string, string>> => {
+    const out: Record<string, string> = { ...options.headers, "OXP-Version": "1.0" };
+    if (options.apiKey !== undefined) out["OXP-API-Key"] = options.apiKey;
+    if (signJwt) out.Authorization = `Bearer ${await signJwt()}`;
+    return out;
+  };
+
+  /** Exponential backoff with jitter: between half and all of base * 2^(attempt - 1), capped. */
+  const backoff = (attempt: number) => {
+    const cap = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+    return cap / 2 + Math.random() * (cap / 2);
+  };
+
+  /** Runs one request with the attempt's time limit; turns fetch's failures into the client's errors. */
+  async function send<T>(run: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      return await run(combined);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      if (timeout.aborted) throw new OxpTimeoutError(`No answer within ${timeoutMs} ms`);
+      if (error instanceof OxpError) throw error;
+      // openapi-fetch parses JSON bodies itself: a SyntaxError is an answer that is not JSON.
+      if (error instanceof SyntaxError)
+        throw new OxpProtocolError("The server answered with a body that is not JSON", 0);
+      throw new OxpConnectionError(
+        `Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** Repeats `attempt` while it asks to, up to maxAttempts, waiting as told or backing off. */
+  async function withRetries<T>(
+    attempt: (signal: AbortSignal | undefined) => Promise<Attempt<T>>,
+    signal?: AbortSignal,
+  ) {
+    for (let n = 1; ; n++) {
+      let outcome: Attempt<T>;
+      try {
+        outcome = await attempt(signal);
+      } catch (error) {
+        if (!(error instanceof OxpConnectionError || error instanceof OxpTimeoutError) || n >= maxAttempts) throw error;
+        outcome = { retry: error };
+      }
+      if ("done" in outcome) return outcome.done;
+      if (n >= maxAttempts) throw outcome.retry;
+      await sleep(Math.min(maxDelayMs, outcome.waitMs ?? backoff(n)), signal);
+    }
+  }
+
+  const checks = { isServerError: answers.serverError, isValidationError: answers.validationError };
+
+  /** An answer that is not a success: the typed error, or a retry for 429 and 503. */
+  function failure<T>(response: Response, body: unknown): Attempt<T> {
+    const error = errorFromResponse(response.status, body, checks);
+    if (response.status === 429 || response.status === 503)
+      return { retry: error, waitMs: retryAfter(response.headers) };
+    throw error;
+  }
+
+  return {
+    async health(callOptions = {}) {
+      const { response } = await send(
+        async (signal) => api.GET("/health", { headers: await headers(), signal, parseAs: "text" }),
+        callOptions.signal,
+      );
+      return { healthy: response.status === 200, status: response.status };
+    },
+
+    async listTools(callOptions = {}) {
+      return withRetries(async (signal) => {
+        const { data, error, response } = await send(
+          async (attemptSignal) => api.GET("/tools", { headers: await headers(), signal: attemptSignal }),
+          signal,
+        );
+        if (!response.ok) return failure(response, error);
+        const list = data as { items?: unknown } | undefined;
+        const items = Array.isArray(list?.items) ? list.items.map(normalizeToolDefinition) : list?.items;
+        const normalized = { ...list, items };
+        if (!answers.toolList(normalized)) {
+          throw new OxpProtocolError(
+            "GET /tools answered a body that is not a ToolListResponse",
+            response.status,
+            answers.toolList.why(),
+          );
+        }
+        return { done: normalized.items as ToolDefinition[] };
+      }, callOptions.signal);
+    },
+
+    async callTool(request, callOptions = {}) {
+      // Made once, before the first attempt: every retry is the same call, which the server runs once.
+      const body: CallToolRequest = { ...request, call_id: request.call_id ?? crypto.randomUUID() };
+      const wireBody = envelope ? { $schema: "urn:oxp:1.0", request: body } : body;
+      return withRetries<CallToolResponse>(async (signal) => {
+        const { data, error, response } = await send(
+          async (attemptSignal) =>
+            api.POST("/tools/call", { body: wireBody, headers: await headers(), signal: attemptSignal }),
+          signal,
+        );
+        if (!response.ok) return failure(response, error);
+        const answer = envelope ? (data as CallToolResultEnvelope | undefined)?.result : data;
+        const valid = envelope ? answers.callToolResultEnvelope(data) : answers.callToolResponse(answer);
+        if (!valid || answer === undefined) {
+          const why = envelope ? answers.callToolResultEnvelope.why() : answers.callToolResponse.why();
+          throw new OxpProtocolError(
+            "POST /tools/call answered a body that is not a CallToolResponse",
+            response.status,
+            why,
+          );
+        }
+        const result = answer as CallToolResponse;
+        if (!result.success && result.error.can_retry === true) {
+          return { retry: new RetryableFailure(result), waitMs: result.error.retry_after_ms };
+        }
+        return { done: result };
+      }, callOptions.signal).catch((error: unknown) => {
+        // A retryable tool failure on the last attempt is still an answer: return it, not an error.
+        if (error instanceof RetryableFailure) return error.response;
+        throw error;
+      });
+    },
+
+    async checkAuthorization(challenge, callOptions = {}) {
+      if (!challenge.check_url) throw new OxpProtocolError("The challenge has no check_url to poll", 0);
+      const url = new URL(challenge.check_url, `${baseUrl}/`).toString();
+      return withRetries(async (signal) => {
+        const response = await send(
+          async (attemptSignal) => doFetch(url, { headers: await headers(), signal: attemptSignal }),
+          signal,
+        );
+        const body = await response.json().catch(() => undefined);
+        if (!response.ok) return failure(response, body);
+        if (!answers.challengeStatus(body)) {
+          throw new OxpProtocolError(
+            "check_url answered a body that is not a challenge status",
+            response.status,
+            answers.challengeStatus.why(),
+          );
+        }
+        return { done: (body as { status: "pending" | "completed" | "failed" }).status };
+      }, callOptions.signal);
+    },
+
+    async waitForAuthorization(challenge, waitOptions = {}) {
+      const interval = waitOptions.intervalMs ?? 1_000;
+      for (;;) {
+        const status = await this.checkAuthorization(challenge, waitOptions);
+        if (status !== "pending") return status;
+        await sleep(interval, waitOptions.signal);
+      }
+    },
+  };
+}
+
+/** Carries a retryable tool failure out of the retry loop once attempts run out. */
+class RetryableFailure extends OxpError {
+  constructor(readonly response: CallToolResponse) {
+    super(response.success ? "" : response.error.message);
+  }
+}

@@ -1,0 +1,32 @@
+/** @otc/client: a typed Open eXecution Protocol (OXP 1.0) client, LLM adapters and typed tool bindings. */
+export {
+  type AnthropicTool,
+  fromModelToolCall,
+  latestVersions,
+  type OpenAITool,
+  toAnthropicTools,
+  toModelText,
+  toOpenAITools,
+} from "./adapters.js";
+export { type BoundCallOptions, type BoundTools, bindTools, type ToolMap, type ToolTypes } from "./bindings.js";
+export {
+  type CallOptions,
+  type ClientOptions,
+  createClient,
+  type Health,
+  type OxpClient,
+  type RetryOptions,
+} from "./client.js";
+export {
+  errorFromResponse,
+  OxpAuthenticationError,
+  OxpConnectionError,
+  OxpError,
+  OxpProtocolError,
+  OxpServerError,
+  OxpTimeoutError,
+  OxpToolCallError,
+  OxpValidationError,
+} from "./errors.js";
+export type { JwtOptions } from "./jwt.js";
+export { normalizeToolDefinition } from "./tool-schemas.js";

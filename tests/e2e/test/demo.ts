@@ -1,0 +1,28 @@
+// Starts the real demo app (its built dist) on 127.0.0.1 port 0 for cross-package tests.
+import { createDemoApp, type DemoApp, type DemoOptions } from "@otc/demo/app";
+import { listen, type OxpApp } from "@otc/server";
+
+/** A running demo. */
+export interface Demo {
+  url: string;
+  demo: DemoApp;
+  close(): Promise<void>;
+}
+
+/** Starts the demo, silent, with response validation on. */
+export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
+  const demo = createDemoApp({ logger: false, validateResponses: true, ...options });
+  const running = await listen(demo.app as OxpApp, { port: 0 });
+  return { url: running.url, demo, close: running.close };
+}
+
+/** Approves (or denies) a demo consent page, as a user clicking the button would. */
+export async function decide(url: string, action: "approve" | "deny"): Promise<number> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: `action=${action}`,
+    redirect: "manual",
+  });
+  return response.status;
+}
