@@ -1,0 +1,64 @@
+// The demo's typed bindings (made by otc codegen): type-checked inputs, typed values, failures as OxpToolCallError.
+import { createClient, OxpToolCallError, OxpValidationError } from "@otc/client";
+import { createTools, type Tools, toolIds } from "@otc/demo/bindings";
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
+import { type Demo, startDemo } from "./demo.js";
+
+let demo: Demo;
+beforeAll(async () => {
+  demo = await startDemo();
+});
+afterAll(() => demo.close());
+
+describe("typed bindings", () => {
+  it("call each tool with a typed input and resolve with a typed value", async () => {
+    const tools = createTools(createClient({ baseUrl: demo.url }));
+    const sum = await tools["Calculator.Add@1.0.0"]({ a: 1, b: 2 });
+    expectTypeOf(sum).toEqualTypeOf<number>();
+    expect(sum).toBe(3);
+
+    const greeting = await tools["Greeting.Hello@2.0.0"]({ name: "Ann", language: "es" });
+    expectTypeOf(greeting.language).toEqualTypeOf<"en" | "fr" | "es">();
+    expect(greeting).toEqual({ message: "Hola, Ann!", language: "es" });
+
+    const rang = await tools["Doorbell.Ring@0.1.0"]({ doorbell_id: "doorbell42" });
+    expectTypeOf(rang).toEqualTypeOf<null>();
+
+    const mail = await tools["Gmail.GetEmails@1.2.0"](
+      { query: "receipt" },
+      { context: { user_id: "u", authorization: [{ id: "google", token: "t" }] } },
+    );
+    expectTypeOf(mail.emails[0]).toEqualTypeOf<{ id: string; subject: string; snippet: string } | undefined>();
+    expect(mail.emails.map((email) => email.id)).toEqual(["email_2"]);
+  });
+
+  it("reject wrong inputs at compile time", () => {
+    const tools = createTools(createClient({ baseUrl: demo.url }));
+    // @ts-expect-error b must be a number
+    const wrongType = () => tools["Calculator.Add@1.0.0"]({ a: 1, b: "2" });
+    // @ts-expect-error b is required
+    const missing = () => tools["Calculator.Add@1.0.0"]({ a: 1 });
+    // @ts-expect-error no such tool
+    const unknown = () => tools["Calculator.Subtract@1.0.0"];
+    // @ts-expect-error not one of en, fr, es
+    const language = () => tools["Greeting.Hello@2.0.0"]({ name: "Ann", language: "de" });
+    expect([wrongType, missing, unknown, language].every((fn) => typeof fn === "function")).toBe(true);
+  });
+
+  it("throw OxpToolCallError when the tool fails, and the server's errors as usual", async () => {
+    const tools = createTools(createClient({ baseUrl: demo.url, retry: { maxAttempts: 1 } }));
+    const failure = await tools["Doorbell.Ring@0.1.0"]({ doorbell_id: "x" }).catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(OxpToolCallError);
+    expect((failure as OxpToolCallError).error).toMatchObject({
+      message: "Doorbell ID not found",
+      retry_after_ms: 500,
+    });
+    const invalid = await tools["Counter.Increment@1.0.0"]({ by: 0 }).catch((e: unknown) => e);
+    expect(invalid).toBeInstanceOf(OxpValidationError);
+  });
+
+  it("list every tool of the catalog", () => {
+    expectTypeOf<keyof Tools>().toEqualTypeOf<(typeof toolIds)[number]>();
+    expect(toolIds).toHaveLength(9);
+  });
+});
