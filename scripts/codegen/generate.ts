@@ -1,4 +1,6 @@
 /** Generates @otc/types' `src/generated/` from spec/: every file's name and content, nothing written. */
+import { Ajv2020 } from "ajv/dist/2020.js";
+import standaloneCode from "ajv/dist/standalone/index.js";
 import { compile } from "json-schema-to-typescript";
 import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 import {
@@ -143,6 +145,69 @@ function protocolModule(components: JsonObject): string {
   ].join("\n");
 }
 
+/** Ajv's code point count for `minLength`; standalone code `require`s it, which an ES module cannot. */
+const UCS2LENGTH = `function ucs2length(str) {
+  const len = str.length;
+  let length = 0;
+  let pos = 0;
+  while (pos < len) {
+    length++;
+    const value = str.charCodeAt(pos++);
+    if (value >= 0xd800 && value <= 0xdbff && pos < len && (str.charCodeAt(pos) & 0xfc00) === 0xdc00) pos++;
+  }
+  return length;
+}`;
+
+/** Annotation keywords: they do not change what validates, so precompiled validators leave them out. */
+const ANNOTATION_KEYWORDS = ["title", "description", "examples", "$comment"];
+
+/**
+ * A precompiled validator per schema file (Ajv standalone): no Ajv at run time, so clients stay small.
+ * Formats are not checked here (servers check them); structure, types and constraints are.
+ */
+function validatorsModule(spec: LoadedSpec): string {
+  const schemas = spec.schemas.map(
+    (entry) =>
+      mapSchema(entry.schema, (node) => {
+        const out = { ...node };
+        for (const keyword of ANNOTATION_KEYWORDS) delete out[keyword];
+        return out;
+      }) as JsonObject,
+  );
+  const ajv = new Ajv2020({
+    schemas,
+    code: { source: true, esm: true, lines: true },
+    validateFormats: false,
+    strict: false,
+  });
+  const exported = Object.fromEntries(spec.schemas.map((entry) => [`_${entry.title}`, String(entry.schema.$id)]));
+  let code = standaloneCode.default(ajv, exported).replace(/^"use strict";/, "");
+  code = code.replaceAll(/require\("ajv\/dist\/runtime\/ucs2length"\)\.default/g, "ucs2length");
+  const leftover = /require\([^)]*\)/.exec(code);
+  if (leftover) throw new Error(`standalone validators need ${leftover[0]}, which an ES module cannot load`);
+  const lines = [
+    header("ajv standalone (scripts/codegen)", "spec/schemas/*.json"),
+    "// @ts-nocheck: Ajv writes this code; the typed exports at the end are what callers see.",
+    ...spec.schemas.map((entry) => `import type { ${entry.title} } from "./${moduleOf(entry.file)}.js";`),
+    "",
+    "/** A precompiled validator: a type guard that leaves its errors in `errors` when it returns false. */",
+    "export interface Validator<T> {",
+    "  (value: unknown): value is T;",
+    "  errors?: { instancePath: string; message?: string }[] | null;",
+    "}",
+    "",
+    code.includes("ucs2length") ? UCS2LENGTH : "",
+    code,
+    "",
+    ...spec.schemas.map(
+      (entry) =>
+        `/** Checks a value against the ${entry.title} schema (formats not checked). */\nexport const validate${entry.title} = _${entry.title} as unknown as Validator<${entry.title}>;`,
+    ),
+    "",
+  ];
+  return lines.join("\n");
+}
+
 /** Every generated file for the spec in `specDir`, by path relative to `src/generated/`. */
 export async function generate(specDir: string): Promise<Map<string, string>> {
   const spec = await loadSpec(specDir);
@@ -153,6 +218,7 @@ export async function generate(specDir: string): Promise<Map<string, string>> {
   files.set("openapi-document.ts", documentModule(dereference(components)));
   files.set("schemas.ts", schemasModule(spec));
   files.set("protocol.ts", protocolModule(components));
+  files.set("validators.ts", validatorsModule(spec));
   for (const [file, content] of await schemaModules(spec, names)) files.set(file, content);
   return new Map([...files.entries()].sort(([a], [b]) => a.localeCompare(b)));
 }

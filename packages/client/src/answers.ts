@@ -1,54 +1,36 @@
-/** Checks answers against the spec's schemas (compiled once), so a wrong answer is an OxpProtocolError. */
+/** Checks answers against the spec's schemas (validators precompiled in @otc/types: no Ajv at run time). */
 import {
-  AuthorizationChallengeCheckResponseSchema,
-  allSchemas,
-  CallToolResponseSchema,
-  CallToolResultEnvelopeSchema,
-  ServerErrorResponseSchema,
-  ToolListResponseSchema,
-  ValidationErrorResponseSchema,
+  type Validator,
+  validateAuthorizationChallengeCheckResponse,
+  validateCallToolResponse,
+  validateCallToolResultEnvelope,
+  validateServerErrorResponse,
+  validateToolListResponse,
+  validateValidationErrorResponse,
 } from "@otc/types";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 
-let ajv: Ajv2020 | undefined;
-
-function validator(id: string): ValidateFunction {
-  if (!ajv) {
-    ajv = new Ajv2020({ allErrors: false, schemas: [...allSchemas] });
-    addFormats.default(ajv, ["uri", "date-time"]);
-  }
-  const validate = ajv.getSchema(id);
-  if (!validate) throw new Error(`@otc/types has no schema ${id}`);
-  return validate;
-}
-
-/** A check of one schema that also says why a value fails. */
+/** A check of one schema that also says why the last value failed. */
 export interface Check {
   (value: unknown): boolean;
   /** Why the last checked value failed, briefly. */
   why(): string;
 }
 
-function check(id: string): Check {
-  let validate: ValidateFunction | undefined;
-  const run = ((value: unknown) => {
-    validate ??= validator(id);
-    return validate(value) as boolean;
-  }) as Check;
+function check(validate: Validator<unknown>): Check {
+  const run = ((value: unknown) => validate(value)) as Check;
   run.why = () =>
-    (validate?.errors ?? [])
+    (validate.errors ?? [])
       .map((error) => `${error.instancePath || "(body)"} ${error.message ?? "is invalid"}`)
       .join("; ");
   return run;
 }
 
-/** One check per answer the client reads. */
+/** One check per answer the client reads. Formats (e.g. uri) are left to the server. */
 export const answers = {
-  callToolResponse: check(CallToolResponseSchema.$id),
-  callToolResultEnvelope: check(CallToolResultEnvelopeSchema.$id),
-  toolList: check(ToolListResponseSchema.$id),
-  serverError: check(ServerErrorResponseSchema.$id),
-  validationError: check(ValidationErrorResponseSchema.$id),
-  challengeStatus: check(AuthorizationChallengeCheckResponseSchema.$id),
+  callToolResponse: check(validateCallToolResponse),
+  callToolResultEnvelope: check(validateCallToolResultEnvelope),
+  toolList: check(validateToolListResponse),
+  serverError: check(validateServerErrorResponse),
+  validationError: check(validateValidationErrorResponse),
+  challengeStatus: check(validateAuthorizationChallengeCheckResponse),
 };

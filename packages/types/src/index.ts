@@ -51,6 +51,23 @@ export type {
 } from "./generated/tool-requirements.js";
 export type { ToolVersion } from "./generated/tool-version.js";
 export type { ValidationErrorResponse } from "./generated/validation-error-response.js";
+export {
+  type Validator,
+  validateAuthorizationChallengeCheckResponse,
+  validateCallToolEnvelope,
+  validateCallToolRequest,
+  validateCallToolResponse,
+  validateCallToolResultEnvelope,
+  validateServerErrorResponse,
+  validateToolAuthorizationChallenge,
+  validateToolDefinition,
+  validateToolError,
+  validateToolId,
+  validateToolListResponse,
+  validateToolRequirements,
+  validateToolVersion,
+  validateValidationErrorResponse,
+} from "./generated/validators.js";
 
 /** A key of `paths`: every route of the OXP contract. */
 export type OxpPath = keyof paths;

@@ -3,6 +3,7 @@ import { createSpecAjv, loadExamples, loadSchemaFiles } from "@otc/spec";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
+import * as validators from "../src/generated/validators.js";
 import { allSchemas, OXP_VERSION, openapiDocument, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
 
 type Node = Record<string, unknown>;
@@ -99,4 +100,22 @@ describe("allSchemas", () => {
     const ajv = createSpecAjv(allSchemas);
     for (const schema of allSchemas) expect(ajv.getSchema(schema.$id), schema.$id).toBeTypeOf("function");
   });
+});
+
+describe("the precompiled validators", () => {
+  // Formats are the one thing they leave out; no example here hinges on a format alone but one.
+  const formatOnly = new Set(["ToolAuthorizationChallenge/invalid/url-not-a-uri.json"]);
+  const examples = loadExamples();
+
+  it.each([...new Set(examples.map((example) => example.schemaName))])(
+    "validate%s judges every example as spec/ does",
+    (name) => {
+      const validate = (validators as Record<string, unknown>)[`validate${name}`] as (value: unknown) => boolean;
+      expect(validate, `validate${name}`).toBeTypeOf("function");
+      for (const example of examples.filter((entry) => entry.schemaName === name)) {
+        const expected = formatOnly.has(example.file.replace(/^examples\//, "")) ? true : example.valid;
+        expect(validate(example.body), example.file).toBe(expected);
+      }
+    },
+  );
 });
