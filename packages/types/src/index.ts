@@ -68,6 +68,7 @@ export {
   validateToolVersion,
   validateValidationErrorResponse,
 } from "./generated/validators.js";
+export { unwrapInputSchema } from "./input-schema.js";
 
 /** A key of `paths`: every route of the OXP contract. */
 export type OxpPath = keyof paths;

@@ -1,9 +1,9 @@
 /** Turns tools into ToolDefinitions and refuses, at start-up, any definition that breaks the protocol's rules. */
-import { allSchemas, type ToolDefinition, ToolDefinitionSchema } from "@otc/types";
+import { allSchemas, type ToolDefinition, ToolDefinitionSchema, unwrapInputSchema } from "@otc/types";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { ServerConfigError } from "./errors.js";
-import type { SchemaObject, Tool } from "./tool.js";
+import type { Tool } from "./tool.js";
 
 /** Keywords whose values map names to subschemas: their keys are names, not keywords. */
 const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"]);
@@ -36,19 +36,6 @@ function findKeyword(
     }
   }
   return undefined;
-}
-
-/**
- * The older drafts wrapped the input schema in `{"parameters": {...}}`. Such a schema (one whose only
- * keyword is an object-valued `parameters`) is unwrapped; the server never emits that form.
- */
-export function unwrapInputSchema(schema: SchemaObject): SchemaObject {
-  const keys = Object.keys(schema);
-  const parameters = (schema as Record<string, unknown>).parameters;
-  if (keys.length === 1 && typeof parameters === "object" && parameters !== null && !Array.isArray(parameters)) {
-    return parameters as SchemaObject;
-  }
-  return schema;
 }
 
 /** The ToolDefinition a tool is listed with. */

@@ -1,0 +1,106 @@
+/** What a scenario is, what it runs with, and the checks scenarios share. */
+import { allSchemas, type ToolDefinition } from "@otc/types";
+import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import addFormats from "ajv-formats";
+import type { Fixture } from "./fixture.js";
+import { type Answer, type Http, header } from "./http.js";
+
+/** How binding a scenario's rule is. */
+export type Level = "MUST" | "SHOULD" | "MAY" | "project";
+
+/** What a scenario runs with. */
+export interface Context {
+  http: Http;
+  /** The server's tools, from GET /tools (empty when that failed). */
+  tools: ToolDefinition[];
+  fixture: Fixture;
+  /** Credentials under test; absent when the server runs without authentication. */
+  auth: { apiKey?: string; jwtSecret?: string; jwtAudience?: string };
+}
+
+/** One check of one rule. */
+export interface Scenario {
+  /** Stable, dotted: `call.version.shorthand`. */
+  id: string;
+  /** The PROTOCOL.md section it checks, e.g. `3.4`. */
+  section: string;
+  level: Level;
+  title: string;
+  run(ctx: Context): Promise<void>;
+}
+
+/** Thrown by a failing check. */
+export class Failure extends Error {
+  override name = "Failure";
+}
+
+/** Thrown when a scenario cannot run here (no fixture, no credentials). */
+export class Skip extends Error {
+  override name = "Skip";
+}
+
+/** Fails the scenario unless `condition` holds. */
+export function check(condition: unknown, reason: string): asserts condition {
+  if (!condition) throw new Failure(reason);
+}
+
+/** Skips the scenario unless `value` is present; returns it. */
+export function need<T>(value: T | undefined, reason: string): T {
+  if (value === undefined) throw new Skip(reason);
+  return value;
+}
+
+const ajv = new Ajv2020({ allErrors: false, schemas: [...allSchemas] });
+addFormats.default(ajv);
+const validators = new Map<string, ValidateFunction>();
+
+/** Fails unless `value` matches the spec's schema titled `title` (formats included). */
+export function checkSchema(title: string, value: unknown, where: string): void {
+  let validate = validators.get(title);
+  if (!validate) {
+    const schema = allSchemas.find((entry) => entry.title === title);
+    validate = schema ? ajv.getSchema(schema.$id) : undefined;
+    if (!validate) throw new Error(`the spec has no schema titled ${title}`);
+    validators.set(title, validate);
+  }
+  if (!validate(value)) {
+    const why = (validate.errors ?? []).map((error) => `${error.instancePath || "(body)"} ${error.message}`).join("; ");
+    throw new Failure(`${where}: the body is not a ${title} (${why}): ${truncate(JSON.stringify(value))}`);
+  }
+}
+
+/** At most `max` characters of `text`. */
+export const truncate = (text: string | undefined, max = 160) =>
+  text === undefined ? "(nothing)" : text.length > max ? `${text.slice(0, max)}...` : text;
+
+/** Fails unless the answer has the status. */
+export function checkStatus(answer: Answer, status: number | readonly number[]): void {
+  const wanted = Array.isArray(status) ? status : [status];
+  check(
+    wanted.includes(answer.status),
+    `${answer.label}: expected ${wanted.join(" or ")}, got ${answer.status} ${truncate(answer.text)}`,
+  );
+}
+
+/** Fails unless the answer is a JSON error of the status, with the spec's error body. */
+export function checkError(answer: Answer, status: number | readonly number[]): void {
+  checkStatus(answer, status);
+  check(
+    /^application\/json/i.test(header(answer, "content-type") ?? ""),
+    `${answer.label}: the ${answer.status} is not JSON`,
+  );
+  checkSchema(answer.status === 422 ? "ValidationErrorResponse" : "ServerErrorResponse", answer.json, answer.label);
+}
+
+/** Signs of a stack trace or an internal path in a body. */
+export const LEAK =
+  /\n\s+at [\w.<>]+ \(|\bat (async )?\w+ \(.*:\d+:\d+\)|node_modules\/|(\/home\/|\/usr\/src\/|\/srv\/|\/app\/|C:\\)[\w./\\-]+\.(ts|js)\b|\.(ts|js):\d+:\d+/;
+
+/** A JSON POST /tools/call with the given body. */
+export const call = (ctx: Context, body: unknown, headers: Record<string, string> = {}) =>
+  ctx.http.send({
+    method: "POST",
+    path: "/tools/call",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
