@@ -104,3 +104,17 @@ export const call = (ctx: Context, body: unknown, headers: Record<string, string
     headers: { "content-type": "application/json", ...headers },
     body,
   });
+
+/** POSTs a call and checks it is a 200 CallToolResponse; returns the response. */
+export async function callOk(ctx: Context, body: Record<string, unknown>) {
+  const answer = await call(ctx, body);
+  checkStatus(answer, 200);
+  checkSchema("CallToolResponse", answer.json, `POST /tools/call ${String(body.tool_id)}`);
+  return answer.json as {
+    call_id: string;
+    success: boolean;
+    value?: unknown;
+    error?: Record<string, unknown>;
+    duration: number;
+  };
+}

@@ -6,6 +6,7 @@ import { minimalObject, wrongTypeFor } from "../inputs.js";
 import {
   type Context,
   call,
+  callOk,
   check,
   checkError,
   checkSchema,
@@ -26,20 +27,6 @@ function probeTool(ctx: Context): ToolDefinition {
     );
   });
   return need(tool, "no tool without requirements has a required input property");
-}
-
-/** POSTs a call and checks it is a 200 CallToolResponse; returns the response. */
-async function callOk(ctx: Context, body: Record<string, unknown>) {
-  const answer = await call(ctx, body);
-  checkStatus(answer, 200);
-  checkSchema("CallToolResponse", answer.json, `POST /tools/call ${String(body.tool_id)}`);
-  return answer.json as {
-    call_id: string;
-    success: boolean;
-    value?: unknown;
-    error?: Record<string, unknown>;
-    duration: number;
-  };
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);

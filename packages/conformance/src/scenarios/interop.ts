@@ -27,6 +27,10 @@ function draftHeaders(ctx: Context): Record<string, string> {
   return headers;
 }
 
+/** POST /tools/call exactly as a draft client sends it. */
+const draftPost = (ctx: Context, body: unknown) =>
+  ctx.http.raw({ method: "POST", path: "/tools/call", headers: draftHeaders(ctx), body });
+
 /** Interop scenarios need credentials a draft client can send: none, or an API key (they cannot sign JWTs). */
 function needDraftAuth(ctx: Context): void {
   if (ctx.auth.jwtSecret && !ctx.auth.apiKey) {
@@ -59,11 +63,8 @@ export const interopScenarios: Scenario[] = [
     'POST {"request": ...} without OXP-Version is answered {"$schema", "result": CallToolResponse}',
     async (ctx) => {
       const safe = need(ctx.fixture.safeCall, "the fixture names no safe call");
-      const answer = await ctx.http.raw({
-        method: "POST",
-        path: "/tools/call",
-        headers: draftHeaders(ctx),
-        body: { request: { tool_id: safe.tool_id, call_id: `interop-${Date.now()}`, input: safe.input } },
+      const answer = await draftPost(ctx, {
+        request: { tool_id: safe.tool_id, call_id: `interop-${Date.now()}`, input: safe.input },
       });
       checkStatus(answer, 200);
       checkSchema("CallToolResultEnvelope", answer.json, "the envelope answer");
@@ -75,11 +76,9 @@ export const interopScenarios: Scenario[] = [
     'POST {"$schema": "otc://1.0", "request": ...} is answered in the envelope',
     async (ctx) => {
       const safe = need(ctx.fixture.safeCall, "the fixture names no safe call");
-      const answer = await ctx.http.raw({
-        method: "POST",
-        path: "/tools/call",
-        headers: draftHeaders(ctx),
-        body: { $schema: "otc://1.0", request: { tool_id: safe.tool_id, input: safe.input } },
+      const answer = await draftPost(ctx, {
+        $schema: "otc://1.0",
+        request: { tool_id: safe.tool_id, input: safe.input },
       });
       checkStatus(answer, 200);
       checkSchema("CallToolResultEnvelope", answer.json, "the envelope answer");
@@ -89,20 +88,10 @@ export const interopScenarios: Scenario[] = [
     "errors",
     "Their 400 and 422 bodies are the flat ServerErrorResponse and ValidationErrorResponse",
     async (ctx) => {
-      const unknown = await ctx.http.raw({
-        method: "POST",
-        path: "/tools/call",
-        headers: draftHeaders(ctx),
-        body: { request: { tool_id: "OxpConformance.NoSuchTool" } },
-      });
+      const unknown = await draftPost(ctx, { request: { tool_id: "OxpConformance.NoSuchTool" } });
       checkError(unknown, 400);
       const safe = need(ctx.fixture.safeCall, "the fixture names no safe call");
-      const invalid = await ctx.http.raw({
-        method: "POST",
-        path: "/tools/call",
-        headers: draftHeaders(ctx),
-        body: { request: { tool_id: safe.tool_id, input: { oxp_conformance: [] } } },
-      });
+      const invalid = await draftPost(ctx, { request: { tool_id: safe.tool_id, input: { oxp_conformance: [] } } });
       checkError(invalid, 422);
     },
   ),
@@ -114,8 +103,8 @@ export const interopScenarios: Scenario[] = [
       const body = {
         request: { tool_id: fixture.tool_id, call_id: `interop-retry-${Date.now()}`, input: fixture.input },
       };
-      const first = await ctx.http.raw({ method: "POST", path: "/tools/call", headers: draftHeaders(ctx), body });
-      const again = await ctx.http.raw({ method: "POST", path: "/tools/call", headers: draftHeaders(ctx), body });
+      const first = await draftPost(ctx, body);
+      const again = await draftPost(ctx, body);
       checkStatus(first, 200);
       check(
         first.text === again.text,
