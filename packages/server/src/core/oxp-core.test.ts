@@ -1,6 +1,7 @@
 // The protocol core, exercised directly: definitions at start-up, tool failures, output checks, idempotency stores.
 import type { CallToolRequest } from "@otc/types";
 import { describe, expect, it } from "vitest";
+import { MemoryTokenStore } from "./authorization.js";
 import { ServerConfigError, WireError } from "./errors.js";
 import { type IdempotencyEntry, type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
 import { type CallMeta, OxpCore } from "./oxp-core.js";
@@ -368,5 +369,50 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
       status: 400,
     });
     expect(runs).toBe(1);
+  });
+});
+
+describe("authorization requirements (PROTOCOL.md 4)", () => {
+  const needsGithub = tool({
+    requirements: { authorization: [{ id: "github", oauth2: { scopes: ["repo", "user"] } }] },
+    run: (_input, ctx) => ctx.tokens.github ?? null,
+  });
+  const context = { user_id: "ann" };
+
+  it("without a provider for the id: a 400 with a message and no challenge", async () => {
+    const error = await new OxpCore({ tools: [needsGithub] })
+      .call({ tool_id: "Test.Tool", context }, meta)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(WireError);
+    expect((error as WireError).toBody()).toEqual({
+      message: "Authorization required",
+      developer_message: "No token was sent for github, and this server has no authorization provider for it.",
+    });
+  });
+
+  it("uses a token the server holds only when it covers the scopes; otherwise starts a challenge", async () => {
+    const tokens = new MemoryTokenStore();
+    const started: string[] = [];
+    const provider = {
+      id: "github",
+      async startChallenge(input: { challengeId: string }) {
+        started.push(input.challengeId);
+        return { url: `https://auth.test/${input.challengeId}` };
+      },
+      async checkChallenge() {
+        return "pending" as const;
+      },
+    };
+    const core = new OxpCore({ tools: [needsGithub], tokenStore: tokens, authorizationProviders: [provider] });
+    await tokens.set("ann", "github", { token: "narrow", scopes: ["repo"] });
+    const narrow = await core.call({ tool_id: "Test.Tool", context }, meta).catch((e: unknown) => e);
+    expect((narrow as WireError).details.missingRequirements?.authorization?.[0]?.url).toMatch(
+      /^https:\/\/auth\.test\/github\./,
+    );
+    expect(started).toHaveLength(1);
+    await tokens.set("ann", "github", { token: "wide", scopes: ["repo", "user", "gist"] });
+    expect(await core.call({ tool_id: "Test.Tool", context }, meta)).toMatchObject({ success: true, value: "wide" });
+    await tokens.set("ann", "github", { token: "expired", scopes: ["repo", "user"], expiresAt: Date.now() - 1 });
+    await expect(core.call({ tool_id: "Test.Tool", context }, meta)).rejects.toBeInstanceOf(WireError);
   });
 });
