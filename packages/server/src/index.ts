@@ -8,6 +8,7 @@ export type {
   TokenStore,
 } from "./core/authorization.js";
 export { MemoryTokenStore } from "./core/authorization.js";
+export { type CallBody, isEnvelope, parseCallBody, RESULT_ENVELOPE_SCHEMA, wrapResponse } from "./core/call-body.js";
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WIRE_ERROR_STATUS, WireError } from "./core/errors.js";
 export type { IdempotencyEntry, IdempotencyStore, MemoryIdempotencyStoreOptions } from "./core/idempotency-store.js";
