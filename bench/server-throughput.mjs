@@ -1,13 +1,13 @@
 // Throughput of the OXP server, side by side in one run: the Express adapter as deployed, the same
 // with response validation (as the tests run it), and the protocol core behind a bare node:http
 // adapter. Each server runs in its own process; autocannon loads it over loopback, bounded in time.
-// Run with `npm run bench` (it builds first).
+// Run with `npm run bench` (it builds first); `node bench/server-throughput.mjs SECONDS` sets the seconds per row.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 
-const DURATION_S = Number(process.env.BENCH_SECONDS ?? 4);
+const DURATION_S = Number(process.argv[2] ?? 4);
 const CONNECTIONS = 16;
 const serve = fileURLToPath(new URL("./serve.mjs", import.meta.url));
 
