@@ -1,5 +1,32 @@
 /** Scenarios for PROTOCOL.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
-import { type Context, call, check, checkError, checkStatus, LEAK, type Scenario, truncate } from "../scenario.js";
+import type { Answer } from "../http.js";
+import {
+  type Context,
+  call,
+  check,
+  checkError,
+  checkSchema,
+  checkStatus,
+  LEAK,
+  type Scenario,
+  truncate,
+} from "../scenario.js";
+
+/** The schema a JSON answer must match, by its route and status; undefined when the spec sets none. */
+function schemaFor(answer: Answer): string | undefined {
+  const [method, path = ""] = answer.label.split(" ");
+  if (answer.status === 422) return "ValidationErrorResponse";
+  if (answer.status >= 400) return "ServerErrorResponse";
+  if (answer.status !== 200) return undefined;
+  if (method === "GET" && path === "/tools") return "ToolListResponse";
+  if (method === "POST" && path === "/tools/call") {
+    return typeof answer.json === "object" && answer.json !== null && "result" in answer.json
+      ? "CallToolResultEnvelope"
+      : "CallToolResponse";
+  }
+  if (method === "GET" && path !== "/health") return "AuthorizationChallengeCheckResponse";
+  return undefined;
+}
 
 async function healthy(ctx: Context): Promise<void> {
   checkStatus(await ctx.http.send({ path: "/health" }), 200);
@@ -84,6 +111,18 @@ export const hostileScenarios: Scenario[] = [
           answer.status < 500 || answer.status === 503,
           `${answer.label} answered ${answer.status}: ${truncate(answer.text)}`,
         );
+      }
+    },
+  },
+  {
+    id: "answers.schemas",
+    section: "1",
+    level: "project",
+    title: "Every JSON answer of the run matches the spec's schema for its route and status",
+    async run(ctx) {
+      for (const answer of ctx.http.answers) {
+        const title = schemaFor(answer);
+        if (title && answer.json !== undefined) checkSchema(title, answer.json, `${answer.label} (${answer.status})`);
       }
     },
   },
