@@ -1,3 +1,4 @@
+// vitest settings: the tests start real servers, so hooks and tests get 20 s.
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
