@@ -1,24 +1,17 @@
 /** Hands OXP tools to LLMs (OpenAI, Anthropic) and their tool calls back to OXP; renders results for the model. */
-import type { CallToolRequest, CallToolResponse, ToolDefinition } from "@otc/types";
+import { type CallToolRequest, type CallToolResponse, compareToolVersions, type ToolDefinition } from "@otc/types";
 import { OxpError } from "./errors.js";
 
 type Schema = Record<string, unknown>;
 const isObject = (value: unknown): value is Schema =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Orders `x.y.z` versions numerically: negative when `a` is lower. */
-function compareVersions(a: string, b: string): number {
-  const [x, y] = [a.split(".").map(Number), b.split(".").map(Number)];
-  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return (x[i] ?? 0) - (y[i] ?? 0);
-  return 0;
-}
-
 /** The highest version of each tool name: a model should pick tools, not versions. */
 export function latestVersions(tools: readonly ToolDefinition[]): ToolDefinition[] {
   const best = new Map<string, ToolDefinition>();
   for (const tool of tools) {
     const held = best.get(tool.name);
-    if (!held || compareVersions(tool.version, held.version) > 0) best.set(tool.name, tool);
+    if (!held || compareToolVersions(tool.version, held.version) > 0) best.set(tool.name, tool);
   }
   return tools.filter((tool) => best.get(tool.name) === tool);
 }

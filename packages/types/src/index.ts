@@ -69,6 +69,7 @@ export {
   validateValidationErrorResponse,
 } from "./generated/validators.js";
 export { unwrapInputSchema } from "./input-schema.js";
+export { compareToolVersions } from "./tool-version.js";
 
 /** A key of `paths`: every route of the OXP contract. */
 export type OxpPath = keyof paths;

@@ -1,6 +1,6 @@
 /** Scenarios for PROTOCOL.md section 3: calling tools, versions, input errors, tool errors, idempotency, envelope. */
 import { randomUUID } from "node:crypto";
-import type { ToolDefinition } from "@otc/types";
+import { compareToolVersions, type ToolDefinition } from "@otc/types";
 import { header } from "../http.js";
 import { minimalObject, wrongTypeFor } from "../inputs.js";
 import {
@@ -125,10 +125,7 @@ export const callScenarios: Scenario[] = [
             : "Tool without a version runs the highest version (numeric order)",
       async run(ctx) {
         const versions = need(ctx.fixture.versions, "the fixture names no tool with several versions");
-        const listed = Object.keys(versions.values).sort((a, b) => {
-          const [x, y] = [a.split(".").map(Number), b.split(".").map(Number)];
-          return (x[0] ?? 0) - (y[0] ?? 0) || (x[1] ?? 0) - (y[1] ?? 0) || (x[2] ?? 0) - (y[2] ?? 0);
-        });
+        const listed = Object.keys(versions.values).sort(compareToolVersions);
         const cases: [string, string][] =
           kind === "exact"
             ? listed.map((version) => [`${versions.tool}@${version}`, version])

@@ -1,4 +1,5 @@
 /** Tool authorization: providers that run challenges, and the store of tokens the server holds for users. */
+import { setBounded } from "./bounded-map.js";
 
 /** A challenge's status, as its check_url answers it. */
 export type ChallengeStatus = "pending" | "completed" | "failed";
@@ -74,14 +75,7 @@ export class MemoryTokenStore implements TokenStore {
   }
 
   async set(userId: string, providerId: string, token: StoredToken): Promise<void> {
-    const key = JSON.stringify([userId, providerId]);
-    this.tokens.delete(key);
-    this.tokens.set(key, token);
-    while (this.tokens.size > this.maxEntries) {
-      const oldest = this.tokens.keys().next().value;
-      if (oldest === undefined) break;
-      this.tokens.delete(oldest);
-    }
+    setBounded(this.tokens, JSON.stringify([userId, providerId]), token, this.maxEntries);
   }
 
   async delete(userId: string, providerId: string): Promise<void> {

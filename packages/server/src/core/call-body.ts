@@ -20,6 +20,25 @@ export const RESULT_ENVELOPE_SCHEMA = `urn:oxp:${OXP_VERSION}`;
 /** The message of every 400 for a body or parameter that breaks the spec. */
 export const SPEC_MISMATCH_MESSAGE = "The request does not match the OXP specification";
 
+/** How deep a body may nest when nothing else is said. */
+export const DEFAULT_MAX_DEPTH = 64;
+
+/** Throws a 400 when a value nests deeper than `max` arrays/objects. Iterative: a hostile body cannot overflow the stack. */
+export function checkDepth(value: unknown, max: number): void {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (typeof node !== "object" || node === null) continue;
+    if (depth > max) {
+      throw new WireError("bad_request", "The request body is nested too deeply", {
+        developerMessage: `Objects and arrays may nest at most ${max} levels deep.`,
+      });
+    }
+    for (const child of Object.values(node))
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+  }
+}
+
 /** A call body in either form. */
 export type CallBody = CallToolRequest | CallToolEnvelope;
 
@@ -42,12 +61,17 @@ const describe = (errors: readonly ErrorObject[] | null | undefined, prefix: str
     .join("; ");
 
 /**
- * Checks a parsed body against CallToolRequest or CallToolEnvelope (by whether it has a `request`
- * object) and returns the request inside. Throws a 400 naming what is wrong. Any adapter calls this,
- * whatever validation it did before: the core never sees an unchecked body.
+ * Checks a parsed body, once, before anything else reads it: its depth (at most `maxDepth` levels),
+ * the envelope's `$schema`, then its shape against CallToolRequest or CallToolEnvelope (by whether it
+ * has a `request` object). Returns the request inside; throws a 400 naming what is wrong. Every
+ * adapter calls this: the core never sees an unchecked body.
  */
-export function parseCallBody(body: unknown): { request: CallToolRequest; envelope: boolean } {
+export function parseCallBody(
+  body: unknown,
+  maxDepth = DEFAULT_MAX_DEPTH,
+): { request: CallToolRequest; envelope: boolean } {
   if (!validateRequest || !validateEnvelope) throw new Error("the spec's call schemas are missing from @otc/types");
+  checkDepth(body, maxDepth);
   if (isEnvelope(body)) {
     checkEnvelopeSchema(body.$schema);
     if (validateEnvelope(body)) return { request: body.request, envelope: true };

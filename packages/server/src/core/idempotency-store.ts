@@ -1,5 +1,6 @@
 /** Where `call_id` idempotency records live: the interface, and a bounded in-memory store with a TTL. */
 import type { CallToolResponse } from "@otc/types";
+import { setBounded } from "./bounded-map.js";
 
 /** What a store holds for one call_id: the call's fingerprint, and its response once finished. */
 export interface IdempotencyEntry {
@@ -69,7 +70,6 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   async complete(key: string, entry: Required<IdempotencyEntry>, ttlMs: number): Promise<void> {
-    this.entries.delete(key); // re-inserted last: eviction goes by age of the latest write
     this.put(key, entry, ttlMs);
   }
 
@@ -78,11 +78,6 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   private put(key: string, entry: IdempotencyEntry, ttlMs: number): void {
-    this.entries.set(key, { entry, expiresAt: this.now() + ttlMs });
-    while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest === undefined) break;
-      this.entries.delete(oldest);
-    }
+    setBounded(this.entries, key, { entry, expiresAt: this.now() + ttlMs }, this.maxEntries);
   }
 }

@@ -35,8 +35,6 @@ export interface OxpCoreOptions {
   tokenStore?: TokenStore;
   /** Secret values the server holds, by id; given to tools that require them when a call sends none. */
   secrets?: Readonly<Record<string, string>>;
-  /** Bodies nested deeper than this are refused with a 400. Default 64. */
-  maxDepth?: number;
   logger?: CoreLogger;
 }
 
@@ -54,22 +52,6 @@ export interface CallMeta {
 export const CHALLENGE_CHECK_PATH = "/authorization/challenges";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** Throws a 400 when a value nests deeper than `max` arrays/objects. Iterative: a hostile body cannot overflow the stack. */
-export function checkDepth(value: unknown, max: number): void {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (typeof node !== "object" || node === null) continue;
-    if (depth > max) {
-      throw new WireError("bad_request", "The request body is nested too deeply", {
-        developerMessage: `Objects and arrays may nest at most ${max} levels deep.`,
-      });
-    }
-    for (const child of Object.values(node))
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
-  }
-}
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 function canonicalJson(value: unknown): string {
@@ -111,7 +93,6 @@ export class OxpCore {
   private readonly providers: ReadonlyMap<string, AuthorizationProvider>;
   private readonly tokens: TokenStore;
   private readonly secrets: Readonly<Record<string, string>>;
-  private readonly maxDepth: number;
   private readonly logger: CoreLogger;
   /** Calls running in this process, by call_id, so a duplicate can wait for the first. */
   private readonly running = new Map<string, Promise<CallToolResponse>>();
@@ -134,7 +115,6 @@ export class OxpCore {
     this.providers = providers;
     this.tokens = options.tokenStore ?? new MemoryTokenStore();
     this.secrets = options.secrets ?? {};
-    this.maxDepth = options.maxDepth ?? 64;
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -158,6 +138,7 @@ export class OxpCore {
   /**
    * Runs a call (PROTOCOL.md 3.3 steps 4-7) and returns its CallToolResponse. Throws a {@link WireError}
    * (400 or 422) when the call fails before its tool runs. Tool failures are responses, never throws.
+   * `request` is what `parseCallBody` returned: the body's shape and depth are checked there, once.
    */
   async call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
     const started = performance.now();
@@ -165,7 +146,6 @@ export class OxpCore {
     // One line per call, each field once: the requested id until it resolves, then the resolved one.
     const fields = { tool_id: request.tool_id, call_id: request.call_id, trace_id: traceId };
     try {
-      checkDepth(request, this.maxDepth);
       const registered = this.resolve(request.tool_id);
       const resolved = await resolveRequirements(registered.definition.requirements, request.context, {
         providers: this.providers,

@@ -1,5 +1,5 @@
 /** Parses tool ids and picks the version a tool id asks for (exact, `@x` shorthand, or highest). */
-import { ToolIdSchema } from "@otc/types";
+import { compareToolVersions, ToolIdSchema } from "@otc/types";
 
 const TOOL_ID = new RegExp(ToolIdSchema.pattern);
 
@@ -22,17 +22,8 @@ export function parseToolId(toolId: string): ToolIdRequest | undefined {
   return { qualifiedName: toolId.slice(0, at), kind: version.includes(".") ? "exact" : "major", version };
 }
 
-const parts = (version: string): bigint[] => version.split(".").map((part) => BigInt(part));
-
 /** Orders `x.y.z` versions numerically (so 1.10.0 > 1.9.0); negative when `a` comes first. */
-export function compareVersions(a: string, b: string): number {
-  const [pa, pb] = [parts(a), parts(b)];
-  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const [x, y] = [pa[i] ?? 0n, pb[i] ?? 0n];
-    if (x !== y) return x < y ? -1 : 1;
-  }
-  return 0;
-}
+export const compareVersions = compareToolVersions;
 
 /**
  * Picks, among the versions a tool has, the one a request asks for: `@x.y.z` exactly that version,

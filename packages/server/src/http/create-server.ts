@@ -1,12 +1,12 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
 import { OXP_VERSION, openapiDocument } from "@otc/types";
-import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from "express";
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
-import { isEnvelope, parseCallBody, SPEC_MISMATCH_MESSAGE, wrapResponse } from "../core/call-body.js";
+import { DEFAULT_MAX_DEPTH, parseCallBody, SPEC_MISMATCH_MESSAGE, wrapResponse } from "../core/call-body.js";
 import { WireError } from "../core/errors.js";
-import { type CallMeta, CHALLENGE_CHECK_PATH, checkDepth, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
-import { checkEnvelopeSchema, checkOxpVersionHeader } from "../core/protocol-version.js";
+import { type CallMeta, CHALLENGE_CHECK_PATH, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
+import { checkOxpVersionHeader } from "../core/protocol-version.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
 import { createLogger } from "./logger.js";
 
@@ -14,6 +14,8 @@ import { createLogger } from "./logger.js";
 export interface ServerOptions extends Omit<OxpCoreOptions, "logger"> {
   /** Server authentication; off when absent. */
   auth?: AuthenticationOptions;
+  /** Bodies nested deeper than this are refused with a 400. Default 64. */
+  maxDepth?: number;
   /** The largest request body, in bytes or as `"1mb"`. Default 1 MiB. */
   bodyLimit?: number | string;
   /** Validate every response against the spec too (a mismatch becomes a 500). For tests; default false. */
@@ -74,7 +76,8 @@ export function createServer(options: ServerOptions): OxpApp {
   const authenticate = createAuthenticator(options.auth);
   const lifecycle: OxpLifecycle = { ready: true, draining: false, inFlight: 0 };
   const tracing = options.tracing ?? true;
-  const maxDepth = options.maxDepth ?? 64;
+  const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const publicUrl = options.publicUrl?.replace(/\/+$/, "");
 
   const app = express() as OxpApp;
   app.locals.oxp = lifecycle;
@@ -141,9 +144,9 @@ export function createServer(options: ServerOptions): OxpApp {
             developerMessage: "Send a CallToolRequest.",
           });
         }
-        checkDepth(req.body, maxDepth);
-        // Before the contract validator, so an unsupported version gets its own message, not a pattern error.
-        if (isEnvelope(req.body)) checkEnvelopeSchema(req.body.$schema);
+        // Depth, version and shape, once, before the contract validator: a hostile body never reaches it,
+        // and an unsupported version gets its own message rather than a pattern error.
+        res.locals.oxpCall = parseCallBody(req.body, maxDepth);
         next();
       } catch (failure) {
         next(failure);
@@ -188,10 +191,10 @@ export function createServer(options: ServerOptions): OxpApp {
 
   app.post("/tools/call", async (req, res, next) => {
     try {
-      const { request, envelope } = parseCallBody(req.body);
+      const { request, envelope } = res.locals.oxpCall as ReturnType<typeof parseCallBody>;
       const meta: CallMeta = {
         principal: req.oxpPrincipal ?? "anonymous",
-        baseUrl: options.publicUrl?.replace(/\/+$/, "") ?? `${req.protocol}://${req.get("host")}${req.baseUrl}`,
+        baseUrl: publicUrl ?? `${req.protocol}://${req.get("host")}${req.baseUrl}`,
       };
       const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
       if (traceId) meta.traceId = traceId;
@@ -229,7 +232,7 @@ declare module "express-serve-static-core" {
 }
 
 /** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
-export function toWireError(error: unknown, req?: Pick<Request, "method" | "path">): WireError {
+export function toWireError(error: unknown): WireError {
   if (error instanceof WireError) return error;
   const status = typeof error === "object" && error !== null ? (error as { status?: unknown }).status : undefined;
   const type = typeof error === "object" && error !== null ? (error as { type?: unknown }).type : undefined;
@@ -243,7 +246,8 @@ export function toWireError(error: unknown, req?: Pick<Request, "method" | "path
     return new WireError("unsupported_media_type", "The request body's encoding is not supported", { cause: error });
   }
   if (status === 405) {
-    const allow = ROUTES.find((route) => route.path === req?.path)?.methods.join(", ");
+    // Errors raised with a 405 (the contract validator's) carry their own Allow header.
+    const allow = (error as { headers?: { Allow?: string } }).headers?.Allow;
     return new WireError("method_not_allowed", "This method is not allowed here", {
       ...(allow ? { headers: { Allow: allow } } : {}),
       cause: error,
@@ -272,7 +276,7 @@ export function toWireError(error: unknown, req?: Pick<Request, "method" | "path
 
 function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
   return (error, req, res, _next) => {
-    const wire = toWireError(error, req);
+    const wire = toWireError(error);
     if (wire.status >= 500 && wire.kind !== "unavailable") {
       const cause = wire.details.cause ?? error;
       logger?.error(
