@@ -1,4 +1,5 @@
 // Table tests of tool id parsing and version resolution (PROTOCOL.md 3.4).
+import { performance } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import { compareVersions, parseToolId, resolveVersion } from "./version-resolution.js";
 
@@ -14,7 +15,6 @@ describe("resolveVersion", () => {
     ["Tk.Tool@10", "10.0.0"],
     ["Tk.Tool@3", undefined],
     ["Tk.Tool@1.1.0", undefined],
-    ["Tk.Tool@01.0.0", "1.0.0"],
     ["Tk.Tool@0", undefined],
   ])("%s -> %s", (toolId, expected) => {
     const request = parseToolId(toolId);
@@ -39,8 +39,21 @@ describe("parseToolId", () => {
     ["Calc.Add.Sub", undefined],
     ["Calc ulator.Add", undefined],
     ["", undefined],
+    ["Calculator.Add@01", undefined],
+    ["Calculator.Add@1.00.0", undefined],
+    ["Calculator.Add@01.0.0", undefined],
+    ["Calculator.Add@1234567890", undefined],
+    ["Calculator.Add@123456789.0.0", { qualifiedName: "Calculator.Add", kind: "exact", version: "123456789.0.0" }],
+    [`Calculator.${"A".repeat(246)}`, undefined],
   ])("%j -> %j", (toolId, expected) => {
     expect(parseToolId(toolId)).toEqual(expected);
+  });
+
+  it("refuses a huge version in microseconds, whatever its length", () => {
+    const huge = `Greeting.Hello@${"9".repeat(1_040_000)}`;
+    const started = performance.now();
+    for (let i = 0; i < 100; i++) expect(parseToolId(huge)).toBeUndefined();
+    expect((performance.now() - started) / 100).toBeLessThan(0.05);
   });
 });
 

@@ -15,7 +15,8 @@ export interface ToolIdRequest {
 
 /** Splits a tool id, or returns undefined when it does not match the ToolId pattern. */
 export function parseToolId(toolId: string): ToolIdRequest | undefined {
-  if (!TOOL_ID.test(toolId)) return undefined;
+  // The length first: a hostile id of a megabyte is refused without reading it.
+  if (toolId.length > ToolIdSchema.maxLength || !TOOL_ID.test(toolId)) return undefined;
   const at = toolId.indexOf("@");
   if (at === -1) return { qualifiedName: toolId, kind: "latest" };
   const version = toolId.slice(at + 1);
@@ -27,7 +28,7 @@ export const compareVersions = compareToolVersions;
 
 /**
  * Picks, among the versions a tool has, the one a request asks for: `@x.y.z` exactly that version,
- * `@x` exactly `x.0.0` (not "the latest x"), no version the highest. Numeric: `@01.0.0` is `1.0.0`.
+ * `@x` exactly `x.0.0` (not "the latest x"), no version the highest. Numeric: 1.10.0 is above 1.9.0.
  */
 export function resolveVersion(available: readonly string[], request: ToolIdRequest): string | undefined {
   if (request.kind === "latest") {

@@ -9,7 +9,7 @@ import type { ToolId } from "./tool-id.js";
 export interface CallToolRequest {
   tool_id: ToolId;
   /**
-   * The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.
+   * The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.
    */
   call_id?: string;
   /**

@@ -486,9 +486,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             allOf: [
                               {
                                 title: "ToolId",
-                                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                                 type: "string",
-                                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                                maxLength: 256,
+                                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                                 examples: [
                                   "Calculator.Add",
                                   "Calculator.Add@1",
@@ -511,7 +512,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             title: "ToolVersion",
                             description: "The same x.y.z version that ends the tool's id.",
                             type: "string",
-                            pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+                            pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
                             examples: [
                               "1.0.0",
                               "0.1.2",
@@ -940,9 +941,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                     properties: {
                       tool_id: {
                         title: "ToolId",
-                        description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                        description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                         type: "string",
-                        pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                        maxLength: 256,
+                        pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                         examples: [
                           "Calculator.Add",
                           "Calculator.Add@1",
@@ -950,13 +952,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                         ]
                       },
                       call_id: {
-                        description: "The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.",
+                        description: "The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.",
                         type: "string",
-                        minLength: 1
+                        minLength: 1,
+                        maxLength: 256
                       },
                       trace_id: {
                         description: "A trace or span id, passed to the tool and written to the server's log line for the call.",
-                        type: "string"
+                        type: "string",
+                        maxLength: 256
                       },
                       input: {
                         description: "The tool's input, checked against its input_schema. Absent means {}.",
@@ -1018,7 +1022,8 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                           },
                           user_id: {
                             description: "The end user the call acts for.",
-                            type: "string"
+                            type: "string",
+                            maxLength: 256
                           }
                         },
                         additionalProperties: true
@@ -1037,6 +1042,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                       "$schema": {
                         description: "The protocol version the client speaks: 'urn:oxp:1.0', 'otc://1.0', or an http(s) URI whose path ends in '/1.0/openapi.json'. Another value is answered with a 400.",
                         type: "string",
+                        maxLength: 1024,
                         pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"
                       },
                       request: {
@@ -1046,9 +1052,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                         properties: {
                           tool_id: {
                             title: "ToolId",
-                            description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                            description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                             type: "string",
-                            pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                            maxLength: 256,
+                            pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                             examples: [
                               "Calculator.Add",
                               "Calculator.Add@1",
@@ -1056,13 +1063,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             ]
                           },
                           call_id: {
-                            description: "The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.",
+                            description: "The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.",
                             type: "string",
-                            minLength: 1
+                            minLength: 1,
+                            maxLength: 256
                           },
                           trace_id: {
                             description: "A trace or span id, passed to the tool and written to the server's log line for the call.",
-                            type: "string"
+                            type: "string",
+                            maxLength: 256
                           },
                           input: {
                             description: "The tool's input, checked against its input_schema. Absent means {}.",
@@ -1124,7 +1133,8 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                               },
                               user_id: {
                                 description: "The end user the call acts for.",
-                                type: "string"
+                                type: "string",
+                                maxLength: 256
                               }
                             },
                             additionalProperties: true
@@ -2890,9 +2900,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       },
       ToolId: {
         title: "ToolId",
-        description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+        description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
         type: "string",
-        pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+        maxLength: 256,
+        pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
         examples: [
           "Calculator.Add",
           "Calculator.Add@1",
@@ -2901,9 +2912,9 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       },
       ToolVersion: {
         title: "ToolVersion",
-        description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically.",
+        description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.",
         type: "string",
-        pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+        pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
         examples: [
           "1.0.0",
           "0.1.2",
@@ -2922,9 +2933,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             allOf: [
               {
                 title: "ToolId",
-                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                 type: "string",
-                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                maxLength: 256,
+                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                 examples: [
                   "Calculator.Add",
                   "Calculator.Add@1",
@@ -2947,7 +2959,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             title: "ToolVersion",
             description: "The same x.y.z version that ends the tool's id.",
             type: "string",
-            pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+            pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
             examples: [
               "1.0.0",
               "0.1.2",
@@ -3168,9 +3180,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                   allOf: [
                     {
                       title: "ToolId",
-                      description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                      description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                       type: "string",
-                      pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                      maxLength: 256,
+                      pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                       examples: [
                         "Calculator.Add",
                         "Calculator.Add@1",
@@ -3193,7 +3206,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                   title: "ToolVersion",
                   description: "The same x.y.z version that ends the tool's id.",
                   type: "string",
-                  pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+                  pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
                   examples: [
                     "1.0.0",
                     "0.1.2",
@@ -3342,9 +3355,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         properties: {
           tool_id: {
             title: "ToolId",
-            description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+            description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
             type: "string",
-            pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+            maxLength: 256,
+            pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
             examples: [
               "Calculator.Add",
               "Calculator.Add@1",
@@ -3352,13 +3366,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             ]
           },
           call_id: {
-            description: "The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.",
+            description: "The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.",
             type: "string",
-            minLength: 1
+            minLength: 1,
+            maxLength: 256
           },
           trace_id: {
             description: "A trace or span id, passed to the tool and written to the server's log line for the call.",
-            type: "string"
+            type: "string",
+            maxLength: 256
           },
           input: {
             description: "The tool's input, checked against its input_schema. Absent means {}.",
@@ -3420,7 +3436,8 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               },
               user_id: {
                 description: "The end user the call acts for.",
-                type: "string"
+                type: "string",
+                maxLength: 256
               }
             },
             additionalProperties: true
@@ -3439,6 +3456,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "$schema": {
             description: "The protocol version the client speaks: 'urn:oxp:1.0', 'otc://1.0', or an http(s) URI whose path ends in '/1.0/openapi.json'. Another value is answered with a 400.",
             type: "string",
+            maxLength: 1024,
             pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"
           },
           request: {
@@ -3448,9 +3466,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             properties: {
               tool_id: {
                 title: "ToolId",
-                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
                 type: "string",
-                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+                maxLength: 256,
+                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
                 examples: [
                   "Calculator.Add",
                   "Calculator.Add@1",
@@ -3458,13 +3477,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 ]
               },
               call_id: {
-                description: "The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.",
+                description: "The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.",
                 type: "string",
-                minLength: 1
+                minLength: 1,
+                maxLength: 256
               },
               trace_id: {
                 description: "A trace or span id, passed to the tool and written to the server's log line for the call.",
-                type: "string"
+                type: "string",
+                maxLength: 256
               },
               input: {
                 description: "The tool's input, checked against its input_schema. Absent means {}.",
@@ -3526,7 +3547,8 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                   },
                   user_id: {
                     description: "The end user the call acts for.",
-                    type: "string"
+                    type: "string",
+                    maxLength: 256
                   }
                 },
                 additionalProperties: true
@@ -3975,7 +3997,8 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           },
           user_id: {
             description: "The end user the call acts for.",
-            type: "string"
+            type: "string",
+            maxLength: 256
           }
         },
         additionalProperties: true

@@ -102,7 +102,7 @@ export interface components {
         };
         /**
          * ToolId
-         * @description Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.
+         * @description Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.
          * @example Calculator.Add
          * @example Calculator.Add@1
          * @example Calculator.Add@1.0.0
@@ -110,7 +110,7 @@ export interface components {
         ToolId: string;
         /**
          * ToolVersion
-         * @description A tool's version as three dot-separated integers (major.minor.patch), compared numerically.
+         * @description A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.
          * @example 1.0.0
          * @example 0.1.2
          * @example 1.10.0
@@ -158,7 +158,7 @@ export interface components {
          */
         CallToolRequest: {
             tool_id: components["schemas"]["ToolId"];
-            /** @description The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it. */
+            /** @description The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it. */
             call_id?: string;
             /** @description A trace or span id, passed to the tool and written to the server's log line for the call. */
             trace_id?: string;

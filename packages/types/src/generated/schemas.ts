@@ -36,6 +36,7 @@ export const CallToolEnvelopeSchema = {
     "$schema": {
       description: "The protocol version the client speaks: 'urn:oxp:1.0', 'otc://1.0', or an http(s) URI whose path ends in '/1.0/openapi.json'. Another value is answered with a 400.",
       type: "string",
+      maxLength: 1024,
       pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"
     },
     request: {
@@ -60,13 +61,15 @@ export const CallToolRequestSchema = {
       "$ref": "tool-id.json"
     },
     call_id: {
-      description: "The call's id and idempotency key. When absent the server makes one (a UUID v4) and returns it.",
+      description: "The call's id and idempotency key, scoped to the authenticated client that sends it. When absent the server makes one (a UUID v4) and returns it.",
       type: "string",
-      minLength: 1
+      minLength: 1,
+      maxLength: 256
     },
     trace_id: {
       description: "A trace or span id, passed to the tool and written to the server's log line for the call.",
-      type: "string"
+      type: "string",
+      maxLength: 256
     },
     input: {
       description: "The tool's input, checked against its input_schema. Absent means {}.",
@@ -103,7 +106,8 @@ export const CallToolRequestSchema = {
         },
         user_id: {
           description: "The end user the call acts for.",
-          type: "string"
+          type: "string",
+          maxLength: 256
         }
       },
       additionalProperties: true
@@ -471,14 +475,15 @@ export const ToolErrorSchema = {
   additionalProperties: false
 } as const;
 
-/** JSON Schema of ToolId: Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. */
+/** JSON Schema of ToolId: Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters. */
 export const ToolIdSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "https://otc.dev/schemas/oxp/1.0/tool-id.json",
   title: "ToolId",
-  description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.",
+  description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
   type: "string",
-  pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$",
+  maxLength: 256,
+  pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
   examples: [
     "Calculator.Add",
     "Calculator.Add@1",
@@ -586,14 +591,14 @@ export const ToolRequirementsSchema = {
   }
 } as const;
 
-/** JSON Schema of ToolVersion: A tool's version as three dot-separated integers (major.minor.patch), compared numerically. */
+/** JSON Schema of ToolVersion: A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits. */
 export const ToolVersionSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "https://otc.dev/schemas/oxp/1.0/tool-version.json",
   title: "ToolVersion",
-  description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically.",
+  description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.",
   type: "string",
-  pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$",
+  pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
   examples: [
     "1.0.0",
     "0.1.2",

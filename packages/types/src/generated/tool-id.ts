@@ -2,6 +2,6 @@
 // Do not edit: change the spec and run `npm run generate`.
 
 /**
- * Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive.
+ * Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.
  */
 export type ToolId = string;

@@ -2,6 +2,6 @@
 // Do not edit: change the spec and run `npm run generate`.
 
 /**
- * A tool's version as three dot-separated integers (major.minor.patch), compared numerically.
+ * A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.
  */
 export type ToolVersion = string;

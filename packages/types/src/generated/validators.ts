@@ -91,13 +91,13 @@ return errors === 0;
 validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const _CallToolEnvelope = validate21;
-const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json","type":"object","properties":{"$schema":{"type":"string","pattern":"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},"request":{"$ref":"call-tool-request.json"}},"required":["request"],"additionalProperties":false};
-const pattern4 = new RegExp("^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$", "u");
-const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-request.json","type":"object","properties":{"tool_id":{"$ref":"tool-id.json"},"call_id":{"type":"string","minLength":1},"trace_id":{"type":"string"},"input":{"type":"object","additionalProperties":true},"context":{"$ref":"#/$defs/Context"}},"required":["tool_id"],"additionalProperties":false,"$defs":{"Context":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string"}},"additionalProperties":true},"AuthorizationToken":{"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false},"SecretValue":{"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false}}};
-const schema34 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-id.json","type":"string","pattern":"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"};
-const pattern5 = new RegExp("^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$", "u");
+const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json","type":"object","properties":{"$schema":{"type":"string","maxLength":1024,"pattern":"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},"request":{"$ref":"call-tool-request.json"}},"required":["request"],"additionalProperties":false};
 const func1 = ucs2length;
-const schema35 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string"}},"additionalProperties":true};
+const pattern4 = new RegExp("^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$", "u");
+const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-request.json","type":"object","properties":{"tool_id":{"$ref":"tool-id.json"},"call_id":{"type":"string","minLength":1,"maxLength":256},"trace_id":{"type":"string","maxLength":256},"input":{"type":"object","additionalProperties":true},"context":{"$ref":"#/$defs/Context"}},"required":["tool_id"],"additionalProperties":false,"$defs":{"Context":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true},"AuthorizationToken":{"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false},"SecretValue":{"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false}}};
+const schema34 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-id.json","type":"string","maxLength":256,"pattern":"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"};
+const pattern5 = new RegExp("^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$", "u");
+const schema35 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true};
 const schema36 = {"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false};
 const schema37 = {"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false};
 
@@ -268,10 +268,19 @@ var valid0 = true;
 }
 if(valid0){
 if(data.user_id !== undefined){
+let data8 = data.user_id;
 const _errs22 = errors;
-if(typeof data.user_id !== "string"){
+if(errors === _errs22){
+if(typeof data8 === "string"){
+if(func1(data8) > 256){
+validate23.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
 validate23.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
+}
 }
 var valid0 = _errs22 === errors;
 }
@@ -326,9 +335,15 @@ const _errs2 = errors;
 const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
-if(!pattern5.test(data0)){
-validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"+"\""}];
+if(func1(data0) > 256){
+validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
+}
+else {
+if(!pattern5.test(data0)){
+validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
 }
 }
 else {
@@ -347,9 +362,15 @@ let data1 = data.call_id;
 const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
+if(func1(data1) > 256){
+validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
 if(func1(data1) < 1){
 validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
+}
 }
 }
 else {
@@ -364,10 +385,19 @@ var valid0 = true;
 }
 if(valid0){
 if(data.trace_id !== undefined){
+let data2 = data.trace_id;
 const _errs7 = errors;
-if(typeof data.trace_id !== "string"){
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+validate22.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
 validate22.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
+}
 }
 var valid0 = _errs7 === errors;
 }
@@ -454,9 +484,15 @@ let data0 = data.$schema;
 const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
+if(func1(data0) > 1024){
+validate21.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+return false;
+}
+else {
 if(!pattern4.test(data0)){
 validate21.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/pattern",keyword:"pattern",params:{pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},message:"must match pattern \""+"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"+"\""}];
 return false;
+}
 }
 }
 else {
@@ -1285,12 +1321,12 @@ validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 export const _ToolDefinition = validate37;
 const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true}}};
-const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^[0-9]+\\.[0-9]+\\.[0-9]+$"};
+const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
 const schema54 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
 const schema55 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
 const pattern7 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
 const pattern8 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
-const pattern9 = new RegExp("^[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
+const pattern9 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
 const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
 const schema57 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
 const schema58 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
@@ -1572,9 +1608,15 @@ const _errs2 = errors;
 const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
-if(!pattern5.test(data0)){
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"+"\""}];
+if(func1(data0) > 256){
+validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
+}
+else {
+if(!pattern5.test(data0)){
+validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
 }
 }
 else {
@@ -1649,7 +1691,7 @@ const _errs11 = errors;
 if(errors === _errs11){
 if(typeof data3 === "string"){
 if(!pattern9.test(data3)){
-validate37.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
+validate37.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
@@ -2005,9 +2047,15 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(typeof data === "string"){
-if(!pattern5.test(data)){
-validate41.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@([0-9]+|[0-9]+\\.[0-9]+\\.[0-9]+))?$"+"\""}];
+if(func1(data) > 256){
+validate41.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
+}
+else {
+if(!pattern5.test(data)){
+validate41.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
 }
 }
 else {
@@ -2107,7 +2155,7 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(typeof data === "string"){
 if(!pattern9.test(data)){
-validate44.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
+validate44.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
