@@ -1,35 +1,32 @@
 /** Builds the demo Tool Server: the catalog, the demo Google provider and its consent pages. */
 import { createServer, type OxpApp, type ServerOptions } from "@otc/server";
-import express, { type Express } from "express";
 import { DemoGoogleProvider } from "./google-provider.js";
 import { demoTools } from "./tools.js";
 
-/** Options of {@link createDemoApp}: every server option except the tools and providers, which the demo fixes. */
-export type DemoOptions = Omit<ServerOptions, "tools" | "authorizationProviders">;
+/** Options of {@link createDemoApp}: every server option except the tools, providers and pages, which the demo fixes. */
+export type DemoOptions = Omit<ServerOptions, "tools" | "authorizationProviders" | "pages">;
 
 /** The demo app and the parts tests reach into. */
 export interface DemoApp {
-  app: Express;
-  /** The OXP app inside `app` (its lifecycle is what `listen` manages). */
+  app: OxpApp;
+  /** The same app as `app` (kept for callers that named the OXP app apart). */
   oxp: OxpApp;
   google: DemoGoogleProvider;
   counter: { value: number };
 }
 
 /**
- * The demo server: consent pages at /demo/authorize (no authentication: a browser opens them), then
- * the OXP app for everything else.
+ * The demo server: the OXP routes plus the consent pages at /demo/authorize, which need no server
+ * authentication (a browser opens them) and share the server's headers and JSON errors.
  */
 export function createDemoApp(options: DemoOptions = {}): DemoApp {
   const google = new DemoGoogleProvider();
   const counter = { value: 0 };
-  const oxp = createServer({ ...options, tools: demoTools(counter), authorizationProviders: [google] });
-  const app = express();
-  app.disable("x-powered-by");
-  app.use(google.router());
-  app.use(oxp);
-  // listen() manages the OXP app's lifecycle through app.locals.
-  app.locals.oxp = oxp.locals.oxp;
-  app.locals.core = oxp.locals.core;
-  return { app, oxp, google, counter };
+  const app = createServer({
+    ...options,
+    tools: demoTools(counter),
+    authorizationProviders: [google],
+    pages: [google.router()],
+  });
+  return { app, oxp: app, google, counter };
 }

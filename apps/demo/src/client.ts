@@ -125,10 +125,13 @@ async function main(): Promise<void> {
     challenged,
   );
   if (challenge) {
+    // The page's form carries an anti-CSRF token; a user's browser sends it back with the click.
+    const page = await fetch(challenge.url).then((response) => response.text());
+    const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
     const approve = await fetch(challenge.url, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "action=approve",
+      body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
       redirect: "manual",
     });
     check("the consent page takes the approval", approve.status === 303, approve.status);

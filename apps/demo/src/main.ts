@@ -19,6 +19,8 @@ const options: DemoOptions = {
   defaultTimeoutMs: number("OXP_TOOL_TIMEOUT_MS", 30_000),
   secrets: env.TWILIO_API_KEY ? { TWILIO_API_KEY: env.TWILIO_API_KEY } : {},
 };
+// Challenge links name this base URL; without it, the address a request came in on.
+if (env.OXP_PUBLIC_URL) options.publicUrl = env.OXP_PUBLIC_URL;
 const apiKeys = env.OXP_API_KEY ? [env.OXP_API_KEY] : [];
 const jwtSecret = env.OXP_JWT_SECRET;
 if (apiKeys.length > 0 || jwtSecret) {

@@ -193,7 +193,9 @@ export function demoTools(counter = { value: 0 }): Tool[] {
       description: "Adds to a server-wide counter and returns its new value. Repeating a call_id does not add again.",
       inputSchema: {
         type: "object",
-        properties: { by: { type: "integer", minimum: 1, description: "How much to add (at least 1)." } },
+        properties: {
+          by: { type: "integer", minimum: 1, maximum: 1_000_000, description: "How much to add (1 to 1,000,000)." },
+        },
         required: ["by"],
         additionalProperties: false,
       },
@@ -204,6 +206,13 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         additionalProperties: false,
       },
       run: ({ by }) => {
+        // One caller must not break the counter for everyone: it stays a safe integer.
+        if (counter.value + by > Number.MAX_SAFE_INTEGER) {
+          throw new OxpToolError("The counter is full", {
+            developerMessage: `Adding ${by} would take it past ${Number.MAX_SAFE_INTEGER}.`,
+            canRetry: false,
+          });
+        }
         counter.value += by;
         return { value: counter.value };
       },

@@ -53,10 +53,12 @@ describe("call_id", () => {
     expect(reply.body.message).toBe("This call_id was already used for a different call");
   });
 
-  it("refuses the same call_id from another authenticated principal", async () => {
-    await callTool(server.baseUrl, increment("principal-1"), asOne);
-    const reply = await callTool(server.baseUrl, increment("principal-1"), { "OXP-API-Key": "key-two" });
-    expectError(reply, 400);
+  it("gives another authenticated principal's equal call_id a call of its own", async () => {
+    const before = server.demo.counter.value;
+    const mine = await callTool(server.baseUrl, increment("principal-1"), asOne);
+    const theirs = await callTool(server.baseUrl, increment("principal-1", 2), { "OXP-API-Key": "key-two" });
+    expect(mine.body).toMatchObject({ success: true, value: { value: before + 1 } });
+    expect(theirs.body).toMatchObject({ success: true, value: { value: before + 3 } });
   });
 
   it("treats versions that resolve to the same tool as the same call", async () => {

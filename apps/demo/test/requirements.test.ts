@@ -8,14 +8,16 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** Submits the demo consent page's form, as a user clicking Approve or Deny would. */
-const decide = (url: string, action: string) =>
-  send(url, {
+/** Submits the demo consent page's form (its anti-CSRF token included), as a user clicking Approve or Deny would. */
+const decide = async (url: string, action: string) => {
+  const csrf = /name="csrf" value="([^"]*)"/.exec((await send(url)).text)?.[1] ?? "";
+  return send(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=${action}`,
+    body: `action=${action}&csrf=${encodeURIComponent(csrf)}`,
     redirect: "manual",
   });
+};
 
 const gmail = (context: Record<string, unknown>, callId?: string) => ({
   tool_id: "Gmail.GetEmails",

@@ -5,14 +5,20 @@ export type {
   MemoryTokenStoreOptions,
   StartChallengeInput,
   StoredToken,
+  TokenOwner,
   TokenStore,
 } from "./core/authorization.js";
 export { MemoryTokenStore } from "./core/authorization.js";
 export { type CallBody, isEnvelope, parseCallBody, RESULT_ENVELOPE_SCHEMA, wrapResponse } from "./core/call-body.js";
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WIRE_ERROR_STATUS, WireError } from "./core/errors.js";
-export type { IdempotencyEntry, IdempotencyStore, MemoryIdempotencyStoreOptions } from "./core/idempotency-store.js";
-export { MemoryIdempotencyStore } from "./core/idempotency-store.js";
+export type {
+  IdempotencyEntry,
+  IdempotencyKey,
+  IdempotencyStore,
+  MemoryIdempotencyStoreOptions,
+} from "./core/idempotency-store.js";
+export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
 export type { CallMeta, CoreLogger, OxpCoreOptions } from "./core/oxp-core.js";
 export { CHALLENGE_CHECK_PATH, OxpCore } from "./core/oxp-core.js";
 export type {

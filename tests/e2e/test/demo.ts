@@ -18,10 +18,12 @@ export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
 
 /** Approves (or denies) a demo consent page, as a user clicking the button would. */
 export async function decide(url: string, action: "approve" | "deny"): Promise<number> {
+  const page = await (await fetch(url)).text();
+  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
   const response = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=${action}`,
+    body: `action=${action}&csrf=${encodeURIComponent(csrf)}`,
     redirect: "manual",
   });
   return response.status;

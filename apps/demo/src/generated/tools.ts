@@ -23,7 +23,7 @@ export type CalculatorAddV1_0_0Output = number;
 // Counter.Increment@1.0.0: Adds to a server-wide counter and returns its new value. Repeating a call_id does not add again.
 export interface CounterIncrementV1_0_0Input {
   /**
-   * How much to add (at least 1).
+   * How much to add (1 to 1,000,000).
    */
   by: number;
 }

@@ -13,18 +13,30 @@ export interface StoredToken {
   expiresAt?: number;
 }
 
-/** Tokens by (user id, provider id). A shared store lets several instances use the same tokens. */
+/**
+ * Whose token it is: the authenticated principal that obtained it and the user it acts for. A token
+ * is never used for another principal, whatever `user_id` that principal sends.
+ */
+export interface TokenOwner {
+  /** Who the server authenticated when the challenge started (`anonymous` when authentication is off). */
+  principal: string;
+  /** The request's `context.user_id`. */
+  userId: string;
+}
+
+/** Tokens by (principal, user id, provider id). A shared store lets several instances use the same tokens. */
 export interface TokenStore {
-  get(userId: string, providerId: string): Promise<StoredToken | undefined>;
-  set(userId: string, providerId: string, token: StoredToken): Promise<void>;
-  delete(userId: string, providerId: string): Promise<void>;
+  get(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined>;
+  set(owner: TokenOwner, providerId: string, token: StoredToken): Promise<void>;
+  delete(owner: TokenOwner, providerId: string): Promise<void>;
 }
 
 /** What a provider is told when the server starts a challenge. */
 export interface StartChallengeInput {
   /** The challenge's id, made by the server; unique, URL-safe. */
   challengeId: string;
-  userId: string;
+  /** Whose token the challenge obtains: store it under exactly this owner. */
+  owner: TokenOwner;
   /** The scopes the tool needs. */
   scopes: readonly string[];
   /** The server's public base URL (no trailing slash), for links back to it. */
@@ -46,6 +58,8 @@ export interface AuthorizationProvider {
   checkChallenge(challengeId: string): Promise<ChallengeStatus | undefined>;
 }
 
+const tokenKey = (owner: TokenOwner, providerId: string) => JSON.stringify([owner.principal, owner.userId, providerId]);
+
 /** Options of {@link MemoryTokenStore}. */
 export interface MemoryTokenStoreOptions {
   /** The most tokens kept; the oldest go first. Default 10,000. */
@@ -64,8 +78,8 @@ export class MemoryTokenStore implements TokenStore {
     this.now = options.now ?? Date.now;
   }
 
-  async get(userId: string, providerId: string): Promise<StoredToken | undefined> {
-    const key = JSON.stringify([userId, providerId]);
+  async get(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined> {
+    const key = tokenKey(owner, providerId);
     const token = this.tokens.get(key);
     if (token?.expiresAt !== undefined && token.expiresAt <= this.now()) {
       this.tokens.delete(key);
@@ -74,11 +88,11 @@ export class MemoryTokenStore implements TokenStore {
     return token;
   }
 
-  async set(userId: string, providerId: string, token: StoredToken): Promise<void> {
-    setBounded(this.tokens, JSON.stringify([userId, providerId]), token, this.maxEntries);
+  async set(owner: TokenOwner, providerId: string, token: StoredToken): Promise<void> {
+    setBounded(this.tokens, tokenKey(owner, providerId), token, this.maxEntries);
   }
 
-  async delete(userId: string, providerId: string): Promise<void> {
-    this.tokens.delete(JSON.stringify([userId, providerId]));
+  async delete(owner: TokenOwner, providerId: string): Promise<void> {
+    this.tokens.delete(tokenKey(owner, providerId));
   }
 }

@@ -63,6 +63,14 @@ export class WireError extends Error {
   }
 }
 
+/**
+ * A request-controlled string as error messages and log lines quote it: at most `max` characters, the
+ * rest replaced by a marker saying how much was cut.
+ */
+export function shorten(text: string, max = 64): string {
+  return text.length <= max ? text : `${text.slice(0, max)}...(${text.length - max} more characters)`;
+}
+
 /** A configuration mistake found at start-up (a bad tool definition, conflicting options); never sent on the wire. */
 export class ServerConfigError extends Error {
   override name = "ServerConfigError";

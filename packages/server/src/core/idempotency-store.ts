@@ -1,83 +1,258 @@
-/** Where `call_id` idempotency records live: the interface, and a bounded in-memory store with a TTL. */
+/** Where `call_id` idempotency records live: the interface, and an in-memory store bounded in entries and bytes. */
 import type { CallToolResponse } from "@otc/types";
-import { setBounded } from "./bounded-map.js";
 
-/** What a store holds for one call_id: the call's fingerprint, and its response once finished. */
+/** A call_id belongs to the principal that sent it: two principals' equal call_ids are unrelated keys. */
+export interface IdempotencyKey {
+  /** Who the server authenticated (`anonymous` when authentication is off). */
+  principal: string;
+  callId: string;
+}
+
+/** What a store holds for one key: the call's fingerprint, and its response once finished. */
 export interface IdempotencyEntry {
-  /** A hash of what makes two calls "the same call" (resolved tool, input, user id, principal). */
+  /** A hash of what makes two calls "the same call" (resolved tool, input, user id). */
   fingerprint: string;
   /** Absent while the first call with this key is still running. */
   response?: CallToolResponse;
+  /**
+   * True while a run abandoned at its time limit has not settled (its tool ignored the AbortSignal):
+   * the key stays held so a retry cannot start a second concurrent run.
+   */
+  abandoned?: boolean;
 }
 
 /**
- * Idempotency records keyed by call_id. A store shared by several server instances (e.g. Redis)
+ * Idempotency records by (principal, call_id). A store shared by several server instances (e.g. Redis)
  * lets them honour the same keys; `claim` must then be atomic (SET NX).
  */
 export interface IdempotencyStore {
   /**
    * Claims `key` for a new call. Returns undefined when the caller now holds the key (it must later
-   * `complete` or `release` it), or the entry that already holds it. A claim lapses after `ttlMs`.
+   * `complete`, `abandon` or `release` it), or the entry that already holds it. A claim lapses after
+   * `ttlMs`, so a claim of an instance that died does not block the key. Throws an
+   * {@link IdempotencyStoreFullError} when the store cannot take the key without dropping records it
+   * must keep.
    */
-  claim(key: string, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined>;
-  /** Stores the finished response of a claimed key, kept for `ttlMs`. */
-  complete(key: string, entry: Required<IdempotencyEntry>, ttlMs: number): Promise<void>;
+  claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined>;
+  /** Stores the finished response of a claimed key for `ttlMs`; a response too large to keep frees the key instead. */
+  complete(
+    key: IdempotencyKey,
+    entry: { fingerprint: string; response: CallToolResponse },
+    ttlMs: number,
+  ): Promise<void>;
+  /** Marks a claimed key as held by an abandoned run, for `ttlMs` (renewed while the run goes on). */
+  abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void>;
   /** Frees a claimed key without storing anything, so the call may run again. */
-  release(key: string): Promise<void>;
+  release(key: IdempotencyKey): Promise<void>;
   /** The entry that holds `key`, if any. */
-  get(key: string): Promise<IdempotencyEntry | undefined>;
+  get(key: IdempotencyKey): Promise<IdempotencyEntry | undefined>;
 }
 
-/** Options of {@link MemoryIdempotencyStore}. */
+/** Thrown by `claim` when a store is full of records it must keep; the server answers 503 with `Retry-After`. */
+export class IdempotencyStoreFullError extends Error {
+  override name = "IdempotencyStoreFullError";
+  constructor(
+    /** When a retry may find room, in milliseconds. */
+    readonly retryAfterMs: number,
+  ) {
+    super("The idempotency store is full");
+  }
+}
+
+/** Options of {@link MemoryIdempotencyStore}. Every bound has a default; see the server README's Security section. */
 export interface MemoryIdempotencyStoreOptions {
-  /** The most entries kept; the oldest go first. Default 10,000. */
+  /** The most bytes kept, all principals together. Default 64 MiB. */
+  maxBytes?: number;
+  /** The most records kept, all principals together. Default 100,000. */
   maxEntries?: number;
+  /** The most bytes one principal's records take; past it, that principal's oldest finished records go. Default 16 MiB. */
+  maxBytesPerPrincipal?: number;
+  /** The most records one principal keeps; past it, that principal's oldest finished records go. Default 10,000. */
+  maxEntriesPerPrincipal?: number;
+  /** A response larger than this (serialized) is returned but not kept, so a replay runs again. Default 1 MiB. */
+  maxResponseBytes?: number;
   /** The clock, for tests. */
   now?: () => number;
 }
 
-/** An in-process idempotency store, bounded in size, entries expiring after their TTL. */
+const MIB = 1024 * 1024;
+/** What a record costs besides its strings: the Map slots, the record object, the numbers. */
+const RECORD_OVERHEAD_BYTES = 256;
+
+interface StoredRecord {
+  principal: string;
+  fingerprint: string;
+  /** The response, serialized: its size is then known exactly, and a replay hands out a fresh copy. */
+  response?: string;
+  abandoned?: boolean;
+  expiresAt: number;
+  bytes: number;
+}
+
+interface PrincipalUsage {
+  bytes: number;
+  /** This principal's record keys, oldest first. */
+  keys: Set<string>;
+}
+
+const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`;
+
+/**
+ * An in-process idempotency store, bounded in records and bytes. Each principal has a quota: going
+ * past it drops that principal's own oldest finished records, never another principal's and never a
+ * call still running. When the whole store is full of records it must keep, a new key is refused
+ * ({@link IdempotencyStoreFullError}) rather than a record dropped early.
+ */
 export class MemoryIdempotencyStore implements IdempotencyStore {
-  private readonly entries = new Map<string, { entry: IdempotencyEntry; expiresAt: number }>();
-  private readonly maxEntries: number;
+  private readonly records = new Map<string, StoredRecord>();
+  private readonly principals = new Map<string, PrincipalUsage>();
+  private totalBytes = 0;
+  private readonly limits: Required<Omit<MemoryIdempotencyStoreOptions, "now">>;
   private readonly now: () => number;
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
-    this.maxEntries = options.maxEntries ?? 10_000;
+    this.limits = {
+      maxBytes: options.maxBytes ?? 64 * MIB,
+      maxEntries: options.maxEntries ?? 100_000,
+      maxBytesPerPrincipal: options.maxBytesPerPrincipal ?? 16 * MIB,
+      maxEntriesPerPrincipal: options.maxEntriesPerPrincipal ?? 10_000,
+      maxResponseBytes: options.maxResponseBytes ?? MIB,
+    };
     this.now = options.now ?? Date.now;
   }
 
-  /** How many entries are held (expired ones included until touched or evicted). */
+  /** How many records are held (expired ones included until touched or swept). */
   get size(): number {
-    return this.entries.size;
+    return this.records.size;
   }
 
-  async get(key: string): Promise<IdempotencyEntry | undefined> {
-    const held = this.entries.get(key);
-    if (!held) return undefined;
-    if (held.expiresAt <= this.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return held.entry;
+  /** How many bytes the held records take, by the store's own accounting. */
+  get bytes(): number {
+    return this.totalBytes;
   }
 
-  async claim(key: string, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined> {
+  async get(key: IdempotencyKey): Promise<IdempotencyEntry | undefined> {
+    const record = this.live(recordKey(key));
+    if (!record) return undefined;
+    const entry: IdempotencyEntry = { fingerprint: record.fingerprint };
+    if (record.response !== undefined) entry.response = JSON.parse(record.response) as CallToolResponse;
+    if (record.abandoned) entry.abandoned = true;
+    return entry;
+  }
+
+  async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined> {
     const existing = await this.get(key);
     if (existing) return existing;
-    this.put(key, { fingerprint }, ttlMs);
+    const refused = this.put(key, { principal: key.principal, fingerprint, expiresAt: this.now() + ttlMs, bytes: 0 });
+    if (refused) throw new IdempotencyStoreFullError(refused.retryAfterMs);
     return undefined;
   }
 
-  async complete(key: string, entry: Required<IdempotencyEntry>, ttlMs: number): Promise<void> {
-    this.put(key, entry, ttlMs);
+  async complete(
+    key: IdempotencyKey,
+    entry: { fingerprint: string; response: CallToolResponse },
+    ttlMs: number,
+  ): Promise<void> {
+    const response = JSON.stringify(entry.response);
+    if (Buffer.byteLength(response) > this.limits.maxResponseBytes) {
+      this.remove(recordKey(key));
+      return;
+    }
+    this.put(key, {
+      principal: key.principal,
+      fingerprint: entry.fingerprint,
+      response,
+      expiresAt: this.now() + ttlMs,
+      bytes: 0,
+    });
   }
 
-  async release(key: string): Promise<void> {
-    this.entries.delete(key);
+  async abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void> {
+    this.put(key, { principal: key.principal, fingerprint, abandoned: true, expiresAt: this.now() + ttlMs, bytes: 0 });
   }
 
-  private put(key: string, entry: IdempotencyEntry, ttlMs: number): void {
-    setBounded(this.entries, key, { entry, expiresAt: this.now() + ttlMs }, this.maxEntries);
+  async release(key: IdempotencyKey): Promise<void> {
+    this.remove(recordKey(key));
+  }
+
+  /** The record under `id` unless it has expired (an expired one is dropped). */
+  private live(id: string): StoredRecord | undefined {
+    const record = this.records.get(id);
+    if (record && record.expiresAt <= this.now()) {
+      this.remove(id);
+      return undefined;
+    }
+    return record;
+  }
+
+  /**
+   * Writes a record as the newest of its principal, making room first. When there is none, the key is
+   * left free and the answer says when to retry (`complete` then simply keeps nothing).
+   */
+  private put(key: IdempotencyKey, record: StoredRecord): { retryAfterMs: number } | undefined {
+    const id = recordKey(key);
+    record.bytes =
+      RECORD_OVERHEAD_BYTES +
+      2 * (id.length + record.fingerprint.length) +
+      (record.response === undefined ? 0 : Buffer.byteLength(record.response));
+    this.remove(id);
+    this.sweepExpired();
+    const usage = this.principals.get(record.principal) ?? { bytes: 0, keys: new Set<string>() };
+    // Over its own quota, a principal loses its own oldest finished records, nobody else's.
+    for (const oldest of usage.keys) {
+      if (
+        usage.bytes + record.bytes <= this.limits.maxBytesPerPrincipal &&
+        usage.keys.size < this.limits.maxEntriesPerPrincipal
+      ) {
+        break;
+      }
+      const held = this.records.get(oldest);
+      if (held?.response !== undefined) this.remove(oldest);
+    }
+    const overQuota =
+      usage.bytes + record.bytes > this.limits.maxBytesPerPrincipal ||
+      usage.keys.size >= this.limits.maxEntriesPerPrincipal;
+    const overTotal =
+      this.totalBytes + record.bytes > this.limits.maxBytes || this.records.size >= this.limits.maxEntries;
+    if (overQuota || overTotal)
+      return { retryAfterMs: this.retryAfterMs(overQuota ? usage.keys : this.records.keys()) };
+    this.records.set(id, record);
+    usage.keys.add(id);
+    usage.bytes += record.bytes;
+    this.principals.set(record.principal, usage);
+    this.totalBytes += record.bytes;
+    return undefined;
+  }
+
+  private remove(id: string): void {
+    const record = this.records.get(id);
+    if (!record) return;
+    this.records.delete(id);
+    this.totalBytes -= record.bytes;
+    const usage = this.principals.get(record.principal);
+    if (!usage) return;
+    usage.keys.delete(id);
+    usage.bytes -= record.bytes;
+    if (usage.keys.size === 0) this.principals.delete(record.principal);
+  }
+
+  /** Drops expired records from the oldest end: amortized constant time per write. */
+  private sweepExpired(): void {
+    const now = this.now();
+    for (const [id, record] of this.records) {
+      if (record.expiresAt > now) break;
+      this.remove(id);
+    }
+  }
+
+  /** About when the oldest of the records that block a new key expires: a hint, so only the oldest few are read. */
+  private retryAfterMs(ids: Iterable<string>): number {
+    let soonest = Number.POSITIVE_INFINITY;
+    let read = 0;
+    for (const id of ids) {
+      soonest = Math.min(soonest, this.records.get(id)?.expiresAt ?? soonest);
+      if (++read === 64) break;
+    }
+    return Number.isFinite(soonest) ? Math.max(1_000, soonest - this.now()) : 1_000;
   }
 }

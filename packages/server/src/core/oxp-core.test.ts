@@ -3,7 +3,7 @@ import type { CallToolRequest } from "@otc/types";
 import { describe, expect, it } from "vitest";
 import { MemoryTokenStore } from "./authorization.js";
 import { ServerConfigError, WireError } from "./errors.js";
-import { type IdempotencyEntry, type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
+import { type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
 import { type CallMeta, OxpCore } from "./oxp-core.js";
 import { defineTool, OxpToolError, type Tool } from "./tool.js";
 
@@ -295,7 +295,7 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
       { tool_id: "Test.Tool", call_id: "k", context: { secrets: [{ id: "S", value: "hunter2" }] } },
       meta,
     );
-    const entry = await store.get("k");
+    const entry = await store.get({ principal: "anonymous", callId: "k" });
     expect(JSON.stringify(entry)).not.toContain("hunter2");
     expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
@@ -318,20 +318,13 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
-  it("keeps the memory store bounded", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntries: 3 });
-    for (const key of ["a", "b", "c", "d", "e"]) await store.claim(key, "f", 60_000);
-    expect(store.size).toBe(3);
-    expect(await store.get("a")).toBeUndefined();
-    expect(await store.get("e")).toEqual({ fingerprint: "f" });
-  });
-
   it("waits, through a shared store, for a call another instance is running", async () => {
     // Two cores sharing one store stand for two instances behind a load balancer.
     const shared = new MemoryIdempotencyStore();
     const slowStore: IdempotencyStore = {
       claim: (key, fingerprint, ttl) => shared.claim(key, fingerprint, ttl),
-      complete: (key, entry: Required<IdempotencyEntry>, ttl) => shared.complete(key, entry, ttl),
+      complete: (key, entry, ttl) => shared.complete(key, entry, ttl),
+      abandon: (key, fingerprint, ttl) => shared.abandon(key, fingerprint, ttl),
       release: (key) => shared.release(key),
       get: (key) => shared.get(key),
     };
@@ -363,12 +356,82 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
     await expect(core.call({ tool_id: "Test.Tool", call_id: "k", input: { x: 2 } }, meta)).rejects.toBeInstanceOf(
       WireError,
     );
-    await expect(
-      core.call({ tool_id: "Test.Tool", call_id: "k" }, { ...meta, principal: "other" }),
-    ).rejects.toMatchObject({
-      status: 400,
-    });
     expect(runs).toBe(1);
+  });
+
+  it("keys call_ids by principal: another principal's equal call_id is its own call", async () => {
+    let runs = 0;
+    const core = new OxpCore({ tools: [tool({ run: () => ++runs })] });
+    const mine = await core.call({ tool_id: "Test.Tool", call_id: "k", input: { x: 1 } }, meta);
+    const theirs = await core.call(
+      { tool_id: "Test.Tool", call_id: "k", input: { x: 2 } },
+      { ...meta, principal: "other" },
+    );
+    expect(mine).toMatchObject({ success: true, value: 1 });
+    expect(theirs).toMatchObject({ success: true, value: 2 });
+    expect(await core.call({ tool_id: "Test.Tool", call_id: "k", input: { x: 1 } }, meta)).toEqual(mine);
+    expect(runs).toBe(2);
+  });
+
+  it("holds the call_id of a run abandoned at its time limit until the tool settles", async () => {
+    let runs = 0;
+    let finish: () => void = () => {};
+    const stubborn = tool({
+      timeoutMs: 30,
+      // Ignores its AbortSignal on purpose.
+      run: () => {
+        runs++;
+        return new Promise<number>((resolve) => {
+          finish = () => resolve(runs);
+        });
+      },
+    });
+    const core = new OxpCore({ tools: [stubborn] });
+    const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(first).toMatchObject({ success: false, error: { can_retry: true } });
+    const retry = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(retry).toMatchObject({ call_id: "k", success: false, error: { can_retry: true } });
+    expect(retry.success === false && retry.error.retry_after_ms).toBeGreaterThan(0);
+    expect(runs).toBe(1);
+    finish();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    expect(runs).toBe(2);
+  });
+
+  it("answers 503 with Retry-After when the store cannot take a new call_id", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntries: 1 });
+    const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
+    await core.call({ tool_id: "Test.Tool", call_id: "a" }, { ...meta, principal: "p1" });
+    const refused = core.call({ tool_id: "Test.Tool", call_id: "b" }, { ...meta, principal: "p2" });
+    await expect(refused).rejects.toMatchObject({
+      status: 503,
+      details: { headers: { "Retry-After": expect.any(String) } },
+    });
+    // A call without a call_id needs no record and still runs.
+    expect(await core.call({ tool_id: "Test.Tool" }, { ...meta, principal: "p2" })).toMatchObject({ success: true });
+  });
+
+  it("aborts running calls at shutdown and answers each with a retryable failure", async () => {
+    let aborted = false;
+    const slow = tool({
+      run: (_input, ctx) =>
+        new Promise((_, reject) => {
+          ctx.signal.addEventListener("abort", () => {
+            aborted = true;
+            reject(ctx.signal.reason);
+          });
+        }),
+    });
+    const core = new OxpCore({ tools: [slow] });
+    const call = core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await core.abortAll();
+    expect(await call).toMatchObject({
+      success: false,
+      error: { message: "The server is shutting down", can_retry: true },
+    });
+    expect(aborted).toBe(true);
   });
 });
 
@@ -404,15 +467,22 @@ describe("authorization requirements (PROTOCOL.md 4)", () => {
       },
     };
     const core = new OxpCore({ tools: [needsGithub], tokenStore: tokens, authorizationProviders: [provider] });
-    await tokens.set("ann", "github", { token: "narrow", scopes: ["repo"] });
+    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", { token: "narrow", scopes: ["repo"] });
     const narrow = await core.call({ tool_id: "Test.Tool", context }, meta).catch((e: unknown) => e);
     expect((narrow as WireError).details.missingRequirements?.authorization?.[0]?.url).toMatch(
       /^https:\/\/auth\.test\/github\./,
     );
     expect(started).toHaveLength(1);
-    await tokens.set("ann", "github", { token: "wide", scopes: ["repo", "user", "gist"] });
+    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
+      token: "wide",
+      scopes: ["repo", "user", "gist"],
+    });
     expect(await core.call({ tool_id: "Test.Tool", context }, meta)).toMatchObject({ success: true, value: "wide" });
-    await tokens.set("ann", "github", { token: "expired", scopes: ["repo", "user"], expiresAt: Date.now() - 1 });
+    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
+      token: "expired",
+      scopes: ["repo", "user"],
+      expiresAt: Date.now() - 1,
+    });
     await expect(core.call({ tool_id: "Test.Tool", context }, meta)).rejects.toBeInstanceOf(WireError);
   });
 });

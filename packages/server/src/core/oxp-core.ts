@@ -8,8 +8,14 @@ import {
   MemoryTokenStore,
   type TokenStore,
 } from "./authorization.js";
-import { ServerConfigError, WireError } from "./errors.js";
-import { type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
+import { ServerConfigError, shorten, WireError } from "./errors.js";
+import {
+  type IdempotencyEntry,
+  type IdempotencyKey,
+  type IdempotencyStore,
+  IdempotencyStoreFullError,
+  MemoryIdempotencyStore,
+} from "./idempotency-store.js";
 import { toParameterErrors } from "./input-validation.js";
 import { resolveRequirements } from "./requirements.js";
 import { OxpToolError, type Tool, type ToolLogger } from "./tool.js";
@@ -25,7 +31,7 @@ export interface OxpCoreOptions {
   tools: readonly Tool[];
   /** Time limit for a tool that sets none, in milliseconds. Default 30,000. */
   defaultTimeoutMs?: number;
-  /** Where call_id records live. Default: an in-memory store of 10,000 entries. */
+  /** Where call_id records live. Default: a {@link MemoryIdempotencyStore} with its default bounds. */
   idempotencyStore?: IdempotencyStore;
   /** How long a finished call's response is kept for its call_id, in milliseconds. Default 24 h. */
   idempotencyRetentionMs?: number;
@@ -52,6 +58,8 @@ export interface CallMeta {
 export const CHALLENGE_CHECK_PATH = "/authorization/challenges";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Request-controlled strings are cut to this in log lines, so a client cannot inflate the log. */
+const LOGGED_FIELD_MAX = 128;
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 function canonicalJson(value: unknown): string {
@@ -67,10 +75,58 @@ const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Why a call ended as it did, for the log line. */
-type Outcome = "success" | "tool_error" | "error" | "timeout" | "invalid_output" | "replayed";
+type Outcome =
+  | "success"
+  | "tool_error"
+  | "error"
+  | "timeout"
+  | "shutdown"
+  | "invalid_output"
+  | "replayed"
+  | "still_running";
+
+/** A call's response, why it ended so, and the tool's own promise when it was given up on before settling. */
+interface RunResult {
+  response: CallToolResponse;
+  outcome: Outcome;
+  unsettled?: Promise<unknown>;
+}
+
+/** A tool run in progress, as shutdown sees it. */
+interface ActiveRun {
+  /** Aborts the run; it answers with a retryable "shutting down" failure. */
+  shutDown(): void;
+  /** Settles once the run's response exists. */
+  answered: Promise<void>;
+}
 
 class ToolTimeout extends Error {
   override name = "ToolTimeout";
+}
+
+class ShuttingDown extends Error {
+  override name = "ShuttingDown";
+}
+
+/** How long an abandoned run's hold on its call_id lasts unless renewed (it is, while this process runs it). */
+const ABANDONED_HOLD_MS = 60_000;
+
+const recordKey = (key: IdempotencyKey) => JSON.stringify([key.principal, key.callId]);
+
+/** The answer to a retry of a call whose abandoned run has not settled: try again later. */
+function stillRunning(callId: string, timeoutMs: number): CallToolResponse {
+  return {
+    call_id: callId,
+    duration: 0,
+    success: false,
+    error: {
+      message: "An earlier run of this call has not finished yet",
+      developer_message:
+        "The run was abandoned at its time limit but its tool has not stopped; this call_id stays held until it does.",
+      can_retry: true,
+      retry_after_ms: Math.min(timeoutMs, 5_000),
+    },
+  };
 }
 
 /** A logger that drops everything. */
@@ -94,8 +150,10 @@ export class OxpCore {
   private readonly tokens: TokenStore;
   private readonly secrets: Readonly<Record<string, string>>;
   private readonly logger: CoreLogger;
-  /** Calls running in this process, by call_id, so a duplicate can wait for the first. */
+  /** Calls running in this process, by (principal, call_id), so a duplicate can wait for the first. */
   private readonly running = new Map<string, Promise<CallToolResponse>>();
+  /** Tool runs in progress, for {@link abortAll}. */
+  private readonly active = new Set<ActiveRun>();
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools);
@@ -144,7 +202,11 @@ export class OxpCore {
     const started = performance.now();
     const traceId = request.trace_id ?? meta.traceId;
     // One line per call, each field once: the requested id until it resolves, then the resolved one.
-    const fields = { tool_id: request.tool_id, call_id: request.call_id, trace_id: traceId };
+    const fields = {
+      tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
+      call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
+      trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
+    };
     try {
       const registered = this.resolve(request.tool_id);
       const resolved = await resolveRequirements(registered.definition.requirements, request.context, {
@@ -153,6 +215,7 @@ export class OxpCore {
         serverSecrets: this.secrets,
         baseUrl: meta.baseUrl,
         checkPath: CHALLENGE_CHECK_PATH,
+        principal: meta.principal,
       });
       const input = request.input ?? {};
       const errors = registered.input.errors(input);
@@ -175,8 +238,8 @@ export class OxpCore {
         {
           ...fields,
           tool_id: registered.definition.id,
-          requested_tool_id: request.tool_id,
-          call_id: response.call_id,
+          requested_tool_id: fields.tool_id,
+          call_id: shorten(response.call_id, LOGGED_FIELD_MAX),
           outcome,
           duration_ms: roundMs(performance.now() - started),
         },
@@ -203,76 +266,124 @@ export class OxpCore {
   private resolve(toolId: string): RegisteredTool {
     const lookup = this.registry.lookup(toolId);
     if (lookup.found) return lookup.registered;
-    const shown = toolId.length > 128 ? `${toolId.slice(0, 128)}...` : toolId;
     if (lookup.reason === "invalid_id") {
-      throw new WireError("bad_request", `Tool id '${shown}' is not valid`, {
+      throw new WireError("bad_request", `Tool id '${shorten(toolId)}' is not valid`, {
         developerMessage: "A tool id looks like Toolkit.Tool, Toolkit.Tool@x or Toolkit.Tool@x.y.z.",
       });
     }
-    const [name, version] = toolId.split("@");
-    throw new WireError("bad_request", `Tool '${name}' was not found`, {
+    const [name = "", version] = toolId.split("@");
+    throw new WireError("bad_request", `Tool '${shorten(name)}' was not found`, {
       developerMessage:
         lookup.reason === "unknown_tool"
-          ? `No tool named ${name} is served here.`
-          : `${name} version ${version?.includes(".") ? version : `${version}.0.0`} is not available; available versions: ${lookup.available.join(", ")}.`,
+          ? `No tool named ${shorten(name)} is served here.`
+          : `${shorten(name)} version ${version?.includes(".") ? version : `${version}.0.0`} is not available; available versions: ${lookup.available.join(", ")}.`,
     });
   }
 
-  /** Runs the call once per call_id (PROTOCOL.md 3.7): replays, waits for, or refuses duplicates. */
+  /** Runs the call once per (principal, call_id) (protocol 3.7): replays, waits for, or refuses duplicates. */
   private async idempotent(
     request: CallToolRequest,
     registered: RegisteredTool,
     meta: CallMeta,
     input: Record<string, unknown>,
-    run: (callId: string) => Promise<{ response: CallToolResponse; outcome: Outcome }>,
-  ): Promise<{ response: CallToolResponse; outcome: Outcome }> {
+    run: (callId: string) => Promise<RunResult>,
+  ): Promise<RunResult> {
     const callId = request.call_id;
     if (callId === undefined) return run(randomUUID());
+    const key: IdempotencyKey = { principal: meta.principal, callId };
     const fingerprint = createHash("sha256")
-      .update(canonicalJson([registered.definition.id, input, request.context?.user_id ?? null, meta.principal]))
+      .update(canonicalJson([registered.definition.id, input, request.context?.user_id ?? null]))
       .digest("base64url");
     const timeoutMs = registered.tool.timeoutMs ?? this.defaultTimeoutMs;
-    // A pending claim lapses if this instance dies, so a retry elsewhere is not blocked for a day.
-    const held = await this.store.claim(callId, fingerprint, timeoutMs + 5_000);
+    let held: IdempotencyEntry | undefined;
+    try {
+      // A pending claim lapses if this instance dies, so a retry elsewhere is not blocked for a day.
+      held = await this.store.claim(key, fingerprint, timeoutMs + 5_000);
+    } catch (error) {
+      if (!(error instanceof IdempotencyStoreFullError)) throw error;
+      throw new WireError("unavailable", "The server cannot take new call_ids right now", {
+        developerMessage:
+          "Its idempotency store is full of records it must keep. Retry later, or call without a call_id.",
+        headers: { "Retry-After": String(Math.ceil(error.retryAfterMs / 1000)) },
+      });
+    }
     if (held) {
       if (held.fingerprint !== fingerprint) {
         throw new WireError("bad_request", "This call_id was already used for a different call", {
-          developerMessage:
-            "A call_id is an idempotency key: reuse it only to retry the same tool, input, user_id and credentials.",
+          developerMessage: "A call_id is an idempotency key: reuse it only to retry the same tool, input and user_id.",
         });
       }
-      const response = held.response ?? (await this.waitFor(callId, fingerprint, timeoutMs + 5_000));
-      if (response) return { response, outcome: "replayed" };
+      const found = held.response || held.abandoned ? held : await this.waitFor(key, fingerprint, timeoutMs + 5_000);
+      if (found?.response) return { response: found.response, outcome: "replayed" };
+      if (found?.abandoned) return { response: stillRunning(callId, timeoutMs), outcome: "still_running" };
       // The first call was released (a retryable failure) or its claim lapsed: run it again.
       return this.idempotent(request, registered, meta, input, run);
     }
+    const id = recordKey(key);
     const pending = run(callId).then(async (result) => {
-      const { response } = result;
-      if (response.success || response.error.can_retry !== true) {
-        await this.store.complete(callId, { fingerprint, response }, this.retentionMs);
+      const { response, unsettled } = result;
+      if (unsettled) await this.holdWhileUnsettled(key, fingerprint, unsettled);
+      else if (response.success || response.error.can_retry !== true) {
+        await this.store.complete(key, { fingerprint, response }, this.retentionMs);
       } else {
-        await this.store.release(callId);
+        await this.store.release(key);
       }
       return result;
     });
     const shared = pending.then((result) => result.response);
-    this.running.set(callId, shared);
-    shared.catch(() => this.store.release(callId)).finally(() => this.running.delete(callId));
+    this.running.set(id, shared);
+    shared.catch(() => this.store.release(key)).finally(() => this.running.delete(id));
     return pending;
   }
 
-  /** Waits for the first call holding `callId`: in this process directly, elsewhere by polling the store. */
-  private async waitFor(callId: string, fingerprint: string, maxMs: number): Promise<CallToolResponse | undefined> {
-    const local = this.running.get(callId);
-    if (local) return local.catch(() => undefined);
+  /**
+   * Keeps `key` held while a run abandoned at its time limit goes on (its tool ignored the signal), so a
+   * retry is told to wait instead of starting a second concurrent run; frees it once the run settles.
+   */
+  private async holdWhileUnsettled(key: IdempotencyKey, fingerprint: string, unsettled: Promise<unknown>) {
+    await this.store.abandon(key, fingerprint, ABANDONED_HOLD_MS);
+    const renew = setInterval(() => {
+      this.store.abandon(key, fingerprint, ABANDONED_HOLD_MS).catch(() => {});
+    }, ABANDONED_HOLD_MS / 3);
+    renew.unref();
+    unsettled
+      .catch(() => {})
+      .finally(() => {
+        clearInterval(renew);
+        this.store.release(key).catch(() => {});
+      });
+  }
+
+  /** Waits for the first call holding `key`: in this process directly, elsewhere by polling the store. */
+  private async waitFor(
+    key: IdempotencyKey,
+    fingerprint: string,
+    maxMs: number,
+  ): Promise<IdempotencyEntry | undefined> {
+    const local = this.running.get(recordKey(key));
+    if (local)
+      return local.then(
+        (response) => ({ fingerprint, response }),
+        () => undefined,
+      );
     const deadline = Date.now() + maxMs;
     while (Date.now() < deadline) {
       await sleep(25);
-      const entry = await this.store.get(callId);
+      const entry = await this.store.get(key);
       if (!entry || entry.fingerprint !== fingerprint) return undefined;
-      if (entry.response) return entry.response;
+      if (entry.response || entry.abandoned) return entry;
     }
     return undefined;
+  }
+
+  /**
+   * Aborts every running call through its AbortSignal and answers each with a retryable failure saying
+   * the server is shutting down; resolves once those answers exist. For the end of a graceful drain.
+   */
+  async abortAll(): Promise<void> {
+    const runs = [...this.active];
+    for (const active of runs) active.shutDown();
+    await Promise.all(runs.map((active) => active.answered));
   }
 
   /** Runs the tool with its time limit and turns whatever happens into a CallToolResponse. */
@@ -288,19 +399,23 @@ export class OxpCore {
       extra: Record<string, unknown>;
       started: number;
     },
-  ): Promise<{ response: CallToolResponse; outcome: Outcome }> {
+  ): Promise<RunResult> {
     const { tool, definition } = registered;
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
     const controller = new AbortController();
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const error = new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`);
+    let stop: (error: Error) => void = () => {};
+    const stopped = new Promise<never>((_, reject) => {
+      stop = (error) => {
         controller.abort(error);
         reject(error);
-      }, timeoutMs);
+      };
+      timer = setTimeout(
+        () => stop(new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
-    const failure = (error: ToolError, outcome: Outcome) => ({
+    const failure = (error: ToolError, outcome: Outcome, unsettled?: Promise<unknown>): RunResult => ({
       response: {
         call_id: call.callId,
         duration: roundMs(performance.now() - call.started),
@@ -308,10 +423,20 @@ export class OxpCore {
         error,
       },
       outcome,
+      ...(unsettled ? { unsettled } : {}),
     });
+    let answered: () => void = () => {};
+    const active: ActiveRun = {
+      shutDown: () => stop(new ShuttingDown("The server shut down before the tool finished")),
+      answered: new Promise<void>((resolve) => {
+        answered = resolve;
+      }),
+    };
+    this.active.add(active);
     let result: unknown;
-    try {
-      const running = Promise.resolve().then(() =>
+    let settled = false;
+    const running = Promise.resolve()
+      .then(() =>
         tool.run(input, {
           callId: call.callId,
           traceId: call.traceId,
@@ -322,14 +447,28 @@ export class OxpCore {
           signal: controller.signal,
           logger: this.logger.child({ tool_id: definition.id, call_id: call.callId }),
         }),
-      );
-      running.catch(() => {}); // a tool abandoned at its time limit may still reject later
-      result = await Promise.race([running, timeout]);
+      )
+      .finally(() => {
+        settled = true;
+      });
+    running.catch(() => {}); // a tool abandoned at its time limit may still reject later
+    try {
+      result = await Promise.race([running, stopped]);
     } catch (error) {
+      // A run that has not settled when given up on still holds its call_id until it does.
+      const unsettled = settled ? undefined : running;
       if (error instanceof ToolTimeout) {
         return failure(
           { message: "The tool did not finish in time", developer_message: error.message, can_retry: true },
           "timeout",
+          unsettled,
+        );
+      }
+      if (error instanceof ShuttingDown) {
+        return failure(
+          { message: "The server is shutting down", developer_message: error.message, can_retry: true },
+          "shutdown",
+          unsettled,
         );
       }
       if (error instanceof OxpToolError) return failure(error.toToolError(), "tool_error");
@@ -343,6 +482,9 @@ export class OxpCore {
       );
     } finally {
       clearTimeout(timer);
+      this.active.delete(active);
+      // Resolved after the caller has its response object: see abortAll.
+      queueMicrotask(answered);
     }
 
     let value: unknown = null;

@@ -1,13 +1,12 @@
 /** Which OXP versions a request may ask for: the `OXP-Version` header and the envelope's `$schema`. */
 import { ENVELOPE_SCHEMA_PATTERN, SUPPORTED_OXP_VERSIONS } from "@otc/types";
-import { WireError } from "./errors.js";
+import { shorten, WireError } from "./errors.js";
 
 const SCHEMA_URI = new RegExp(ENVELOPE_SCHEMA_PATTERN);
 const SUPPORTED: readonly string[] = SUPPORTED_OXP_VERSIONS;
 
 function unsupported(asked: string): WireError {
-  const shown = asked.length > 64 ? `${asked.slice(0, 64)}...` : asked;
-  return new WireError("bad_request", `OXP version '${shown}' is not supported`, {
+  return new WireError("bad_request", `OXP version '${shorten(asked)}' is not supported`, {
     developerMessage: `Supported OXP versions: ${SUPPORTED.join(", ")} (OXP-Version header); envelope $schema: urn:oxp:1.0, otc://1.0, or an http(s) URI ending in /1.0/openapi.json`,
   });
 }

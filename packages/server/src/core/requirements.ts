@@ -20,6 +20,8 @@ export interface RequirementSources {
   baseUrl: string;
   /** Path of the challenge check route below `baseUrl`, without the id. */
   checkPath: string;
+  /** Who the server authenticated: tokens are held for (principal, user id), never shared across principals. */
+  principal: string;
 }
 
 /** Sets an own property, so keys such as `__proto__` stay plain data. */
@@ -89,7 +91,8 @@ export async function resolveRequirements(
       else unprovided.push(id);
       continue;
     }
-    const held = await sources.tokens.get(userId, id);
+    const owner = { principal: sources.principal, userId };
+    const held = await sources.tokens.get(owner, id);
     if (held && covers(held.scopes, scopes)) {
       setOwn(tokens, id, held.token);
       continue;
@@ -101,7 +104,7 @@ export async function resolveRequirements(
     const challengeId = `${provider.id}.${randomUUID()}`;
     const { url } = await provider.startChallenge({
       challengeId,
-      userId,
+      owner,
       scopes,
       baseUrl: sources.baseUrl,
       tokens: sources.tokens,

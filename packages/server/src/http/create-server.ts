@@ -1,10 +1,12 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
+
+import type { Socket } from "node:net";
 import { OXP_VERSION, openapiDocument } from "@otc/types";
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
 import { DEFAULT_MAX_DEPTH, parseCallBody, SPEC_MISMATCH_MESSAGE, wrapResponse } from "../core/call-body.js";
-import { WireError } from "../core/errors.js";
+import { shorten, WireError } from "../core/errors.js";
 import { type CallMeta, CHALLENGE_CHECK_PATH, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
@@ -20,8 +22,17 @@ export interface ServerOptions extends Omit<OxpCoreOptions, "logger"> {
   bodyLimit?: number | string;
   /** Validate every response against the spec too (a mismatch becomes a 500). For tests; default false. */
   validateResponses?: boolean;
-  /** The server's public base URL for challenge links; default: taken from each request's Host. */
+  /**
+   * The server's public base URL for challenge links (e.g. `https://tools.example.com`). Default: the
+   * address the request came in on; never the request's `Host` header, which a client controls.
+   */
   publicUrl?: string;
+  /**
+   * Express handlers served beside the protocol routes without server authentication, such as an
+   * authorization provider's consent pages (a browser opens them). They share the server's headers,
+   * lifecycle and error handling: their errors are JSON with `OXP-Version`, never HTML or a stack.
+   */
+  pages?: readonly RequestHandler[];
   /** Honour W3C `traceparent` headers as trace ids. Default true. */
   tracing?: boolean;
   /** A pino logger, or `false` for none. Default: JSON lines on standard output at `LOG_LEVEL`. */
@@ -57,6 +68,12 @@ const isJsonType = (contentType: string | undefined) =>
 function traceIdOf(header: string | undefined): string | undefined {
   const match = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(header?.trim() ?? "");
   return match?.[1] && !/^0+$/.test(match[1]) ? match[1] : undefined;
+}
+
+/** `http://address:port` of the socket's local end: where this server was reached, whatever `Host` says. */
+function localOrigin(socket: Socket): string {
+  const address = (socket.localAddress ?? "127.0.0.1").replace(/^::ffff:(?=\d+\.)/, "");
+  return `http://${address.includes(":") ? `[${address}]` : address}:${socket.localPort}`;
 }
 
 const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
@@ -116,13 +133,23 @@ export function createServer(options: ServerOptions): OxpApp {
         : "anonymous";
       next();
     } catch (error) {
+      if (error instanceof WireError && error.kind === "unauthorized") {
+        // Who tried and why, never what they sent.
+        logger?.warn(
+          { reason: error.details.developerMessage, remote_address: req.socket.remoteAddress, method: req.method },
+          "authentication failed",
+        );
+      }
       next(error);
     }
   };
+  for (const page of options.pages ?? []) app.use(page);
   app.use((req, res, next) => (req.path === "/health" ? next() : authenticated(req, res, next)));
 
+  // A call's OXP-Version is judged after its body's size and media type (protocol 3.3), in its own route.
   app.use((req, _res, next) => {
-    checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+    if (!(req.method === "POST" && req.path === "/tools/call"))
+      checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
     next();
   });
 
@@ -139,6 +166,7 @@ export function createServer(options: ServerOptions): OxpApp {
     jsonBody(req, res, (error?: unknown) => {
       try {
         if (error) throw error;
+        checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
         if (req.body === undefined) {
           throw new WireError("bad_request", "The request has no body", {
             developerMessage: "Send a CallToolRequest.",
@@ -194,7 +222,7 @@ export function createServer(options: ServerOptions): OxpApp {
       const { request, envelope } = res.locals.oxpCall as ReturnType<typeof parseCallBody>;
       const meta: CallMeta = {
         principal: req.oxpPrincipal ?? "anonymous",
-        baseUrl: publicUrl ?? `${req.protocol}://${req.get("host")}${req.baseUrl}`,
+        baseUrl: publicUrl ?? `${localOrigin(req.socket)}${req.baseUrl}`,
       };
       const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
       if (traceId) meta.traceId = traceId;
@@ -234,6 +262,12 @@ declare module "express-serve-static-core" {
 /** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
 export function toWireError(error: unknown): WireError {
   if (error instanceof WireError) return error;
+  if (error instanceof URIError) {
+    return new WireError("bad_request", "The request URL is malformed", {
+      developerMessage: "A path segment is not valid percent-encoding.",
+      cause: error,
+    });
+  }
   const status = typeof error === "object" && error !== null ? (error as { status?: unknown }).status : undefined;
   const type = typeof error === "object" && error !== null ? (error as { type?: unknown }).type : undefined;
   if (type === "entity.too.large" || status === 413) {
@@ -262,7 +296,7 @@ export function toWireError(error: unknown): WireError {
     const relevant = problems.filter((line) => !/oneOf|required property 'request'/.test(line));
     const details = [...new Set(relevant.length > 0 ? relevant : problems)].slice(0, 5).join("; ");
     return new WireError("bad_request", SPEC_MISMATCH_MESSAGE, {
-      developerMessage: details || (error instanceof Error ? error.message : undefined) || "Invalid request",
+      developerMessage: shorten(details || (error instanceof Error ? error.message : "") || "Invalid request", 512),
       cause: error,
     });
   }
@@ -284,7 +318,7 @@ function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
           err:
             cause instanceof Error ? { name: cause.name, message: cause.message, stack: cause.stack } : String(cause),
           method: req.method,
-          path: req.path,
+          path: shorten(req.path, 256),
         },
         wire.message,
       );

@@ -1,0 +1,94 @@
+// The in-memory idempotency store's bounds: entries and bytes, per principal and in total, never a running call.
+import type { CallToolResponse } from "@otc/types";
+import { describe, expect, it } from "vitest";
+import { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./idempotency-store.js";
+
+const ok = (callId: string, value: unknown = null): CallToolResponse => ({
+  call_id: callId,
+  duration: 1,
+  success: true,
+  value,
+});
+
+/** Claims and completes one key, as the core does for a finished call. */
+async function finish(store: MemoryIdempotencyStore, principal: string, callId: string, value: unknown = null) {
+  const key = { principal, callId };
+  expect(await store.claim(key, "f", 60_000)).toBeUndefined();
+  await store.complete(key, { fingerprint: "f", response: ok(callId, value) }, 60_000);
+}
+
+describe("MemoryIdempotencyStore", () => {
+  it("keeps equal call_ids of two principals apart", async () => {
+    const store = new MemoryIdempotencyStore();
+    await finish(store, "alice", "k", 1);
+    expect(await store.get({ principal: "bob", callId: "k" })).toBeUndefined();
+    await finish(store, "bob", "k", 2);
+    expect((await store.get({ principal: "alice", callId: "k" }))?.response).toMatchObject({ value: 1 });
+    expect((await store.get({ principal: "bob", callId: "k" }))?.response).toMatchObject({ value: 2 });
+  });
+
+  it("past a principal's entry quota, drops that principal's own oldest finished records only", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 3 });
+    await finish(store, "bob", "b0");
+    for (const id of ["a1", "a2", "a3", "a4", "a5"]) await finish(store, "alice", id);
+    expect(await store.get({ principal: "alice", callId: "a1" })).toBeUndefined();
+    expect(await store.get({ principal: "alice", callId: "a2" })).toBeUndefined();
+    expect(await store.get({ principal: "alice", callId: "a5" })).toBeDefined();
+    expect(await store.get({ principal: "bob", callId: "b0" })).toBeDefined();
+  });
+
+  it("never drops a call still running: a principal whose quota is all running calls is refused", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 2 });
+    await store.claim({ principal: "alice", callId: "r1" }, "f", 60_000);
+    await store.claim({ principal: "alice", callId: "r2" }, "f", 60_000);
+    await expect(store.claim({ principal: "alice", callId: "r3" }, "f", 60_000)).rejects.toBeInstanceOf(
+      IdempotencyStoreFullError,
+    );
+    expect(await store.get({ principal: "alice", callId: "r1" })).toEqual({ fingerprint: "f" });
+    expect(await store.claim({ principal: "bob", callId: "r1" }, "f", 60_000)).toBeUndefined();
+  });
+
+  it("refuses new keys when the whole store is full rather than drop another principal's records", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntries: 2 });
+    await finish(store, "alice", "a1");
+    await finish(store, "bob", "b1");
+    const refused = await store.claim({ principal: "carol", callId: "c1" }, "f", 60_000).catch((error) => error);
+    expect(refused).toBeInstanceOf(IdempotencyStoreFullError);
+    expect(refused.retryAfterMs).toBeGreaterThan(50_000);
+    expect(await store.get({ principal: "alice", callId: "a1" })).toBeDefined();
+    expect(await store.get({ principal: "bob", callId: "b1" })).toBeDefined();
+  });
+
+  it("is bounded in bytes: large responses count by their size", async () => {
+    const store = new MemoryIdempotencyStore({ maxBytesPerPrincipal: 1_000_000, maxResponseBytes: 400_000 });
+    for (let i = 0; i < 10; i++) await finish(store, "alice", `k${i}`, "x".repeat(300_000));
+    expect(store.bytes).toBeLessThanOrEqual(1_000_000);
+    expect(store.size).toBe(3);
+    expect(await store.get({ principal: "alice", callId: "k9" })).toBeDefined();
+  });
+
+  it("keeps no response over maxResponseBytes and frees its key, so a replay runs again", async () => {
+    const store = new MemoryIdempotencyStore({ maxResponseBytes: 1_000 });
+    await finish(store, "alice", "big", "x".repeat(2_000));
+    expect(await store.get({ principal: "alice", callId: "big" })).toBeUndefined();
+    expect(store.bytes).toBe(0);
+  });
+
+  it("frees the bytes of expired records", async () => {
+    let now = 0;
+    const store = new MemoryIdempotencyStore({ now: () => now });
+    await finish(store, "alice", "old", "x".repeat(10_000));
+    now = 60_000;
+    await finish(store, "alice", "new");
+    expect(store.size).toBe(1);
+    expect(store.bytes).toBeLessThan(10_000);
+  });
+
+  it("hands out a fresh copy of a stored response", async () => {
+    const store = new MemoryIdempotencyStore();
+    await finish(store, "alice", "k", { list: [1] });
+    const first = await store.get({ principal: "alice", callId: "k" });
+    if (first?.response?.success) (first.response.value as { list: number[] }).list.push(2);
+    expect((await store.get({ principal: "alice", callId: "k" }))?.response).toMatchObject({ value: { list: [1] } });
+  });
+});
