@@ -359,6 +359,15 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
     expect(runs).toBe(1);
   });
 
+  it("treats an empty user_id as none when comparing retries, as the requirement checks do", async () => {
+    let runs = 0;
+    const core = new OxpCore({ tools: [tool({ run: () => ++runs })] });
+    const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+    const retry = await core.call({ tool_id: "Test.Tool", call_id: "k", context: { user_id: "" } }, meta);
+    expect(retry).toEqual(first);
+    expect(runs).toBe(1);
+  });
+
   it("keys call_ids by principal: another principal's equal call_id is its own call", async () => {
     let runs = 0;
     const core = new OxpCore({ tools: [tool({ run: () => ++runs })] });

@@ -292,7 +292,7 @@ export class OxpCore {
     if (callId === undefined) return run(randomUUID());
     const key: IdempotencyKey = { principal: meta.principal, callId };
     const fingerprint = createHash("sha256")
-      .update(canonicalJson([registered.definition.id, input, request.context?.user_id ?? null]))
+      .update(canonicalJson([registered.definition.id, input, request.context?.user_id || null]))
       .digest("base64url");
     const timeoutMs = registered.tool.timeoutMs ?? this.defaultTimeoutMs;
     let held: IdempotencyEntry | undefined;

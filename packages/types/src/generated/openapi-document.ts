@@ -911,7 +911,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "Call a tool",
-        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a JSON body (400) within the size limit (413) sent as JSON (415);\nthe body's shape and the protocol version (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n",
+        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n",
         parameters: [
           {
             name: "OXP-Version",

@@ -54,8 +54,8 @@ export interface paths {
         /**
          * Call a tool
          * @description Runs one tool. The server checks, in this order, stopping at the first failure: server
-         *     authentication (401); a JSON body (400) within the size limit (413) sent as JSON (415);
-         *     the body's shape and the protocol version (400); that `tool_id` names a tool (400); the
+         *     authentication (401); a body sent as JSON (415), within the size limit (413), that parses
+         *     (400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the
          *     tool's requirements (400, with `missing_requirements` where they apply); the input against
          *     the tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the
          *     tool fails.
