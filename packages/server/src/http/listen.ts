@@ -1,7 +1,9 @@
 /** Runs an OXP app on a port with graceful shutdown (PROTOCOL.md 7): 503 on /health, drain, exit. */
 import { once } from "node:events";
-import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type Server, STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { OXP_VERSION } from "@otc/types";
 import type { OxpApp } from "./create-server.js";
 
 /** Options of {@link listen}. */
@@ -10,10 +12,16 @@ export interface ListenOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
-  /** How long shutdown waits for calls in flight before cutting connections, in ms. Default 10,000. */
+  /** How long shutdown waits for calls in flight before aborting them, in ms. Default 10,000. */
   drainTimeoutMs?: number;
   /** Shut down and exit 0 on SIGTERM and SIGINT. Default false (a library should not own the process). */
   handleSignals?: boolean;
+  /** How long a client may take to send a request's headers before a 408, in ms (0: no limit). Default 10,000, capped at `requestTimeoutMs`. */
+  headersTimeoutMs?: number;
+  /** How long a client may take to send a whole request, body included, before a 408, in ms (0: no limit). Default 30,000. */
+  requestTimeoutMs?: number;
+  /** Connections open at once; further ones are closed as they arrive. Default 1,024. */
+  maxConnections?: number;
 }
 
 /** A running server. */
@@ -21,21 +29,146 @@ export interface RunningServer {
   /** `http://host:port`, the host in brackets when it is IPv6. */
   url: string;
   server: Server;
-  /** Stops taking connections, lets calls in flight finish (bounded), then closes everything. */
+  /** Stops taking connections, lets calls in flight finish (bounded), answers the rest, then closes everything. */
   close(): Promise<void>;
 }
 
+/** After the drain deadline: how long aborted calls get to produce and flush their answers. */
+const ABORT_GRACE_MS = 1_000;
+/** How long a socket answered with an error stays open so the client can read the answer. */
+const LINGER_MS = 1_000;
+
+/** Status and fixed message of an error Node's HTTP parser (or its timeouts) raised, by error code. */
+function clientErrorAnswer(code: string | undefined): { status: number; message: string } {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return { status: 431, message: "The request headers are too large" };
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      return { status: 413, message: "The request's chunk extensions are too large" };
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return { status: 408, message: "The request took too long to arrive" };
+    default:
+      return { status: 400, message: "The request is not valid HTTP" };
+  }
+}
+
+/** A whole HTTP/1.1 error answer, for sockets no ServerResponse will write to. */
+function rawAnswer(status: number, message: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify({ message });
+  const lines = [
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}`,
+    "Content-Type: application/json",
+    `OXP-Version: ${OXP_VERSION}`,
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    "Connection: close",
+    `Content-Length: ${Buffer.byteLength(body)}`,
+  ];
+  return `${lines.join("\r\n")}\r\n\r\n${body}`;
+}
+
+function timeoutOption(name: string, value: number | undefined, fallback: number): number {
+  const ms = value ?? fallback;
+  if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
+  return ms;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /**
  * Listens, warms the contract validator up (so the first call is not slow), and wires graceful
- * shutdown. `/health` answers 503 until warm and again once shutdown begins.
+ * shutdown. `/health` answers 503 until warm and again once shutdown begins. Errors Node answers
+ * itself (malformed requests, oversized headers, timeouts, `Expect`, `CONNECT`) get JSON answers with
+ * `OXP-Version` too.
  *
  * @example
  * const { url, close } = await listen(createServer({ tools }), { port: 8080, handleSignals: true });
  */
 export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<RunningServer> {
   const lifecycle = app.locals.oxp;
-  const server = createHttpServer(app);
-  server.keepAliveTimeout = 5_000;
+  const requestTimeout = timeoutOption("requestTimeoutMs", options.requestTimeoutMs, 30_000);
+  const headersTimeout = timeoutOption(
+    "headersTimeoutMs",
+    options.headersTimeoutMs,
+    requestTimeout > 0 ? Math.min(10_000, requestTimeout) : 10_000,
+  );
+  if (requestTimeout > 0 && headersTimeout > requestTimeout) {
+    throw new RangeError("headersTimeoutMs must not exceed requestTimeoutMs: the headers are part of the request");
+  }
+  const maxConnections = options.maxConnections ?? 1_024;
+  if (!(Number.isInteger(maxConnections) && maxConnections > 0)) {
+    throw new RangeError("maxConnections must be a positive integer");
+  }
+  const limits = [headersTimeout, requestTimeout].filter((ms) => ms > 0);
+  const server = createHttpServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      keepAliveTimeout: 5_000,
+      // Node checks those timeouts only on this interval (30 s by default), so a deadline could pass
+      // unnoticed for 30 s: check every second, or at a quarter of a shorter limit.
+      connectionsCheckingInterval: Math.max(50, Math.min(1_000, ...limits.map((ms) => Math.floor(ms / 4)))),
+    },
+    app,
+  );
+  server.maxConnections = maxConnections;
+
+  // Sockets answered outside a ServerResponse, still open so the client can read the answer.
+  const lingering = new Set<Duplex>();
+  const answerAndClose = (socket: Duplex, answer: string, waitForClient = true) => {
+    lingering.add(socket);
+    // Closing while the client is still sending would reset the connection, and a reset can discard
+    // the answer before the client reads it: wait for the client to close first, within a bound.
+    socket.end(answer, waitForClient ? undefined : () => socket.destroy());
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    socket.once("end", () => socket.destroy());
+    socket.once("close", () => {
+      clearTimeout(timer);
+      lingering.delete(socket);
+    });
+  };
+
+  // Node's own answers to these are bare text without OXP-Version (PROTOCOL.md 7: every error is JSON).
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // The parser stays failed and reports again on every chunk: the first answer stands.
+    if (lingering.has(socket)) return;
+    // As Node's default handler does: write only if the socket is open and no answer has begun on it,
+    // else the bytes would corrupt a response already under way.
+    const message = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
+    if (error.code === "ECONNRESET" || !socket.writable || message?._headerSent) {
+      socket.destroy();
+      return;
+    }
+    const { status, message: text } = clientErrorAnswer(error.code);
+    // After a timeout the parser has not failed: more bytes could still complete the request and reach
+    // the app, so close once the answer is out, as Node does (the client stalled: nothing is left unread).
+    answerAndClose(socket, rawAnswer(status, text), status !== 408);
+  });
+
+  // Without a listener Node destroys the socket of a CONNECT without a word.
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    // Node hands the socket over without its error listener: an error must not crash the process.
+    socket.on("error", () => socket.destroy());
+    socket.resume();
+    answerAndClose(
+      socket,
+      rawAnswer(405, "CONNECT is not supported: this is not a proxy", { Allow: "GET, HEAD, POST" }),
+    );
+  });
+
+  // Node answers an unknown expectation with a bare 417; 100-continue still takes Node's path.
+  server.on("checkExpectation", (_req, res) => {
+    const body = JSON.stringify({ message: "Only the expectation 100-continue is supported" });
+    res.writeHead(417, {
+      "Content-Type": "application/json",
+      "OXP-Version": OXP_VERSION,
+      // The client may send its body anyway: it must not be read as the next request.
+      Connection: "close",
+      "Content-Length": Buffer.byteLength(body),
+    });
+    res.end(body);
+  });
+  // Upgrade requests need nothing: with no `upgrade` listener Node 20 passes them to the app as plain requests.
+
   lifecycle.ready = false;
   server.listen(options.port ?? 0, options.host ?? "127.0.0.1");
   await once(server, "listening");
@@ -47,6 +180,8 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
     (response) => response.arrayBuffer(),
     () => undefined,
   );
+  // That request's keep-alive connection would hold one of the maxConnections for seconds.
+  server.closeIdleConnections();
   lifecycle.ready = true;
 
   let closing: Promise<void> | undefined;
@@ -57,11 +192,30 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
       server.closeIdleConnections();
       const deadline = Date.now() + (options.drainTimeoutMs ?? 10_000);
       while (lifecycle.inFlight > 0 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
         server.closeIdleConnections();
       }
-      server.closeAllConnections();
-      await closed;
+      try {
+        if (lifecycle.inFlight > 0) {
+          // A reset would leave callers unsure whether their call ran: answer them (retryable) instead.
+          const graceEnd = Date.now() + ABORT_GRACE_MS;
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([
+            app.locals.core.abortAll(),
+            new Promise<void>((resolve) => {
+              timer = setTimeout(resolve, ABORT_GRACE_MS);
+            }),
+          ]).finally(() => clearTimeout(timer));
+          while (lifecycle.inFlight > 0 && Date.now() < graceEnd) {
+            await sleep(20);
+            server.closeIdleConnections();
+          }
+        }
+      } finally {
+        server.closeAllConnections();
+        for (const socket of lingering) socket.destroy();
+        await closed;
+      }
     })();
     return closing;
   };
