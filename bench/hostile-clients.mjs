@@ -1,0 +1,739 @@
+// Hostile clients against the demo Tool Server: memory, CPU and idempotency attacks measured side by side with legitimate traffic.
+// Usage: `npm run bench:hostile` or `node bench/hostile-clients.mjs [SECONDS=60] [--demo PATH/TO/apps/demo/dist/main.js]
+// [--flood N=12000] [--heap MB]`. SECONDS per attack (5 is a smoke run); not part of `npm test`. Each phase starts the
+// demo server as its own child process (RSS is its own), loads it over loopback, bounded in time, and kills it after.
+// It measures and reports; it exits 0 whatever it finds, non-zero only when the bench itself fails.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+import { SignJWT } from "jose";
+
+// ---- options ---------------------------------------------------------------------------------------------------
+const argv = process.argv.slice(2);
+const flag = (name) => {
+  const at = argv.indexOf(name);
+  if (at === -1) return undefined;
+  const value = argv[at + 1];
+  argv.splice(at, 2);
+  if (value === undefined) throw new Error(`${name} needs a value`);
+  return value;
+};
+const DEMO = flag("--demo") ?? fileURLToPath(new URL("../apps/demo/dist/main.js", import.meta.url));
+const FLOOD_MIN = Number(flag("--flood") ?? 12_000);
+const HEAP_MB = flag("--heap");
+const DURATION_S = Number(argv[0] ?? 60);
+if (!(DURATION_S > 0) || !(FLOOD_MIN > 0))
+  throw new Error("usage: node bench/hostile-clients.mjs [SECONDS] [--demo PATH]");
+const HALF_S = Math.max(3, Math.round(DURATION_S / 2));
+
+const CONNECTIONS = 16; // legitimate load, as in server-throughput.mjs
+const SAMPLE_MS = 500;
+const NAME_CHARS = 1_000_000; // Greeting.Hello name: the body stays under the 1 MiB limit
+const VERSION_DIGITS = 1_040_000; // "Greeting.Hello@999...": a version number BigInt has to parse
+const SLEEP_MS = 8_000;
+const STORE_SIZE = 10_000; // the default MemoryIdempotencyStore bound the flood has to exceed
+const RUN = `${process.pid}-${Date.now().toString(36)}`;
+
+const json = (body) => ({
+  method: "POST",
+  path: "/tools/call",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body),
+});
+const LEGIT = json({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+
+// ---- the server under test, as a child process -----------------------------------------------------------------
+const children = new Set();
+const killAll = () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+};
+process.on("exit", killAll);
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    killAll();
+    console.error(`\ninterrupted (${signal}): server children killed`);
+    process.exit(130);
+  });
+}
+
+/** A secret for the phases that authenticate clients: each JWT `sub` is then a principal of its own. */
+const JWT_SECRET = `hostile-bench-${RUN}-0123456789abcdef`;
+/** `Authorization` headers for principal `sub`, valid for 14 minutes (the server allows 15). */
+const bearer = async (sub) => ({
+  authorization: `Bearer ${await new SignJWT({ sub })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime("14m")
+    .sign(new TextEncoder().encode(JWT_SECRET))}`,
+});
+
+async function startServer({ auth = false } = {}) {
+  const args = HEAP_MB ? [`--max-old-space-size=${HEAP_MB}`, DEMO] : [DEMO];
+  const child = spawn(process.execPath, args, {
+    env: {
+      ...process.env,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "silent",
+      ...(auth ? { OXP_JWT_SECRET: JWT_SECRET } : {}),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.add(child);
+  const server = {
+    child,
+    pid: child.pid,
+    stderr: "",
+    stderrHead: "",
+    exit: undefined,
+    stopping: false,
+    started: Date.now(),
+    /** Headers of the legitimate load: a principal of its own when the phase authenticates. */
+    legitHeaders: auth ? await bearer("legit") : {},
+  };
+  child.stderr.on("data", (chunk) => {
+    if (server.stderrHead.length < 1_000) server.stderrHead += chunk;
+    server.stderr = (server.stderr + chunk).slice(-3_000);
+  });
+  child.on("exit", (code, signal) => {
+    server.exit = { code, signal, at: Date.now() };
+    children.delete(child);
+  });
+  server.url = await new Promise((resolve, reject) => {
+    let out = "";
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.off("exit", onExit);
+      child.off("error", fail);
+      child.stdout.off("data", onData);
+    };
+    const fail = (error) => {
+      cleanup();
+      child.kill("SIGKILL");
+      reject(new Error(`${error.message}\n  demo: ${DEMO}\n  stderr: ${server.stderr.trim() || "(empty)"}`));
+    };
+    const onExit = (code, signal) => fail(new Error(`the demo server exited at start (${code ?? signal})`));
+    const onData = (chunk) => {
+      out += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(out);
+      if (match) {
+        cleanup();
+        resolve(match[1]);
+      }
+    };
+    const timer = setTimeout(() => fail(new Error("the demo server did not print its URL within 20 s")), 20_000);
+    child.on("exit", onExit);
+    child.on("error", fail);
+    child.stdout.on("data", onData);
+  });
+  child.stdout.resume();
+  return server;
+}
+
+async function stopServer(server) {
+  if (server.exit) return;
+  server.stopping = true;
+  const exited = once(server.child, "exit");
+  server.child.kill("SIGTERM");
+  const timer = setTimeout(() => server.child.kill("SIGKILL"), 3_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+// ---- measuring the child: RSS and CPU every 500 ms, plus answers per bucket ------------------------------------
+const CLK_TCK = 100; // Linux USER_HZ
+function readProc(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { rssMb: rssKb / 1024, cpuS: (Number(fields[11]) + Number(fields[12])) / CLK_TCK };
+  } catch {
+    return undefined; // gone, or no /proc (then see ps below)
+  }
+}
+async function readPs(pid) {
+  const child = spawn("ps", ["-o", "rss=", "-p", String(pid)], { stdio: ["ignore", "pipe", "ignore"] });
+  let out = "";
+  child.stdout.on("data", (chunk) => {
+    out += chunk;
+  });
+  await once(child, "close");
+  const kb = Number(out.trim());
+  return kb > 0 ? { rssMb: kb / 1024, cpuS: Number.NaN } : undefined;
+}
+
+class Monitor {
+  constructor(server) {
+    this.server = server;
+    this.t0 = Date.now();
+    this.buckets = [];
+    this.first = readProc(server.pid);
+    this.samples = [];
+    this.timer = setInterval(() => this.sample(), SAMPLE_MS);
+    this.sample();
+  }
+  bucket(now = Date.now()) {
+    const i = Math.floor((now - this.t0) / SAMPLE_MS);
+    for (let j = this.buckets.length; j <= i; j++) this.buckets.push({ legit: 0, attack: 0 });
+    return this.buckets[i];
+  }
+  legit() {
+    this.bucket().legit++;
+  }
+  attack() {
+    this.bucket().attack++;
+  }
+  async sample() {
+    if (this.server.exit) return;
+    const at = Date.now();
+    const proc = readProc(this.server.pid) ?? (await readPs(this.server.pid));
+    if (proc) this.samples.push({ t: (at - this.t0) / 1000, ...proc });
+  }
+  stop() {
+    clearInterval(this.timer);
+    this.seconds = (Date.now() - this.t0) / 1000;
+  }
+  summary() {
+    const rss = this.samples.map((s) => s.rssMb);
+    const last = this.samples.at(-1);
+    const first = this.samples[0];
+    return {
+      start: first?.rssMb,
+      peak: Math.max(...rss),
+      end: last?.rssMb,
+      cpu: last && first ? (last.cpuS - first.cpuS) / Math.max(0.001, last.t - first.t) : Number.NaN,
+    };
+  }
+  /** Rows every `step` seconds: RSS at the end of the step, CPU share and answers per second over the step. */
+  timeline(step) {
+    const rows = [];
+    const per = Math.round((step * 1000) / SAMPLE_MS);
+    const count = Math.max(1, Math.round(this.seconds / step)); // a short tail joins the last row
+    for (let k = 1; k <= count; k++) {
+      const from = (k - 1) * step;
+      const to = k === count ? this.seconds : k * step;
+      const slice = this.buckets.slice((k - 1) * per, k === count ? undefined : k * per);
+      const inStep = this.samples.filter((s) => s.t >= from - 0.01 && s.t <= to + 0.01);
+      const a = inStep[0];
+      const b = inStep.at(-1);
+      const span = Math.max(0.001, to - from);
+      rows.push({
+        t: to,
+        rss: b?.rssMb,
+        cpu: a && b && b.t > a.t ? (b.cpuS - a.cpuS) / (b.t - a.t) : Number.NaN,
+        legit: slice.reduce((sum, x) => sum + x.legit, 0) / span,
+        attack: slice.reduce((sum, x) => sum + x.attack, 0) / span,
+      });
+    }
+    return rows;
+  }
+}
+
+// ---- load generators -------------------------------------------------------------------------------------------
+/** Legitimate traffic: autocannon, 16 connections of Calculator.Add, stopped early if the server dies. */
+async function legitLoad(server, monitor, seconds, signal) {
+  const request = { ...LEGIT, headers: { ...LEGIT.headers, ...server.legitHeaders } };
+  const instance = autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, requests: [request] });
+  instance.on("response", (_client, status) => {
+    if (status >= 200 && status < 300) monitor.legit();
+  });
+  const stop = () => instance.stop();
+  signal.addEventListener("abort", stop, { once: true });
+  const result = await instance;
+  signal.removeEventListener("abort", stop);
+  return {
+    rps: result["2xx"] / Math.max(0.001, result.duration),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    ok: result["2xx"],
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    seconds: result.duration,
+  };
+}
+
+/** Autocannon as an attacker (small bodies, `[<id>]` made unique per request); answers counted by status. */
+async function cannon(server, monitor, options, signal, onAnswer) {
+  const instance = autocannon({ url: server.url, idReplacement: true, ...options });
+  let answers = 0;
+  instance.on("response", (_client, status) => {
+    monitor.attack();
+    answers++;
+    onAnswer?.(answers, status);
+  });
+  const stop = () => instance.stop();
+  signal.addEventListener("abort", stop, { once: true });
+  const result = await instance;
+  signal.removeEventListener("abort", stop);
+  const codes = {};
+  for (const [code, { count }] of Object.entries(result.statusCodeStats)) codes[code] = count;
+  if (result.errors - result.timeouts > 0) codes.errors = result.errors - result.timeouts;
+  if (result.timeouts > 0) codes.timeouts = result.timeouts;
+  return { codes, answered: answers, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+/**
+ * A hand-made attacker over node:http for large bodies: `connections` closed loops (as fast as answers come back)
+ * or, with `rate`, one request every 1/rate s (open loop) with at most `maxInFlight` unanswered. `parts(i)` gives
+ * the body's Buffers. Stops after `seconds`, or when `signal` aborts; what is still unanswered then is cut.
+ */
+async function attacker(server, monitor, { parts, connections = 1, rate, maxInFlight = 8, seconds, signal }) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: rate ? maxInFlight : connections });
+  const stats = { sent: 0, skipped: 0, codes: {}, latencies: [] };
+  const stopper = new AbortController();
+  const done = () => stopper.signal.aborted;
+  const end = () => stopper.abort();
+  const timer = setTimeout(end, seconds * 1000);
+  signal.addEventListener("abort", end, { once: true });
+  if (signal.aborted) end();
+  let inFlight = 0;
+  const count = (code) => {
+    stats.codes[code] = (stats.codes[code] ?? 0) + 1;
+  };
+  const send = () =>
+    new Promise((resolve) => {
+      const body = parts(stats.sent++);
+      const length = body.reduce((sum, part) => sum + part.length, 0);
+      const started = performance.now();
+      inFlight++;
+      let settled = false;
+      const settle = (code) => {
+        if (settled) return;
+        settled = true;
+        inFlight--;
+        if (typeof code === "number") {
+          monitor.attack();
+          stats.latencies.push(performance.now() - started);
+          count(code);
+        } else count(done() ? "cut at end" : code);
+        resolve();
+      };
+      const req = http.request(
+        `${server.url}/tools/call`,
+        {
+          method: "POST",
+          agent,
+          signal: stopper.signal,
+          timeout: 60_000,
+          headers: { "content-type": "application/json", "content-length": length },
+        },
+        (res) => {
+          res.on("data", () => {});
+          res.on("end", () => settle(res.statusCode));
+          res.on("error", (error) => settle(error.code ?? error.name));
+          res.on("close", () => settle(res.complete ? res.statusCode : "cut"));
+        },
+      );
+      req.on("timeout", () => req.destroy(Object.assign(new Error("timeout"), { code: "timeout" })));
+      req.on("error", (error) => settle(error.code ?? error.name));
+      for (const part of body.slice(0, -1)) req.write(part);
+      req.end(body.at(-1));
+    });
+
+  if (rate) {
+    const pending = new Set();
+    const tick = setInterval(() => {
+      if (done()) return;
+      if (inFlight >= maxInFlight) {
+        stats.skipped++;
+        return;
+      }
+      const p = send().finally(() => pending.delete(p));
+      pending.add(p);
+    }, 1000 / rate);
+    if (!done()) await once(stopper.signal, "abort");
+    clearInterval(tick);
+    await Promise.all(pending);
+  } else {
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (!done()) await send();
+      }),
+    );
+  }
+  clearTimeout(timer);
+  signal.removeEventListener("abort", end);
+  agent.destroy();
+  return { ...stats, answered: stats.latencies.length };
+}
+
+/** The `p` quantile of unsorted `values` (undefined when empty). */
+const quantile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+};
+
+/** One JSON call, for the idempotency steps: status, parsed body, timing. */
+async function call(server, body, headers = {}) {
+  const sent = performance.now();
+  try {
+    const response = await fetch(`${server.url}/tools/call`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await response.text();
+    return { status: response.status, text, body: safeJson(text), sent, done: performance.now() };
+  } catch (error) {
+    return { status: error.cause?.code ?? error.name, text: "", body: undefined, sent, done: performance.now() };
+  }
+}
+const safeJson = (text) => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+// ---- phases ----------------------------------------------------------------------------------------------------
+/** Starts a fresh server, runs legitimate load (unless `legit` is false) beside `attack` for `seconds`, stops it. */
+async function phase(title, seconds, attack, { legit = true, auth = false } = {}) {
+  process.stderr.write(`[${clock()}] ${title} (${seconds} s)...\n`);
+  const server = await startServer({ auth });
+  const monitor = new Monitor(server);
+  const died = new AbortController();
+  server.child.once("exit", () => {
+    if (!server.stopping) died.abort();
+  });
+  const legitRun = legit ? legitLoad(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
+  const attackRun = attack ? attack(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
+  const [legitResult, attackResult] = await Promise.all([legitRun, attackRun]);
+  await monitor.sample();
+  monitor.stop();
+  const death = server.exit && !server.stopping ? { ...server.exit, at: (server.exit.at - monitor.t0) / 1000 } : null;
+  const stderrTail = { head: server.stderrHead.trim(), tail: server.stderr.trim() };
+  await stopServer(server);
+  return {
+    title,
+    seconds,
+    legit: legitResult,
+    attack: attackResult,
+    monitor,
+    rss: monitor.summary(),
+    death,
+    stderrTail,
+  };
+}
+
+const nameBuf = Buffer.from("A".repeat(NAME_CHARS));
+/** Attack 1a: 1 MB Greeting.Hello names, each with a new call_id, from 4 connections as fast as they go. */
+const memoryAttack = async (server, monitor, seconds, signal) => {
+  const stats = await attacker(server, monitor, {
+    connections: 4,
+    seconds,
+    signal,
+    parts: (i) => [
+      Buffer.from(`{"tool_id":"Greeting.Hello","call_id":"hostile-mem-${RUN}-${i}","input":{"name":"`),
+      nameBuf,
+      Buffer.from(`"}}`),
+    ],
+  });
+  return { ...stats, p50: quantile(stats.latencies, 0.5), p99: quantile(stats.latencies, 0.99) };
+};
+
+/** Attack 1b: Gmail.GetEmails for a new user_id each time: every call starts an authorization challenge. */
+const challengeAttack = (server, monitor, seconds, signal) =>
+  cannon(
+    server,
+    monitor,
+    {
+      connections: CONNECTIONS,
+      duration: seconds,
+      requests: [json({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: `hostile-user-[<id>]` } })],
+    },
+    signal,
+  );
+
+const versionBody = [Buffer.from(JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(VERSION_DIGITS)}` }))];
+/** Attack 2: two attackers sending a tool id with a 1,040,000-digit version, paced (rate) or back to back. */
+const cpuAttack = (rate) => async (server, monitor, seconds, signal) => {
+  const one = () =>
+    attacker(server, monitor, {
+      parts: () => versionBody,
+      connections: 2,
+      rate,
+      maxInFlight: 8,
+      seconds,
+      signal,
+    });
+  const [a, b] = await Promise.all([one(), one()]);
+  const codes = { ...a.codes };
+  for (const [code, n] of Object.entries(b.codes)) codes[code] = (codes[code] ?? 0) + n;
+  const latencies = [...a.latencies, ...b.latencies];
+  return {
+    codes,
+    sent: a.sent + b.sent,
+    skipped: a.skipped + b.skipped,
+    answered: a.answered + b.answered,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+  };
+};
+
+/**
+ * Attack 3: (a) Counter.Increment with a fixed call_id; a System.Sleep of 8 s with its own call_id; (b) a flood of
+ * distinct call_ids at full rate for the phase (at least --flood calls), the Sleep's duplicate sent once the flood
+ * has been answered STORE_SIZE + 1 times; (c) the counter call retried with the same call_id and body.
+ */
+async function idempotencyAttack(server, monitor, seconds, signal) {
+  // With authentication on, the victim and the flooder are two principals; off, both are `anonymous`.
+  const authenticated = Object.keys(server.legitHeaders).length > 0;
+  const victim = authenticated ? await bearer("victim") : {};
+  const flooder = authenticated ? await bearer("flooder") : {};
+  const counterBody = { tool_id: "Counter.Increment", call_id: `hostile-counter-${RUN}`, input: { by: 1 } };
+  const sleepBody = { tool_id: "System.Sleep", call_id: `hostile-sleep-${RUN}`, input: { ms: SLEEP_MS } };
+  const first = await call(server, counterBody, victim);
+  const sleep = call(server, sleepBody, victim);
+  await new Promise((resolve) => setTimeout(resolve, 200)); // let the Sleep claim its call_id first
+  let duplicate;
+  let duplicateAfter;
+  const onAnswer = (answers) => {
+    if (answers === STORE_SIZE + 1 && !duplicate) {
+      duplicateAfter = answers;
+      duplicate = call(server, sleepBody, victim);
+    }
+  };
+  const floodRequest = json({ tool_id: "Calculator.Add", call_id: "hostile-flood-[<id>]", input: { a: 1, b: 2 } });
+  floodRequest.headers = { ...floodRequest.headers, ...flooder };
+  const floods = [
+    await cannon(
+      server,
+      monitor,
+      { connections: CONNECTIONS, duration: seconds, requests: [floodRequest] },
+      signal,
+      onAnswer,
+    ),
+  ];
+  let answered = floods[0].answered;
+  if (answered < FLOOD_MIN && !signal.aborted) {
+    const more = (n) => onAnswer(answered + n);
+    const amount = Math.max(CONNECTIONS, FLOOD_MIN - answered);
+    floods.push(
+      await cannon(server, monitor, { connections: CONNECTIONS, amount, requests: [floodRequest] }, signal, more),
+    );
+    answered += floods[1].answered;
+  }
+  if (!duplicate) {
+    duplicateAfter = answered;
+    duplicate = call(server, sleepBody, victim);
+  }
+  const retry = await call(server, counterBody, victim);
+  const [sleepFirst, sleepDup] = await Promise.all([sleep, duplicate]);
+  const codes = {};
+  for (const flood of floods) for (const [code, n] of Object.entries(flood.codes)) codes[code] = (codes[code] ?? 0) + n;
+  return { first, retry, sleepFirst, sleepDup, duplicateAfter, codes, answered, floodSeconds: floods[0].seconds };
+}
+
+// ---- report ----------------------------------------------------------------------------------------------------
+const started = Date.now();
+const clock = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
+const int = (n) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "-");
+const mb = (n) => (Number.isFinite(n) ? `${Math.round(n)} MB` : "-");
+const ms = (n) => (Number.isFinite(n) ? `${n < 10 ? n.toFixed(1) : Math.round(n)} ms` : "-");
+const pct = (n) => (Number.isFinite(n) ? `${Math.round(n * 100)}%` : "-");
+const ratio = (a, b) => {
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b <= 0) return "-";
+  const r = a / b;
+  return `${r > 0 && r < 0.1 ? r.toPrecision(2) : r.toFixed(2)}x`;
+};
+const codesText = (codes) =>
+  Object.entries(codes ?? {})
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([code, n]) => `${code}: ${int(n)}`)
+    .join(", ") || "none";
+
+function printPhase(p) {
+  console.log(`\n== ${p.title} (${p.seconds} s)`);
+  if (p.legit) {
+    const l = p.legit;
+    const extra = [
+      l.non2xx && `non-2xx ${int(l.non2xx)}`,
+      l.errors && `errors ${int(l.errors)} (timeouts ${int(l.timeouts)})`,
+    ]
+      .filter(Boolean)
+      .join(", ");
+    console.log(
+      `  legit Calculator.Add: ${int(l.rps)} calls/s  p50 ${ms(l.p50)}  p99 ${ms(l.p99)}  (${int(l.ok)} ok in ${l.seconds} s${extra ? `; ${extra}` : ""})`,
+    );
+  }
+  const r = p.rss;
+  console.log(
+    `  server RSS: start ${mb(r.start)}  peak ${mb(r.peak)}  end ${mb(r.end)}  (peak/start ${ratio(r.peak, r.start)}); server CPU ${pct(r.cpu)} of one core`,
+  );
+  if (p.death) {
+    console.log(`  SERVER DIED at t=${p.death.at.toFixed(1)} s (exit code ${p.death.code}, signal ${p.death.signal})`);
+    const { head, tail } = p.stderrTail;
+    const all = (tail.startsWith(head) ? tail : `${head}\n...\n${tail}`).split("\n");
+    const shown = all.length > 12 ? [...all.slice(0, 5), "...", ...all.slice(-6)] : all;
+    console.log(`  stderr (first lines and tail):\n    ${shown.join("\n    ").trim() || "(empty)"}`);
+  } else {
+    console.log("  server alive at the end");
+  }
+  const step = Math.max(1, Math.round(p.seconds / 10));
+  console.log(
+    `  ${"t (s)".padStart(7)}${"RSS".padStart(10)}${"CPU".padStart(7)}${"legit ok/s".padStart(12)}${"attack answers/s".padStart(18)}`,
+  );
+  for (const row of p.monitor.timeline(step)) {
+    console.log(
+      `  ${row.t.toFixed(1).padStart(7)}${mb(row.rss).padStart(10)}${pct(row.cpu).padStart(7)}${int(row.legit).padStart(12)}${(p.attack ? row.attack.toFixed(1) : "-").padStart(18)}`,
+    );
+  }
+}
+
+const seconds = (x) => `${(x / 1000).toFixed(2)} s`;
+
+async function main() {
+  console.log(
+    `OXP hostile clients: ${DURATION_S} s per attack, loopback, ${process.version}, ${os.cpus().length} CPUs, ` +
+      `legit load ${CONNECTIONS} connections of Calculator.Add`,
+  );
+  console.log(`demo: ${DEMO} (child process${HEAP_MB ? `, --max-old-space-size=${HEAP_MB}` : ", default heap"})`);
+
+  const baseline = await phase("Baseline: legitimate traffic only", DURATION_S);
+  printPhase(baseline);
+
+  const memory = await phase(
+    `Attack 1a, memory: Greeting.Hello with a ${int(NAME_CHARS)}-char name and a new call_id each, 4 connections`,
+    DURATION_S,
+    memoryAttack,
+  );
+  printPhase(memory);
+  console.log(
+    `  attack: ${int(memory.attack.sent)} sent, ${int(memory.attack.answered)} answered (${codesText(memory.attack.codes)}), ` +
+      `${int(memory.attack.answered / memory.monitor.seconds)}/s, latency p50 ${ms(memory.attack.p50)} p99 ${ms(memory.attack.p99)}`,
+  );
+
+  const challenges = await phase(
+    `Attack 1b, memory: Gmail.GetEmails with a new user_id each (a challenge each), ${CONNECTIONS} connections`,
+    HALF_S,
+    challengeAttack,
+  );
+  printPhase(challenges);
+  const rates = challenges.monitor.timeline(1).map((row) => row.attack);
+  const edge = Math.max(1, Math.floor(rates.length / 5));
+  const firstRate = rates.slice(0, edge).reduce((a, b) => a + b, 0) / edge;
+  const lastRate = rates.slice(-edge).reduce((a, b) => a + b, 0) / edge;
+  console.log(
+    `  attack: ${int(challenges.attack.answered)} answered (${codesText(challenges.attack.codes)}), ` +
+      `${int(challenges.attack.answered / challenges.monitor.seconds)}/s; first fifth ${int(firstRate)}/s, last fifth ${int(lastRate)}/s (${ratio(lastRate, firstRate)})`,
+  );
+
+  const cpuPaced = await phase(
+    `Attack 2a, CPU: 2 attackers x 3.5 r/s of "Greeting.Hello@" + ${int(VERSION_DIGITS)} nines`,
+    DURATION_S,
+    cpuAttack(3.5),
+  );
+  printPhase(cpuPaced);
+  const cpuText = (a) =>
+    `  attack: ${int(a.sent)} sent (${int(a.skipped)} ticks skipped: 8 in flight), ${int(a.answered)} answered (${codesText(a.codes)}), latency p50 ${ms(a.p50)} p99 ${ms(a.p99)}`;
+  console.log(cpuText(cpuPaced.attack));
+
+  const cpuFull = await phase(
+    "Attack 2b, CPU: the same at full rate (2 attackers x 2 connections, back to back)",
+    HALF_S,
+    cpuAttack(undefined),
+  );
+  printPhase(cpuFull);
+  console.log(cpuText(cpuFull.attack));
+
+  const idempotencyPhase = async (label, auth) => {
+    const idem = await phase(
+      `Attack 3${label}, idempotency: call_id store flooded (${CONNECTIONS} connections, at least ${int(FLOOD_MIN)} distinct call_ids), ${auth ? "the flooder and the victim are two principals (JWT subs)" : "authentication off: flooder and victim are the one principal"}`,
+      DURATION_S,
+      idempotencyAttack,
+      { auth },
+    );
+    printPhase(idem);
+    const i = idem.attack;
+    const value = (r) => r.body?.value?.value;
+    const counterMoved = value(i.first) !== undefined && value(i.retry) !== value(i.first);
+    const firstEnd = i.sleepFirst.done;
+    const dupTook = i.sleepDup.done - i.sleepDup.sent;
+    const dupRanAgain =
+      i.sleepDup.text !== i.sleepFirst.text ||
+      i.sleepDup.done - firstEnd > 1_000 ||
+      i.sleepDup.status !== i.sleepFirst.status;
+    const firstRunning = i.sleepDup.sent < firstEnd;
+    console.log(`  flood: ${int(i.answered)} answered (${codesText(i.codes)})`);
+    console.log(
+      `  (a) Counter.Increment call_id=${i.first.body?.call_id ?? "?"}: HTTP ${i.first.status}, value ${value(i.first) ?? i.first.text.slice(0, 200)}`,
+    );
+    console.log(
+      `  (c) same call retried after the flood: HTTP ${i.retry.status}, value ${value(i.retry) ?? i.retry.text.slice(0, 200)}; ` +
+        `response identical: ${i.retry.text === i.first.text ? "yes" : "no"} -> counter ${counterMoved ? "MOVED (ran twice)" : "did not move"}`,
+    );
+    console.log(
+      `  System.Sleep ${SLEEP_MS} ms: first HTTP ${i.sleepFirst.status} after ${seconds(i.sleepFirst.done - i.sleepFirst.sent)} ${i.sleepFirst.text.slice(0, 120)}`,
+    );
+    console.log(
+      `  duplicate sent after ${int(i.duplicateAfter)} flood answers, ${seconds(i.sleepDup.sent - i.sleepFirst.sent)} after the first ` +
+        `(first ${firstRunning ? "still running" : "already finished"}): HTTP ${i.sleepDup.status} after ${seconds(dupTook)}, ` +
+        `ended ${seconds(i.sleepDup.done - firstEnd)} after the first ${i.sleepDup.text.slice(0, 120)}`,
+    );
+    console.log(
+      `  -> the Sleep ${dupRanAgain ? "RAN TWICE (different response or later end)" : "ran once (same response, ended with the first)"}`,
+    );
+    const verdict =
+      `counter ${counterMoved ? "MOVED" : "did not move"} (${value(i.first) ?? "?"} -> ${value(i.retry) ?? "?"}); ` +
+      `8 s Sleep ${dupRanAgain ? "RAN TWICE" : "ran once"} (duplicate answered in ${seconds(dupTook)})`;
+    return { idem, verdict };
+  };
+  const twoPrincipals = await idempotencyPhase("a", true);
+  const onePrincipal = await idempotencyPhase("b", false);
+
+  const base = baseline.legit;
+  const rows = [
+    ["1a memory: 1 MB names", memory],
+    ["1b memory: challenges", challenges],
+    ["2a CPU: 2 x 3.5 r/s", cpuPaced],
+    ["2b CPU: full rate", cpuFull],
+    ["3a idempotency, 2 principals", twoPrincipals.idem],
+    ["3b idempotency, auth off", onePrincipal.idem],
+  ];
+  console.log(
+    `\n== Summary: ratios to the baseline (${int(base.rps)} legit calls/s, p99 ${ms(base.p99)}, RSS peak ${mb(baseline.rss.peak)})`,
+  );
+  console.log("  (legit/s counts successful calls over the time the server was up; a dead server ends its phase)");
+  console.log(
+    `  ${"phase".padEnd(30)}${"legit/s".padStart(9)}${"ratio".padStart(8)}${"p99".padStart(10)}${"ratio".padStart(9)}${"RSS start".padStart(11)}${"peak".padStart(10)}${"end".padStart(10)}  server`,
+  );
+  for (const [name, p] of rows) {
+    const l = p.legit;
+    console.log(
+      `  ${name.padEnd(30)}${int(l.rps).padStart(9)}${ratio(l.rps, base.rps).padStart(8)}${ms(l.p99).padStart(10)}${ratio(l.p99, base.p99).padStart(9)}` +
+        `${mb(p.rss.start).padStart(11)}${mb(p.rss.peak).padStart(10)}${mb(p.rss.end).padStart(10)}  ${p.death ? `DIED at ${p.death.at.toFixed(1)} s` : "alive"}`,
+    );
+  }
+  console.log(
+    `  CPU attack: legit calls/s paced ${ratio(cpuPaced.legit.rps, base.rps)}, full rate ${ratio(cpuFull.legit.rps, base.rps)}`,
+  );
+  const perCall = (memory.rss.peak - memory.rss.start) / Math.max(1, memory.attack.answered);
+  console.log(
+    `  memory attack: RSS peak/start ${ratio(memory.rss.peak, memory.rss.start)} (baseline ${ratio(baseline.rss.peak, baseline.rss.start)}), ` +
+      `${perCall.toFixed(2)} MB more per answered 1 MB call (${int(memory.attack.answered)} answered)` +
+      `${memory.death ? `, server died at ${memory.death.at.toFixed(1)} s` : ""}; ` +
+      `challenges: ${int(challenges.attack.codes["400"] ?? 0)} started, RSS peak/start ${ratio(challenges.rss.peak, challenges.rss.start)}, ` +
+      `attacker rate last/first fifth ${ratio(lastRate, firstRate)}`,
+  );
+  console.log(`  idempotency, two principals: ${twoPrincipals.verdict}`);
+  console.log(`  idempotency, authentication off (one principal): ${onePrincipal.verdict}`);
+  console.log("  (3a's legitimate load authenticates with a JWT too, so its ratio includes the cost of verifying it)");
+  console.log(`  total runtime ${clock()}`);
+}
+
+try {
+  await main();
+} catch (error) {
+  console.error(`hostile-clients failed: ${error.stack ?? error}`);
+  process.exitCode = 1;
+} finally {
+  killAll();
+}
