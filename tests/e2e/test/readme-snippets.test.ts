@@ -35,9 +35,7 @@ function snippets(file: string): { line: number; code: string }[] {
   return found;
 }
 
-const cases = READMES.flatMap((file) =>
-  snippets(file).map(({ line, code }) => ({ name: `${file}:${line}`, code })),
-);
+const cases = READMES.flatMap((file) => snippets(file).map(({ line, code }) => ({ name: `${file}:${line}`, code })));
 
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
