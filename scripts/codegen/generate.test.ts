@@ -44,6 +44,13 @@ describe("generate() on the fixture spec", () => {
     expect(files.get("call-tool-envelope.ts")).toContain('import type { Widget } from "./widget.js";');
   });
 
+  it("exports only the typed validators, so the emitted .d.ts holds no Ajv internals", () => {
+    const validators = files.get("validators.ts") ?? "";
+    const exported = [...validators.matchAll(/^export (?:const|interface) (\w+)/gm)].map((match) => match[1]);
+    expect(exported.sort()).toEqual(["Validator", "validateCallToolEnvelope", "validateWidget", "validateWidgetKind"]);
+    expect(validators).toContain("export const validateWidget = _Widget as unknown as Validator<Widget>;");
+  });
+
   it("names components after schema titles, hoisting $defs", () => {
     const openapi = files.get("openapi.ts") ?? "";
     expect(openapi).toContain('kind: components["schemas"]["WidgetKind"];');

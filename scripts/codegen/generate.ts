@@ -185,9 +185,14 @@ function validatorsModule(spec: LoadedSpec): string {
   code = code.replaceAll(/require\("ajv\/dist\/runtime\/ucs2length"\)\.default/g, "ucs2length");
   const leftover = /require\([^)]*\)/.exec(code);
   if (leftover) throw new Error(`standalone validators need ${leftover[0]}, which an ES module cannot load`);
+  // Ajv exports its functions untyped; exported, tsc would declare their inferred signatures in the
+  // .d.ts, which fail a consumer's type check (skipLibCheck: false). Only the typed wrappers are exported.
+  code = code.replaceAll(/^export const (_[A-Za-z0-9]+) = /gm, "const $1 = ");
+  const stray = /^export\b.*$/m.exec(code);
+  if (stray) throw new Error(`standalone validators export something unexpected: ${stray[0].slice(0, 80)}`);
   const lines = [
     header("ajv standalone (scripts/codegen)", "spec/schemas/*.json"),
-    "// @ts-nocheck: Ajv writes this code; the typed exports at the end are what callers see.",
+    "// @ts-nocheck: Ajv writes this code; the typed exports at the end are the only exports.",
     ...spec.schemas.map((entry) => `import type { ${entry.title} } from "./${moduleOf(entry.file)}.js";`),
     "",
     "/** A precompiled validator: a type guard that leaves its errors in `errors` when it returns false. */",

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+// The `oxp-conformance` command: runs the built entry point, dist/main.js. In a checkout where it is not
+// built yet, says how to build it instead of failing with a stack trace.
+import { fileURLToPath } from "node:url";
+
+const entry = new URL("../dist/main.js", import.meta.url);
+
+try {
+  await import(entry.href);
+} catch (error) {
+  const notBuilt =
+    error?.code === "ERR_MODULE_NOT_FOUND" &&
+    (error.url === undefined ? String(error.message).includes(fileURLToPath(entry)) : error.url === entry.href);
+  if (!notBuilt) throw error;
+  console.error("oxp-conformance is not built yet: run `npm run build` at the repository root, then try again.");
+  process.exit(1);
+}

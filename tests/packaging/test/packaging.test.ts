@@ -1,0 +1,223 @@
+// The published packages as a user gets them: `npm pack` of each, installed in a project outside the
+// repository, a strict TypeScript program type-checked against them (skipLibCheck: false) and run,
+// their bins run, and publint and attw (are the types wrong) on every tarball.
+import { execFile } from "node:child_process";
+import { constants } from "node:fs";
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "../../..");
+
+/** Every publishable package, by name, with its folder. */
+const PACKAGES = {
+  "@otc/types": "packages/types",
+  "@otc/server": "packages/server",
+  "@otc/client": "packages/client",
+  "@otc/cli": "packages/cli",
+  "@otc/conformance": "packages/conformance",
+} as const;
+type PackageName = keyof typeof PACKAGES;
+const names = Object.keys(PACKAGES) as PackageName[];
+
+/** What `npm pack --json` says of one tarball. */
+interface PackResult {
+  name: string;
+  filename: string;
+  files: { path: string; mode: number }[];
+}
+
+interface Manifest {
+  bin?: Record<string, string>;
+  scripts?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+/**
+ * The environment for child npm and node processes: without what an outer `npm test` sets for its
+ * own package (npm_package_*, npm_lifecycle_*, npm_config_local_prefix, ...), which would point a
+ * child npm back at the repository; the npm settings a machine needs to reach its registry are kept.
+ */
+const KEPT_NPM_SETTINGS = new Set(
+  ["cache", "registry", "userconfig", "globalconfig", "cafile", "proxy", "https_proxy", "noproxy", "strict_ssl"].map(
+    (key) => `npm_config_${key}`,
+  ),
+);
+const childEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key) || KEPT_NPM_SETTINGS.has(key.toLowerCase())),
+);
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (100 s at most); never rejects, so a test can show what a failing command printed. */
+function run(file: string, args: string[], cwd: string): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const options = { cwd, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 100_000 };
+    execFile(file, args, options, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr: stderr || (error?.message ?? "") });
+    });
+  });
+}
+
+/** Like {@link run}, failing with the command's output when it does not exit 0. */
+async function mustRun(file: string, args: string[], cwd: string): Promise<string> {
+  const result = await run(file, args, cwd);
+  if (result.code !== 0) {
+    throw new Error(`${[file, ...args].join(" ")} exited ${result.code}:\n${result.stdout}\n${result.stderr}`);
+  }
+  return result.stdout;
+}
+
+const npm = (args: string[], cwd: string) => mustRun("npm", args, cwd);
+
+let work: string;
+let project: string;
+const packed = new Map<PackageName, PackResult>();
+const tarball = (name: PackageName) => path.join(work, "packs", packed.get(name)?.filename ?? "missing.tgz");
+
+beforeAll(async () => {
+  work = await mkdtemp(path.join(os.tmpdir(), "otc-packaging-"));
+  await mkdir(path.join(work, "packs"));
+  // turbo built every package before this test (`^build`); --ignore-scripts skips `prepack`, which
+  // would rebuild dist/ while other suites read it.
+  const workspaces = names.flatMap((name) => ["--workspace", name]);
+  const out = await npm(
+    ["pack", "--ignore-scripts", "--json", "--pack-destination", path.join(work, "packs"), ...workspaces],
+    repoRoot,
+  );
+  for (const result of JSON.parse(out) as PackResult[]) packed.set(result.name as PackageName, result);
+
+  // A user's project, outside the repository: the tarballs plus the TypeScript and Node types the repo uses.
+  project = path.join(work, "project");
+  await mkdir(project);
+  const root = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as Manifest;
+  const dependencies = Object.fromEntries(names.map((name) => [name, `file:${tarball(name)}`]));
+  const devDependencies = Object.fromEntries(
+    ["@types/node", "typescript"].map((name) => {
+      const version = root.devDependencies?.[name];
+      if (!version) throw new Error(`the root package.json has no devDependency ${name}`);
+      return [name, version];
+    }),
+  );
+  await writeFile(
+    path.join(project, "package.json"),
+    `${JSON.stringify({ name: "otc-consumer", private: true, type: "module", dependencies, devDependencies }, null, 2)}\n`,
+  );
+  await writeFile(
+    path.join(project, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        skipLibCheck: false,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "es2022",
+        types: ["node"],
+        outDir: "out",
+      },
+      include: ["main.ts"],
+    }),
+  );
+  await writeFile(path.join(project, "main.ts"), await readFile(path.join(here, "../consumer/main.ts"), "utf8"));
+  await npm(["install", "--no-audit", "--no-fund", "--prefer-offline"], project);
+});
+
+afterAll(async () => {
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+describe("the tarballs", () => {
+  it("hold the built code, its types, README and LICENSE, and no tests", () => {
+    expect([...packed.keys()].sort()).toEqual([...names].sort());
+    for (const [name, result] of packed) {
+      const files = result.files.map((file) => file.path);
+      for (const needed of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts"]) {
+        expect(files, `${name} ships ${needed}`).toContain(needed);
+      }
+      expect(
+        files.filter((file) => /\.test\.|(^|\/)test\//.test(file)),
+        `${name} ships no tests`,
+      ).toEqual([]);
+    }
+  });
+
+  it("build in prepack, and their bins are executable launchers that are in the tarball", async () => {
+    for (const [name, folder] of Object.entries(PACKAGES)) {
+      const manifest = JSON.parse(await readFile(path.join(repoRoot, folder, "package.json"), "utf8")) as Manifest;
+      expect(manifest.scripts?.prepack, name).toBeDefined();
+      const result = packed.get(name as PackageName);
+      for (const bin of Object.values(manifest.bin ?? {})) {
+        const file = result?.files.find((entry) => entry.path === path.posix.normalize(bin));
+        expect(file, `${name} ships its bin ${bin}`).toBeDefined();
+        expect((file?.mode ?? 0) & 0o111, `${bin} is executable`).not.toBe(0);
+      }
+    }
+  });
+});
+
+describe("a user's project with the packed packages", () => {
+  it("type-checks a program using server, client and types with strict tsc and skipLibCheck: false", async () => {
+    const tsc = path.join(project, "node_modules/typescript/bin/tsc");
+    const result = await run(process.execPath, [tsc, "-p", "."], project);
+    expect(`${result.stdout}${result.stderr}`).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it("runs it: the custom tool is listed and called", async () => {
+    const out = await mustRun(process.execPath, ["out/main.js"], project);
+    expect(JSON.parse(out)).toEqual({ tools: ["Text.Shout@1.0.0"], value: "HELLO!" });
+  });
+
+  it("gets working otc and oxp-conformance commands", async () => {
+    for (const command of ["otc", "oxp-conformance"]) {
+      const result = await run(path.join(project, "node_modules/.bin", command), ["--help"], project);
+      expect(result.code, `${command} --help: ${result.stderr}`).toBe(0);
+      expect(result.stdout).toMatch(/Usage/);
+    }
+  });
+});
+
+describe("published-package lints", () => {
+  /** A command installed in this workspace or the repository's root; never one fetched from a registry. */
+  async function localBin(command: string): Promise<string> {
+    for (const dir of [path.join(here, ".."), repoRoot]) {
+      const file = path.join(dir, "node_modules/.bin", command);
+      if (
+        await access(file, constants.X_OK).then(
+          () => true,
+          () => false,
+        )
+      )
+        return file;
+    }
+    throw new Error(`${command} is not installed: run \`npm install\` at the repository root`);
+  }
+
+  /** Runs a lint command on every tarball at once: the failures, each with what the tool printed. */
+  async function failures(command: string, args: (file: string) => string[]): Promise<string[]> {
+    const bin = await localBin(command);
+    const results = await Promise.all(
+      names.map(async (name) => ({ name, result: await run(bin, args(tarball(name)), repoRoot) })),
+    );
+    return results
+      .filter(({ result }) => result.code !== 0)
+      .map(({ name, result }) => `${name}:\n${result.stdout}\n${result.stderr}`);
+  }
+
+  it("publint finds no error and no warning", async () => {
+    expect(await failures("publint", (file) => ["run", "--strict", file])).toEqual([]);
+  });
+
+  it("attw finds no problem for ESM consumers (profile esm-only: these packages are ESM only)", async () => {
+    const args = (file: string) => ["--profile", "esm-only", "--no-definitely-typed", "--format", "ascii", file];
+    expect(await failures("attw", args)).toEqual([]);
+  });
+});
