@@ -6,13 +6,14 @@ import {
   createClient,
   normalizeToolDefinition,
   OxpAuthenticationError,
+  type OxpClient,
   OxpConnectionError,
   OxpProtocolError,
   OxpServerError,
   OxpTimeoutError,
   OxpValidationError,
 } from "@otc/client";
-import type { CallToolContext, CallToolResponse, ToolDefinition } from "@otc/types";
+import { type CallToolContext, type CallToolResponse, compareToolVersions, type ToolDefinition } from "@otc/types";
 import { generateBindings } from "./codegen.js";
 
 /** Exit codes, one per kind of outcome; `otc --help` lists them. */
@@ -59,7 +60,7 @@ call:
 Exit codes:
   0  success
   1  the tool ran and failed (success: false), or the server is not healthy
-  2  usage error (unknown command or option, bad --input JSON, unreadable file)
+  2  usage error (unknown command or option, extra argument, bad --url or --input, unreadable file)
   3  the server could not be reached, or did not answer in time
   4  authentication failed (401)
   5  the server refused the call (400: unknown tool, missing requirement or authorization)
@@ -68,6 +69,8 @@ Exit codes:
 `;
 
 class UsageError extends Error {}
+
+const COMMANDS = ["health", "tools", "call", "codegen", "help"] as const;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -89,6 +92,91 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
 
+const DEFAULT_URL = "http://127.0.0.1:8080";
+const INPUT_EXAMPLE = `--input '{"a": 1, "b": 2}'`;
+
+/** Edit distance between two strings (insertions, deletions, substitutions), in O(a * b) time and O(b) space. */
+export function levenshtein(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[b.length] as number;
+}
+
+/** Up to `max` candidates within a case-insensitive edit distance of a third of `word`'s length, nearest first. */
+export function nearest(word: string, candidates: readonly string[], max = 3): string[] {
+  // Tool ids are at most 256 characters: a longer word is no typo of one, and is not worth O(n * m).
+  if (word.length > 256) return [];
+  const wanted = word.toLowerCase();
+  const limit = Math.max(1, Math.floor(word.length / 3));
+  return [...new Set(candidates)]
+    .filter((candidate) => candidate !== word && Math.abs(candidate.length - word.length) <= limit)
+    .map((candidate) => ({ candidate, distance: levenshtein(wanted, candidate.toLowerCase()) }))
+    .filter(({ distance }) => distance <= limit)
+    .sort((a, b) => a.distance - b.distance)
+    .slice(0, max)
+    .map(({ candidate }) => candidate);
+}
+
+const didYouMean = (suggestions: readonly string[]) =>
+  suggestions.length > 0 ? ` (did you mean ${suggestions.map((item) => `'${item}'`).join(" or ")}?)` : "";
+
+/** `Toolkit.Tool@version` in parts; the ToolId pattern has one dot before an optional `@`. */
+function splitToolId(id: string): { qualified: string; toolkit: string; name: string; version: string } {
+  const at = id.indexOf("@");
+  const qualified = at === -1 ? id : id.slice(0, at);
+  const dot = qualified.indexOf(".");
+  return {
+    qualified,
+    toolkit: dot === -1 ? qualified : qualified.slice(0, dot),
+    name: dot === -1 ? "" : qualified.slice(dot + 1),
+    version: at === -1 ? "" : id.slice(at + 1),
+  };
+}
+
+/** The catalog's tool ids a call's tool id may have meant; none when the catalog has that tool (`@1` is `1.0.0`). */
+export function suggestToolIds(toolId: string, tools: readonly ToolDefinition[]): string[] {
+  const wanted = splitToolId(toolId);
+  const known = tools.map((tool) => ({ qualified: splitToolId(tool.id).qualified, version: tool.version }));
+  const exists = known.some(
+    (tool) =>
+      tool.qualified === wanted.qualified &&
+      (wanted.version === "" ||
+        tool.version === wanted.version ||
+        (!wanted.version.includes(".") && tool.version === `${wanted.version}.0.0`)),
+  );
+  if (exists) return [];
+  const newestFirst = [...known].sort((a, b) => compareToolVersions(b.version, a.version));
+  const candidates = newestFirst.flatMap((tool) =>
+    wanted.version === "" ? [tool.qualified] : [tool.qualified, `${tool.qualified}@${tool.version}`],
+  );
+  return nearest(toolId, candidates);
+}
+
+/** The messages at the bottom of an error's `cause` chain, where undici puts why a fetch failed (AggregateErrors opened). */
+export function rootCauses(error: unknown): string[] {
+  const found: string[] = [];
+  const seen = new Set<unknown>();
+  const visit = (item: unknown) => {
+    if (seen.has(item)) return;
+    seen.add(item);
+    if (item instanceof AggregateError && item.errors.length > 0) for (const inner of item.errors) visit(inner);
+    else if (item instanceof Error && item.cause instanceof Error) visit(item.cause);
+    else {
+      const message = item instanceof Error ? item.message || item.name : String(item);
+      if (!found.includes(message)) found.push(message);
+    }
+  };
+  visit(error);
+  return found;
+}
+
 /** `ID=VALUE` pairs into `{id, <field>}` objects. */
 function pairs<F extends "value" | "token">(items: readonly string[] | undefined, field: F, flag: string) {
   return (items ?? []).map((item) => {
@@ -96,6 +184,74 @@ function pairs<F extends "value" | "token">(items: readonly string[] | undefined
     if (at <= 0) throw new UsageError(`--${flag} takes ID=VALUE, got '${item}'`);
     return { id: item.slice(0, at), [field]: item.slice(at + 1) } as { id: string } & Record<F, string>;
   });
+}
+
+/** Why parseArgs refused the command line, in one line: Node's own messages span lines and suggest `--`. */
+function parseFailure(argv: readonly string[], error: unknown): string {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
+  const names = Object.keys(OPTIONS);
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    if (!Object.hasOwn(OPTIONS, token.name)) {
+      const suggestions = token.rawName.startsWith("--") ? nearest(token.name, names).map((name) => `--${name}`) : [];
+      return `unknown option '${token.rawName}'${didYouMean(suggestions)}`;
+    }
+    const type = OPTIONS[token.name as keyof typeof OPTIONS].type;
+    if (type === "boolean" && token.inlineValue) return `option '${token.rawName}' takes no value`;
+    if (type === "string" && token.value === undefined) return `option '${token.rawName}' needs a value`;
+    if (type === "string" && !token.inlineValue && token.value?.startsWith("-"))
+      return `option '${token.rawName}' needs a value (for one that starts with '-', write ${token.rawName}=${token.value})`;
+  }
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "";
+  return message.charAt(0).toLowerCase() + message.slice(1);
+}
+
+/** `'a=1', 'b=2'` as the `--input` they were probably meant to be, when they all look like that. */
+function inputExample(args: readonly string[]): string {
+  const entries = args.map((arg) => /^([^=]+)=(.*)$/s.exec(arg));
+  if (entries.some((entry) => entry === null) || args.some((arg) => arg.includes("'"))) return INPUT_EXAMPLE;
+  const fields = (entries as RegExpExecArray[]).map(([, key = "", raw = ""]) => {
+    const value = /^(-?\d+(\.\d+)?|true|false|null)$/.test(raw) ? JSON.parse(raw) : raw;
+    return `${JSON.stringify(key)}: ${JSON.stringify(value)}`;
+  });
+  return `--input '{${fields.join(", ")}}'`;
+}
+
+/** Refuses the arguments a command does not take, saying how to pass what they were probably meant for. */
+function checkArity(command: string, args: readonly string[]): void {
+  const extra = args.slice(command === "call" ? 1 : 0);
+  if (extra.length === 0) return;
+  const what = `unexpected argument${extra.length > 1 ? "s" : ""} ${extra.map((arg) => `'${arg}'`).join(", ")}`;
+  switch (command) {
+    case "call":
+      throw new UsageError(`${what}: pass the input as JSON, e.g. otc call ${args[0]} ${inputExample(extra)}`);
+    case "codegen":
+      throw new UsageError(`${what}: codegen takes options, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`);
+    default:
+      throw new UsageError(`${what}: otc ${command} takes no arguments`);
+  }
+}
+
+/** A server's base URL, or a usage error naming where it came from: without a scheme it is no URL fetch can use. */
+function serverUrl(raw: string, origin: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") {
+    const guess = /^[\w.-]+(:\d+)?(\/|$)/.test(raw) ? `http://${raw}` : DEFAULT_URL;
+    const example = origin.startsWith("--") ? `${origin} ${guess}` : `${origin}=${guess}`;
+    throw new UsageError(`${origin} must be an http:// or https:// URL, e.g. ${example} (got '${raw}')`);
+  }
+  return raw;
 }
 
 async function readInput(raw: string | undefined): Promise<Record<string, unknown>> {
@@ -112,15 +268,23 @@ async function readInput(raw: string | undefined): Promise<Record<string, unknow
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new UsageError("--input is not valid JSON");
+    throw new UsageError(`--input is not valid JSON, e.g. ${INPUT_EXAMPLE}`);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-    throw new UsageError("--input must be a JSON object");
+    throw new UsageError(`--input must be a JSON object, e.g. ${INPUT_EXAMPLE}`);
   return parsed as Record<string, unknown>;
 }
 
-function clientOptions(values: Values, env: Io["env"]): ClientOptions {
-  const options: ClientOptions = { baseUrl: values.url ?? env.OXP_URL ?? "http://127.0.0.1:8080" };
+function clientOptions(values: Values, env: Io["env"], from?: string): ClientOptions {
+  const baseUrl =
+    from !== undefined
+      ? serverUrl(from, "--from")
+      : values.url !== undefined
+        ? serverUrl(values.url, "--url")
+        : env.OXP_URL
+          ? serverUrl(env.OXP_URL, "OXP_URL")
+          : DEFAULT_URL;
+  const options: ClientOptions = { baseUrl };
   const apiKey = values["api-key"] ?? env.OXP_API_KEY;
   if (apiKey) options.apiKey = apiKey;
   const secret = values["jwt-secret"] ?? env.OXP_JWT_SECRET;
@@ -130,18 +294,17 @@ function clientOptions(values: Values, env: Io["env"]): ClientOptions {
   }
   if (values["timeout-ms"] !== undefined) {
     const timeout = Number(values["timeout-ms"]);
-    if (!(timeout > 0)) throw new UsageError("--timeout-ms must be a positive number");
+    if (!(timeout > 0)) throw new UsageError("--timeout-ms must be a positive number, e.g. --timeout-ms 5000");
     options.timeoutMs = timeout;
   }
   return options;
 }
 
-/** Tools grouped by toolkit: each tool once, with all its versions and what it requires. */
+/** Tools grouped by toolkit: each tool once, with all its versions and what its highest version requires. */
 export function formatTools(tools: readonly ToolDefinition[]): string {
   const byToolkit = new Map<string, Map<string, ToolDefinition[]>>();
   for (const tool of tools) {
-    const [qualified = ""] = tool.id.split("@");
-    const [toolkit = "", name = ""] = qualified.split(".");
+    const { toolkit, name } = splitToolId(tool.id);
     const names = byToolkit.get(toolkit) ?? new Map<string, ToolDefinition[]>();
     names.set(name, [...(names.get(name) ?? []), tool]);
     byToolkit.set(toolkit, names);
@@ -151,8 +314,11 @@ export function formatTools(tools: readonly ToolDefinition[]): string {
     lines.push(toolkit);
     const names = byToolkit.get(toolkit) as Map<string, ToolDefinition[]>;
     for (const name of [...names.keys()].sort()) {
-      const versions = (names.get(name) as ToolDefinition[]).map((tool) => tool.version);
-      const latest = (names.get(name) as ToolDefinition[]).at(-1) as ToolDefinition;
+      // Numeric order: a server may list 1.10.0 before 1.9.0, or the newest first.
+      const versions = [...(names.get(name) as ToolDefinition[])].sort((a, b) =>
+        compareToolVersions(a.version, b.version),
+      );
+      const latest = versions.at(-1) as ToolDefinition;
       const needs = [
         ...(latest.requirements?.authorization ?? []).map((auth) => `auth:${auth.id}`),
         ...(latest.requirements?.secrets ?? []).map((secret) => `secret:${secret.id}`),
@@ -160,7 +326,10 @@ export function formatTools(tools: readonly ToolDefinition[]): string {
       ];
       const description = latest.description.split("\n")[0] ?? "";
       lines.push(
-        `  ${name.padEnd(16)} ${versions.join(", ").padEnd(14)} ${description}${needs.length ? `  [needs ${needs.join(", ")}]` : ""}`,
+        `  ${name.padEnd(16)} ${versions
+          .map((tool) => tool.version)
+          .join(", ")
+          .padEnd(14)} ${description}${needs.length ? `  [needs ${needs.join(", ")}]` : ""}`,
       );
     }
   }
@@ -181,12 +350,16 @@ function formatFailure(response: Extract<CallToolResponse, { success: false }>):
   return `${lines.join("\n")}\n`;
 }
 
-async function loadCatalog(from: string, values: Values, env: Io["env"]): Promise<ToolDefinition[]> {
-  if (/^https?:\/\//.test(from)) return createClient({ ...clientOptions(values, env), baseUrl: from }).listTools();
+/** A catalog from a file: a ToolListResponse, or an array of tools. */
+async function readCatalog(from: string): Promise<ToolDefinition[]> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(await readFile(from, "utf8"));
   } catch (error) {
+    const missing = (error as { code?: unknown }).code === "ENOENT";
+    // `--from 127.0.0.1:8080` is a server without its scheme more often than a file of that name.
+    if (missing && /^[\w.-]+:\d+(\/|$)/.test(from))
+      throw new UsageError(`--from must be an http:// or https:// URL or a file, e.g. --from http://${from}`);
     throw new UsageError(
       `cannot read a tool catalog from ${from}: ${error instanceof Error ? error.message : String(error)}`,
     );
@@ -196,6 +369,13 @@ async function loadCatalog(from: string, values: Values, env: Io["env"]): Promis
   return items.map(normalizeToolDefinition) as ToolDefinition[];
 }
 
+/** Where generated bindings say they came from: a URL without credentials or query, or a file's name (no local path). */
+function sourceOf(from: string): string {
+  if (!/^https?:\/\//i.test(from)) return from.replace(/^.*[\\/]/, "");
+  const url = new URL(from);
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
 /** Runs the command; resolves with its exit code. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
   let values: Values;
@@ -203,8 +383,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   try {
     ({ values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true }));
   } catch (error) {
-    io.stderr(`otc: ${error instanceof Error ? error.message : String(error)}\n\n${HELP}`);
-    return EXIT.usage;
+    return report(new UsageError(parseFailure(argv, error)), io, false);
   }
   const [command, ...rest] = positionals;
   if (values.help || command === undefined || command === "help") {
@@ -213,87 +392,114 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   }
   const json = values.json === true;
   const print = (value: unknown) => io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+  // The server a connection error is about: the client's error names it, but after undici's bare "fetch failed".
+  let target = "";
+  const connect = (from?: string) => {
+    const options = clientOptions(values, io.env, from);
+    target = options.baseUrl;
+    return createClient(options);
+  };
 
   try {
+    if (!(COMMANDS as readonly string[]).includes(command))
+      throw new UsageError(`unknown command '${command}'${didYouMean(nearest(command, COMMANDS))}`);
+    checkArity(command, rest);
     switch (command) {
       case "health": {
-        const health = await createClient(clientOptions(values, io.env)).health();
+        const health = await connect().health();
         if (json) print(health);
         else io.stdout(`${health.healthy ? "healthy" : "not healthy"} (${health.status})\n`);
         return health.healthy ? EXIT.ok : EXIT.toolFailed;
       }
       case "tools": {
-        const tools = await createClient(clientOptions(values, io.env)).listTools();
+        const tools = await connect().listTools();
         if (json) print({ items: tools });
         else io.stdout(formatTools(tools));
         return EXIT.ok;
       }
-      case "call": {
-        const toolId = rest[0];
-        if (!toolId)
-          throw new UsageError('otc call needs a tool id, e.g. otc call Calculator.Add --input \'{"a": 1, "b": 2}\'');
-        const context: CallToolContext = {};
-        const secrets = pairs(values.secret, "value", "secret");
-        const tokens = pairs(values.token, "token", "token");
-        if (secrets.length) context.secrets = secrets;
-        if (tokens.length) context.authorization = tokens;
-        if (values["user-id"]) context.user_id = values["user-id"];
-        const client = createClient(clientOptions(values, io.env));
-        const request = {
-          tool_id: toolId,
-          call_id: values["call-id"] ?? crypto.randomUUID(),
-          input: await readInput(values.input),
-          ...(Object.keys(context).length ? { context } : {}),
-        };
-        let response: CallToolResponse;
-        for (;;) {
-          try {
-            response = await client.callTool(request);
-            break;
-          } catch (error) {
-            const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
-            if (challenges.length === 0) throw error;
-            for (const challenge of challenges) {
-              io.stderr(`Authorization required. Open this URL to continue:\n  ${challenge.url}\n`);
-            }
-            if (!values["wait-auth"]) throw error;
-            io.stderr("Waiting for the authorization to complete...\n");
-            for (const challenge of challenges) {
-              if ((await client.waitForAuthorization(challenge)) === "failed") {
-                io.stderr("The authorization was denied or failed.\n");
-                return EXIT.refused;
-              }
-            }
-          }
-        }
-        if (json) print(response);
-        else if (response.success) {
-          io.stdout(
-            typeof response.value === "string" ? `${response.value}\n` : `${JSON.stringify(response.value, null, 2)}\n`,
-          );
-        } else io.stdout(formatFailure(response));
-        return response.success ? EXIT.ok : EXIT.toolFailed;
-      }
-      case "codegen": {
+      case "call":
+        return await call(rest[0], values, io, connect);
+      default: {
+        // codegen: the only command left.
         if (!values.from || !values.out)
-          throw new UsageError("otc codegen needs --from <url | tools.json> and --out <file.ts>");
-        const tools = await loadCatalog(values.from, values, io.env);
-        await writeFile(values.out, await generateBindings(tools, values.from.replace(/^.*[\\/]/, "")));
+          throw new UsageError(
+            `codegen needs --from <url | tools.json> and --out <file.ts>, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`,
+          );
+        const tools = /^https?:\/\//i.test(values.from)
+          ? await connect(values.from).listTools()
+          : await readCatalog(values.from);
+        await writeFile(values.out, await generateBindings(tools, sourceOf(values.from)));
         io.stdout(`wrote bindings for ${tools.length} tools to ${values.out}\n`);
         return EXIT.ok;
       }
-      default:
-        throw new UsageError(`unknown command '${command}'`);
     }
   } catch (error) {
-    return report(error, io, json);
+    return report(error, io, json, target);
   }
 }
 
-/** Prints an error the way its kind deserves and returns its exit code. */
-function report(error: unknown, io: Io, json: boolean): number {
+/** `otc call`: the call, authorization challenges (waited for with --wait-auth), and a "did you mean" for unknown tools. */
+async function call(toolId: string | undefined, values: Values, io: Io, connect: () => OxpClient): Promise<number> {
+  if (!toolId) throw new UsageError(`call needs a tool id, e.g. otc call Calculator.Add ${INPUT_EXAMPLE}`);
+  const json = values.json === true;
+  const context: CallToolContext = {};
+  const secrets = pairs(values.secret, "value", "secret");
+  const tokens = pairs(values.token, "token", "token");
+  if (secrets.length) context.secrets = secrets;
+  if (tokens.length) context.authorization = tokens;
+  if (values["user-id"]) context.user_id = values["user-id"];
+  const client = connect();
+  const request = {
+    tool_id: toolId,
+    call_id: values["call-id"] ?? crypto.randomUUID(),
+    input: await readInput(values.input),
+    ...(Object.keys(context).length ? { context } : {}),
+  };
+  let response: CallToolResponse;
+  for (;;) {
+    try {
+      response = await client.callTool(request);
+      break;
+    } catch (error) {
+      const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
+      if (challenges.length === 0) {
+        if (!(error instanceof OxpServerError) || error instanceof OxpAuthenticationError || error.status !== 400)
+          throw error;
+        // The 400 may be about a secret or the request; only the catalog tells whether the tool exists.
+        const suggestions = await client.listTools().then(
+          (tools) => suggestToolIds(toolId, tools),
+          () => [],
+        );
+        const code = report(error, io, json);
+        if (suggestions.length > 0) io.stderr(`  did you mean ${suggestions.join(", ")}?\n`);
+        return code;
+      }
+      for (const challenge of challenges) {
+        io.stderr(`Authorization required. Open this URL to continue:\n  ${challenge.url}\n`);
+      }
+      if (!values["wait-auth"]) throw error;
+      io.stderr("Waiting for the authorization to complete...\n");
+      for (const challenge of challenges) {
+        if ((await client.waitForAuthorization(challenge)) === "failed") {
+          io.stderr("The authorization was denied or failed.\n");
+          return EXIT.refused;
+        }
+      }
+    }
+  }
+  if (json) io.stdout(`${JSON.stringify(response, null, 2)}\n`);
+  else if (response.success) {
+    io.stdout(
+      typeof response.value === "string" ? `${response.value}\n` : `${JSON.stringify(response.value, null, 2)}\n`,
+    );
+  } else io.stdout(formatFailure(response));
+  return response.success ? EXIT.ok : EXIT.toolFailed;
+}
+
+/** Prints an error the way its kind deserves and returns its exit code; `target` is the server tried, if any. */
+function report(error: unknown, io: Io, json: boolean, target = ""): number {
   if (error instanceof UsageError) {
-    io.stderr(`otc: ${error.message}\n`);
+    io.stderr(`otc: ${error.message}\nRun 'otc --help' for usage.\n`);
     return EXIT.usage;
   }
   if (json && (error instanceof OxpServerError || error instanceof OxpValidationError)) {
@@ -318,8 +524,16 @@ function report(error: unknown, io: Io, json: boolean): number {
     );
     return EXIT.refused;
   }
-  if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
-    io.stderr(`${error.message}\n`);
+  if (error instanceof OxpConnectionError) {
+    const causes = rootCauses(error.cause ?? error).map((cause) =>
+      // undici's whole message for the ports fetch never uses (1, 9, 6000...), which looks like a bug otherwise.
+      cause === "bad port" ? "fetch refuses this port (https://fetch.spec.whatwg.org/#port-blocking)" : cause,
+    );
+    io.stderr(`Could not reach ${target || "the server"}: ${causes.join("; ")}\n`);
+    return EXIT.connection;
+  }
+  if (error instanceof OxpTimeoutError) {
+    io.stderr(`${error.message}${target ? ` (${target})` : ""}\n`);
     return EXIT.connection;
   }
   if (error instanceof OxpProtocolError) {
