@@ -165,7 +165,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
 
   /** The consent pages: GET shows the request, POST `action=approve|deny` with the form's `csrf` token decides it. */
   router(): Router {
-    const router = express.Router();
+    const router = express.Router({ caseSensitive: true });
     const page = (title: string, body: string) =>
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>` +
       `<meta name="viewport" content="width=device-width"><style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem}` +

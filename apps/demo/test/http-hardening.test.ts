@@ -96,6 +96,26 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(reply.body).not.toMatch(/G@T|hello|Bad Header|zz/);
   });
 
+  it.each([
+    ["an HTTP/1.1 request without Host", "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n"],
+    ["two Host headers", "GET /health HTTP/1.1\r\nHost: a\r\nHost: evil.example\r\nConnection: close\r\n\r\n"],
+  ])("400 JSON for %s (RFC 9112: exactly one Host)", async (_name, request) => {
+    const reply = await exchange(server.baseUrl, request);
+    expect(reply.status).toBe(400);
+    expect(reply.headers["oxp-version"]).toBe("1.0");
+    expect(JSON.parse(reply.body)).toMatchObject({ message: "The request must carry exactly one Host header" });
+  });
+
+  it("gives no second answer when the body of a request already answered turns out malformed", async () => {
+    // POST /health: the app answers 405 before reading the body; the broken chunk comes after.
+    const reply = await exchange(
+      server.baseUrl,
+      "POST /health HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}x\r\n",
+    );
+    expect(reply.status).toBe(405);
+    expect(reply.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
+  });
+
   it("431 for 1,500 headers (over Node's 16 KB of headers)", async () => {
     let headers = "";
     for (let i = 0; i < 1_500; i++) headers += `X-Header-${String(i).padStart(4, "0")}: some value\r\n`;

@@ -76,6 +76,12 @@ function localOrigin(socket: Socket): string {
   return `http://${address.includes(":") ? `[${address}]` : address}:${socket.localPort}`;
 }
 
+function hostHeaderCount(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === "host") count++;
+  return count;
+}
+
 const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
 /**
@@ -102,8 +108,10 @@ export function createServer(options: ServerOptions): OxpApp {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  // One spelling per route: /TOOLS/CALL is not /tools/call.
+  app.set("case sensitive routing", true);
 
-  app.use((_req, res, next) => {
+  app.use((req, res, next) => {
     res.setHeader("OXP-Version", OXP_VERSION);
     lifecycle.inFlight++;
     let done = false;
@@ -113,6 +121,16 @@ export function createServer(options: ServerOptions): OxpApp {
     };
     res.once("finish", finish);
     res.once("close", finish);
+    // HTTP/1.1 requires exactly one Host (RFC 9112 3.2); listen() leaves the check to us, to answer in JSON.
+    const hosts = hostHeaderCount(req.rawHeaders);
+    if (hosts > 1 || (hosts === 0 && req.httpVersion === "1.1")) {
+      next(
+        new WireError("bad_request", "The request must carry exactly one Host header", {
+          developerMessage: `It carried ${hosts}.`,
+        }),
+      );
+      return;
+    }
     if (lifecycle.draining) {
       res.setHeader("Connection", "close");
       next(

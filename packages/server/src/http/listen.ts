@@ -1,6 +1,12 @@
 /** Runs an OXP app on a port with graceful shutdown (PROTOCOL.md 7): 503 on /health, drain, exit. */
 import { once } from "node:events";
-import { createServer as createHttpServer, type IncomingMessage, type Server, STATUS_CODES } from "node:http";
+import {
+  createServer as createHttpServer,
+  get as httpGet,
+  type IncomingMessage,
+  type Server,
+  STATUS_CODES,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { OXP_VERSION } from "@otc/types";
@@ -107,6 +113,8 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
       // Node checks those timeouts only on this interval (30 s by default), so a deadline could pass
       // unnoticed for 30 s: check every second, or at a quarter of a shorter limit.
       connectionsCheckingInterval: Math.max(50, Math.min(1_000, ...limits.map((ms) => Math.floor(ms / 4)))),
+      // Node would answer a missing Host itself, bare; the app answers it in JSON (createServer).
+      requireHostHeader: false,
     },
     app,
   );
@@ -127,10 +135,22 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
     });
   };
 
+  // The last request each socket carried, to know whether a parse error falls in a body already answered.
+  const lastRequest = new WeakMap<Duplex, IncomingMessage>();
+  server.on("request", (req: IncomingMessage) => lastRequest.set(req.socket, req));
+
   // Node's own answers to these are bare text without OXP-Version (PROTOCOL.md 7: every error is JSON).
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // The parser stays failed and reports again on every chunk: the first answer stands.
     if (lingering.has(socket)) return;
+    const last = lastRequest.get(socket);
+    const pending = (socket as Duplex & { _httpMessage?: unknown })._httpMessage;
+    if (last && !last.complete && !pending) {
+      // The error is in the body of a request the app already answered: a second answer would be read
+      // as the answer to a request never sent.
+      socket.destroy();
+      return;
+    }
     // As Node's default handler does: write only if the socket is open and no answer has begun on it,
     // else the bytes would corrupt a response already under way.
     const message = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
@@ -175,13 +195,20 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
   const { address, port } = server.address() as AddressInfo;
   const url = `http://${address.includes(":") ? `[${address}]` : address}:${port}`;
 
-  // The validator compiles the document on its first request: make that request ours.
-  await fetch(`${url}/health`).then(
-    (response) => response.arrayBuffer(),
-    () => undefined,
-  );
-  // That request's keep-alive connection would hold one of the maxConnections for seconds.
-  server.closeIdleConnections();
+  // The validator compiles the document on its first request: make that request ours. Its own
+  // connection, closed after it: a pooled one could be reused by the process's fetch as the server
+  // drops it, and would hold one of the maxConnections meanwhile.
+  await new Promise<void>((resolve) => {
+    const req = httpGet(
+      { host: address, port, path: "/health", agent: false, headers: { Connection: "close" } },
+      (res) => {
+        res.resume();
+        res.once("end", resolve);
+        res.once("error", () => resolve());
+      },
+    );
+    req.once("error", () => resolve());
+  });
   lifecycle.ready = true;
 
   let closing: Promise<void> | undefined;
