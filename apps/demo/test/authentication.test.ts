@@ -1,4 +1,4 @@
-// PROTOCOL.md section 5 against the running demo: API keys and HS256 JWTs.
+// docs/protocol.md section 5 against the running demo: API keys and HS256 JWTs.
 import { createHmac } from "node:crypto";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// PROTOCOL.md section 3 against the running demo: calls, versions, order of checks, input errors, tool errors, envelope.
+// docs/protocol.md section 3 against the running demo: calls, versions, order of checks, input errors, tool errors, envelope.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { specDir } from "@otc/spec";
@@ -74,7 +74,7 @@ describe("the catalog", () => {
   });
 });
 
-describe("version resolution (PROTOCOL.md 3.4)", () => {
+describe("version resolution (docs/protocol.md 3.4)", () => {
   it.each([
     ["Greeting.Hello@1.0.0", "Hello, Ann!"],
     ["Greeting.Hello@1", "Hello, Ann!"],
@@ -112,7 +112,7 @@ describe("version resolution (PROTOCOL.md 3.4)", () => {
   });
 });
 
-describe("order of checks (PROTOCOL.md 3.3)", () => {
+describe("order of checks (docs/protocol.md 3.3)", () => {
   it("body shape before tool, tool before requirements, requirements before input", async () => {
     const shape = await callTool(server.baseUrl, { tool_id: "Nope.Nope", inputs: {} });
     expectError(shape, 400);
@@ -135,7 +135,7 @@ describe("order of checks (PROTOCOL.md 3.3)", () => {
   });
 });
 
-describe("input validation (PROTOCOL.md 3.3 step 6)", () => {
+describe("input validation (docs/protocol.md 3.3 step 6)", () => {
   it("answers 422 with parameter_errors keyed by property", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add@1.0.0", input: { a: 10, b: "infinity" } });
     expectError(reply, 422);
@@ -180,7 +180,7 @@ describe("input validation (PROTOCOL.md 3.3 step 6)", () => {
   });
 });
 
-describe("tool failures are 200 responses (PROTOCOL.md 3.6)", () => {
+describe("tool failures are 200 responses (docs/protocol.md 3.6)", () => {
   it("passes a tool's own error fields through unchanged", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "Doorbell.Ring@0.1.0",
@@ -204,7 +204,7 @@ describe("tool failures are 200 responses (PROTOCOL.md 3.6)", () => {
   });
 });
 
-describe("the draft envelope (PROTOCOL.md 3.2)", () => {
+describe("the draft envelope (docs/protocol.md 3.2)", () => {
   it.each(["urn:oxp:1.0", "otc://1.0", "https://example.com/spec/http/1.0/openapi.json", undefined])(
     "accepts $schema %s and answers in the envelope",
     async (schema) => {

@@ -1,4 +1,4 @@
-// The demo consent page (PROTOCOL.md section 4): anti-CSRF token, framing and cache headers, bounded and expiring challenges.
+// The demo consent page (docs/protocol.md section 4): anti-CSRF token, framing and cache headers, bounded and expiring challenges.
 import { MemoryTokenStore, type StartChallengeInput, type TokenOwner, WireError } from "@otc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DemoGoogleProvider } from "../src/google-provider.js";

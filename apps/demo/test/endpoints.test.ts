@@ -1,4 +1,4 @@
-// PROTOCOL.md sections 1, 2 and 6 against the running demo: endpoints, headers, versions, tool definitions.
+// docs/protocol.md sections 1, 2 and 6 against the running demo: endpoints, headers, versions, tool definitions.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, expectSchema, type Running, send, startDemo } from "./harness.js";
 

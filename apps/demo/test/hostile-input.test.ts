@@ -1,4 +1,4 @@
-// PROTOCOL.md section 7 against the running demo: whatever a client sends, a 4xx JSON answer and a healthy server.
+// docs/protocol.md section 7 against the running demo: whatever a client sends, a 4xx JSON answer and a healthy server.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectError, type Reply, type Running, send, startDemo } from "./harness.js";

@@ -1,4 +1,4 @@
-// PROTOCOL.md 7 at the HTTP layer: JSON answers to what Node's parser refuses, timeouts, the connection cap, answered aborts at shutdown.
+// docs/protocol.md 7 at the HTTP layer: JSON answers to what Node's parser refuses, timeouts, the connection cap, answered aborts at shutdown.
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// PROTOCOL.md 3.6 and 3.7 against the running demo: call_id idempotency and time limits.
+// docs/protocol.md 3.6 and 3.7 against the running demo: call_id idempotency and time limits.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectError, type Running, startDemo } from "./harness.js";
 
@@ -91,7 +91,7 @@ describe("call_id", () => {
   });
 });
 
-describe("time limits (PROTOCOL.md 3.6)", () => {
+describe("time limits (docs/protocol.md 3.6)", () => {
   it("abandons a tool at its limit with success false and can_retry true, and the retry runs again", async () => {
     const body = { tool_id: "System.Sleep", call_id: "slow-1", input: { ms: 5_000 } };
     const started = Date.now();

@@ -1,4 +1,4 @@
-// PROTOCOL.md 7 shutdown, in process and as a real process (npm start's dist/main.js), and the demo client script.
+// docs/protocol.md 7 shutdown, in process and as a real process (npm start's dist/main.js), and the demo client script.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { connect } from "node:net";

@@ -10,7 +10,7 @@ const table = readFileSync(path.join(root, "PROTOCOL-COVERAGE.md"), "utf8")
   .filter((line) => /^\| [0-9]/.test(line));
 
 describe("PROTOCOL-COVERAGE.md", () => {
-  it("has a row for every section of PROTOCOL.md", () => {
+  it("has a row for every section of docs/protocol.md", () => {
     const sections = new Set(table.map((row) => row.split("|")[1]?.trim().split(".")[0]));
     expect([...sections].sort()).toEqual(["1", "2", "3", "4", "5", "6", "7"]);
   });

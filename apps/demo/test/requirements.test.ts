@@ -1,4 +1,4 @@
-// PROTOCOL.md section 4 against the running demo: user_id, secrets, authorization and the challenge lifecycle.
+// docs/protocol.md section 4 against the running demo: user_id, secrets, authorization and the challenge lifecycle.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectError, expectSchema, type Running, send, startDemo } from "./harness.js";
 

@@ -22,7 +22,7 @@ export interface Context {
 export interface Scenario {
   /** Stable, dotted: `call.version.shorthand`. */
   id: string;
-  /** The PROTOCOL.md section it checks, e.g. `3.4`. */
+  /** The docs/protocol.md section it checks, e.g. `3.4`. */
   section: string;
   level: Level;
   title: string;

@@ -66,7 +66,7 @@ describe("openapiDocument", () => {
     expect(document.security).toEqual([{ apiKey: [] }, { bearerAuth: [] }, {}]);
   });
 
-  it("states the OXP-Version values PROTOCOL.md accepts", () => {
+  it("states the OXP-Version values docs/protocol.md accepts", () => {
     expect(SUPPORTED_OXP_VERSIONS).toEqual(["1.0", "1", "1.0.0"]);
   });
 });

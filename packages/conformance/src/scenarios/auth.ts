@@ -1,4 +1,4 @@
-/** Scenarios for PROTOCOL.md section 5: server authentication (run when the kit is given credentials). */
+/** Scenarios for docs/protocol.md section 5: server authentication (run when the kit is given credentials). */
 import { createHmac } from "node:crypto";
 import { SignJWT } from "jose";
 import { header } from "../http.js";

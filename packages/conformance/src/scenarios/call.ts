@@ -1,4 +1,4 @@
-/** Scenarios for PROTOCOL.md section 3: calling tools, versions, input errors, tool errors, idempotency, envelope. */
+/** Scenarios for docs/protocol.md section 3: calling tools, versions, input errors, tool errors, idempotency, envelope. */
 import { randomUUID } from "node:crypto";
 import { compareToolVersions, type ToolDefinition } from "@otc/types";
 import { header } from "../http.js";

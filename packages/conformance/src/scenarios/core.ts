@@ -1,4 +1,4 @@
-/** Scenarios for PROTOCOL.md sections 1, 2 and 6: endpoints, headers, errors, versions, tool definitions. */
+/** Scenarios for docs/protocol.md sections 1, 2 and 6: endpoints, headers, errors, versions, tool definitions. */
 import type { ToolDefinition } from "@otc/types";
 import { header } from "../http.js";
 import { type Context, check, checkError, checkSchema, checkStatus, type Scenario, truncate } from "../scenario.js";

@@ -1,4 +1,4 @@
-/** Scenarios for PROTOCOL.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
+/** Scenarios for docs/protocol.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
 import type { Answer } from "../http.js";
 import {
   type Context,

@@ -1,4 +1,4 @@
-/** Scenarios for PROTOCOL.md section 4: user_id, secrets, authorization challenges. */
+/** Scenarios for docs/protocol.md section 4: user_id, secrets, authorization challenges. */
 import {
   call,
   callOk,

@@ -50,7 +50,7 @@ async function callOne(t: Tool, request: Partial<CallToolRequest> = {}, options 
   return core.call({ tool_id: "Test.Tool", ...request }, meta);
 }
 
-describe("tool definitions at start-up (PROTOCOL.md 6)", () => {
+describe("tool definitions at start-up (docs/protocol.md 6)", () => {
   const base = { run: () => null };
   it.each<[string, Parameters<typeof tool>[0] | Omit<Parameters<typeof tool>[0], "run">, RegExp]>([
     ["a name with a space", { name: "My Tool" }, /Tool 'Test.My Tool@1.0.0' is refused/],
@@ -110,7 +110,7 @@ describe("tool definitions at start-up (PROTOCOL.md 6)", () => {
   });
 });
 
-describe("tool failures (PROTOCOL.md 3.6)", () => {
+describe("tool failures (docs/protocol.md 3.6)", () => {
   it("passes OxpToolError fields through, retry_after_ms rounded up to an integer", async () => {
     const response = await callOne(
       tool({
@@ -269,7 +269,7 @@ describe("tool failures (PROTOCOL.md 3.6)", () => {
   });
 });
 
-describe("idempotency (PROTOCOL.md 3.7)", () => {
+describe("idempotency (docs/protocol.md 3.7)", () => {
   it("stores a failure that cannot be retried: the tool does not run again", async () => {
     let runs = 0;
     const failing = tool({
@@ -444,7 +444,7 @@ describe("idempotency (PROTOCOL.md 3.7)", () => {
   });
 });
 
-describe("authorization requirements (PROTOCOL.md 4)", () => {
+describe("authorization requirements (docs/protocol.md 4)", () => {
   const needsGithub = tool({
     requirements: { authorization: [{ id: "github", oauth2: { scopes: ["repo", "user"] } }] },
     run: (_input, ctx) => ctx.tokens.github ?? null,

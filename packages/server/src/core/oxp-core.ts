@@ -194,7 +194,7 @@ export class OxpCore {
   }
 
   /**
-   * Runs a call (PROTOCOL.md 3.3 steps 4-7) and returns its CallToolResponse. Throws a {@link WireError}
+   * Runs a call (docs/protocol.md 3.3 steps 4-7) and returns its CallToolResponse. Throws a {@link WireError}
    * (400 or 422) when the call fails before its tool runs. Tool failures are responses, never throws.
    * `request` is what `parseCallBody` returned: the body's shape and depth are checked there, once.
    */

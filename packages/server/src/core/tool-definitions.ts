@@ -68,7 +68,7 @@ function validateAgainstSpec(definition: ToolDefinition): string | undefined {
 }
 
 /**
- * Checks one definition against PROTOCOL.md section 6 and the spec's ToolDefinition schema; throws a
+ * Checks one definition against docs/protocol.md section 6 and the spec's ToolDefinition schema; throws a
  * {@link ServerConfigError} naming the tool and the rule it breaks.
  */
 export function checkToolDefinition(

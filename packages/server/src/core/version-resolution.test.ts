@@ -1,4 +1,4 @@
-// Table tests of tool id parsing and version resolution (PROTOCOL.md 3.4).
+// Table tests of tool id parsing and version resolution (docs/protocol.md 3.4).
 import { describe, expect, it } from "vitest";
 import { compareVersions, parseToolId, resolveVersion } from "./version-resolution.js";
 

@@ -1,4 +1,4 @@
-/** Server authentication (PROTOCOL.md section 5): API keys and HS256 JWTs; any one valid credential admits. */
+/** Server authentication (docs/protocol.md section 5): API keys and HS256 JWTs; any one valid credential admits. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { errors as joseErrors, jwtVerify } from "jose";
 import { ServerConfigError, WireError } from "../core/errors.js";

@@ -1,4 +1,4 @@
-/** Runs an OXP app on a port with graceful shutdown (PROTOCOL.md 7): 503 on /health, drain, exit. */
+/** Runs an OXP app on a port with graceful shutdown (docs/protocol.md 7): 503 on /health, drain, exit. */
 import { once } from "node:events";
 import {
   createServer as createHttpServer,
@@ -139,7 +139,7 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
   const lastRequest = new WeakMap<Duplex, IncomingMessage>();
   server.on("request", (req: IncomingMessage) => lastRequest.set(req.socket, req));
 
-  // Node's own answers to these are bare text without OXP-Version (PROTOCOL.md 7: every error is JSON).
+  // Node's own answers to these are bare text without OXP-Version (docs/protocol.md 7: every error is JSON).
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // The parser stays failed and reports again on every chunk: the first answer stands.
     if (lingering.has(socket)) return;
