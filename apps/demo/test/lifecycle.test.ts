@@ -121,6 +121,25 @@ describe("the demo process", () => {
     expect(code).toBe(0);
   });
 
+  it("says in one line, without a stack, that its port is busy", async () => {
+    const first = await startProcess();
+    const busy = new URL(first.url).port;
+    const second = spawn(process.execPath, [path.join(dist, "main.js")], {
+      env: { ...process.env, PORT: busy, HOST: "127.0.0.1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(second);
+    let stderr = "";
+    second.stderr?.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const [code] = await once(second, "exit");
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe(
+      `Port ${busy} on 127.0.0.1 is already in use: stop what runs there, or pick another, e.g. PORT=8081 npm start`,
+    );
+  });
+
   it("fails the client script against a server that is not there", async () => {
     const client = spawn(process.execPath, [path.join(dist, "client.js"), "http://127.0.0.1:9"], {
       stdio: ["ignore", "pipe", "pipe"],
