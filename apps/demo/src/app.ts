@@ -9,8 +9,6 @@ export type DemoOptions = Omit<ServerOptions, "tools" | "authorizationProviders"
 /** The demo app and the parts tests reach into. */
 export interface DemoApp {
   app: OxpApp;
-  /** The same app as `app` (kept for callers that named the OXP app apart). */
-  oxp: OxpApp;
   google: DemoGoogleProvider;
   counter: { value: number };
 }
@@ -28,5 +26,5 @@ export function createDemoApp(options: DemoOptions = {}): DemoApp {
     authorizationProviders: [google],
     pages: [google.router()],
   });
-  return { app, oxp: app, google, counter };
+  return { app, google, counter };
 }

@@ -1,5 +1,5 @@
 /** `npm start`: runs the demo Tool Server, configured from the environment. */
-import { createLogger, listen, type OxpApp } from "@otc/server";
+import { createLogger, listen } from "@otc/server";
 import { createDemoApp, type DemoOptions } from "./app.js";
 
 const env = process.env;
@@ -37,21 +37,19 @@ if (apiKeys.length > 0 || jwtSecret) {
 const { app } = createDemoApp(options);
 const host = env.HOST || "127.0.0.1";
 const port = number("PORT", 8080);
-const { url } = await listen(app as OxpApp, { host, port, handleSignals: true }).catch(
-  (error: NodeJS.ErrnoException) => {
-    // The usual first-run mistakes get one line that says what to do, not a stack.
-    if (error.code === "EADDRINUSE") {
-      console.error(
-        `Port ${port} on ${host} is already in use: stop what runs there, or pick another, e.g. PORT=8081 npm start`,
-      );
-    } else if (error.code === "EACCES" || error.code === "EADDRNOTAVAIL") {
-      console.error(`Cannot listen on ${host}:${port} (${error.code}): choose another HOST or PORT`);
-    } else {
-      throw error;
-    }
-    process.exit(1);
-  },
-);
+const { url } = await listen(app, { host, port, handleSignals: true }).catch((error: NodeJS.ErrnoException) => {
+  // The usual first-run mistakes get one line that says what to do, not a stack.
+  if (error.code === "EADDRINUSE") {
+    console.error(
+      `Port ${port} on ${host} is already in use: stop what runs there, or pick another, e.g. PORT=8081 npm start`,
+    );
+  } else if (error.code === "EACCES" || error.code === "EADDRNOTAVAIL") {
+    console.error(`Cannot listen on ${host}:${port} (${error.code}): choose another HOST or PORT`);
+  } else {
+    throw error;
+  }
+  process.exit(1);
+});
 const auth = [apiKeys.length > 0 && "API key", jwtSecret && "JWT"].filter(Boolean).join(" + ") || "off";
 console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth})`);
 console.log(`  GET  ${url}/tools        lists the tools`);

@@ -1,6 +1,6 @@
 // Test harness: the real demo app on 127.0.0.1 port 0, responses checked against the spec, logs captured.
 import { Writable } from "node:stream";
-import { createLogger, type ListenOptions, listen, type OxpApp } from "@otc/server";
+import { createLogger, type ListenOptions, listen } from "@otc/server";
 import { allSchemas } from "@otc/types";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
@@ -32,7 +32,7 @@ export async function startDemo(options: DemoOptions = {}, listenOptions: Listen
     logger: createLogger({ level: "debug", destination }),
     ...options,
   });
-  const running = await listen(demo.app as OxpApp, { ...listenOptions, port: 0 });
+  const running = await listen(demo.app, { ...listenOptions, port: 0 });
   return {
     baseUrl: running.url,
     demo,

@@ -181,7 +181,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
   });
 
   it("leaves no request counted in flight once those connections are gone", async () => {
-    const lifecycle = server.demo.oxp.locals.oxp;
+    const lifecycle = server.demo.app.oxp.lifecycle;
     for (let tries = 0; lifecycle.inFlight > 0 && tries < 40; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
@@ -258,7 +258,7 @@ describe("the connection cap", () => {
 describe("shutdown past the drain deadline", () => {
   it("answers a call still running with a retryable failure, and aborts the tool", async () => {
     const server = await startDemo({}, { drainTimeoutMs: 200 });
-    const lookup = server.demo.oxp.locals.core.registry.lookup("System.Sleep");
+    const lookup = server.demo.app.oxp.core.registry.lookup("System.Sleep");
     if (!lookup.found) throw new Error("the demo has no System.Sleep");
     const tool = lookup.registered.tool;
     const run = tool.run;

@@ -41,11 +41,11 @@ describe("start-up", () => {
   it("answers 503 on /health until the server is warm, then 200", async () => {
     const server = await startDemo();
     try {
-      server.demo.oxp.locals.oxp.ready = false;
+      server.demo.app.oxp.lifecycle.ready = false;
       const starting = await send(`${server.baseUrl}/health`);
       expect(starting.status).toBe(503);
       expect(starting.body).toEqual({ message: "The server is starting" });
-      server.demo.oxp.locals.oxp.ready = true;
+      server.demo.app.oxp.lifecycle.ready = true;
       expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
     } finally {
       await server.close();

@@ -1,5 +1,5 @@
 // Logs (one line per call, trace ids, no secrets) and mounting the OXP app under a prefix of another Express app.
-import { createLogger, createServer, listen, type OxpApp } from "@otc/server";
+import { createLogger, createServer, listen } from "@otc/server";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DemoGoogleProvider } from "../src/google-provider.js";
@@ -97,8 +97,7 @@ describe("mounted under a prefix", () => {
       res.send("the host app");
     });
     host.use("/oxp", oxp);
-    host.locals.oxp = oxp.locals.oxp;
-    const running = await listen(host as OxpApp, { port: 0 });
+    const running = await listen(host, { port: 0, oxp: oxp.oxp });
     try {
       const base = `${running.url}/oxp`;
       expect((await send(`${base}/health`)).body).toEqual({ status: "ok" });

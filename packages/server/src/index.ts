@@ -34,7 +34,7 @@ export type {
 export { defineTool, OxpToolError } from "./core/tool.js";
 export { compareVersions, parseToolId, resolveVersion, type ToolIdRequest } from "./core/version-resolution.js";
 export type { AuthenticationOptions, Principal } from "./http/authentication.js";
-export type { OxpApp, OxpLifecycle, ServerOptions } from "./http/create-server.js";
+export type { OxpApp, OxpLifecycle, OxpRuntime, ServerOptions } from "./http/create-server.js";
 export { createServer, toWireError } from "./http/create-server.js";
 export type { ListenOptions, RunningServer } from "./http/listen.js";
 export { listen } from "./http/listen.js";

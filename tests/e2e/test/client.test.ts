@@ -199,7 +199,7 @@ describe("retries", () => {
   });
 
   it("retries a 503 (a draining server) and succeeds once it answers again", async () => {
-    const lifecycle = demo.demo.oxp.locals.oxp;
+    const lifecycle = demo.demo.app.oxp.lifecycle;
     let attempts = 0;
     const client = createClient({
       baseUrl: demo.url,

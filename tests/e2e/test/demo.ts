@@ -1,6 +1,6 @@
 // Starts the real demo app (its built dist) on 127.0.0.1 port 0 for cross-package tests.
 import { createDemoApp, type DemoApp, type DemoOptions } from "@otc/demo/app";
-import { listen, type OxpApp } from "@otc/server";
+import { listen } from "@otc/server";
 
 /** A running demo. */
 export interface Demo {
@@ -12,7 +12,7 @@ export interface Demo {
 /** Starts the demo, silent, with response validation on. */
 export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
   const demo = createDemoApp({ logger: false, validateResponses: true, ...options });
-  const running = await listen(demo.app as OxpApp, { port: 0 });
+  const running = await listen(demo.app, { port: 0 });
   return { url: running.url, demo, close: running.close };
 }
 

@@ -49,8 +49,14 @@ export interface OxpLifecycle {
   inFlight: number;
 }
 
-/** An Express app serving OXP, with its lifecycle for {@link listen}. */
-export type OxpApp = Express & { locals: { oxp: OxpLifecycle; core: OxpCore } };
+/** What {@link listen} manages for an OXP app: its lifecycle, and the core whose calls it can abort. */
+export interface OxpRuntime {
+  readonly lifecycle: OxpLifecycle;
+  readonly core: OxpCore;
+}
+
+/** An Express app serving OXP, with its runtime for {@link listen}. */
+export type OxpApp = Express & { readonly oxp: OxpRuntime };
 
 /** The paths the contract serves and the methods each takes (for 405 and `Allow`). */
 const ROUTES: readonly { path: string; methods: readonly string[] }[] = [
@@ -102,9 +108,7 @@ export function createServer(options: ServerOptions): OxpApp {
   const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
   const publicUrl = options.publicUrl?.replace(/\/+$/, "");
 
-  const app = express() as OxpApp;
-  app.locals.oxp = lifecycle;
-  app.locals.core = core;
+  const app: OxpApp = Object.assign(express(), { oxp: { lifecycle, core } });
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");

@@ -4,13 +4,15 @@ import {
   createServer as createHttpServer,
   get as httpGet,
   type IncomingMessage,
+  type RequestListener,
   type Server,
   STATUS_CODES,
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { OXP_VERSION } from "@otc/types";
-import type { OxpApp } from "./create-server.js";
+import { ServerConfigError } from "../core/errors.js";
+import type { OxpApp, OxpRuntime } from "./create-server.js";
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
@@ -28,6 +30,11 @@ export interface ListenOptions {
   requestTimeoutMs?: number;
   /** Connections open at once; further ones are closed as they arrive. Default 1,024. */
   maxConnections?: number;
+  /**
+   * The runtime (`oxpApp.oxp`) of the OXP app mounted inside `app`, when `app` is a host app of your
+   * own: its lifecycle is what start-up and shutdown drive. Not needed when `app` is the OXP app itself.
+   */
+  oxp?: OxpRuntime;
 }
 
 /** A running server. */
@@ -89,8 +96,12 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * @example
  * const { url, close } = await listen(createServer({ tools }), { port: 8080, handleSignals: true });
  */
-export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<RunningServer> {
-  const lifecycle = app.locals.oxp;
+export async function listen(app: OxpApp | RequestListener, options: ListenOptions = {}): Promise<RunningServer> {
+  const runtime = options.oxp ?? ("oxp" in app ? app.oxp : undefined);
+  if (!runtime) {
+    throw new ServerConfigError("listen() needs an app made by createServer, or options.oxp naming the one mounted");
+  }
+  const { lifecycle, core } = runtime;
   const requestTimeout = timeoutOption("requestTimeoutMs", options.requestTimeoutMs, 30_000);
   const headersTimeout = timeoutOption(
     "headersTimeoutMs",
@@ -228,7 +239,7 @@ export async function listen(app: OxpApp, options: ListenOptions = {}): Promise<
           const graceEnd = Date.now() + ABORT_GRACE_MS;
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([
-            app.locals.core.abortAll(),
+            core.abortAll(),
             new Promise<void>((resolve) => {
               timer = setTimeout(resolve, ABORT_GRACE_MS);
             }),
