@@ -1,6 +1,6 @@
 /** Hands OXP tools to LLMs (OpenAI, Anthropic) and their tool calls back to OXP; renders results for the model. */
 import { type CallToolRequest, type CallToolResponse, compareToolVersions, type ToolDefinition } from "@otc/types";
-import { OxpError } from "./errors.js";
+import { OxpModelCallError } from "./errors.js";
 
 type Schema = Record<string, unknown>;
 const isObject = (value: unknown): value is Schema =>
@@ -146,7 +146,8 @@ function dropOptionalNulls(value: Schema, schema: Schema): Schema {
  * The CallToolRequest for a model's tool call. `args` is the model's JSON arguments (a string, as
  * OpenAI sends them, or an object, as Anthropic does). With the tool list, the name resolves to the
  * exact tool id and the nulls strict mode adds for optional properties are dropped; without it,
- * `Toolkit_Tool` becomes `Toolkit.Tool` (the latest version).
+ * `Toolkit_Tool` becomes `Toolkit.Tool` (the latest version). Throws OxpModelCallError for a call it
+ * cannot map, whose message suits being handed back to the model.
  */
 export function fromModelToolCall(
   name: string,
@@ -158,15 +159,15 @@ export function fromModelToolCall(
     try {
       parsed = args.trim() === "" ? {} : JSON.parse(args);
     } catch {
-      throw new OxpError(`The model's arguments for ${name} are not valid JSON`);
+      throw new OxpModelCallError(`The model's arguments for ${name} are not valid JSON`);
     }
   }
-  if (!isObject(parsed)) throw new OxpError(`The model's arguments for ${name} are not a JSON object`);
+  if (!isObject(parsed)) throw new OxpModelCallError(`The model's arguments for ${name} are not a JSON object`);
   const tool = tools ? latestVersions(tools).find((candidate) => candidate.name === name) : undefined;
-  if (tools && !tool) throw new OxpError(`The model called ${name}, which is not among the tools`);
+  if (tools && !tool) throw new OxpModelCallError(`The model called ${name}, which is not among the tools`);
   if (tool) return { tool_id: tool.id, input: dropOptionalNulls(parsed, tool.input_schema as Schema) };
   const at = name.indexOf("_");
-  if (at <= 0) throw new OxpError(`${name} is not a Toolkit_Tool name`);
+  if (at <= 0) throw new OxpModelCallError(`${name} is not a Toolkit_Tool name`);
   return { tool_id: `${name.slice(0, at)}.${name.slice(at + 1)}`, input: parsed };
 }
 

@@ -58,14 +58,19 @@ export interface Health {
 
 /** An OXP client. */
 export interface OxpClient {
-  /** GET /health. Never throws for a 503; throws OxpConnectionError when nothing answers. */
+  /** GET /health. Never throws for a 503; throws OxpConnectionError / OxpTimeoutError when nothing answers. */
   health(options?: CallOptions): Promise<Health>;
-  /** GET /tools, every definition in the flat form (an older `{"parameters": ...}` input_schema is unwrapped). */
+  /**
+   * GET /tools, every definition in the flat form (an older `{"parameters": ...}` input_schema is unwrapped).
+   * Throws like callTool: an OxpResponseError for an error the server answered, an OxpLocalError otherwise.
+   */
   listTools(options?: CallOptions): Promise<ToolDefinition[]>;
   /**
-   * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`);
-   * throws OxpServerError (400), OxpAuthenticationError (401), OxpValidationError (422), and after the
-   * last attempt OxpConnectionError / OxpTimeoutError. Retries keep the same call_id.
+   * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`).
+   * Throws what the server answered, an OxpResponseError: OxpServerError (400, or 503 after the last
+   * attempt), OxpAuthenticationError (401), OxpValidationError (422); or a local OxpLocalError:
+   * OxpConnectionError / OxpTimeoutError after the last attempt, OxpProtocolError for an answer that
+   * breaks the spec. Retries keep the same call_id.
    */
   callTool(request: CallToolRequest, options?: CallOptions): Promise<CallToolResponse>;
   /** GET a challenge's check_url once. */
@@ -81,7 +86,7 @@ export interface OxpClient {
 }
 
 /** What one attempt ended in: an answer to return, or a reason to try again after a wait. */
-type Attempt<T> = { done: T } | { retry: OxpError; waitMs?: number };
+type Attempt<T> = { done: T } | { retry: Error; waitMs?: number };
 
 /** Waits `ms`, rejecting with the signal's reason when it aborts. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -97,6 +102,19 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * The JSON of a success's body. openapi-fetch is asked for text so that a body that is not JSON is
+ * an OxpProtocolError carrying the answer's status, not a bare SyntaxError thrown before it is known.
+ */
+function json(text: string | undefined, response: Response, what: string): unknown {
+  if (text === undefined || text === "") return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new OxpProtocolError(`${what} answered a body that is not JSON`, response.status, text.slice(0, 200));
+  }
 }
 
 /** The wait a 429/503 asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date. */
@@ -153,9 +171,6 @@ export function createClient(options: ClientOptions): OxpClient {
       if (signal?.aborted) throw signal.reason;
       if (timeout.aborted) throw new OxpTimeoutError(`No answer within ${timeoutMs} ms`);
       if (error instanceof OxpError) throw error;
-      // openapi-fetch parses JSON bodies itself: a SyntaxError is an answer that is not JSON.
-      if (error instanceof SyntaxError)
-        throw new OxpProtocolError("The server answered with a body that is not JSON", 0);
       throw new OxpConnectionError(
         `Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
         {
@@ -184,11 +199,9 @@ export function createClient(options: ClientOptions): OxpClient {
     }
   }
 
-  const checks = { isServerError: answers.serverError, isValidationError: answers.validationError };
-
-  /** An answer that is not a success: the typed error, or a retry for 429 and 503. */
+  /** An answer that is not a success: the typed error, or a retry for 429 and 503 (never 400, 401, 422). */
   function failure<T>(response: Response, body: unknown): Attempt<T> {
-    const error = errorFromResponse(response.status, body, checks);
+    const error = errorFromResponse(response.status, body, response.headers);
     if (response.status === 429 || response.status === 503)
       return { retry: error, waitMs: retryAfter(response.headers) };
     throw error;
@@ -206,11 +219,12 @@ export function createClient(options: ClientOptions): OxpClient {
     async listTools(callOptions = {}) {
       return withRetries(async (signal) => {
         const { data, error, response } = await send(
-          async (attemptSignal) => api.GET("/tools", { headers: await headers(), signal: attemptSignal }),
+          async (attemptSignal) =>
+            api.GET("/tools", { headers: await headers(), signal: attemptSignal, parseAs: "text" }),
           signal,
         );
         if (!response.ok) return failure(response, error);
-        const list = data as { items?: unknown } | undefined;
+        const list = json(data, response, "GET /tools") as { items?: unknown } | undefined;
         const items = Array.isArray(list?.items) ? list.items.map(normalizeToolDefinition) : list?.items;
         const normalized = { ...list, items };
         if (!answers.toolList(normalized)) {
@@ -231,12 +245,18 @@ export function createClient(options: ClientOptions): OxpClient {
       return withRetries<CallToolResponse>(async (signal) => {
         const { data, error, response } = await send(
           async (attemptSignal) =>
-            api.POST("/tools/call", { body: wireBody, headers: await headers(), signal: attemptSignal }),
+            api.POST("/tools/call", {
+              body: wireBody,
+              headers: await headers(),
+              signal: attemptSignal,
+              parseAs: "text",
+            }),
           signal,
         );
         if (!response.ok) return failure(response, error);
-        const answer = envelope ? (data as CallToolResultEnvelope | undefined)?.result : data;
-        const valid = envelope ? answers.callToolResultEnvelope(data) : answers.callToolResponse(answer);
+        const parsed = json(data, response, "POST /tools/call");
+        const answer = envelope ? (parsed as CallToolResultEnvelope | undefined)?.result : parsed;
+        const valid = envelope ? answers.callToolResultEnvelope(parsed) : answers.callToolResponse(answer);
         if (!valid || answer === undefined) {
           const why = envelope ? answers.callToolResultEnvelope.why() : answers.callToolResponse.why();
           throw new OxpProtocolError(
@@ -289,8 +309,8 @@ export function createClient(options: ClientOptions): OxpClient {
   };
 }
 
-/** Carries a retryable tool failure out of the retry loop once attempts run out. */
-class RetryableFailure extends OxpError {
+/** Carries a retryable tool failure out of the retry loop once attempts run out; never reaches the caller. */
+class RetryableFailure extends Error {
   constructor(readonly response: CallToolResponse) {
     super(response.success ? "" : response.error.message);
   }

@@ -1,23 +1,52 @@
-/** The client's errors: rebuilt from responses in one factory, plus the local ones (connection, timeout). */
-import type { MissingRequirements, ServerErrorResponse, ToolAuthorizationChallenge, ToolError } from "@otc/types";
+/**
+ * The client's errors, in two families kept apart. OxpResponseError: what the server answered (an error
+ * status and a body the spec allows for it), rebuilt from the wire by errorFromResponse and carrying that
+ * status and body as sent. OxpLocalError: what went wrong on the client's side (nothing answered, no answer
+ * in time, an answer that breaks the spec); it never came over a wire and has no body to send on.
+ * Both share the root OxpError, so one `instanceof OxpError` still tells "the client refused or failed"
+ * apart from a bug in the caller's code or an abort (which rethrows the signal's reason as it is).
+ */
+import type {
+  MissingRequirements,
+  ServerErrorResponse,
+  ToolAuthorizationChallenge,
+  ToolError,
+  ValidationErrorResponse,
+} from "@otc/types";
+import { answers } from "./answers.js";
 
-/** Every error the client throws. Tool failures are not errors: they are `success: false` responses. */
-export class OxpError extends Error {
+/** The root of every error the client throws; only its subclasses are thrown. Tool failures are data, not errors. */
+export abstract class OxpError extends Error {
   override name = "OxpError";
 }
 
-/** A 4xx/5xx answered with a ServerErrorResponse (400 mostly: unknown tool, missing requirements, bad request). */
-export class OxpServerError extends OxpError {
-  override name = "OxpServerError";
-  /** Details for developers, when the server sent some. */
-  readonly developerMessage: string | undefined;
-  readonly missingRequirements: MissingRequirements | undefined;
+// The server family: the server answered, and said no.
+
+/** An error status answered with the body the spec defines for it; `status` and `body` are as sent. */
+export abstract class OxpResponseError extends OxpError {
+  override name = "OxpResponseError";
 
   constructor(
+    /** The HTTP status the server answered. */
     readonly status: number,
-    readonly body: ServerErrorResponse,
+    /** The answer's body, exactly as the server sent it (fit to log, forward or print as JSON). */
+    readonly body: ServerErrorResponse | ValidationErrorResponse,
   ) {
     super(body.message);
+  }
+}
+
+/** A ServerErrorResponse: 400 (unknown tool, missing requirements), 404, 405, 413, 415, 503, any error but 401/422. */
+export class OxpServerError extends OxpResponseError {
+  override name = "OxpServerError";
+  declare readonly body: ServerErrorResponse;
+  /** Details for developers, when the server sent some; never for the user or the model. */
+  readonly developerMessage: string | undefined;
+  /** What the call lacks (authorization challenges, a user id), on a 400 that says so. */
+  readonly missingRequirements: MissingRequirements | undefined;
+
+  constructor(status: number, body: ServerErrorResponse) {
+    super(status, body);
     this.developerMessage = body.developer_message;
     this.missingRequirements = body.missing_requirements;
   }
@@ -28,77 +57,127 @@ export class OxpServerError extends OxpError {
   }
 }
 
-/** 401: the server wants credentials, or refused the ones sent. */
+/** 401: the server wants credentials, or refused the ones sent. A ServerErrorResponse too, so an OxpServerError. */
 export class OxpAuthenticationError extends OxpServerError {
   override name = "OxpAuthenticationError";
-}
 
-/** 422: the input does not match the tool's input_schema. */
-export class OxpValidationError extends OxpError {
-  override name = "OxpValidationError";
-  /** What is wrong, by property path (`b`, `address.zip`). */
-  readonly parameterErrors: Readonly<Record<string, string>>;
-
-  constructor(message: string, parameterErrors: Record<string, string> = {}) {
-    super(message);
-    this.parameterErrors = parameterErrors;
+  constructor(
+    status: number,
+    body: ServerErrorResponse,
+    /** The 401's WWW-Authenticate header (OXP servers send `Bearer`), when the answer's headers were at hand. */
+    readonly wwwAuthenticate: string | undefined = undefined,
+  ) {
+    super(status, body);
   }
 }
 
-/** The server could not be reached (refused, reset, DNS). */
-export class OxpConnectionError extends OxpError {
+/** 422: the input does not match the tool's input_schema; `body` is the ValidationErrorResponse. */
+export class OxpValidationError extends OxpResponseError {
+  override name = "OxpValidationError";
+  declare readonly body: ValidationErrorResponse;
+  /** What is wrong, by property path (`b`, `address.zip`); empty when the server named none. */
+  readonly parameterErrors: Readonly<Record<string, string>>;
+
+  constructor(status: number, body: ValidationErrorResponse) {
+    super(status, body);
+    this.parameterErrors = body.parameter_errors ?? {};
+  }
+}
+
+// The local family: nothing (valid) came back; the client says so itself.
+
+/** A failure on the client's side: no answer, none in time, or one the spec does not allow. Never on a wire. */
+export abstract class OxpLocalError extends OxpError {
+  override name = "OxpLocalError";
+}
+
+/** The server could not be reached (refused, reset, DNS); `cause` is fetch's error. Retried. */
+export class OxpConnectionError extends OxpLocalError {
   override name = "OxpConnectionError";
 }
 
-/** An attempt took longer than the client's `timeoutMs`. */
-export class OxpTimeoutError extends OxpError {
+/** An attempt took longer than the client's `timeoutMs`. Retried. */
+export class OxpTimeoutError extends OxpLocalError {
   override name = "OxpTimeoutError";
 }
 
-/** An answer that does not follow the OXP specification (wrong shape, not JSON, unexpected status). */
-export class OxpProtocolError extends OxpError {
+/** An answer that does not follow the OXP specification (wrong shape, not JSON, unexpected status). Not retried. */
+export class OxpProtocolError extends OxpLocalError {
   override name = "OxpProtocolError";
 
   constructor(
     message: string,
+    /** The status of the offending answer; 0 when there was no answer to blame. */
     readonly status: number,
+    /** Why the answer breaks the spec (the schema's complaints, the start of the body). */
     readonly details: string | undefined = undefined,
   ) {
     super(details ? `${message}: ${details}` : message);
   }
 }
 
-/** A typed binding's call whose tool failed (`success: false`); `error` is the response's ToolError. */
+// Neither family: failures of a tool or of a model, which the client turns into errors on request.
+
+/** A typed binding's call whose tool failed (`success: false` in a 200); `error` is the response's ToolError. */
 export class OxpToolCallError extends OxpError {
   override name = "OxpToolCallError";
 
   constructor(
+    /** The call's call_id. */
     readonly callId: string,
+    /** The ToolError the server answered. */
     readonly error: ToolError,
   ) {
     super(error.message);
   }
 }
 
+/** A model's tool call that fromModelToolCall cannot turn into a CallToolRequest (bad arguments, unknown name). */
+export class OxpModelCallError extends OxpError {
+  override name = "OxpModelCallError";
+}
+
+/** The start of a body, for an error message: enough to recognise an HTML page or a proxy's text. */
+function excerpt(body: unknown): string {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  return text === undefined ? "(no body)" : text.slice(0, 200);
+}
+
 /**
- * Rebuilds the error an answer stands for: 401 OxpAuthenticationError, 422 OxpValidationError, any
- * other 4xx/5xx with a ServerErrorResponse body OxpServerError, anything else OxpProtocolError.
- * `isServerError` and `isValidationError` check the body against the spec's schemas.
+ * The error an answer that is not a success stands for, its body checked against the spec's schemas
+ * (the validators precompiled in @otc/types): 401 OxpAuthenticationError, 422 OxpValidationError, any
+ * other status from 400 up with a ServerErrorResponse OxpServerError; a body the spec does not allow
+ * for the status, or a status below 400, OxpProtocolError. Pass the answer's `headers` to keep a 401's
+ * WWW-Authenticate.
+ *
+ * @example
+ * const answer = await fetch(`${baseUrl}/tools/call`, { method: "POST", headers, body });
+ * if (!answer.ok) throw errorFromResponse(answer.status, await answer.json().catch(() => undefined), answer.headers);
  */
 export function errorFromResponse(
   status: number,
   body: unknown,
-  checks: { isServerError(body: unknown): boolean; isValidationError(body: unknown): boolean },
-): OxpError {
+  headers?: Headers,
+): OxpResponseError | OxpProtocolError {
+  if (status < 400) return new OxpProtocolError(`Status ${status} is not an error status`, status, excerpt(body));
   if (status === 422) {
-    if (!checks.isValidationError(body)) return new OxpProtocolError("A 422 without a ValidationErrorResponse", status);
-    const { message, parameter_errors } = body as { message: string; parameter_errors?: Record<string, string> };
-    return new OxpValidationError(message, parameter_errors);
+    if (answers.validationError(body)) return new OxpValidationError(status, body as ValidationErrorResponse);
+    const why = answers.validationError.why();
+    return new OxpProtocolError(
+      "A 422 whose body is not a ValidationErrorResponse",
+      status,
+      `${why}; ${excerpt(body)}`,
+    );
   }
-  if (status >= 400 && checks.isServerError(body)) {
-    return status === 401
-      ? new OxpAuthenticationError(status, body as ServerErrorResponse)
-      : new OxpServerError(status, body as ServerErrorResponse);
+  if (!answers.serverError(body)) {
+    const why = answers.serverError.why();
+    return new OxpProtocolError(
+      `A ${status} whose body is not a ServerErrorResponse`,
+      status,
+      `${why}; ${excerpt(body)}`,
+    );
   }
-  return new OxpProtocolError(`Unexpected answer with status ${status}`, status, JSON.stringify(body)?.slice(0, 200));
+  return status === 401
+    ? new OxpAuthenticationError(status, body as ServerErrorResponse, headers?.get("www-authenticate") ?? undefined)
+    : new OxpServerError(status, body as ServerErrorResponse);
 }

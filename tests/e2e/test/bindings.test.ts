@@ -1,5 +1,5 @@
 // The demo's typed bindings (made by otc codegen): type-checked inputs, typed values, failures as OxpToolCallError.
-import { createClient, OxpToolCallError, OxpValidationError } from "@otc/client";
+import { createClient, OxpLocalError, OxpResponseError, OxpToolCallError, OxpValidationError } from "@otc/client";
 import { createTools, type Tools, toolIds } from "@otc/demo/bindings";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import { type Demo, startDemo } from "./demo.js";
@@ -53,8 +53,12 @@ describe("typed bindings", () => {
       message: "Doorbell ID not found",
       retry_after_ms: 500,
     });
+    // A tool's failure came in a 200: neither an error status the server answered nor a local failure.
+    expect(failure).not.toBeInstanceOf(OxpResponseError);
+    expect(failure).not.toBeInstanceOf(OxpLocalError);
     const invalid = await tools["Counter.Increment@1.0.0"]({ by: 0 }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(OxpValidationError);
+    expect(invalid).toMatchObject({ status: 422 });
   });
 
   it("list every tool of the catalog", () => {

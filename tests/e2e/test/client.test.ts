@@ -6,7 +6,9 @@ import {
   createClient,
   OxpAuthenticationError,
   OxpConnectionError,
+  OxpLocalError,
   OxpProtocolError,
+  OxpResponseError,
   OxpServerError,
   OxpTimeoutError,
   OxpValidationError,
@@ -105,6 +107,8 @@ describe("errors", () => {
     expect(error).toBeInstanceOf(OxpServerError);
     expect(error).toMatchObject({ status: 400, message: "Tool 'Calculator.Add' was not found" });
     expect((error as OxpServerError).developerMessage).toContain("available versions: 1.0.0");
+    expect((error as OxpServerError).body).toMatchObject({ message: "Tool 'Calculator.Add' was not found" });
+    expect(error).not.toBeInstanceOf(OxpLocalError);
   });
 
   it("a 422 is an OxpValidationError with parameterErrors", async () => {
@@ -113,16 +117,17 @@ describe("errors", () => {
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OxpValidationError);
     expect((error as OxpValidationError).parameterErrors).toEqual({ b: "Must be a number" });
+    expect(error).toMatchObject({ status: 422, body: { parameter_errors: { b: "Must be a number" } } });
   });
 
-  it("a 401 is an OxpAuthenticationError", async () => {
+  it("a 401 is an OxpAuthenticationError with the WWW-Authenticate challenge", async () => {
     const locked = await startDemo({ auth: { apiKeys: ["right-key"] } });
     try {
       const error = await createClient({ baseUrl: locked.url, apiKey: "wrong-key" })
         .listTools()
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OxpAuthenticationError);
-      expect(error).toMatchObject({ status: 401 });
+      expect(error).toMatchObject({ status: 401, wwwAuthenticate: "Bearer", body: { message: expect.any(String) } });
     } finally {
       await locked.close();
     }
@@ -145,11 +150,15 @@ describe("errors", () => {
     ["a body that is not JSON", 200, "<html>hello</html>"],
     ["a 404 without a JSON body", 404, "Not Found"],
     ["a success with an error", 200, '{"call_id":"c","duration":1,"success":true,"value":1,"error":{"message":"x"}}'],
-  ])("%s is an OxpProtocolError", async (_case, status, body) => {
+  ])("%s is an OxpProtocolError, a local error carrying the status", async (_case, status, body) => {
     const broken = await rawServer(status, body);
     try {
       const client = createClient({ baseUrl: broken.url, retry: { maxAttempts: 1 } });
-      await expect(client.callTool({ tool_id: "Calculator.Add" })).rejects.toBeInstanceOf(OxpProtocolError);
+      const error = await client.callTool({ tool_id: "Calculator.Add" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OxpProtocolError);
+      expect(error).toBeInstanceOf(OxpLocalError);
+      expect(error).not.toBeInstanceOf(OxpResponseError);
+      expect(error).toMatchObject({ status });
     } finally {
       broken.server.close();
     }
