@@ -1,16 +1,13 @@
 /** The body of POST /tools/call in either form (flat request or the draft envelope): checked, unwrapped, answered. */
 import {
-  allSchemas,
   type CallToolEnvelope,
-  CallToolEnvelopeSchema,
   type CallToolRequest,
-  CallToolRequestSchema,
   type CallToolResponse,
   type CallToolResultEnvelope,
   OXP_VERSION,
+  validateCallToolEnvelope,
+  validateCallToolRequest,
 } from "@otc/types";
-import { Ajv2020, type ErrorObject } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { WireError } from "./errors.js";
 import { checkEnvelopeSchema } from "./protocol-version.js";
 
@@ -42,11 +39,6 @@ export function checkDepth(value: unknown, max: number): void {
 /** A call body in either form. */
 export type CallBody = CallToolRequest | CallToolEnvelope;
 
-const ajv = new Ajv2020({ allErrors: false, schemas: [...allSchemas] });
-addFormats.default(ajv);
-const validateRequest = ajv.getSchema<CallToolRequest>(CallToolRequestSchema.$id);
-const validateEnvelope = ajv.getSchema<CallToolEnvelope>(CallToolEnvelopeSchema.$id);
-
 /** True for the draft envelope: a body whose top level has a `request` object. */
 export function isEnvelope(body: unknown): body is CallToolEnvelope {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
@@ -54,35 +46,44 @@ export function isEnvelope(body: unknown): body is CallToolEnvelope {
   return typeof request === "object" && request !== null && !Array.isArray(request);
 }
 
-const describe = (errors: readonly ErrorObject[] | null | undefined, prefix: string) =>
+const describe = (errors: readonly { instancePath: string; message?: string }[] | null | undefined) =>
   (errors ?? [])
     .slice(0, 5)
-    .map((error) => `${prefix}${error.instancePath} ${error.message ?? "is invalid"}`)
+    .map((error) => `body${error.instancePath} ${error.message ?? "is invalid"}`)
     .join("; ");
 
 /**
- * Checks a parsed body, once, before anything else reads it: its depth (at most `maxDepth` levels),
- * the envelope's `$schema`, then its shape against CallToolRequest or CallToolEnvelope (by whether it
- * has a `request` object). Returns the request inside; throws a 400 naming what is wrong. Every
- * adapter calls this: the core never sees an unchecked body.
+ * The request inside a body that a contract check already passed (the Express adapter's is
+ * express-openapi-validator, after {@link checkDepth}), and whether it came in the draft envelope.
+ */
+export function unwrapCallBody(body: CallBody): { request: CallToolRequest; envelope: boolean } {
+  return isEnvelope(body) ? { request: body.request, envelope: true } : { request: body, envelope: false };
+}
+
+/**
+ * Checks a parsed body for an adapter that has no contract check of its own, then unwraps it: its
+ * depth first (a hostile body never reaches a validator), the envelope's `$schema`, then its shape
+ * against CallToolRequest or CallToolEnvelope with the validators precompiled from the spec. Throws a
+ * 400 naming what is wrong.
  */
 export function parseCallBody(
   body: unknown,
   maxDepth = DEFAULT_MAX_DEPTH,
 ): { request: CallToolRequest; envelope: boolean } {
-  if (!validateRequest || !validateEnvelope) throw new Error("the spec's call schemas are missing from @otc/types");
   checkDepth(body, maxDepth);
   if (isEnvelope(body)) {
     checkEnvelopeSchema(body.$schema);
-    if (validateEnvelope(body)) return { request: body.request, envelope: true };
+    if (!validateCallToolEnvelope(body)) {
+      throw new WireError("bad_request", SPEC_MISMATCH_MESSAGE, {
+        developerMessage: describe(validateCallToolEnvelope.errors),
+      });
+    }
+  } else if (!validateCallToolRequest(body)) {
     throw new WireError("bad_request", SPEC_MISMATCH_MESSAGE, {
-      developerMessage: describe(validateEnvelope.errors, "body"),
+      developerMessage: describe(validateCallToolRequest.errors),
     });
   }
-  if (validateRequest(body)) return { request: body as CallToolRequest, envelope: false };
-  throw new WireError("bad_request", SPEC_MISMATCH_MESSAGE, {
-    developerMessage: describe(validateRequest.errors, "body"),
-  });
+  return unwrapCallBody(body as CallBody);
 }
 
 /** The 200 body for a call made in `envelope` form or not. */

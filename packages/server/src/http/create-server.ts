@@ -2,13 +2,20 @@
 
 import type { Socket } from "node:net";
 import { OXP_VERSION, openapiDocument } from "@otc/types";
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
-import { DEFAULT_MAX_DEPTH, parseCallBody, SPEC_MISMATCH_MESSAGE, wrapResponse } from "../core/call-body.js";
+import {
+  type CallBody,
+  checkDepth,
+  DEFAULT_MAX_DEPTH,
+  SPEC_MISMATCH_MESSAGE,
+  unwrapCallBody,
+  wrapResponse,
+} from "../core/call-body.js";
 import { shorten, WireError } from "../core/errors.js";
 import { type CallMeta, CHALLENGE_CHECK_PATH, OxpCore, type OxpCoreOptions } from "../core/oxp-core.js";
-import { checkOxpVersionHeader } from "../core/protocol-version.js";
+import { unsupportedVersion } from "../core/protocol-version.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
 import { createLogger } from "./logger.js";
 
@@ -168,13 +175,6 @@ export function createServer(options: ServerOptions): OxpApp {
   for (const page of options.pages ?? []) app.use(page);
   app.use((req, res, next) => (req.path === "/health" ? next() : authenticated(req, res, next)));
 
-  // A call's OXP-Version is judged after its body's size and media type (protocol 3.3), in its own route.
-  app.use((req, _res, next) => {
-    if (!(req.method === "POST" && req.path === "/tools/call"))
-      checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
-    next();
-  });
-
   const jsonBody = express.json({ limit: options.bodyLimit ?? "1mb", strict: false, type: () => true });
   app.post("/tools/call", (req, res, next) => {
     if (!isJsonType(req.headers["content-type"])) {
@@ -188,15 +188,13 @@ export function createServer(options: ServerOptions): OxpApp {
     jsonBody(req, res, (error?: unknown) => {
       try {
         if (error) throw error;
-        checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
         if (req.body === undefined) {
           throw new WireError("bad_request", "The request has no body", {
             developerMessage: "Send a CallToolRequest.",
           });
         }
-        // Depth, version and shape, once, before the contract validator: a hostile body never reaches it,
-        // and an unsupported version gets its own message rather than a pattern error.
-        res.locals.oxpCall = parseCallBody(req.body, maxDepth);
+        // The one check the spec cannot state, before the contract validator: a hostile depth never reaches it.
+        checkDepth(req.body, maxDepth);
         next();
       } catch (failure) {
         next(failure);
@@ -241,7 +239,8 @@ export function createServer(options: ServerOptions): OxpApp {
 
   app.post("/tools/call", async (req, res, next) => {
     try {
-      const { request, envelope } = res.locals.oxpCall as ReturnType<typeof parseCallBody>;
+      // express-openapi-validator passed the body as CallToolRequest or CallToolEnvelope.
+      const { request, envelope } = unwrapCallBody(req.body as CallBody);
       const meta: CallMeta = {
         principal: req.oxpPrincipal ?? "anonymous",
         baseUrl: publicUrl ?? `${localOrigin(req.socket)}${req.baseUrl}`,
@@ -282,7 +281,7 @@ declare module "express-serve-static-core" {
 }
 
 /** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
-export function toWireError(error: unknown): WireError {
+export function toWireError(error: unknown, req?: Request): WireError {
   if (error instanceof WireError) return error;
   if (error instanceof URIError) {
     return new WireError("bad_request", "The request URL is malformed", {
@@ -311,6 +310,14 @@ export function toWireError(error: unknown): WireError {
   }
   if (status === 404) return new WireError("not_found", "Not found", { cause: error });
   if (typeof status === "number" && status >= 400 && status < 500) {
+    // The contract validator judges OXP-Version and the envelope's $schema; they get the protocol's message.
+    const paths = ((error as { errors?: { path?: string }[] }).errors ?? []).map((problem) => problem.path ?? "");
+    if (paths.some((path) => /^\/headers\/oxp-version$/i.test(path))) {
+      return unsupportedVersion(firstHeader(req?.headers["oxp-version"]) ?? "");
+    }
+    if (paths.includes("/body/$schema")) {
+      return unsupportedVersion(String((req?.body as { $schema?: unknown } | undefined)?.$schema));
+    }
     const problems = ((error as { errors?: { path?: string; message?: string }[] }).errors ?? []).map((problem) =>
       `${(problem.path ?? "").replace(/^\/body/, "body")} ${problem.message ?? ""}`.trim(),
     );
@@ -332,7 +339,7 @@ export function toWireError(error: unknown): WireError {
 
 function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
   return (error, req, res, _next) => {
-    const wire = toWireError(error);
+    const wire = toWireError(error, req);
     if (wire.status >= 500 && wire.kind !== "unavailable") {
       const cause = wire.details.cause ?? error;
       logger?.error(
