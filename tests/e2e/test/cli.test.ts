@@ -1,15 +1,16 @@
-// The otc CLI end to end: child processes against the real demo server.
-import { execFile, spawn } from "node:child_process";
-import { once } from "node:events";
+// The otc CLI end to end against the real demo server: in-process through run(argv, io), plus a smoke test of the installed bin.
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { run } from "@otc/cli";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Demo, decide, startDemo } from "./demo.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const otcBin = path.resolve(here, "../../../packages/cli/dist/main.js");
+/** The committed launcher npm links as `otc`. */
+const otcBin = path.resolve(here, "../../../packages/cli/bin/otc.js");
 let demo: Demo;
 let locked: Demo;
 let tmp: string;
@@ -22,22 +23,50 @@ afterAll(async () => {
   await Promise.all([demo.close(), locked.close(), rm(tmp, { recursive: true, force: true })]);
 });
 
-/** Runs `otc` with the given arguments; resolves with its exit code and output. */
-function otc(
+/**
+ * Runs `otc` in this process, as its bin would with these arguments and environment; resolves with its
+ * exit code and output. `onStderr` sees each write as it happens (a user reading the terminal).
+ */
+async function otc(
   args: string[],
   env: Record<string, string> = {},
+  onStderr?: (text: string) => void,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [otcBin, ...args],
-      { env: { PATH: process.env.PATH ?? "", OXP_URL: demo.url, ...env }, timeout: 15_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      },
-    );
+  let stdout = "";
+  let stderr = "";
+  const code = await run(args, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+      onStderr?.(stderr);
+    },
+    env: { OXP_URL: demo.url, ...env },
   });
+  return { code, stdout, stderr };
 }
+
+describe("the installed bin", () => {
+  it("runs as a process: help, and a call with its exit code", async () => {
+    const exec = (args: string[]) =>
+      new Promise<{ code: number; stdout: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [otcBin, ...args],
+          { env: { PATH: process.env.PATH ?? "", OXP_URL: demo.url }, timeout: 15_000 },
+          (error, stdout) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout }),
+        );
+      });
+    const help = await exec(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Exit codes:");
+    const sum = await exec(["call", "Calculator.Add", "--input", '{"a": 2, "b": 3}', "--json"]);
+    expect(sum.code).toBe(0);
+    expect(JSON.parse(sum.stdout)).toMatchObject({ success: true, value: 5 });
+    expect((await exec(["call", "Calculator.Add", "--input", '{"a": "x", "b": 3}'])).code).toBe(6);
+  });
+});
 
 describe("otc", () => {
   it("prints help with the exit codes", async () => {
@@ -130,36 +159,23 @@ describe("otc", () => {
   });
 
   it("call --wait-auth shows the challenge URL, waits for approval and retries", async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        otcBin,
-        "call",
-        "Gmail.GetEmails",
-        "--user-id",
-        "waiting-user",
-        "--wait-auth",
-        "--input",
-        '{"query": "receipt"}',
-      ],
-      { env: { PATH: process.env.PATH ?? "", OXP_URL: demo.url } },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk;
-    });
     // The user reads the URL the CLI prints and approves there.
-    const url = await new Promise<string>((resolve) => {
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-        const found = /Open this URL to continue:\n {2}(\S+)/.exec(stderr);
-        if (found?.[1]) resolve(found[1]);
-      });
+    let shown: (url: string) => void = () => {};
+    const urlShown = new Promise<string>((resolve) => {
+      shown = resolve;
     });
+    const running = otc(
+      ["call", "Gmail.GetEmails", "--user-id", "waiting-user", "--wait-auth", "--input", '{"query": "receipt"}'],
+      {},
+      (stderr) => {
+        const found = /Open this URL to continue:\n {2}(\S+)/.exec(stderr);
+        if (found?.[1]) shown(found[1]);
+      },
+    );
+    const url = await urlShown;
     expect(url.startsWith(`${demo.url}/demo/authorize/google.`)).toBe(true);
     expect(await decide(url, "approve")).toBe(303);
-    const [code] = await once(child, "exit");
+    const { code, stdout, stderr } = await running;
     expect(code).toBe(0);
     expect(stderr).toContain("Waiting for the authorization to complete...");
     expect(JSON.parse(stdout).emails[0].id).toBe("email_2");
