@@ -126,11 +126,56 @@ function at(document: JsonObject, ...keys: string[]): Json {
   return node;
 }
 
+/** The HTTP methods an OpenAPI path item may declare, as OpenAPI spells them. */
+const HTTP_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
+
+/** A constant's name for a path: its fixed segments, then `_PATH`, or `_PATH_TEMPLATE` when it has parameters. */
+function pathConstantName(path: string): string {
+  const segments = path.split("/").filter((segment) => segment !== "");
+  const fixed = segments.filter((segment) => !segment.startsWith("{"));
+  const stem = fixed.map((segment) => segment.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase()).join("_") || "ROOT";
+  return `${stem}_${fixed.length < segments.length ? "PATH_TEMPLATE" : "PATH"}`;
+}
+
+/** One constant per path of the spec, then `OXP_ROUTES`: every path with the methods it is declared with. */
+function routeLines(components: JsonObject): string[] {
+  const paths = at(components, "paths") as JsonObject;
+  const lines: string[] = [];
+  const routes: string[] = [];
+  const names = new Map<string, string>();
+  for (const [path, item] of Object.entries(paths)) {
+    const declared = Object.entries(item as JsonObject).filter(([method]) => HTTP_METHODS.has(method));
+    const name = pathConstantName(path);
+    const other = names.get(name);
+    if (other !== undefined) throw new Error(`openapi.yaml: paths ${other} and ${path} would both be named ${name}`);
+    names.set(name, path);
+    const methods = declared.map(([method]) => method.toUpperCase());
+    const summaries = declared.flatMap(([, operation]) => {
+      const summary = (operation as JsonObject).summary;
+      return typeof summary === "string" ? [summary] : [];
+    });
+    const what = methods.map((method) => `\`${method} ${path}\``).join(", ");
+    lines.push(`/** ${what}${summaries.length > 0 ? `: ${summaries.join("; ")}` : ""}. */`);
+    lines.push(`export const ${name} = ${JSON.stringify(path)} as const;`, "");
+    routes.push(`  { path: ${name}, methods: ${JSON.stringify(methods)} },`);
+  }
+  return [
+    ...lines,
+    "/** Every path the spec declares, with the methods it declares for it, in the spec's order. */",
+    "export const OXP_ROUTES = [",
+    ...routes,
+    "] as const;",
+    "",
+  ];
+}
+
 /** Protocol constants the spec states, so code never spells them a second time. */
 function protocolModule(components: JsonObject): string {
   const version = at(components, "components", "headers", "OxpVersion", "schema", "const");
   const accepted = at(components, "components", "parameters", "OxpVersion", "schema", "enum");
   const schemaPattern = at(components, "components", "schemas", "CallToolEnvelope", "properties", "$schema", "pattern");
+  const statusPath = ["components", "schemas", "AuthorizationChallengeCheckResponse", "properties", "status", "enum"];
+  const statuses = at(components, ...statusPath);
   return [
     header("scripts/codegen", "spec/openapi.yaml"),
     "/** The OXP version the spec describes; servers send it in the `OXP-Version` header of every response. */",
@@ -142,6 +187,10 @@ function protocolModule(components: JsonObject): string {
     "/** The pattern a CallToolEnvelope's `$schema` must match. */",
     `export const ENVELOPE_SCHEMA_PATTERN = ${JSON.stringify(schemaPattern)};`,
     "",
+    "/** The statuses a challenge's check_url answers with (AuthorizationChallengeCheckResponse's `status`). */",
+    `export const CHALLENGE_STATUSES = ${JSON.stringify(statuses)} as const;`,
+    "",
+    ...routeLines(components),
   ].join("\n");
 }
 

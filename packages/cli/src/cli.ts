@@ -13,7 +13,15 @@ import {
   OxpTimeoutError,
   OxpValidationError,
 } from "@otc/client";
-import { type CallToolContext, type CallToolResponse, compareToolVersions, type ToolDefinition } from "@otc/types";
+import {
+  type CallToolContext,
+  type CallToolResponse,
+  compareToolVersions,
+  formatToolId,
+  parseToolId,
+  resolveToolVersion,
+  type ToolDefinition,
+} from "@otc/types";
 import { generateBindings } from "./codegen.js";
 
 /** Exit codes, one per kind of outcome; `otc --help` lists them. */
@@ -127,34 +135,22 @@ export function nearest(word: string, candidates: readonly string[], max = 3): s
 const didYouMean = (suggestions: readonly string[]) =>
   suggestions.length > 0 ? ` (did you mean ${suggestions.map((item) => `'${item}'`).join(" or ")}?)` : "";
 
-/** `Toolkit.Tool@version` in parts; the ToolId pattern has one dot before an optional `@`. */
-function splitToolId(id: string): { qualified: string; toolkit: string; name: string; version: string } {
-  const at = id.indexOf("@");
-  const qualified = at === -1 ? id : id.slice(0, at);
-  const dot = qualified.indexOf(".");
-  return {
-    qualified,
-    toolkit: dot === -1 ? qualified : qualified.slice(0, dot),
-    name: dot === -1 ? "" : qualified.slice(dot + 1),
-    version: at === -1 ? "" : id.slice(at + 1),
-  };
-}
-
 /** The catalog's tool ids a call's tool id may have meant; none when the catalog has that tool (`@1` is `1.0.0`). */
 export function suggestToolIds(toolId: string, tools: readonly ToolDefinition[]): string[] {
-  const wanted = splitToolId(toolId);
-  const known = tools.map((tool) => ({ qualified: splitToolId(tool.id).qualified, version: tool.version }));
-  const exists = known.some(
-    (tool) =>
-      tool.qualified === wanted.qualified &&
-      (wanted.version === "" ||
-        tool.version === wanted.version ||
-        (!wanted.version.includes(".") && tool.version === `${wanted.version}.0.0`)),
-  );
-  if (exists) return [];
+  const wanted = parseToolId(toolId);
+  // The client checked the catalog against the spec, so every id parses; one that does not is left out.
+  const known = tools.flatMap((tool) => {
+    const id = parseToolId(tool.id);
+    return id ? [{ ...id, version: tool.version }] : [];
+  });
+  if (wanted) {
+    const versions = known.filter((tool) => tool.qualifiedName === wanted.qualifiedName).map((tool) => tool.version);
+    if (resolveToolVersion(versions, wanted) !== undefined) return [];
+  }
   const newestFirst = [...known].sort((a, b) => compareToolVersions(b.version, a.version));
+  // An id that breaks the pattern may still have meant a version: it is offered names with and without.
   const candidates = newestFirst.flatMap((tool) =>
-    wanted.version === "" ? [tool.qualified] : [tool.qualified, `${tool.qualified}@${tool.version}`],
+    wanted?.kind === "latest" ? [tool.qualifiedName] : [tool.qualifiedName, formatToolId(tool)],
   );
   return nearest(toolId, candidates);
 }
@@ -304,7 +300,8 @@ function clientOptions(values: Values, env: Io["env"], from?: string): ClientOpt
 export function formatTools(tools: readonly ToolDefinition[]): string {
   const byToolkit = new Map<string, Map<string, ToolDefinition[]>>();
   for (const tool of tools) {
-    const { toolkit, name } = splitToolId(tool.id);
+    // Any catalog may come in (this is exported): an id that is no tool id is shown whole, as a toolkit.
+    const { toolkit, tool: name } = parseToolId(tool.id) ?? { toolkit: tool.id, tool: "" };
     const names = byToolkit.get(toolkit) ?? new Map<string, ToolDefinition[]>();
     names.set(name, [...(names.get(name) ?? []), tool]);
     byToolkit.set(toolkit, names);

@@ -1,5 +1,5 @@
 /** `otc codegen`: typed bindings (input and output types per tool, and typed wrappers) from a tool catalog. */
-import type { ToolDefinition } from "@otc/types";
+import { parseToolId, type ToolDefinition } from "@otc/types";
 import { compile } from "json-schema-to-typescript";
 
 type Schema = Record<string, unknown>;
@@ -15,8 +15,9 @@ const NO_PROPERTIES = "Record<string, never>";
 
 /** A TypeScript name for a tool id: `Calculator.Add@1.0.0` -> `CalculatorAddV1_0_0`. */
 export function typeNameOf(toolId: string): string {
-  const [name = "", version = ""] = toolId.split("@");
-  const base = name
+  // A catalog file is not checked against the spec: an id that is no tool id is named whole.
+  const { qualifiedName, version = "" } = parseToolId(toolId) ?? { qualifiedName: toolId };
+  const base = qualifiedName
     .split(/[._]/)
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
     .join("");

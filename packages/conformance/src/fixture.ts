@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ToolDefinition } from "@otc/types";
+import { parseToolId, type ToolDefinition } from "@otc/types";
 
 /** A call the fixture names. */
 export interface FixtureCall {
@@ -64,7 +64,8 @@ export function fixtureToolIds(fixture: Fixture): string[] {
 
 /** True when every tool the fixture names is in the catalog (an id without a version matches any version). */
 export function fixtureFits(fixture: Fixture, tools: readonly ToolDefinition[]): boolean {
-  return fixtureToolIds(fixture).every((id) =>
-    tools.some((tool) => tool.id === id || (!id.includes("@") && tool.id.startsWith(`${id}@`))),
-  );
+  return fixtureToolIds(fixture).every((id) => {
+    const anyVersion = parseToolId(id)?.kind === "latest";
+    return tools.some((tool) => tool.id === id || (anyVersion && parseToolId(tool.id)?.qualifiedName === id));
+  });
 }

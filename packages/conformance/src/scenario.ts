@@ -1,5 +1,5 @@
 /** What a scenario is, what it runs with, and the checks scenarios share. */
-import { allSchemas, type ToolDefinition } from "@otc/types";
+import { allSchemas, formatSchemaErrors, type ToolDefinition } from "@otc/types";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import type { Fixture } from "./fixture.js";
@@ -64,7 +64,7 @@ export function checkSchema(title: string, value: unknown, where: string): void 
     validators.set(title, validate);
   }
   if (!validate(value)) {
-    const why = (validate.errors ?? []).map((error) => `${error.instancePath || "(body)"} ${error.message}`).join("; ");
+    const why = formatSchemaErrors(validate.errors, { root: "(body)" });
     throw new Failure(`${where}: the body is not a ${title} (${why}): ${truncate(JSON.stringify(value))}`);
   }
 }

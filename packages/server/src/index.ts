@@ -9,7 +9,7 @@ export type {
   TokenStore,
 } from "./core/authorization.js";
 export { MemoryTokenStore } from "./core/authorization.js";
-export { type CallBody, isEnvelope, parseCallBody, RESULT_ENVELOPE_SCHEMA, wrapResponse } from "./core/call-body.js";
+export { type CallBody, isEnvelope, parseCallBody, wrapResponse } from "./core/call-body.js";
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WIRE_ERROR_STATUS, WireError } from "./core/errors.js";
 export type {
@@ -20,7 +20,7 @@ export type {
 } from "./core/idempotency-store.js";
 export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
 export type { CallMeta, CoreLogger, OxpCoreOptions } from "./core/oxp-core.js";
-export { CHALLENGE_CHECK_PATH, OxpCore } from "./core/oxp-core.js";
+export { OxpCore } from "./core/oxp-core.js";
 export type {
   OxpToolErrorOptions,
   SchemaObject,
@@ -32,7 +32,6 @@ export type {
   ToolSpec,
 } from "./core/tool.js";
 export { defineTool, OxpToolError } from "./core/tool.js";
-export { compareVersions, parseToolId, resolveVersion, type ToolIdRequest } from "./core/version-resolution.js";
 export type { AuthenticationOptions, Principal } from "./http/authentication.js";
 export type { OxpApp, OxpLifecycle, OxpRuntime, ServerOptions } from "./http/create-server.js";
 export { createServer, toWireError } from "./http/create-server.js";

@@ -1,6 +1,8 @@
 /** OXP 1.0 types, JSON Schemas and the bundled OpenAPI document, generated from the project's spec/. */
+import type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
 import type { paths } from "./generated/openapi.js";
 
+export { ENVELOPE_SCHEMA } from "./envelope.js";
 export type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
 export type { CallToolEnvelope } from "./generated/call-tool-envelope.js";
 export type {
@@ -19,7 +21,17 @@ export type {
 export type { CallToolResultEnvelope } from "./generated/call-tool-result-envelope.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { openapiDocument } from "./generated/openapi-document.js";
-export { ENVELOPE_SCHEMA_PATTERN, OXP_VERSION, SUPPORTED_OXP_VERSIONS } from "./generated/protocol.js";
+export {
+  AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
+  CHALLENGE_STATUSES,
+  ENVELOPE_SCHEMA_PATTERN,
+  HEALTH_PATH,
+  OXP_ROUTES,
+  OXP_VERSION,
+  SUPPORTED_OXP_VERSIONS,
+  TOOLS_CALL_PATH,
+  TOOLS_PATH,
+} from "./generated/protocol.js";
 export {
   AuthorizationChallengeCheckResponseSchema,
   allSchemas,
@@ -69,7 +81,19 @@ export {
   validateValidationErrorResponse,
 } from "./generated/validators.js";
 export { unwrapInputSchema } from "./input-schema.js";
+export { type FormatSchemaErrorsOptions, formatSchemaErrors, type SchemaError } from "./schema-errors.js";
+export {
+  formatToolId,
+  type ParsedToolId,
+  parseToolId,
+  requestedToolVersion,
+  resolveToolVersion,
+  type ToolVersionRequest,
+} from "./tool-id.js";
 export { compareToolVersions } from "./tool-version.js";
+
+/** A challenge's status, as its check_url answers it: one of {@link CHALLENGE_STATUSES}. */
+export type ChallengeStatus = AuthorizationChallengeCheckResponse["status"];
 
 /** A key of `paths`: every route of the OXP contract. */
 export type OxpPath = keyof paths;

@@ -4,7 +4,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
 import * as validators from "../src/generated/validators.js";
-import { allSchemas, OXP_VERSION, openapiDocument, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
+import { allSchemas, OXP_ROUTES, OXP_VERSION, openapiDocument, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
 
 type Node = Record<string, unknown>;
 const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null;
@@ -53,6 +53,14 @@ describe("openapiDocument", () => {
         }
       }
     }
+  });
+
+  it("is what OXP_ROUTES states: every path, with the methods declared for it", () => {
+    const declared = Object.entries(document.paths).map(([route, operations]) => ({
+      path: route,
+      methods: Object.keys(operations).map((method) => method.toUpperCase()),
+    }));
+    expect(OXP_ROUTES).toEqual(declared);
   });
 
   it("lets only /health go without authentication", () => {

@@ -1,12 +1,14 @@
 // Type tests: pins the shapes consumers rely on. They fail `tsc --noEmit`, which runs before vitest.
 import { describe, expectTypeOf, it } from "vitest";
 import type {
+  AuthorizationChallengeCheckResponse,
   CallToolEnvelope,
   CallToolFailure,
   CallToolRequest,
   CallToolResponse,
   CallToolResultEnvelope,
   CallToolSuccess,
+  ChallengeStatus,
   components,
   OxpPath,
   paths,
@@ -16,7 +18,7 @@ import type {
   ToolListResponse,
   ValidationErrorResponse,
 } from "../src/index.js";
-import { OXP_VERSION, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
+import { type CHALLENGE_STATUSES, type OXP_ROUTES, OXP_VERSION, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
 
 type Schemas = components["schemas"];
 type JsonBody<T> = T extends { content: { "application/json": infer B } } ? B : never;
@@ -80,6 +82,10 @@ describe("paths", () => {
     >();
   });
 
+  it("OXP_ROUTES names the same paths as `paths`", () => {
+    expectTypeOf<(typeof OXP_ROUTES)[number]["path"]>().toEqualTypeOf<OxpPath>();
+  });
+
   it("POST /tools/call takes the flat request or the envelope, and answers in kind", () => {
     type Call = paths["/tools/call"]["post"];
     type Body = JsonBody<Call["requestBody"]>;
@@ -103,5 +109,10 @@ describe("paths", () => {
     expectTypeOf<Header>().toEqualTypeOf<"1.0" | "1" | "1.0.0" | undefined>();
     expectTypeOf(OXP_VERSION).toEqualTypeOf<"1.0">();
     expectTypeOf(SUPPORTED_OXP_VERSIONS).toEqualTypeOf<readonly ["1.0", "1", "1.0.0"]>();
+  });
+
+  it("ChallengeStatus is the check response's status, and CHALLENGE_STATUSES lists exactly its values", () => {
+    expectTypeOf<ChallengeStatus>().toEqualTypeOf<AuthorizationChallengeCheckResponse["status"]>();
+    expectTypeOf<(typeof CHALLENGE_STATUSES)[number]>().toEqualTypeOf<ChallengeStatus>();
   });
 });

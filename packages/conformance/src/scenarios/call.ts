@@ -1,6 +1,6 @@
 /** Scenarios for docs/protocol.md section 3: calling tools, versions, input errors, tool errors, idempotency, envelope. */
 import { randomUUID } from "node:crypto";
-import { compareToolVersions, type ToolDefinition } from "@otc/types";
+import { compareToolVersions, formatToolId, parseToolId, type ToolDefinition } from "@otc/types";
 import { header } from "../http.js";
 import { minimalObject, wrongTypeFor } from "../inputs.js";
 import {
@@ -91,8 +91,8 @@ export const callScenarios: Scenario[] = [
     title: "A version that does not exist is a 400 naming what was asked and what exists",
     async run(ctx) {
       const tool = need(ctx.tools[0], "the server lists no tools");
-      const [name] = tool.id.split("@");
-      const answer = await call(ctx, { tool_id: `${name}@987654.0.0` });
+      const id = need(parseToolId(tool.id), `the server's first tool has no valid id: ${truncate(tool.id)}`);
+      const answer = await call(ctx, { tool_id: formatToolId({ ...id, version: "987654.0.0" }) });
       checkError(answer, 400);
       const body = answer.json as { developer_message?: string };
       check(

@@ -1,8 +1,9 @@
 /** Tool authorization: providers that run challenges, and the store of tokens the server holds for users. */
+import type { ChallengeStatus } from "@otc/types";
 import { setBounded } from "./bounded-map.js";
 
-/** A challenge's status, as its check_url answers it. */
-export type ChallengeStatus = "pending" | "completed" | "failed";
+/** A challenge's status, as its check_url answers it (the spec's AuthorizationChallengeCheckResponse). */
+export type { ChallengeStatus };
 
 /** A token the server holds for one user and one provider. */
 export interface StoredToken {

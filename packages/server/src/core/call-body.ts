@@ -4,15 +4,14 @@ import {
   type CallToolRequest,
   type CallToolResponse,
   type CallToolResultEnvelope,
-  OXP_VERSION,
+  ENVELOPE_SCHEMA,
+  formatSchemaErrors,
+  type SchemaError,
   validateCallToolEnvelope,
   validateCallToolRequest,
 } from "@otc/types";
 import { WireError } from "./errors.js";
 import { checkEnvelopeSchema } from "./protocol-version.js";
-
-/** The `$schema` this server writes into a CallToolResultEnvelope. */
-export const RESULT_ENVELOPE_SCHEMA = `urn:oxp:${OXP_VERSION}`;
 
 /** The message of every 400 for a body or parameter that breaks the spec. */
 export const SPEC_MISMATCH_MESSAGE = "The request does not match the OXP specification";
@@ -46,11 +45,9 @@ export function isEnvelope(body: unknown): body is CallToolEnvelope {
   return typeof request === "object" && request !== null && !Array.isArray(request);
 }
 
-const describe = (errors: readonly { instancePath: string; message?: string }[] | null | undefined) =>
-  (errors ?? [])
-    .slice(0, 5)
-    .map((error) => `body${error.instancePath} ${error.message ?? "is invalid"}`)
-    .join("; ");
+/** What a 400 says of a body that breaks a schema: the first few errors, each at its path from `body`. */
+const describe = (errors: readonly SchemaError[] | null | undefined) =>
+  formatSchemaErrors(errors, { prefix: "body", max: 5 });
 
 /**
  * The request inside a body that a contract check already passed (the Express adapter's is
@@ -88,5 +85,5 @@ export function parseCallBody(
 
 /** The 200 body for a call made in `envelope` form or not. */
 export function wrapResponse(response: CallToolResponse, envelope: boolean): CallToolResponse | CallToolResultEnvelope {
-  return envelope ? { $schema: RESULT_ENVELOPE_SCHEMA, result: response } : response;
+  return envelope ? { $schema: ENVELOPE_SCHEMA, result: response } : response;
 }

@@ -1,7 +1,15 @@
 /** The protocol core: lists tools and runs calls (resolution, requirements, input, idempotency, timeout, output). */
 import { createHash, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { CallToolRequest, CallToolResponse, ToolError, ToolListResponse } from "@otc/types";
+import {
+  AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
+  type CallToolRequest,
+  type CallToolResponse,
+  formatSchemaErrors,
+  requestedToolVersion,
+  type ToolError,
+  type ToolListResponse,
+} from "@otc/types";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
@@ -54,8 +62,8 @@ export interface CallMeta {
   baseUrl: string;
 }
 
-/** The path, below the base URL, of a challenge's check_url (the id follows). */
-export const CHALLENGE_CHECK_PATH = "/authorization/challenges";
+/** The path, below the base URL, of a challenge's check_url (the id follows): the spec's path without `/{challenge_id}`. */
+export const CHALLENGE_CHECK_PATH = AUTHORIZATION_CHALLENGES_PATH_TEMPLATE.replace("/{challenge_id}", "");
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Request-controlled strings are cut to this in log lines, so a client cannot inflate the log. */
@@ -271,12 +279,12 @@ export class OxpCore {
         developerMessage: "A tool id looks like Toolkit.Tool, Toolkit.Tool@x or Toolkit.Tool@x.y.z.",
       });
     }
-    const [name = "", version] = toolId.split("@");
-    throw new WireError("bad_request", `Tool '${shorten(name)}' was not found`, {
+    const name = shorten(lookup.request.qualifiedName);
+    throw new WireError("bad_request", `Tool '${name}' was not found`, {
       developerMessage:
         lookup.reason === "unknown_tool"
-          ? `No tool named ${shorten(name)} is served here.`
-          : `${shorten(name)} version ${version?.includes(".") ? version : `${version}.0.0`} is not available; available versions: ${lookup.available.join(", ")}.`,
+          ? `No tool named ${name} is served here.`
+          : `${name} version ${requestedToolVersion(lookup.request)} is not available; available versions: ${lookup.available.join(", ")}.`,
     });
   }
 
@@ -504,10 +512,7 @@ export class OxpCore {
     }
     const errors = definition.output_schema === null ? undefined : registered.output?.errors(value);
     if (errors) {
-      const details = errors
-        .slice(0, 10)
-        .map((error) => `${error.instancePath || "(value)"} ${error.message ?? "is invalid"}`)
-        .join("; ");
+      const details = formatSchemaErrors(errors, { root: "(value)", max: 10 });
       return failure(
         {
           message: "The tool returned an invalid result",

@@ -1,5 +1,5 @@
 /** Which OXP versions a request may ask for: the `OXP-Version` header and the envelope's `$schema`. */
-import { ENVELOPE_SCHEMA_PATTERN, SUPPORTED_OXP_VERSIONS } from "@otc/types";
+import { ENVELOPE_SCHEMA, ENVELOPE_SCHEMA_PATTERN, SUPPORTED_OXP_VERSIONS } from "@otc/types";
 import { shorten, WireError } from "./errors.js";
 
 const SCHEMA_URI = new RegExp(ENVELOPE_SCHEMA_PATTERN);
@@ -8,7 +8,8 @@ const SUPPORTED: readonly string[] = SUPPORTED_OXP_VERSIONS;
 /** The 400 for an OXP version this server does not speak, quoting what was asked (cut short). */
 export function unsupportedVersion(asked: string): WireError {
   return new WireError("bad_request", `OXP version '${shorten(asked)}' is not supported`, {
-    developerMessage: `Supported OXP versions: ${SUPPORTED.join(", ")} (OXP-Version header); envelope $schema: urn:oxp:1.0, otc://1.0, or an http(s) URI ending in /1.0/openapi.json`,
+    // The accepted `$schema` forms are the spec's pattern; quoting it keeps this message from going stale.
+    developerMessage: `Supported OXP versions: ${SUPPORTED.join(", ")} (OXP-Version header); envelope $schema: ${ENVELOPE_SCHEMA} or another value matching ${ENVELOPE_SCHEMA_PATTERN}`,
   });
 }
 

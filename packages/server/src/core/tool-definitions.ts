@@ -1,5 +1,12 @@
 /** Turns tools into ToolDefinitions and refuses, at start-up, any definition that breaks the protocol's rules. */
-import { allSchemas, type ToolDefinition, ToolDefinitionSchema, unwrapInputSchema } from "@otc/types";
+import {
+  allSchemas,
+  formatSchemaErrors,
+  formatToolId,
+  type ToolDefinition,
+  ToolDefinitionSchema,
+  unwrapInputSchema,
+} from "@otc/types";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { ServerConfigError } from "./errors.js";
@@ -41,7 +48,7 @@ function findKeyword(
 /** The ToolDefinition a tool is listed with. */
 export function toToolDefinition(tool: Tool): ToolDefinition {
   const definition: ToolDefinition = {
-    id: `${tool.toolkit}.${tool.name}@${tool.version}`,
+    id: formatToolId({ toolkit: tool.toolkit, tool: tool.name, version: tool.version }),
     name: `${tool.toolkit}_${tool.name}`,
     description: tool.description,
     version: tool.version,
@@ -62,16 +69,15 @@ function validateAgainstSpec(definition: ToolDefinition): string | undefined {
     definitionValidator = ajv.getSchema(ToolDefinitionSchema.$id);
   }
   if (!definitionValidator || definitionValidator(definition)) return undefined;
-  return (definitionValidator.errors ?? [])
-    .map((error) => `${error.instancePath || "/"} ${error.message ?? "is invalid"}`)
-    .join("; ");
+  return formatSchemaErrors(definitionValidator.errors, { root: "/" });
 }
 
 /**
- * Checks one definition against docs/protocol.md section 6 and the spec's ToolDefinition schema; throws a
+ * Checks one tool's definition against docs/protocol.md section 6 and the spec's ToolDefinition schema; throws a
  * {@link ServerConfigError} naming the tool and the rule it breaks.
  */
 export function checkToolDefinition(
+  tool: Pick<Tool, "toolkit">,
   definition: ToolDefinition,
   compileSchema: (schema: object) => void,
   knownFormats: ReadonlySet<string>,
@@ -79,9 +85,8 @@ export function checkToolDefinition(
   const refuse = (rule: string): never => {
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
   };
-  if (!/^[A-Za-z0-9_]+$/.test(definition.id.split("@")[0]?.split(".")[0] ?? "")) {
-    refuse("the toolkit must be letters, digits and '_'");
-  }
+  // The spec's ToolId pattern (checked below) refuses a bad toolkit too, but this names the field to fix.
+  if (!/^[A-Za-z0-9_]+$/.test(tool.toolkit)) refuse("the toolkit must be letters, digits and '_'");
   const specProblem = validateAgainstSpec(definition);
   if (specProblem) refuse(`it does not match the ToolDefinition schema (${specProblem})`);
   if (!definition.id.endsWith(`@${definition.version}`)) refuse("its id must end in '@' and its version");

@@ -1,10 +1,16 @@
 /** The tools a server offers, checked and compiled once at start-up, found by tool id. */
-import type { ToolDefinition } from "@otc/types";
+import {
+  compareToolVersions,
+  formatToolId,
+  type ParsedToolId,
+  parseToolId,
+  resolveToolVersion,
+  type ToolDefinition,
+} from "@otc/types";
 import { ServerConfigError } from "./errors.js";
 import { createToolAjv, SchemaValidator } from "./input-validation.js";
 import type { Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition } from "./tool-definitions.js";
-import { compareVersions, parseToolId, resolveVersion } from "./version-resolution.js";
 
 /** A tool with everything the server needs per call worked out in advance. */
 export interface RegisteredTool {
@@ -18,7 +24,8 @@ export interface RegisteredTool {
 /** Why a tool id did not resolve. */
 export type ToolLookup =
   | { found: true; registered: RegisteredTool }
-  | { found: false; reason: "invalid_id" | "unknown_tool" | "unknown_version"; available: readonly string[] };
+  | { found: false; reason: "invalid_id"; available: readonly string[] }
+  | { found: false; reason: "unknown_tool" | "unknown_version"; request: ParsedToolId; available: readonly string[] };
 
 /** Holds the tools; refuses bad or duplicate definitions when built. */
 export class ToolRegistry {
@@ -33,7 +40,7 @@ export class ToolRegistry {
     for (const tool of tools) {
       const definition = toToolDefinition(tool);
       if (this.byId.has(definition.id)) throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
-      checkToolDefinition(definition, (schema) => fast.compile(schema), knownFormats);
+      checkToolDefinition(tool, definition, (schema) => fast.compile(schema), knownFormats);
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
       }
@@ -46,11 +53,11 @@ export class ToolRegistry {
           output === null || Object.keys(output).length === 0 ? undefined : SchemaValidator.compile(output, fast, full),
       };
       this.byId.set(definition.id, registered);
-      const qualified = `${tool.toolkit}.${tool.name}`;
+      const qualified = formatToolId({ toolkit: tool.toolkit, tool: tool.name });
       this.versionsByName.set(qualified, [...(this.versionsByName.get(qualified) ?? []), tool.version]);
       this.definitions.push(definition);
     }
-    for (const versions of this.versionsByName.values()) versions.sort(compareVersions);
+    for (const versions of this.versionsByName.values()) versions.sort(compareToolVersions);
   }
 
   /** Every definition, in the order the tools were given. */
@@ -63,9 +70,9 @@ export class ToolRegistry {
     const request = parseToolId(toolId);
     if (!request) return { found: false, reason: "invalid_id", available: [] };
     const available = this.versionsByName.get(request.qualifiedName) ?? [];
-    if (available.length === 0) return { found: false, reason: "unknown_tool", available };
-    const version = resolveVersion(available, request);
-    const registered = version === undefined ? undefined : this.byId.get(`${request.qualifiedName}@${version}`);
-    return registered ? { found: true, registered } : { found: false, reason: "unknown_version", available };
+    if (available.length === 0) return { found: false, reason: "unknown_tool", request, available };
+    const version = resolveToolVersion(available, request);
+    const registered = version === undefined ? undefined : this.byId.get(formatToolId({ ...request, version }));
+    return registered ? { found: true, registered } : { found: false, reason: "unknown_version", request, available };
   }
 }

@@ -1,7 +1,7 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
 
 import type { Socket } from "node:net";
-import { OXP_VERSION, openapiDocument } from "@otc/types";
+import { OXP_ROUTES, OXP_VERSION, openapiDocument } from "@otc/types";
 import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
@@ -65,13 +65,14 @@ export interface OxpRuntime {
 /** An Express app serving OXP, with its runtime for {@link listen}. */
 export type OxpApp = Express & { readonly oxp: OxpRuntime };
 
-/** The paths the contract serves and the methods each takes (for 405 and `Allow`). */
-const ROUTES: readonly { path: string; methods: readonly string[] }[] = [
-  { path: "/health", methods: ["GET", "HEAD"] },
-  { path: "/tools", methods: ["GET", "HEAD"] },
-  { path: "/tools/call", methods: ["POST"] },
-  { path: `${CHALLENGE_CHECK_PATH}/:challenge_id`, methods: ["GET", "HEAD"] },
-];
+/**
+ * The paths the contract serves and the methods each takes (for 405 and `Allow`): the spec's routes in
+ * Express's syntax (`:challenge_id` for `{challenge_id}`), with HEAD wherever GET is (docs/protocol.md 1).
+ */
+const ROUTES: readonly { path: string; methods: readonly string[] }[] = OXP_ROUTES.map((route) => ({
+  path: route.path.replace(/\{(\w+)\}/g, ":$1"),
+  methods: route.methods.flatMap((method) => (method === "GET" ? ["GET", "HEAD"] : [method])),
+}));
 
 /** The spec declares one media type for request bodies: application/json, parameters (charset) allowed. */
 const isJsonType = (contentType: string | undefined) =>

@@ -9,3 +9,26 @@ export const SUPPORTED_OXP_VERSIONS = ["1.0","1","1.0.0"] as const;
 
 /** The pattern a CallToolEnvelope's `$schema` must match. */
 export const ENVELOPE_SCHEMA_PATTERN = "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$";
+
+/** The statuses a challenge's check_url answers with (AuthorizationChallengeCheckResponse's `status`). */
+export const CHALLENGE_STATUSES = ["pending","completed","failed"] as const;
+
+/** `GET /health`: Check health. */
+export const HEALTH_PATH = "/health" as const;
+
+/** `GET /tools`: List tools. */
+export const TOOLS_PATH = "/tools" as const;
+
+/** `POST /tools/call`: Call a tool. */
+export const TOOLS_CALL_PATH = "/tools/call" as const;
+
+/** `GET /authorization/challenges/{challenge_id}`: Check an authorization challenge. */
+export const AUTHORIZATION_CHALLENGES_PATH_TEMPLATE = "/authorization/challenges/{challenge_id}" as const;
+
+/** Every path the spec declares, with the methods it declares for it, in the spec's order. */
+export const OXP_ROUTES = [
+  { path: HEALTH_PATH, methods: ["GET"] },
+  { path: TOOLS_PATH, methods: ["GET"] },
+  { path: TOOLS_CALL_PATH, methods: ["POST"] },
+  { path: AUTHORIZATION_CHALLENGES_PATH_TEMPLATE, methods: ["GET"] },
+] as const;
