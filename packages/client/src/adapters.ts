@@ -1,5 +1,11 @@
 /** Hands OXP tools to LLMs (OpenAI, Anthropic) and their tool calls back to OXP; renders results for the model. */
-import { type CallToolRequest, type CallToolResponse, compareToolVersions, type ToolDefinition } from "@otc/types";
+import {
+  type CallToolRequest,
+  type CallToolResponse,
+  compareToolVersions,
+  formatToolId,
+  type ToolDefinition,
+} from "@otc/types";
 import { OxpModelCallError } from "./errors.js";
 
 type Schema = Record<string, unknown>;
@@ -168,7 +174,7 @@ export function fromModelToolCall(
   if (tool) return { tool_id: tool.id, input: dropOptionalNulls(parsed, tool.input_schema as Schema) };
   const at = name.indexOf("_");
   if (at <= 0) throw new OxpModelCallError(`${name} is not a Toolkit_Tool name`);
-  return { tool_id: `${name.slice(0, at)}.${name.slice(at + 1)}`, input: parsed };
+  return { tool_id: formatToolId({ toolkit: name.slice(0, at), tool: name.slice(at + 1) }), input: parsed };
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Checks answers against the spec's schemas (validators precompiled in @otc/types: no Ajv at run time). */
 import {
+  formatSchemaErrors,
   type Validator,
   validateAuthorizationChallengeCheckResponse,
   validateCallToolResponse,
@@ -18,10 +19,7 @@ export interface Check {
 
 function check(validate: Validator<unknown>): Check {
   const run = ((value: unknown) => validate(value)) as Check;
-  run.why = () =>
-    (validate.errors ?? [])
-      .map((error) => `${error.instancePath || "(body)"} ${error.message ?? "is invalid"}`)
-      .join("; ");
+  run.why = () => formatSchemaErrors(validate.errors, { root: "(body)" });
   return run;
 }
 

@@ -1,11 +1,14 @@
 /** The OXP client: health, listTools, callTool (with safe retries), authorization polling; typed end to end. */
-import type {
-  CallToolRequest,
-  CallToolResponse,
-  CallToolResultEnvelope,
-  paths,
-  ToolAuthorizationChallenge,
-  ToolDefinition,
+import {
+  type CallToolRequest,
+  type CallToolResponse,
+  type CallToolResultEnvelope,
+  type ChallengeStatus,
+  ENVELOPE_SCHEMA,
+  OXP_VERSION,
+  type paths,
+  type ToolAuthorizationChallenge,
+  type ToolDefinition,
 } from "@otc/types";
 import createFetchClient from "openapi-fetch";
 import { answers } from "./answers.js";
@@ -74,15 +77,12 @@ export interface OxpClient {
    */
   callTool(request: CallToolRequest, options?: CallOptions): Promise<CallToolResponse>;
   /** GET a challenge's check_url once. */
-  checkAuthorization(
-    challenge: ToolAuthorizationChallenge,
-    options?: CallOptions,
-  ): Promise<"pending" | "completed" | "failed">;
+  checkAuthorization(challenge: ToolAuthorizationChallenge, options?: CallOptions): Promise<ChallengeStatus>;
   /** Polls a challenge's check_url until it is completed or failed (or the signal aborts). */
   waitForAuthorization(
     challenge: ToolAuthorizationChallenge,
     options?: CallOptions & { intervalMs?: number },
-  ): Promise<"completed" | "failed">;
+  ): Promise<Exclude<ChallengeStatus, "pending">>;
 }
 
 /** What one attempt ended in: an answer to return, or a reason to try again after a wait. */
@@ -149,7 +149,7 @@ export function createClient(options: ClientOptions): OxpClient {
   const envelope = options.wire === "envelope";
 
   const headers = async (): Promise<Record<string, string>> => {
-    const out: Record<string, string> = { ...options.headers, "OXP-Version": "1.0" };
+    const out: Record<string, string> = { ...options.headers, "OXP-Version": OXP_VERSION };
     if (options.apiKey !== undefined) out["OXP-API-Key"] = options.apiKey;
     if (signJwt) out.Authorization = `Bearer ${await signJwt()}`;
     return out;
@@ -241,7 +241,7 @@ export function createClient(options: ClientOptions): OxpClient {
     async callTool(request, callOptions = {}) {
       // Made once, before the first attempt: every retry is the same call, which the server runs once.
       const body: CallToolRequest = { ...request, call_id: request.call_id ?? crypto.randomUUID() };
-      const wireBody = envelope ? { $schema: "urn:oxp:1.0", request: body } : body;
+      const wireBody = envelope ? { $schema: ENVELOPE_SCHEMA, request: body } : body;
       return withRetries<CallToolResponse>(async (signal) => {
         const { data, error, response } = await send(
           async (attemptSignal) =>
@@ -294,7 +294,7 @@ export function createClient(options: ClientOptions): OxpClient {
             answers.challengeStatus.why(),
           );
         }
-        return { done: (body as { status: "pending" | "completed" | "failed" }).status };
+        return { done: (body as { status: ChallengeStatus }).status };
       }, callOptions.signal);
     },
 
