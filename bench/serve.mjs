@@ -4,7 +4,8 @@
 import { createServer as createHttpServer } from "node:http";
 import { createDemoApp } from "@otc/demo/app";
 import { demoTools } from "@otc/demo/tools";
-import { listen, OxpCore, parseCallBody, WireError, wrapResponse } from "@otc/server";
+import { listen, WireError } from "@otc/server";
+import { OxpCore, parseCallBody, wrapResponse } from "@otc/server/core";
 import { OXP_VERSION } from "@otc/types";
 
 const mode = process.argv[2] ?? "express";

@@ -3,7 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateBindings } from "@otc/cli";
-import { OxpCore } from "@otc/server";
+import { OxpCore } from "@otc/server/core";
 import { demoTools } from "../src/tools.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -1,4 +1,7 @@
-/** @otc/cli as a library: the bindings generator and the command, for tools that build on them. */
+/**
+ * @otc/cli as a library: the command (`run` with injected I/O) and the bindings generator, for tools
+ * that build on them. Every export here is public API; nothing else in src is.
+ */
 
-export { EXIT, formatTools, HELP, type Io, run } from "./cli.js";
+export { EXIT, type Io, run } from "./cli.js";
 export { generateBindings, typeNameOf } from "./codegen.js";

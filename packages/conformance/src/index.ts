@@ -1,8 +1,9 @@
-/** @otc/conformance: a black-box conformance kit for OXP 1.0 Tool Servers, as a library. */
-export { main, USAGE } from "./cli.js";
-export { DEMO_FIXTURE_PATH, type Fixture, type FixtureCall, fixtureFits, loadFixture } from "./fixture.js";
-export { type Answer, Http } from "./http.js";
-export { minimalObject, sampleValue, wrongTypeFor } from "./inputs.js";
+/**
+ * @otc/conformance: a black-box conformance kit for OXP 1.0 Tool Servers, as a library. Every export
+ * here is public API; nothing else in src is.
+ */
+export { main } from "./cli.js";
+export { DEMO_FIXTURE_PATH, type Fixture, type FixtureCall, loadFixture } from "./fixture.js";
 export {
   formatResult,
   type Report,

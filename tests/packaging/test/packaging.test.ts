@@ -23,6 +23,115 @@ const PACKAGES = {
 type PackageName = keyof typeof PACKAGES;
 const names = Object.keys(PACKAGES) as PackageName[];
 
+/**
+ * The runtime exports of every entry point, sorted: the public API. A change here is a change of the
+ * packages' contract with their users; internals stay out (each index.ts says so).
+ */
+const PUBLIC_API: Record<string, string[]> = {
+  "@otc/types": [
+    "AUTHORIZATION_CHALLENGES_PATH_TEMPLATE",
+    "AuthorizationChallengeCheckResponseSchema",
+    "CHALLENGE_STATUSES",
+    "CallToolEnvelopeSchema",
+    "CallToolRequestSchema",
+    "CallToolResponseSchema",
+    "CallToolResultEnvelopeSchema",
+    "ENVELOPE_SCHEMA",
+    "ENVELOPE_SCHEMA_PATTERN",
+    "HEALTH_PATH",
+    "OXP_ROUTES",
+    "OXP_VERSION",
+    "SUPPORTED_OXP_VERSIONS",
+    "ServerErrorResponseSchema",
+    "TOOLS_CALL_PATH",
+    "TOOLS_PATH",
+    "ToolAuthorizationChallengeSchema",
+    "ToolDefinitionSchema",
+    "ToolErrorSchema",
+    "ToolIdSchema",
+    "ToolListResponseSchema",
+    "ToolRequirementsSchema",
+    "ToolVersionSchema",
+    "ValidationErrorResponseSchema",
+    "allSchemas",
+    "compareToolVersions",
+    "formatSchemaErrors",
+    "formatToolId",
+    "openapiDocument",
+    "parseToolId",
+    "requestedToolVersion",
+    "resolveToolVersion",
+    "unwrapInputSchema",
+    "validateAuthorizationChallengeCheckResponse",
+    "validateCallToolEnvelope",
+    "validateCallToolRequest",
+    "validateCallToolResponse",
+    "validateCallToolResultEnvelope",
+    "validateServerErrorResponse",
+    "validateToolAuthorizationChallenge",
+    "validateToolDefinition",
+    "validateToolError",
+    "validateToolId",
+    "validateToolListResponse",
+    "validateToolRequirements",
+    "validateToolVersion",
+    "validateValidationErrorResponse",
+  ],
+  "@otc/server": [
+    "IdempotencyStoreFullError",
+    "MemoryIdempotencyStore",
+    "MemoryTokenStore",
+    "OxpToolError",
+    "ServerConfigError",
+    "WireError",
+    "createLogger",
+    "createServer",
+    "defineTool",
+    "listen",
+  ],
+  "@otc/server/core": [
+    "OxpCore",
+    "WIRE_ERROR_STATUS",
+    "checkDepth",
+    "isEnvelope",
+    "parseCallBody",
+    "unwrapCallBody",
+    "wrapResponse",
+  ],
+  "@otc/client": [
+    "OxpAuthenticationError",
+    "OxpConnectionError",
+    "OxpError",
+    "OxpLocalError",
+    "OxpModelCallError",
+    "OxpProtocolError",
+    "OxpResponseError",
+    "OxpServerError",
+    "OxpTimeoutError",
+    "OxpToolCallError",
+    "OxpValidationError",
+    "bindTools",
+    "createClient",
+    "errorFromResponse",
+    "fromModelToolCall",
+    "latestVersions",
+    "normalizeToolDefinition",
+    "toAnthropicTools",
+    "toModelText",
+    "toOpenAITools",
+  ],
+  "@otc/cli": ["EXIT", "generateBindings", "run", "typeNameOf"],
+  "@otc/conformance": [
+    "DEMO_FIXTURE_PATH",
+    "formatResult",
+    "loadFixture",
+    "main",
+    "runConformance",
+    "scenarios",
+    "summaryLine",
+  ],
+};
+
 /** What `npm pack --json` says of one tarball. */
 interface PackResult {
   name: string;
@@ -174,6 +283,16 @@ describe("a user's project with the packed packages", () => {
   it("runs it: the custom tool is listed and called", async () => {
     const out = await mustRun(process.execPath, ["out/main.js"], project);
     expect(JSON.parse(out)).toEqual({ tools: ["Text.Shout@1.0.0"], value: "HELLO!" });
+  });
+
+  it("exposes exactly the public API of each entry point, nothing internal", async () => {
+    const entries = Object.keys(PUBLIC_API);
+    const script = `const entries = ${JSON.stringify(entries)};
+      const out = {};
+      for (const entry of entries) out[entry] = Object.keys(await import(entry)).sort();
+      console.log(JSON.stringify(out));`;
+    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], project);
+    expect(JSON.parse(out)).toEqual(PUBLIC_API);
   });
 
   it("gets working otc and oxp-conformance commands", async () => {

@@ -1,0 +1,12 @@
+/**
+ * @otc/server/core: the protocol core without HTTP, for building another adapter (node:http, a
+ * serverless handler, a queue worker). Every export here is public API; the rest of src/core is not.
+ *
+ * @example
+ * const core = new OxpCore({ tools });
+ * const { request, envelope } = parseCallBody(JSON.parse(body)); // 400 WireError when it breaks the spec
+ * const answer = wrapResponse(await core.call(request, { principal: "anonymous", baseUrl }), envelope);
+ */
+export { type CallBody, checkDepth, isEnvelope, parseCallBody, unwrapCallBody, wrapResponse } from "./call-body.js";
+export { WIRE_ERROR_STATUS } from "./errors.js";
+export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions } from "./oxp-core.js";
