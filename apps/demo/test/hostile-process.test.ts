@@ -1,277 +1,30 @@
-// Property tests over raw sockets against the whole demo process (protocol routes and consent pages): every answer is safe (no 5xx, JSON errors, no stack or path, OXP-Version), and malformed HTTP gets a 4xx JSON answer.
-import { connect } from "node:net";
+// A property over raw sockets against the whole demo process (protocol routes and consent pages): every answer is safe (no 5xx, JSON errors, no stack or path, OXP-Version); malformed HTTP is the server's, in packages/server/test/malformed-http.test.ts.
 import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  describeAnswer,
+  escaped,
+  header,
+  isJson,
+  jsonErrorBodyProblems,
+  LEAK_PATTERNS,
+  leaks,
+  oxpVersionProblems,
+  pick,
+  printable,
+  receive,
+  shown,
+  token,
+  weighted,
+} from "../../../packages/server/test/raw-http.js";
 import { callTool, type Running, send, startDemo } from "./harness.js";
 
 const API_KEY = "hostile-process-test-key";
 const JWT_SECRET = "hostile-process-test-secret-of-enough-length-0123456789";
-/** Every socket read is bounded: a hung connection fails the run with this much patience. */
-const READ_LIMIT_MS = 5_000;
-/** How long to keep reading after a complete answer on a connection the server keeps open. */
-const STRAY_GRACE_MS = 100;
-
-// ---------------------------------------------------------------------------------------------
-// The rules every answer is held to.
-
-/** A stack trace in any form, raw or inside a JSON string (where its newlines are `\n`). */
-const STACK_PATTERNS: readonly RegExp[] = [/(\n|\\n)\s+at /, /Error:.*?(\n|\\n)\s+at /, /node_modules/];
-/** A file path of the machine. */
-const PATH_PATTERNS: readonly RegExp[] = [/\/work\//, /\/home\//, /\/usr\//, /\.ts:\d+/, /\.js:\d+/];
-const LEAK_PATTERNS = [...STACK_PATTERNS, ...PATH_PATTERNS];
 
 /** The only paths where the consent router's own plain-HTML error pages (400, 403, 404) are allowed. */
 const CONSENT_PREFIX = "/demo/authorize/";
-
-// ---------------------------------------------------------------------------------------------
-// Raw sockets and a small HTTP/1.1 response parser.
-
-/** One parsed HTTP response. */
-interface Answer {
-  status: number;
-  /** Header names lowercased, every occurrence kept. */
-  headers: [string, string][];
-  body: Buffer;
-  /** Statuses of interim (1xx) responses before this one. */
-  interim: number[];
-  /** Bytes that came after the answer's end. */
-  trailing: Buffer;
-}
-
-const headerValues = (answer: Answer, name: string) =>
-  answer.headers.filter(([key]) => key === name).map(([, value]) => value);
-const header = (answer: Answer, name: string) => headerValues(answer, name)[0];
-const closes = (answer: Answer) => /(^|,)\s*close\s*(,|$)/i.test(header(answer, "connection") ?? "");
-
-/**
- * Parses the bytes received so far as one final HTTP/1.x response (after any 1xx): undefined while
- * incomplete (a body without length is complete only once `closed`); throws saying what is wrong.
- */
-function parseAnswer(raw: Buffer, bodiless: boolean, closed: boolean): Answer | undefined {
-  const interim: number[] = [];
-  let offset = 0;
-  for (;;) {
-    const end = raw.indexOf("\r\n\r\n", offset, "latin1");
-    if (end < 0) {
-      if (closed) throw new Error("the answer has no complete head (no CRLFCRLF)");
-      return undefined;
-    }
-    const [statusLine = "", ...lines] = raw.toString("latin1", offset, end).split("\r\n");
-    const match = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine);
-    if (!match) throw new Error(`not an HTTP status line: ${shown(statusLine, 200)}`);
-    const status = Number(match[1]);
-    const headers: [string, string][] = [];
-    for (const line of lines) {
-      const colon = line.indexOf(":");
-      if (colon <= 0) throw new Error(`not a header line: ${shown(line, 200)}`);
-      headers.push([line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()]);
-    }
-    offset = end + 4;
-    if (status >= 100 && status < 200) {
-      interim.push(status);
-      continue;
-    }
-    const answer: Answer = { status, headers, body: Buffer.alloc(0), interim, trailing: Buffer.alloc(0) };
-    const rest = raw.subarray(offset);
-    const length = header(answer, "content-length");
-    if (bodiless || status === 204 || status === 304) {
-      answer.trailing = rest;
-    } else if (/chunked/i.test(header(answer, "transfer-encoding") ?? "")) {
-      const decoded = decodeChunked(rest);
-      if (!decoded) {
-        if (closed) throw new Error("the connection closed inside a chunked body");
-        return undefined;
-      }
-      answer.body = decoded.body;
-      answer.trailing = rest.subarray(decoded.used);
-    } else if (length !== undefined) {
-      if (!/^\d+$/.test(length)) throw new Error(`Content-Length is not a number: ${length}`);
-      if (rest.length < Number(length)) {
-        if (closed) throw new Error(`Content-Length says ${length} bytes but ${rest.length} came before the close`);
-        return undefined;
-      }
-      answer.body = rest.subarray(0, Number(length));
-      answer.trailing = rest.subarray(Number(length));
-    } else {
-      if (!closed) return undefined;
-      answer.body = rest;
-    }
-    return answer;
-  }
-}
-
-/** A chunked body and the bytes it took, or undefined while its last chunk has not arrived. */
-function decodeChunked(data: Buffer): { body: Buffer; used: number } | undefined {
-  const parts: Buffer[] = [];
-  let offset = 0;
-  for (;;) {
-    const lineEnd = data.indexOf("\r\n", offset, "latin1");
-    if (lineEnd < 0) return undefined;
-    const sizeText = data.toString("latin1", offset, lineEnd).split(";")[0]?.trim() ?? "";
-    if (!/^[0-9a-f]+$/i.test(sizeText)) throw new Error(`a chunk size is not hexadecimal: ${shown(sizeText, 40)}`);
-    const size = Number.parseInt(sizeText, 16);
-    offset = lineEnd + 2;
-    if (size === 0) {
-      // Trailer fields (none expected), then the final CRLF.
-      const trailerEnd = data.indexOf("\r\n", offset, "latin1");
-      if (trailerEnd < 0) return undefined;
-      return { body: Buffer.concat(parts), used: trailerEnd + 2 };
-    }
-    if (offset + size + 2 > data.length) return undefined;
-    parts.push(data.subarray(offset, offset + size));
-    offset += size + 2;
-  }
-}
-
-/** What came back on one connection. */
-interface Exchanged {
-  raw: Buffer;
-  /** The parsed answer, or why the bytes are not one. */
-  answer?: Answer;
-  parseError?: string;
-  /** The socket error seen, if any (EPIPE, ECONNRESET...). */
-  socketError?: string;
-}
-
-/**
- * Writes `request` on a fresh connection and reads one answer: up to its end and {@link STRAY_GRACE_MS}
- * more when the server keeps the connection open, up to the close when it says `Connection: close`
- * (so stray bytes after the answer show either way).
- * Rejects when neither happens within {@link READ_LIMIT_MS}.
- */
-function exchange(port: number, request: Buffer, bodiless: boolean): Promise<Exchanged> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let socketError: string | undefined;
-    let settled = false;
-    const socket = connect(port, "127.0.0.1");
-    let grace: NodeJS.Timeout | undefined;
-    const finish = (closed: boolean, graceOver = false) => {
-      if (settled) return;
-      const raw = Buffer.concat(chunks);
-      let answer: Answer | undefined;
-      try {
-        answer = parseAnswer(raw, bodiless, closed);
-      } catch (error) {
-        if (!closed) return;
-        settled = true;
-        resolve({ raw, parseError: (error as Error).message, ...(socketError ? { socketError } : {}) });
-        return;
-      }
-      if (!closed && (!answer || closes(answer))) return;
-      if (!closed && !graceOver) {
-        // A complete answer on a connection kept open: anything more the server sends soon is stray.
-        grace ??= setTimeout(() => finish(false, true), STRAY_GRACE_MS);
-        return;
-      }
-      settled = true;
-      clearTimeout(timer);
-      clearTimeout(grace);
-      socket.destroy();
-      resolve({ raw, ...(answer ? { answer } : {}), ...(socketError ? { socketError } : {}) });
-    };
-    const timer = setTimeout(() => {
-      settled = true;
-      socket.destroy();
-      const got = Buffer.concat(chunks);
-      reject(
-        new Error(
-          `no complete answer within ${READ_LIMIT_MS} ms and the connection stayed open; got ${got.length} bytes: ${shown(got.toString("latin1"), 300)}`,
-        ),
-      );
-    }, READ_LIMIT_MS);
-    socket.on("connect", () => socket.write(request, () => undefined));
-    socket.on("data", (chunk: Buffer) => {
-      chunks.push(chunk);
-      finish(false);
-    });
-    socket.on("error", (failure: NodeJS.ErrnoException) => {
-      socketError ??= failure.code ?? failure.message;
-    });
-    socket.on("end", () => socket.destroy());
-    socket.on("close", () => {
-      clearTimeout(timer);
-      clearTimeout(grace);
-      if (chunks.length === 0 && !settled) {
-        settled = true;
-        resolve({ raw: Buffer.alloc(0), ...(socketError ? { socketError } : {}) });
-        return;
-      }
-      finish(true);
-    });
-  });
-}
-
-/**
- * Sends a request and returns its one answer; throws when there is none (a silent close), when the
- * bytes are not one HTTP response, or when bytes follow it.
- */
-async function receive(port: number, request: Buffer, head: boolean): Promise<Answer> {
-  const exchanged = await exchange(port, request, head);
-  const error = exchanged.socketError ? ` (${exchanged.socketError})` : "";
-  if (exchanged.raw.length === 0) throw new Error(`no answer: the connection closed without a byte${error}`);
-  const { answer } = exchanged;
-  if (!answer) {
-    throw new Error(
-      `not one well-formed HTTP answer: ${exchanged.parseError ?? "incomplete"}${error}; got ${shown(exchanged.raw.toString("latin1"))}`,
-    );
-  }
-  // An answer to a request Node's parser refused is written before the method is known to the
-  // writer, so it has a body even for HEAD; harmless, as the connection closes right after it.
-  const refusedHead =
-    head &&
-    answer.status >= 400 &&
-    answer.status < 500 &&
-    closes(answer) &&
-    answer.trailing.length === Number(header(answer, "content-length"));
-  if (refusedHead) {
-    answer.body = answer.trailing;
-  } else if (answer.trailing.length > 0) {
-    throw new Error(
-      `${answer.trailing.length} bytes follow the answer${head ? " to a HEAD request" : ""}: ${shown(answer.trailing.toString("latin1"), 200)}\n  answer: ${describeAnswer(answer)}`,
-    );
-  }
-  return answer;
-}
-
-/** Text for a failure message: quoted, cut at `max`, bytes outside printable ASCII escaped. */
-const escaped = (text: string) =>
-  text.replace(/[^\x20-\x7e]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
-const shown = (text: string, max = 400) =>
-  `"${escaped(text.length > max ? `${text.slice(0, max)}... (${text.length} chars)` : text).replace(/"/g, '\\"')}"`;
-
-/** A short account of an answer for failure messages. */
-function describeAnswer(answer: Answer): string {
-  const head = answer.headers.map(([name, value]) => `${name}: ${value}`).join(" | ");
-  return `${answer.status} [${head}] ${shown(answer.body.toString("utf8"))}`;
-}
-
-/** The rules every answer to any request follows; returns the broken ones. */
-function leaks(answer: Answer): string[] {
-  const text = `${answer.headers.map(([name, value]) => `${name}: ${value}`).join("\n")}\n\n${answer.body.toString("utf8")}`;
-  return LEAK_PATTERNS.filter((pattern) => pattern.test(text)).map((pattern) => `leaks ${pattern} (stack or path)`);
-}
-
-function oxpVersionProblems(answer: Answer): string[] {
-  const values = headerValues(answer, "oxp-version");
-  return values.length === 1 && values[0] === "1.0" ? [] : [`OXP-Version is ${JSON.stringify(values)}, not "1.0"`];
-}
-
-/** A JSON error body: an object with a string `message`. */
-function jsonErrorBodyProblems(answer: Answer): string[] {
-  try {
-    const body = JSON.parse(answer.body.toString("utf8")) as unknown;
-    const message = (body as { message?: unknown } | null)?.message;
-    return typeof body === "object" && body !== null && !Array.isArray(body) && typeof message === "string"
-      ? []
-      : ['the JSON error body has no string "message"'];
-  } catch {
-    return ["the error body is not JSON"];
-  }
-}
-
-const isJson = (contentType: string | undefined) => /^application\/json\s*(;|$)/i.test(contentType ?? "");
 
 /** The path of a request target (origin- or absolute-form), without the query. */
 function pathOf(target: string): string {
@@ -368,17 +121,8 @@ function describeRequest(request: Request): string {
   return `${request.method} ${shown(request.target, 300)} ${request.version} [${headers.join(" | ")}] ${describeBody(request.body)}`;
 }
 
-/** Gives a generated value a readable form in fast-check's counter-example report. */
-function printable<T extends object>(value: T, describe: (value: T) => string): T {
-  return Object.assign(value, { [fc.toStringMethod]: () => describe(value) });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Generators.
-
-const pick = <T>(...values: T[]) => fc.constantFrom(...values);
-const weighted = <T>(...entries: [number, fc.Arbitrary<T>][]) =>
-  fc.oneof(...entries.map(([weight, arbitrary]) => ({ weight, arbitrary })));
 
 /** Printable ASCII without space: what a header value or token is mostly made of. */
 const visible = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((code) => String.fromCharCode(code)) });
@@ -393,13 +137,6 @@ const headerValue = fc
     { maxLength: 80 },
   )
   .map((chars) => chars.join("").trim());
-const token = fc
-  .array(pick(..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$&'*+-.^_`|~"), {
-    minLength: 1,
-    maxLength: 20,
-  })
-  .map((chars) => chars.join(""));
-
 /** One path segment: ordinary characters, percent-encoding good and bad, dot segments, characters URLs forbid. */
 const segment = fc
   .array(
@@ -496,7 +233,8 @@ function inputFor(toolId: string, hostile: boolean): fc.Arbitrary<unknown> {
     "Counter.Increment": fc.record({ by: fc.integer({ min: -5, max: 1_000_001 }) }),
     "System.Sleep": fc.record({ ms: fc.integer({ min: -1, max: 30 }) }),
   };
-  const fits = name ? fitting[name] : undefined;
+  // Own keys only: a generated id such as `constructor` must not find Object.prototype's.
+  const fits = name && Object.hasOwn(fitting, name) ? fitting[name] : undefined;
   if (fits && !hostile) return fits;
   return weighted<unknown>(
     [fits ? 6 : 0, fits ?? fc.constant({})],
@@ -830,143 +568,6 @@ function holdsLeakPattern(request: Request): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Malformed requests: bytes Node's parser (or the server) must refuse.
-
-type Malformed =
-  | { kind: "garbage request line"; first: string; rest: string }
-  | { kind: "bad request target"; path: string; bad: string }
-  | { kind: "bad HTTP version"; version: string }
-  | { kind: "invalid header name"; name: string }
-  | { kind: "header line without colon"; line: string }
-  | { kind: "control character in header value"; char: string }
-  | { kind: "bare LF line endings"; lines: number; path: string }
-  | { kind: "HTTP/1.1 without Host"; path: string; headers: number }
-  | { kind: "two Host headers"; second: string }
-  | { kind: "too many headers"; count: number }
-  | { kind: "one huge header"; size: number }
-  | { kind: "huge request line"; size: number }
-  | { kind: "CONNECT"; authority: string }
-  | { kind: "Content-Length and chunked"; length: number }
-  | { kind: "two different Content-Lengths"; first: number; second: number }
-  | { kind: "Content-Length not a number"; value: string }
-  | { kind: "bad chunk"; chunk: string }
-  | { kind: "obsolete line folding"; folded: string };
-
-function renderMalformed(request: Malformed, host: string): string {
-  const h = `Host: ${host}\r\n`;
-  switch (request.kind) {
-    case "garbage request line":
-      return `${request.first}${request.rest}\r\n${h}\r\n`;
-    case "bad request target":
-      return `GET ${request.path}${request.bad}${request.path} HTTP/1.1\r\n${h}\r\n`;
-    case "bad HTTP version":
-      return `GET /health ${request.version}\r\n${h}\r\n`;
-    case "invalid header name":
-      return `GET /health HTTP/1.1\r\n${h}${request.name}: value\r\n\r\n`;
-    case "header line without colon":
-      return `GET /health HTTP/1.1\r\n${h}${request.line}\r\n\r\n`;
-    case "control character in header value":
-      return `GET /health HTTP/1.1\r\n${h}X-Value: a${request.char}b\r\n\r\n`;
-    case "bare LF line endings": {
-      const lines = [`GET ${request.path} HTTP/1.1`, `Host: ${host}`, "Accept: */*", "X-Filler: 1"];
-      // The first `lines` line ends with a bare LF, the others with CRLF.
-      return `${lines.map((line, index) => `${line}${index < request.lines ? "\n" : "\r\n"}`).join("")}${request.lines >= lines.length ? "\n" : "\r\n"}`;
-    }
-    case "HTTP/1.1 without Host":
-      return `GET ${request.path} HTTP/1.1\r\n${Array.from({ length: request.headers }, (_, index) => `X-H${index}: v\r\n`).join("")}\r\n`;
-    case "two Host headers":
-      return `GET /health HTTP/1.1\r\n${h}Host: ${request.second}\r\n\r\n`;
-    case "too many headers":
-      return `GET /health HTTP/1.1\r\n${h}${Array.from({ length: request.count }, (_, index) => `X-Header-${String(index).padStart(5, "0")}: some value\r\n`).join("")}\r\n`;
-    case "one huge header":
-      return `GET /health HTTP/1.1\r\n${h}X-Big: ${"a".repeat(request.size)}\r\n\r\n`;
-    case "huge request line":
-      return `GET /${"a".repeat(request.size)} HTTP/1.1\r\n${h}\r\n`;
-    case "CONNECT":
-      return `CONNECT ${request.authority} HTTP/1.1\r\nHost: ${request.authority}\r\n\r\n`;
-    case "Content-Length and chunked":
-      return `POST /tools/call HTTP/1.1\r\n${h}Content-Type: application/json\r\nContent-Length: ${request.length}\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`;
-    case "two different Content-Lengths":
-      return `POST /tools/call HTTP/1.1\r\n${h}Content-Type: application/json\r\nContent-Length: ${request.first}\r\nContent-Length: ${request.second}\r\n\r\n${"{".repeat(Math.max(request.first, request.second))}`;
-    case "Content-Length not a number":
-      return `POST /tools/call HTTP/1.1\r\n${h}Content-Type: application/json\r\nContent-Length: ${request.value}\r\n\r\n{}`;
-    case "bad chunk":
-      return `POST /tools/call HTTP/1.1\r\n${h}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${request.chunk}\r\n`;
-    case "obsolete line folding":
-      return `GET /health HTTP/1.1\r\n${h}X-Folded: a\r\n${request.folded}\r\n\r\n`;
-  }
-}
-
-function malformedRequests(): fc.Arbitrary<Malformed> {
-  const char = (min: number, max: number) => fc.integer({ min, max }).map((code) => String.fromCharCode(code));
-  // Not A-Z (a method's first letter) nor CR/LF (empty lines before a request are skipped).
-  const firstChar = fc
-    .integer({ min: 0, max: 0xff })
-    .filter((code) => !(code >= 0x41 && code <= 0x5a) && code !== 0x0d && code !== 0x0a)
-    .map((code) => String.fromCharCode(code));
-  const lineChars = fc.string({ unit: char(0x20, 0x7e), maxLength: 60 });
-  const notTchar = pick(...' @(),/;<=>?[\\]{}"', "\x01", "\x7f", "\x00");
-  const path = pick("/health", "/tools/call", "/demo/authorize/x", "/tools");
-  return fc.oneof(
-    fc.record({ kind: fc.constant("garbage request line" as const), first: firstChar, rest: lineChars }),
-    fc.record({
-      kind: fc.constant("bad request target" as const),
-      path,
-      bad: pick(" x ", "\x00", "\x01", "\x7f", "\x1b"),
-    }),
-    fc.record({
-      kind: fc.constant("bad HTTP version" as const),
-      version: pick("HTTQ/1.1", "HTTP/1.1x", "HTTP/11", "HTTP/1.", "HTTP/a.b", "http/1.1", "HTTP /1.1"),
-    }),
-    fc.record({
-      kind: fc.constant("invalid header name" as const),
-      name: fc
-        .tuple(token, notTchar, fc.option(token, { nil: "" }))
-        .map(([before, bad, after]) => `${before}${bad}${after}`),
-    }),
-    fc.record({ kind: fc.constant("invalid header name" as const), name: pick("", " Leading-Space", "X Y") }),
-    fc.record({
-      kind: fc.constant("header line without colon" as const),
-      line: fc
-        .array(pick(..."abcdefghijklmnopqrstuvwxyz-"), { minLength: 1, maxLength: 20 })
-        .map((chars) => chars.join("")),
-    }),
-    fc.record({
-      kind: fc.constant("control character in header value" as const),
-      char: pick("\x00", "\x01", "\x08", "\x0b", "\x0c", "\x1f", "\x7f", "\r"),
-    }),
-    fc.record({ kind: fc.constant("bare LF line endings" as const), lines: fc.integer({ min: 1, max: 4 }), path }),
-    fc.record({ kind: fc.constant("HTTP/1.1 without Host" as const), path, headers: fc.integer({ min: 0, max: 3 }) }),
-    fc.record({ kind: fc.constant("two Host headers" as const), second: pick("evil.example", "127.0.0.1", "") }),
-    fc.record({ kind: fc.constant("too many headers" as const), count: fc.integer({ min: 700, max: 4_000 }) }),
-    fc.record({ kind: fc.constant("one huge header" as const), size: fc.integer({ min: 17_000, max: 80_000 }) }),
-    fc.record({ kind: fc.constant("huge request line" as const), size: fc.integer({ min: 17_000, max: 80_000 }) }),
-    fc.record({
-      kind: fc.constant("CONNECT" as const),
-      authority: pick("example.com:443", "127.0.0.1:22", "[::1]:443", "/health"),
-    }),
-    fc.record({ kind: fc.constant("Content-Length and chunked" as const), length: fc.integer({ min: 0, max: 20 }) }),
-    fc
-      .record({ kind: fc.constant("two different Content-Lengths" as const), first: fc.nat(20), second: fc.nat(20) })
-      .filter(({ first, second }) => first !== second),
-    fc.record({
-      kind: fc.constant("Content-Length not a number" as const),
-      value: pick("abc", "-1", "1.5", "0x10", "1 2", "+2", "99999999999999999999999"),
-    }),
-    fc.record({
-      kind: fc.constant("bad chunk" as const),
-      chunk: pick("zz", "-1", "ffffffffffffffffffff", "2\r\n{}x", "2;\x01=1\r\n{}", " 2"),
-    }),
-    fc.record({ kind: fc.constant("obsolete line folding" as const), folded: pick(" b", "\tb", "  more text") }),
-  );
-}
-
-function describeMalformed(request: Malformed): string {
-  const { kind, ...rest } = request;
-  return `${kind} ${JSON.stringify(rest)}`;
-}
-
-// ---------------------------------------------------------------------------------------------
 
 describe("the whole demo process under hostile requests over raw sockets", () => {
   let server: Running;
@@ -1044,17 +645,6 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
     if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
   }
 
-  /** Property 2: malformed HTTP gets a 4xx JSON answer with OXP-Version, never silence. */
-  async function expectRefusal(request: Malformed): Promise<void> {
-    const answer = await receive(port, Buffer.from(renderMalformed(request, host), "latin1"), false);
-    const problems = [...oxpVersionProblems(answer), ...leaks(answer)];
-    if (answer.status < 400 || answer.status >= 500) problems.push(`status ${answer.status}, not 4xx`);
-    if (!isJson(header(answer, "content-type")))
-      problems.push(`Content-Type ${header(answer, "content-type") ?? "absent"}, not JSON`);
-    problems.push(...jsonErrorBodyProblems(answer));
-    if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
-  }
-
   it("answers any request safely: no 5xx, JSON errors, no stack or path, OXP-Version 1.0 always", {
     timeout: 60_000,
   }, async () => {
@@ -1063,17 +653,6 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
     await fc.assert(
       fc.asyncProperty(requests, (request) => expectSafeAnswer(request)),
       { numRuns: 300, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
-    );
-    await expectHealthy();
-  });
-
-  it("answers malformed HTTP with a 4xx JSON error carrying OXP-Version, never a silent close", {
-    timeout: 60_000,
-  }, async () => {
-    const requests = malformedRequests().map((request) => printable(request, describeMalformed));
-    await fc.assert(
-      fc.asyncProperty(requests, (request) => expectRefusal(request)),
-      { numRuns: 150, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
     );
     await expectHealthy();
   });

@@ -1,11 +1,10 @@
-// docs/protocol.md 7 shutdown, in process and as a real process (npm start's dist/main.js), and the demo client script.
+// docs/protocol.md 7 shutdown as a real process (npm start's dist/main.js), its settings from the environment, and the demo client script.
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { connect } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { callTool, send, startDemo } from "./harness.js";
+import { callTool, send } from "./harness.js";
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist");
 const children: ChildProcess[] = [];
@@ -36,53 +35,6 @@ async function startProcess(
   }
   return { child, url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output: () => output };
 }
-
-describe("start-up", () => {
-  it("answers 503 on /health until the server is warm, then 200", async () => {
-    const server = await startDemo();
-    try {
-      server.demo.app.oxp.lifecycle.ready = false;
-      const starting = await send(`${server.baseUrl}/health`);
-      expect(starting.status).toBe(503);
-      expect(starting.body).toEqual({ message: "The server is starting" });
-      server.demo.app.oxp.lifecycle.ready = true;
-      expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
-    } finally {
-      await server.close();
-    }
-  });
-});
-
-describe("graceful shutdown in process", () => {
-  it("answers 503 on /health once draining, refuses new connections, finishes calls in flight", async () => {
-    const server = await startDemo();
-    const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-
-    // A request whose headers are half sent is in progress: draining does not cut it.
-    const { port, hostname } = new URL(server.baseUrl);
-    const socket = connect(Number(port), hostname);
-    await once(socket, "connect");
-    socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-
-    const closed = server.close();
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    let answer = "";
-    socket.on("data", (chunk) => {
-      answer += chunk;
-    });
-    socket.write("\r\n");
-    await once(socket, "close");
-    expect(answer).toMatch(/^HTTP\/1\.1 503/);
-    expect(answer).toMatch(/oxp-version: 1\.0/i);
-
-    await expect(send(`${server.baseUrl}/health`)).rejects.toThrow();
-    const finished = await inFlight;
-    expect(finished.body).toMatchObject({ success: true, value: { slept_ms: 400 } });
-    await closed;
-  });
-});
 
 describe("the demo process", () => {
   it("exits 0 on SIGTERM after finishing the call in flight", async () => {

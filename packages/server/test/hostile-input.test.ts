@@ -1,11 +1,11 @@
-// docs/protocol.md section 7 against the running demo: whatever a client sends, a 4xx JSON answer and a healthy server.
+// docs/protocol.md section 7 over HTTP: whatever a client sends, a 4xx JSON answer and a healthy server.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, expectError, type Reply, type Running, send, startDemo } from "./harness.js";
+import { callTool, expectError, type Reply, type Running, send, startServer } from "./harness.js";
 
 let server: Running;
 beforeAll(async () => {
-  server = await startDemo();
+  server = await startServer();
 });
 afterAll(() => server.close());
 
@@ -162,7 +162,7 @@ describe("property: any JSON body", () => {
       "Calculator.Add",
       "Greeting.Hello@2",
       "Counter.Increment",
-      "System.GetTimestamp",
+      "Doorbell.Ring",
       "Nope.X",
     );
     const body = fc.oneof(

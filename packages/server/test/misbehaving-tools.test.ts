@@ -1,8 +1,6 @@
 // The Express adapter with misbehaving tools: whatever a tool does, the call answers 200 and the server lives on.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineTool, type Tool } from "../core/tool.js";
-import { createServer } from "./create-server.js";
-import { listen, type RunningServer } from "./listen.js";
+import { createServer, defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
 
 const misbehaving = (name: string, run: Tool["run"], timeoutMs?: number): Tool => ({
   ...defineTool({

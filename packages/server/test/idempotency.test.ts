@@ -1,10 +1,10 @@
-// docs/protocol.md 3.6 and 3.7 against the running demo: call_id idempotency and time limits.
+// docs/protocol.md 3.6 and 3.7 over HTTP: call_id idempotency and time limits.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, expectError, type Running, startDemo } from "./harness.js";
+import { callTool, expectError, type Running, startServer } from "./harness.js";
 
 let server: Running;
 beforeAll(async () => {
-  server = await startDemo({ defaultTimeoutMs: 300, auth: { apiKeys: ["key-one", "key-two"] } });
+  server = await startServer({ defaultTimeoutMs: 300, auth: { apiKeys: ["key-one", "key-two"] } });
 });
 afterAll(() => server.close());
 
@@ -18,16 +18,16 @@ const increment = (callId: string, by = 1, userId?: string) => ({
 
 describe("call_id", () => {
   it("replays a finished call without running the tool again", async () => {
-    const before = server.demo.counter.value;
+    const before = server.counter.value;
     const first = await callTool(server.baseUrl, increment("replay-1", 5), asOne);
     const again = await callTool(server.baseUrl, increment("replay-1", 5), asOne);
     expect(first.body).toMatchObject({ success: true, value: { value: before + 5 } });
     expect(again.body).toEqual(first.body);
-    expect(server.demo.counter.value).toBe(before + 5);
+    expect(server.counter.value).toBe(before + 5);
   });
 
   it("runs a call exactly once when duplicates arrive while it runs", async () => {
-    const before = server.demo.counter.value;
+    const before = server.counter.value;
     // Sleep holds the first call open; the duplicates must wait for it.
     const body = { tool_id: "System.Sleep", call_id: "sleepy-1", input: { ms: 150 } };
     const replies = await Promise.all(Array.from({ length: 8 }, () => callTool(server.baseUrl, body, asOne)));
@@ -37,7 +37,7 @@ describe("call_id", () => {
       Array.from({ length: 20 }, () => callTool(server.baseUrl, increment("burst-1", 2), asOne)),
     );
     expect(new Set(counted.map((reply) => reply.text)).size).toBe(1);
-    expect(server.demo.counter.value).toBe(before + 2);
+    expect(server.counter.value).toBe(before + 2);
     const ran = server.logs().filter((line) => line.call_id === "sleepy-1" && line.outcome === "success");
     expect(ran).toHaveLength(1);
   });
@@ -54,7 +54,7 @@ describe("call_id", () => {
   });
 
   it("gives another authenticated principal's equal call_id a call of its own", async () => {
-    const before = server.demo.counter.value;
+    const before = server.counter.value;
     const mine = await callTool(server.baseUrl, increment("principal-1"), asOne);
     const theirs = await callTool(server.baseUrl, increment("principal-1", 2), { "OXP-API-Key": "key-two" });
     expect(mine.body).toMatchObject({ success: true, value: { value: before + 1 } });
@@ -76,7 +76,7 @@ describe("call_id", () => {
   });
 
   it("stores nothing for 400 and 422, so the corrected call runs", async () => {
-    const before = server.demo.counter.value;
+    const before = server.counter.value;
     expectError(await callTool(server.baseUrl, increment("fixed-1", 0), asOne), 422);
     const fixed = await callTool(server.baseUrl, increment("fixed-1", 3), asOne);
     expect(fixed.body).toMatchObject({ success: true, value: { value: before + 3 } });

@@ -1,20 +1,20 @@
-// docs/protocol.md section 5 against the running demo: API keys and HS256 JWTs.
+// docs/protocol.md section 5 over HTTP: API keys and HS256 JWTs.
 import { createHmac } from "node:crypto";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectError, type Running, send, startDemo } from "./harness.js";
+import { expectError, type Running, send, startServer } from "./harness.js";
 
 const SECRET = "a-shared-secret-of-at-least-32-bytes!";
-const API_KEY = "demo-api-key-0123456789abcdef0123456789";
+const API_KEY = "test-api-key-0123456789abcdef0123456789";
 let server: Running;
 let keyOnly: Running;
 let open: Running;
 
 beforeAll(async () => {
   [server, keyOnly, open] = await Promise.all([
-    startDemo({ auth: { jwt: { secret: SECRET, audiences: ["oxp-demo"] } } }),
-    startDemo({ auth: { apiKeys: [API_KEY] } }),
-    startDemo(),
+    startServer({ auth: { jwt: { secret: SECRET, audiences: ["oxp-test"] } } }),
+    startServer({ auth: { apiKeys: [API_KEY] } }),
+    startServer(),
   ]);
 });
 afterAll(() => Promise.all([server.close(), keyOnly.close(), open.close()]));
@@ -48,11 +48,11 @@ function expectUnauthorized(reply: Awaited<ReturnType<typeof send>>) {
 
 describe("JWT", () => {
   it("admits a valid HS256 token, with or without an allowed aud", async () => {
-    const withAud = await sign({ exp: now() + 300, aud: "oxp-demo", sub: "agent-1" });
+    const withAud = await sign({ exp: now() + 300, aud: "oxp-test", sub: "agent-1" });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
     const withoutAud = await sign({ exp: now() + 300 });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
-    const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-demo"] });
+    const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-test"] });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
   });
 
@@ -115,7 +115,7 @@ describe("API key", () => {
   });
 
   it("admits when any one credential is valid", async () => {
-    const both = await startDemo({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
+    const both = await startServer({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
     try {
       const jwt = await sign({ exp: now() + 60 });
       expect((await tools(both.baseUrl, { "OXP-API-Key": "wrong", Authorization: `Bearer ${jwt}` })).status).toBe(200);

@@ -1,15 +1,14 @@
 // Logs (one line per call, trace ids, no secrets) and mounting the OXP app under a prefix of another Express app.
-import { createLogger, createServer, listen } from "@otc/server";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DemoGoogleProvider } from "../src/google-provider.js";
-import { demoTools } from "../src/tools.js";
-import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
+import { createLogger, createServer, listen } from "../src/index.js";
+import { callTool, expectError, type Running, send, startServer } from "./harness.js";
+import { TestAuthorizationProvider, testTools } from "./tools.js";
 
 const API_KEY = "log-test-api-key-7f3c9a1e5b2d4c6a8e0f";
 let server: Running;
 beforeAll(async () => {
-  server = await startDemo({ auth: { apiKeys: [API_KEY] } });
+  server = await startServer({ auth: { apiKeys: [API_KEY] } });
 });
 afterAll(() => server.close());
 
@@ -85,10 +84,9 @@ describe("logs", () => {
 
 describe("mounted under a prefix", () => {
   it("serves the protocol below the prefix, with challenge links that include it", async () => {
-    const google = new DemoGoogleProvider();
     const oxp = createServer({
-      tools: demoTools(),
-      authorizationProviders: [google],
+      tools: testTools(),
+      authorizationProviders: [new TestAuthorizationProvider()],
       logger: createLogger({ level: "silent" }),
       validateResponses: true,
     });
@@ -101,7 +99,7 @@ describe("mounted under a prefix", () => {
     try {
       const base = `${running.url}/oxp`;
       expect((await send(`${base}/health`)).body).toEqual({ status: "ok" });
-      expect((await send(`${base}/tools`)).body.items).toHaveLength(9);
+      expect((await send(`${base}/tools`)).body.items).toHaveLength(8);
       const sum = await callTool(base, { tool_id: "Calculator.Add", input: { a: 2, b: 3 } });
       expect(sum.body).toMatchObject({ success: true, value: 5 });
       expectError(await callTool(base, { tool_id: "Calculator.Add", input: { a: "x", b: 3 } }), 422);

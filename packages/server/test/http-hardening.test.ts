@@ -2,7 +2,7 @@
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, expectSchema, type Running, send, startDemo } from "./harness.js";
+import { callTool, expectSchema, type Running, send, startServer } from "./harness.js";
 
 /** A raw answer read off a socket: the last response on it (after any 100 Continue), and when it came. */
 interface RawReply {
@@ -78,7 +78,7 @@ const get = (path: string, headers = "") => `GET ${path} HTTP/1.1\r\nHost: local
 describe("what Node's HTTP parser refuses gets a JSON answer", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startDemo();
+    server = await startServer();
   });
   afterAll(() => server.close());
 
@@ -181,7 +181,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
   });
 
   it("leaves no request counted in flight once those connections are gone", async () => {
-    const lifecycle = server.demo.app.oxp.lifecycle;
+    const lifecycle = server.app.oxp.lifecycle;
     for (let tries = 0; lifecycle.inFlight > 0 && tries < 40; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
@@ -192,7 +192,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
 describe.concurrent("time limits on receiving a request", () => {
   let server: Running;
   beforeAll(async () => {
-    server = await startDemo({}, { headersTimeoutMs: 500, requestTimeoutMs: 1_000 });
+    server = await startServer({}, { headersTimeoutMs: 500, requestTimeoutMs: 1_000 });
   });
   afterAll(() => server.close());
 
@@ -214,7 +214,7 @@ describe.concurrent("time limits on receiving a request", () => {
   });
 
   it("refuses headersTimeoutMs over requestTimeoutMs", async () => {
-    await expect(startDemo({}, { headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 })).rejects.toThrow(
+    await expect(startServer({}, { headersTimeoutMs: 2_000, requestTimeoutMs: 1_000 })).rejects.toThrow(
       /headersTimeoutMs must not exceed requestTimeoutMs/,
     );
   });
@@ -222,7 +222,7 @@ describe.concurrent("time limits on receiving a request", () => {
 
 describe("the connection cap", () => {
   it("closes a 6th connection while 5 are held, and serves again once they close", async () => {
-    const server = await startDemo({}, { maxConnections: 5 });
+    const server = await startServer({}, { maxConnections: 5 });
     const held: Socket[] = [];
     try {
       for (let i = 0; i < 5; i++) held.push(await open(server.baseUrl));
@@ -257,9 +257,9 @@ describe("the connection cap", () => {
 
 describe("shutdown past the drain deadline", () => {
   it("answers a call still running with a retryable failure, and aborts the tool", async () => {
-    const server = await startDemo({}, { drainTimeoutMs: 200 });
-    const lookup = server.demo.app.oxp.core.registry.lookup("System.Sleep");
-    if (!lookup.found) throw new Error("the demo has no System.Sleep");
+    const server = await startServer({}, { drainTimeoutMs: 200 });
+    const lookup = server.app.oxp.core.registry.lookup("System.Sleep");
+    if (!lookup.found) throw new Error("the test catalog has no System.Sleep");
     const tool = lookup.registered.tool;
     const run = tool.run;
     const signals: AbortSignal[] = [];

@@ -1,0 +1,386 @@
+// Attacks a hostile client made on the server (memory, CPU, another user's tokens, call_id flooding), each replayed against a real server.
+import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
+import { performance } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, defineTool, listen, MemoryIdempotencyStore, type RunningServer } from "../src/index.js";
+import { callTool, expectError, type Reply, type Running, send, startServer } from "./harness.js";
+import { TEST_CONSENT_PATH, testTools } from "./tools.js";
+
+const keyOne = { "OXP-API-Key": "key-one" };
+const keyTwo = { "OXP-API-Key": "key-two" };
+
+/** Forces a full garbage collection, so heap figures count only what is still held. */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
+/** Sends `count` requests, `concurrency` at a time, and returns the replies' statuses. */
+async function flood(count: number, concurrency: number, make: (index: number) => Promise<Reply>): Promise<number[]> {
+  const statuses: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) statuses.push((await make(next++)).status);
+    }),
+  );
+  return statuses;
+}
+
+describe("finding 1: memory cannot be raised without bound", () => {
+  it("keeps the call_id store within its byte bound under large distinct calls", async () => {
+    const store = new MemoryIdempotencyStore();
+    const server = await startServer({ idempotencyStore: store, logger: false, validateResponses: false });
+    try {
+      const name = "x".repeat(900_000);
+      collectGarbage();
+      const before = process.memoryUsage().heapUsed;
+      // 150 responses of ~900 KB: 130 MiB if all were kept; the per-principal quota is 16 MiB.
+      const statuses = await flood(150, 4, (index) =>
+        callTool(server.baseUrl, { tool_id: "Greeting.Hello@1", call_id: `big-${index}`, input: { name } }),
+      );
+      expect(statuses.every((status) => status === 200)).toBe(true);
+      expect(store.bytes).toBeLessThanOrEqual(16 * 1024 * 1024);
+      collectGarbage();
+      const grown = process.memoryUsage().heapUsed - before;
+      // The stated ceiling: the store's 16 MiB plus room for the test's own buffers, far below 130 MiB.
+      expect(grown).toBeLessThan(48 * 1024 * 1024);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("refuses a user_id, call_id or trace_id over 256 characters before any work", async () => {
+    const server = await startServer({ logger: false });
+    try {
+      const long = "u".repeat(900_000);
+      for (const body of [
+        { tool_id: "Gmail.GetEmails", context: { user_id: long } },
+        { tool_id: "Calculator.Add", call_id: long, input: { a: 1, b: 2 } },
+        { tool_id: "Calculator.Add", trace_id: long, input: { a: 1, b: 2 } },
+      ]) {
+        const reply = await callTool(server.baseUrl, body);
+        expectError(reply, 400);
+        expect(reply.text.length).toBeLessThan(2_000);
+      }
+      expect(server.provider.size).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("finding 2: CPU per request stays small", () => {
+  let running: RunningServer;
+  const serverMs: number[] = [];
+  beforeAll(async () => {
+    running = await listen(createServer({ tools: testTools(), logger: false }), { port: 0 });
+    // Server time: from the request's arrival to the end of its answer.
+    running.server.prependListener("request", (_req, res) => {
+      const started = performance.now();
+      res.once("finish", () => serverMs.push(performance.now() - started));
+    });
+  });
+  afterAll(() => running.close());
+
+  it("answers a megabyte of version digits with a short 400 in under 10 ms of server time", async () => {
+    const body = JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(1_040_000)}` });
+    const replies: Reply[] = [];
+    for (let i = 0; i < 5; i++) replies.push(await callTool(running.url, body));
+    for (const reply of replies) {
+      expectError(reply, 400);
+      expect(reply.text.length).toBeLessThan(2_000);
+    }
+    // The least of five: what the request costs, without the noise other work on the machine adds.
+    expect(Math.min(...serverMs.slice(-5))).toBeLessThan(10);
+  });
+
+  it.each(["Calculator.Add@01", "Calculator.Add@1.00.0", "Calculator.Add@01.0.0", "Calculator.Add@1234567890"])(
+    "refuses %s: versions have no leading zeros and at most 9 digits",
+    async (toolId) => {
+      expectError(await callTool(running.url, { tool_id: toolId, input: { a: 1, b: 2 } }), 400);
+    },
+  );
+});
+
+describe("finding 3: nobody acts for another principal's user", () => {
+  const SECRET = "a-test-secret-of-enough-length-0123456789";
+  let server: Running;
+  beforeAll(async () => {
+    server = await startServer({ auth: { apiKeys: ["key-one", "key-two"], jwt: { secret: SECRET } } });
+  });
+  afterAll(() => server.close());
+
+  const jwt = (sub: string) =>
+    new SignJWT({ sub })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(SECRET))
+      .then((token) => ({ Authorization: `Bearer ${token}` }));
+  const gmail = (userId: string) => ({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: userId } });
+
+  /** Starts a challenge for `userId` as `headers`' principal and approves it. */
+  async function authorize(headers: Record<string, string>, userId: string) {
+    const challenged = await callTool(server.baseUrl, gmail(userId), headers);
+    expectError(challenged, 400);
+    const challenge = challenged.body.missing_requirements.authorization[0];
+    expect(await server.provider.decide(challenge.id, true)).toBe("completed");
+    expect((await callTool(server.baseUrl, gmail(userId), headers).then((reply) => reply.body)).success).toBe(true);
+  }
+
+  it("never gives principal B the token principal A obtained for the same user_id", async () => {
+    await authorize(keyOne, "alice");
+    for (const headers of [keyTwo, await jwt("mallory")]) {
+      const reply = await callTool(server.baseUrl, gmail("alice"), headers);
+      expectError(reply, 400);
+      expect(reply.body.message).toBe("Authorization required");
+      // B is sent to its own consent, not handed Alice's emails.
+      expect(reply.body.missing_requirements.authorization).toHaveLength(1);
+    }
+  });
+
+  it("keeps JWT subjects apart, and one subject's token works for that subject only", async () => {
+    const ann = await jwt("ann");
+    await authorize(ann, "shared-user");
+    expect((await callTool(server.baseUrl, gmail("shared-user"), await jwt("ann"))).body.success).toBe(true);
+    expectError(await callTool(server.baseUrl, gmail("shared-user"), await jwt("bob")), 400);
+  });
+
+  it("builds challenge links from where the server was reached, never from the Host header", async () => {
+    const port = new URL(server.baseUrl).port;
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(
+        {
+          host: "127.0.0.1",
+          port,
+          method: "POST",
+          path: "/tools/call",
+          headers: { host: "evil.example", "content-type": "application/json", ...keyOne },
+        },
+        (res) => {
+          let body = "";
+          res.on("data", (chunk) => {
+            body += chunk;
+          });
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify(gmail("host-test")));
+    });
+    expect(answer.status).toBe(400);
+    const [challenge] = JSON.parse(answer.body).missing_requirements.authorization;
+    expect(challenge.url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
+    expect(challenge.check_url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
+  });
+
+  it("builds them for an HTTP/1.0 request without Host as well", async () => {
+    const { port } = new URL(server.baseUrl);
+    const payload = JSON.stringify(gmail("old-client"));
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.end(
+          `POST /tools/call HTTP/1.0\r\nContent-Type: application/json\r\nOXP-API-Key: key-one\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+        );
+      });
+      let text = "";
+      socket.on("data", (chunk) => {
+        text += chunk;
+      });
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.[01] 400/);
+    expect(raw).toContain(`"url":"http://127.0.0.1:${port}${TEST_CONSENT_PATH}/`);
+    expect(raw).not.toContain("undefined");
+  });
+});
+
+// Finding 4, errors of an authorization provider's pages, is the demo's (apps/demo/test/hostile-clients.test.ts, on its
+// consent pages); pages.test.ts checks pages beside the protocol routes in general.
+
+describe("finding 5: flooding the call_id store", () => {
+  let server: Running;
+  // A smaller quota than the default 10,000 keeps the flood short; `bench/hostile-clients.mjs` floods the defaults.
+  const QUOTA = 1_000;
+  beforeAll(async () => {
+    server = await startServer({ auth: { apiKeys: ["key-one", "key-two"] } });
+  });
+  afterAll(() => server.close());
+
+  it("does not let a flood of another principal's calls, past its quota, evict a finished call or a running one", async () => {
+    // A server of its own, with a tool held open until the test lets it finish: no race with the clock.
+    let counted = 0;
+    let gateRuns = 0;
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      openGate = resolve;
+    });
+    const tools = [
+      defineTool({
+        toolkit: "Test",
+        name: "Count",
+        version: "1.0.0",
+        description: "Counts its runs.",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "number" },
+        run: () => ++counted,
+      }),
+      defineTool({
+        toolkit: "Test",
+        name: "Gate",
+        version: "1.0.0",
+        description: "Runs until the test opens the gate.",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "number" },
+        run: async () => {
+          gateRuns++;
+          await gate;
+          return gateRuns;
+        },
+      }),
+    ];
+    const running = await listen(
+      createServer({
+        tools,
+        logger: false,
+        auth: { apiKeys: ["key-one", "key-two"] },
+        idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
+      }),
+      { port: 0 },
+    );
+    try {
+      const count = { tool_id: "Test.Count", call_id: "victim-count" };
+      const first = await callTool(running.url, count, keyOne);
+      expect(first.body).toMatchObject({ success: true, value: 1 });
+      const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
+      const firstGate = callTool(running.url, held, keyOne);
+      while (gateRuns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+
+      const statuses = await flood(QUOTA + 200, 16, (index) =>
+        callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),
+      );
+      expect(statuses.every((status) => status === 200)).toBe(true);
+
+      // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
+      const duplicateGate = callTool(running.url, held, keyOne);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      openGate();
+      const [a, b] = await Promise.all([firstGate, duplicateGate]);
+      expect(b.text).toBe(a.text);
+      expect(gateRuns).toBe(1);
+
+      const before = counted;
+      const retry = await callTool(running.url, count, keyOne);
+      expect(retry.text).toBe(first.text);
+      expect(counted).toBe(before);
+    } finally {
+      openGate();
+      await running.close();
+    }
+  });
+
+  it("keeps one principal's call_id from blocking, answering or revealing another's", async () => {
+    const mine = await callTool(
+      server.baseUrl,
+      { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 1, b: 2 } },
+      keyOne,
+    );
+    const theirs = await callTool(
+      server.baseUrl,
+      { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 20, b: 22 } },
+      keyTwo,
+    );
+    expect(mine.body).toMatchObject({ success: true, value: 3 });
+    expect(theirs.body).toMatchObject({ success: true, value: 42 });
+  });
+
+  it("answers a retry of a run abandoned at its time limit, whose tool ignores the abort, without a second run", async () => {
+    let runs = 0;
+    let finish: () => void = () => {};
+    const stubborn = defineTool({
+      toolkit: "Test",
+      name: "Stubborn",
+      version: "1.0.0",
+      description: "Ignores its AbortSignal.",
+      inputSchema: { type: "object" },
+      outputSchema: { type: "number" },
+      timeoutMs: 100,
+      run: () => {
+        runs++;
+        return new Promise<number>((resolve) => {
+          finish = () => resolve(runs);
+        });
+      },
+    });
+    const running = await listen(createServer({ tools: [stubborn], logger: false }), { port: 0 });
+    try {
+      const body = { tool_id: "Test.Stubborn", call_id: "stubborn-1" };
+      const first = await callTool(running.url, body);
+      expect(first.body).toMatchObject({ success: false, error: { can_retry: true } });
+      const retry = await callTool(running.url, body);
+      expect(retry.status).toBe(200);
+      expect(retry.body).toMatchObject({ success: false, error: { can_retry: true } });
+      expect(retry.body.error.retry_after_ms).toBeGreaterThan(0);
+      expect(runs).toBe(1);
+      finish();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await callTool(running.url, body);
+      expect(runs).toBe(2);
+    } finally {
+      finish();
+      await running.close();
+    }
+  });
+});
+
+describe("finding 6: the smaller ones", () => {
+  let server: Running;
+  beforeAll(async () => {
+    server = await startServer({ auth: { apiKeys: ["key-one"] } });
+  });
+  afterAll(() => server.close());
+
+  it("judges OXP-Version after the body's size and media type", async () => {
+    const headers = { ...keyOne, "OXP-Version": "2.0" };
+    const big = await callTool(
+      server.baseUrl,
+      { tool_id: "Calculator.Add", input: { a: "x".repeat(2_000_000) } },
+      headers,
+    );
+    expectError(big, 413);
+    const text = await send(`${server.baseUrl}/tools/call`, {
+      method: "POST",
+      headers: { ...headers, "content-type": "text/plain" },
+      body: '{"tool_id": "Calculator.Add"}',
+    });
+    expectError(text, 415);
+    expectError(await callTool(server.baseUrl, { tool_id: "Calculator.Add" }, headers), 400);
+  });
+
+  it("keeps Counter.Increment working for everyone after a huge increment", async () => {
+    for (let i = 0; i < 2; i++) {
+      expectError(await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 1e308 } }, keyOne), 422);
+    }
+    const next = await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 1 } }, keyOne);
+    expect(next.body).toMatchObject({ success: true, value: { value: server.counter.value } });
+  });
+
+  it("logs failed authentication with its reason and remote address, never the credential", async () => {
+    const secret = "not-the-key-0123456789";
+    expectError(await send(`${server.baseUrl}/tools`, { headers: { "OXP-API-Key": secret } }), 401);
+    const line = server.logs().find((entry) => entry.msg === "authentication failed");
+    expect(line).toMatchObject({ reason: expect.any(String), remote_address: "127.0.0.1" });
+    expect(server.rawLogs()).not.toContain(secret);
+  });
+
+  it("cuts request-controlled strings in error messages", async () => {
+    const reply = await callTool(server.baseUrl, { tool_id: `Calculator.${"A".repeat(200)}` }, keyOne);
+    expectError(reply, 400);
+    expect(reply.body.message.length).toBeLessThan(150);
+  });
+});
