@@ -27,6 +27,7 @@ describe("spec/examples", () => {
     }
   });
 
+  // rules: response.exactly-one-outcome, response.no-extra-properties, request.flat-shape, spec.response-branches-closed, spec.requirement-items-required, spec.closed-bodies, definitions.fields, definitions.name-pattern, definitions.input-schema-flat, definitions.self-contained, definitions.id-and-version
   it.each(examples.map((example) => [example.file, example] as const))("%s", (_file, example) => {
     const validate = ajv.getSchema(idByTitle.get(example.schemaName) ?? "");
     if (!validate) throw new Error(`no schema titled ${example.schemaName}`);

@@ -56,6 +56,7 @@ function expectSecurityHeaders(reply: Reply): void {
 const expectNoStack = (reply: Reply) => expect(reply.text).not.toMatch(/\n\s+at |node_modules|\/work\/|\.ts:\d+/);
 
 describe("the consent form", () => {
+  // rule: requirements.consent-page-safe
   it("shows the request with a hidden anti-CSRF token and the framing and cache headers", async () => {
     const challenge = await challengeFor("<b>ann</b>");
     expect(challenge.url).toBe(`${server.baseUrl}/demo/authorize/${encodeURIComponent(challenge.id)}`);
@@ -70,6 +71,7 @@ describe("the consent form", () => {
     expect(Buffer.from(await csrfOf(challenge.url), "base64url")).toHaveLength(32);
   });
 
+  // rule: requirements.consent-page-safe
   it("refuses a POST without the token or with a wrong one, and decides nothing", async () => {
     const challenge = await challengeFor("bea");
     const csrf = await csrfOf(challenge.url);
@@ -96,6 +98,7 @@ describe("the consent form", () => {
     expect((await send(challenge.url)).text).toContain('name="csrf"');
   });
 
+  // rule: requirements.consent-page-safe
   it("does not take another challenge's token", async () => {
     const first = await challengeFor("cid");
     const second = await challengeFor("cid");
@@ -137,6 +140,7 @@ describe("the consent form", () => {
     expect(await statusOf(challenge)).toBe("pending");
   });
 
+  // rule: requirements.consent-page-safe
   it("answers an unknown challenge with a plain 404 page carrying the headers", async () => {
     for (const reply of [
       await send(`${server.baseUrl}/demo/authorize/google.nope`),
@@ -151,6 +155,7 @@ describe("the consent form", () => {
 });
 
 describe("pending challenges per user", () => {
+  // rule: requirements.consent-challenges-bounded
   it("drop the same user's oldest beyond 5, and leave other users alone", async () => {
     const other = await challengeFor("fay");
     const mine: Challenge[] = [];
@@ -178,6 +183,7 @@ describe("DemoGoogleProvider bounds", () => {
   });
   const ann = { principal: "anonymous", userId: "ann" };
 
+  // rule: requirements.consent-challenges-bounded
   it("keys the per-user cap on principal and user id, and does not count decided challenges", async () => {
     const provider = new DemoGoogleProvider({ maxPendingPerUser: 2 });
     const a1 = input({ principal: "a", userId: "u" });
@@ -200,6 +206,7 @@ describe("DemoGoogleProvider bounds", () => {
     expect(provider.size).toBe(4);
   });
 
+  // rules: requirements.consent-challenges-bounded, limits.bounded-resources
   it("refuses a challenge beyond the total with a 503 and a Retry-After, decided ones included", async () => {
     let now = 1_000_000;
     const provider = new DemoGoogleProvider({ maxChallenges: 3, ttlMs: 60_000, now: () => now });
@@ -238,6 +245,7 @@ describe("DemoGoogleProvider bounds", () => {
     expect(provider.size).toBe(2);
   });
 
+  // rule: requirements.consent-challenges-bounded
   it("expires challenges, pending or decided, after the ttl", async () => {
     const provider = new DemoGoogleProvider({ ttlMs: 20 });
     const pending = input(ann);

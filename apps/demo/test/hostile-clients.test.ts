@@ -47,6 +47,7 @@ describe("finding 4: errors of the demo's own pages are JSON with OXP-Version, w
     expect(reply.text).not.toMatch(/URIError|decodeParam|node_modules/);
   });
 
+  // rules: endpoints.oxp-version-header, requirements.consent-page-safe
   it("puts OXP-Version on the consent pages and their redirects", async () => {
     const challenged = await callTool(server.baseUrl, {
       tool_id: "Gmail.GetEmails",

@@ -645,6 +645,7 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
     if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
   }
 
+  // rules: limits.no-5xx-for-requests, endpoints.error-json, endpoints.oxp-version-header
   it("answers any request safely: no 5xx, JSON errors, no stack or path, OXP-Version 1.0 always", {
     timeout: 60_000,
   }, async () => {

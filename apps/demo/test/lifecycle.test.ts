@@ -37,6 +37,7 @@ async function startProcess(
 }
 
 describe("the demo process", () => {
+  // rule: limits.graceful-drain
   it("exits 0 on SIGTERM after finishing the call in flight", async () => {
     const { child, url } = await startProcess();
     const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 300 } });

@@ -27,12 +27,14 @@ const gmail = (context: Record<string, unknown>, callId?: string) => ({
 });
 
 describe("user_id", () => {
+  // rule: requirements.user-id
   it.each([[{}], [{ user_id: "" }]])("is required by Gmail.GetEmails (context %j)", async (context) => {
     const reply = await callTool(server.baseUrl, gmail(context));
     expectError(reply, 400);
     expect(reply.body.missing_requirements).toEqual({ user_id: true });
   });
 
+  // rules: requirements.check-order, requirements.challenge-400
   it("is checked before authorization", async () => {
     const reply = await callTool(server.baseUrl, gmail({ authorization: [{ id: "google", token: "t" }] }));
     expectError(reply, 400);
@@ -41,6 +43,7 @@ describe("user_id", () => {
 });
 
 describe("secrets", () => {
+  // rules: requirements.secrets-missing, requirements.secrets-never-leak
   it("names the missing secret id, never a value", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "SMS.Send",
@@ -53,6 +56,7 @@ describe("secrets", () => {
     expect(reply.body).not.toHaveProperty("missing_requirements");
   });
 
+  // rule: requirements.secrets-missing
   it("treats an empty value as missing", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "SMS.Send",
@@ -62,6 +66,7 @@ describe("secrets", () => {
     expectError(reply, 400);
   });
 
+  // rule: requirements.server-held-secrets
   it("is met by a value the server holds", async () => {
     const held = await startDemo({ secrets: { TWILIO_API_KEY: "server-held" } });
     try {
@@ -74,6 +79,7 @@ describe("secrets", () => {
 });
 
 describe("authorization", () => {
+  // rule: requirements.authorization-token
   it("is met by a token in the request", async () => {
     const reply = await callTool(
       server.baseUrl,
@@ -82,6 +88,7 @@ describe("authorization", () => {
     expect(reply.body).toMatchObject({ success: true });
   });
 
+  // rules: endpoints.check-url-status, requirements.challenge-400, requirements.challenge-completed-retry
   it("runs a challenge to completion, after which the same call succeeds without a token", async () => {
     const first = await callTool(server.baseUrl, gmail({ user_id: "bob" }, "bob-mail-1"));
     expectError(first, 400);
@@ -118,6 +125,7 @@ describe("authorization", () => {
     expect(carol.body.missing_requirements.authorization).toHaveLength(1);
   });
 
+  // rule: endpoints.check-url-status
   it("reports failed when the user denies, and the call stays refused", async () => {
     const first = await callTool(server.baseUrl, gmail({ user_id: "dave" }));
     const [challenge] = first.body.missing_requirements.authorization;
@@ -127,6 +135,7 @@ describe("authorization", () => {
     expectError(await callTool(server.baseUrl, gmail({ user_id: "dave" })), 400);
   });
 
+  // rule: endpoints.check-url-status
   it("answers an unknown challenge with a 404 JSON error", async () => {
     expectError(await send(`${server.baseUrl}/authorization/challenges/google.nope`), 404);
     expectError(await send(`${server.baseUrl}/authorization/challenges/nothing`), 404);

@@ -24,6 +24,8 @@ export interface Scenario {
   id: string;
   /** The docs/protocol.md section it checks, e.g. `3.4`. */
   section: string;
+  /** The docs/protocol.md rule ids the scenario checks, e.g. `tool-id.major-shorthand`. */
+  rules: readonly string[];
   level: Level;
   title: string;
   run(ctx: Context): Promise<void>;

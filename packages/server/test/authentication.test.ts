@@ -47,6 +47,7 @@ function expectUnauthorized(reply: Awaited<ReturnType<typeof send>>) {
 }
 
 describe("JWT", () => {
+  // rules: auth.jwt-hs256-only, auth.jwt-claims
   it("admits a valid HS256 token, with or without an allowed aud", async () => {
     const withAud = await sign({ exp: now() + 300, aud: "oxp-test", sub: "agent-1" });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
@@ -56,11 +57,13 @@ describe("JWT", () => {
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
   });
 
+  // rule: auth.jwt-claims
   it("tolerates 60 s of clock skew on exp", async () => {
     const justExpired = await sign({ exp: now() - 30 });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${justExpired}` })).status).toBe(200);
   });
 
+  // rules: auth.jwt-hs256-only, auth.jwt-claims
   it.each([
     ["expired", () => sign({ exp: now() - 120 })],
     ["without exp", () => sign({ sub: "x" })],
@@ -76,6 +79,7 @@ describe("JWT", () => {
     expectUnauthorized(reply);
   });
 
+  // rule: auth.401-response
   it("refuses a request without credentials, and says nothing about which check failed in message", async () => {
     const reply = await tools(server.baseUrl);
     expectUnauthorized(reply);
@@ -83,6 +87,7 @@ describe("JWT", () => {
     expect(wrong.body.message).toBe(reply.body.message);
   });
 
+  // rules: call.order-of-checks, auth.guards-all-but-health
   it("guards every route but /health, and checks credentials before the body", async () => {
     expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
     expectUnauthorized(await send(`${server.baseUrl}/authorization/challenges/google.x`));
@@ -96,14 +101,17 @@ describe("JWT", () => {
 });
 
 describe("API key", () => {
+  // rule: auth.api-key-header
   it("is admitted in OXP-API-Key", async () => {
     expect((await tools(keyOnly.baseUrl, { "OXP-API-Key": API_KEY })).status).toBe(200);
   });
 
+  // rule: auth.api-key-as-bearer
   it("is admitted as a bearer token, as the draft's generated clients send it", async () => {
     expect((await tools(keyOnly.baseUrl, { Authorization: `Bearer ${API_KEY}` })).status).toBe(200);
   });
 
+  // rule: auth.api-key-header
   it.each([
     ["a wrong key", { "OXP-API-Key": `${API_KEY}x` }],
     ["a prefix of the key", { "OXP-API-Key": API_KEY.slice(0, 10) }],
@@ -114,6 +122,7 @@ describe("API key", () => {
     expectUnauthorized(await tools(keyOnly.baseUrl, headers));
   });
 
+  // rule: auth.off-by-default
   it("admits when any one credential is valid", async () => {
     const both = await startServer({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
     try {
@@ -128,6 +137,7 @@ describe("API key", () => {
 });
 
 describe("authentication off", () => {
+  // rules: auth.off-ignores-credentials, auth.off-by-default
   it("ignores Authorization and OXP-API-Key headers", async () => {
     expect((await tools(open.baseUrl, { Authorization: "Bearer garbage", "OXP-API-Key": "garbage" })).status).toBe(200);
   });

@@ -19,6 +19,7 @@ async function succeed(body: Record<string, unknown>): Promise<unknown> {
 }
 
 describe("call_id and duration (docs/protocol.md 3.5)", () => {
+  // rule: response.call-id-and-duration
   it("keeps the call_id the client sent and makes a UUID v4 when it sent none, with a numeric duration", async () => {
     const mine = await callTool(server.baseUrl, {
       tool_id: "Calculator.Add",
@@ -34,6 +35,7 @@ describe("call_id and duration (docs/protocol.md 3.5)", () => {
 });
 
 describe("version resolution (docs/protocol.md 3.4)", () => {
+  // rules: tool-id.exact-version, tool-id.major-shorthand, tool-id.latest
   it.each([
     ["Greeting.Hello@1.0.0", "Hello, Ann!"],
     ["Greeting.Hello@1", "Hello, Ann!"],
@@ -44,6 +46,7 @@ describe("version resolution (docs/protocol.md 3.4)", () => {
     expect(await succeed({ tool_id: toolId, input: { name: "Ann" } })).toEqual(expected);
   });
 
+  // rule: call.unknown-tool-400
   it.each([
     ["Greeting.Hello@3", "Greeting.Hello version 3.0.0 is not available; available versions: 1.0.0, 2.0.0."],
     ["Greeting.Hello@1.1.0", "Greeting.Hello version 1.1.0 is not available; available versions: 1.0.0, 2.0.0."],
@@ -55,10 +58,12 @@ describe("version resolution (docs/protocol.md 3.4)", () => {
     expect(reply.body.developer_message).toBe(developerMessage);
   });
 
+  // rule: tool-id.case-sensitive
   it("matches case-sensitively", async () => {
     expectError(await callTool(server.baseUrl, { tool_id: "calculator.add", input: { a: 1, b: 2 } }), 400);
   });
 
+  // rule: tool-id.pattern
   it.each([
     "Calculator",
     "Calculator.Add@1.0",
@@ -72,6 +77,7 @@ describe("version resolution (docs/protocol.md 3.4)", () => {
 });
 
 describe("order of checks (docs/protocol.md 3.3)", () => {
+  // rule: call.order-of-checks
   it("body shape before tool, tool before requirements, requirements before input", async () => {
     const shape = await callTool(server.baseUrl, { tool_id: "Nope.Nope", inputs: {} });
     expectError(shape, 400);
@@ -95,6 +101,7 @@ describe("order of checks (docs/protocol.md 3.3)", () => {
 });
 
 describe("input validation (docs/protocol.md 3.3 step 6)", () => {
+  // rule: call.input-422
   it("answers 422 with parameter_errors keyed by property", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add@1.0.0", input: { a: 10, b: "infinity" } });
     expectError(reply, 422);
@@ -104,6 +111,7 @@ describe("input validation (docs/protocol.md 3.3 step 6)", () => {
     });
   });
 
+  // rule: call.input-422
   it("collects every error: missing required properties by their own name, unknown ones too", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { c: 1 } });
     expectError(reply, 422);
@@ -114,6 +122,7 @@ describe("input validation (docs/protocol.md 3.3 step 6)", () => {
     });
   });
 
+  // rule: call.input-422
   it("does not coerce types", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: "5", b: 1 } });
     expectError(reply, 422);
@@ -132,6 +141,7 @@ describe("input validation (docs/protocol.md 3.3 step 6)", () => {
     expect(integer.body.parameter_errors).toEqual({ by: "Must be an integer" });
   });
 
+  // rule: request.flat-shape
   it("treats an absent input as {}", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add" });
     expectError(reply, 422);
@@ -140,6 +150,7 @@ describe("input validation (docs/protocol.md 3.3 step 6)", () => {
 });
 
 describe("tool failures are 200 responses (docs/protocol.md 3.6)", () => {
+  // rules: tool-failure.always-200, tool-failure.tool-error-passthrough
   it("passes a tool's own error fields through unchanged", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "Doorbell.Ring@0.1.0",
@@ -164,6 +175,7 @@ describe("tool failures are 200 responses (docs/protocol.md 3.6)", () => {
 });
 
 describe("the draft envelope (docs/protocol.md 3.2)", () => {
+  // rules: versions.envelope-schema, envelope.accept, envelope.answer-in-kind
   it.each(["urn:oxp:1.0", "otc://1.0", "https://example.com/spec/http/1.0/openapi.json", undefined])(
     "accepts $schema %s and answers in the envelope",
     async (schema) => {
@@ -176,6 +188,7 @@ describe("the draft envelope (docs/protocol.md 3.2)", () => {
     },
   );
 
+  // rule: versions.envelope-schema
   it.each(["otc://2.0", "urn:oxp:2.0", "https://example.com/2.0/openapi.json", "nonsense"])(
     "refuses $schema %s as an unsupported version",
     async (schema) => {
@@ -185,6 +198,7 @@ describe("the draft envelope (docs/protocol.md 3.2)", () => {
     },
   );
 
+  // rule: envelope.errors-unwrapped
   it("answers 400 and 422 in the same shape as the flat form", async () => {
     const notFound = await callTool(server.baseUrl, { request: { tool_id: "Calculator.Add@2.0.0" } });
     expectError(notFound, 400);
@@ -193,6 +207,7 @@ describe("the draft envelope (docs/protocol.md 3.2)", () => {
     expect(invalid.body.parameter_errors).toEqual({ b: "Must be a number" });
   });
 
+  // rule: envelope.answer-in-kind
   it("wraps tool failures too", async () => {
     const reply = await callTool(server.baseUrl, {
       request: { tool_id: "Doorbell.Ring", input: { doorbell_id: "x" } },

@@ -1,5 +1,6 @@
 // docs/protocol.md sections 1, 2 and 6 over HTTP: endpoints, headers, versions, tool definitions.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, listen } from "../src/index.js";
 import { expectError, expectSchema, type Running, send, startServer } from "./harness.js";
 
 let server: Running;
@@ -9,6 +10,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("GET /health", () => {
+  // rule: endpoints.health
   it("answers 200 JSON with OXP-Version, without authentication", async () => {
     const reply = await send(`${server.baseUrl}/health`);
     expect(reply.status).toBe(200);
@@ -18,6 +20,7 @@ describe("GET /health", () => {
 });
 
 describe("GET /tools", () => {
+  // rule: endpoints.list-tools
   it("lists exactly the catalog it was given, in order, every definition valid", async () => {
     const reply = await send(`${server.baseUrl}/tools`);
     expect(reply.status).toBe(200);
@@ -35,6 +38,19 @@ describe("GET /tools", () => {
     ]);
   });
 
+  // rule: endpoints.list-tools
+  it("answers an empty items array when the server has no tools", async () => {
+    const empty = await listen(createServer({ tools: [], validateResponses: true }), { port: 0 });
+    try {
+      const reply = await send(`${empty.url}/tools`);
+      expect(reply.status).toBe(200);
+      expect(reply.body).toEqual({ items: [] });
+    } finally {
+      await empty.close();
+    }
+  });
+
+  // rules: definitions.fields, definitions.id-and-version, definitions.name-pattern, definitions.input-schema-flat
   it("writes definitions in the flat form with the name convention and the version in the id", async () => {
     const { body } = await send(`${server.baseUrl}/tools`);
     for (const tool of body.items) {
@@ -53,6 +69,7 @@ describe("GET /tools", () => {
     });
   });
 
+  // rule: endpoints.lenient-get
   it("ignores unknown query parameters and a body sent with GET", async () => {
     const plain = await send(`${server.baseUrl}/tools`);
     const odd = await send(`${server.baseUrl}/tools?page=2&x=%00`, {
@@ -65,11 +82,13 @@ describe("GET /tools", () => {
 });
 
 describe("errors outside the routes", () => {
+  // rules: endpoints.oxp-version-header, endpoints.unknown-route, endpoints.error-json
   it("answers an unknown path with a 404 JSON error carrying OXP-Version", async () => {
     expectError(await send(`${server.baseUrl}/nope`), 404);
     expectError(await send(`${server.baseUrl}/tools/call/extra`, { method: "POST" }), 404);
   });
 
+  // rule: endpoints.unknown-route
   it.each([
     ["DELETE", "/tools", "GET, HEAD"],
     ["POST", "/tools", "GET, HEAD"],
@@ -84,6 +103,7 @@ describe("errors outside the routes", () => {
     expect(reply.headers.get("allow")).toBe(allow);
   });
 
+  // rule: endpoints.unknown-route
   it("answers HEAD like GET, without a body", async () => {
     const reply = await send(`${server.baseUrl}/tools`, { method: "HEAD" });
     expect(reply.status).toBe(200);
@@ -93,11 +113,13 @@ describe("errors outside the routes", () => {
 });
 
 describe("OXP-Version", () => {
+  // rule: versions.header-optional
   it.each(["1.0", "1", "1.0.0"])("accepts %s", async (version) => {
     const reply = await send(`${server.baseUrl}/tools`, { headers: { "OXP-Version": version } });
     expect(reply.status).toBe(200);
   });
 
+  // rule: versions.unsupported-400
   it.each(["2.0", "abc", "0.9", "1.1", ""])(
     "refuses %j with a 400 that lists the supported versions",
     async (version) => {
@@ -108,6 +130,7 @@ describe("OXP-Version", () => {
     },
   );
 
+  // rule: versions.header-optional
   it("applies to every endpoint", async () => {
     expectError(await send(`${server.baseUrl}/health`, { headers: { "OXP-Version": "2.0" } }), 400);
     const call = await send(`${server.baseUrl}/tools/call`, {

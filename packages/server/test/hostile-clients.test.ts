@@ -32,6 +32,7 @@ async function flood(count: number, concurrency: number, make: (index: number) =
 }
 
 describe("finding 1: memory cannot be raised without bound", () => {
+  // rules: idempotency.bounded-store, limits.bounded-resources
   it("keeps the call_id store within its byte bound under large distinct calls", async () => {
     const store = new MemoryIdempotencyStore();
     const server = await startServer({ idempotencyStore: store, logger: false, validateResponses: false });
@@ -54,6 +55,7 @@ describe("finding 1: memory cannot be raised without bound", () => {
     }
   });
 
+  // rule: limits.identifier-length
   it("refuses a user_id, call_id or trace_id over 256 characters before any work", async () => {
     const server = await startServer({ logger: false });
     try {
@@ -79,7 +81,7 @@ describe("finding 2: CPU per request stays small", () => {
   const serverMs: number[] = [];
   beforeAll(async () => {
     running = await listen(createServer({ tools: testTools(), logger: false }), { port: 0 });
-    // Server time: from the request's arrival to the end of its answer.
+    // Server time: from the request's arrival to the end of its answer (reading the megabyte included).
     running.server.prependListener("request", (_req, res) => {
       const started = performance.now();
       res.once("finish", () => serverMs.push(performance.now() - started));
@@ -87,18 +89,20 @@ describe("finding 2: CPU per request stays small", () => {
   });
   afterAll(() => running.close());
 
+  // rules: limits.version-number-digits, limits.bounded-resources
   it("answers a megabyte of version digits with a short 400 in under 10 ms of server time", async () => {
     const body = JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(1_040_000)}` });
-    const replies: Reply[] = [];
-    for (let i = 0; i < 5; i++) replies.push(await callTool(running.url, body));
-    for (const reply of replies) {
+    for (let i = 0; i < 10; i++) {
+      const reply = await callTool(running.url, body);
       expectError(reply, 400);
       expect(reply.text.length).toBeLessThan(2_000);
     }
-    // The least of five: what the request costs, without the noise other work on the machine adds.
-    expect(Math.min(...serverMs.slice(-5))).toBeLessThan(10);
+    // The least of ten: what the request costs, without the waits other work on a busy machine adds
+    // (CI runs several suites at once on two cores). It was ~300 ms of BigInt parsing before.
+    expect(Math.min(...serverMs.slice(-10))).toBeLessThan(10);
   });
 
+  // rules: tool-id.no-leading-zeros, limits.version-number-digits
   it.each(["Calculator.Add@01", "Calculator.Add@1.00.0", "Calculator.Add@01.0.0", "Calculator.Add@1234567890"])(
     "refuses %s: versions have no leading zeros and at most 9 digits",
     async (toolId) => {
@@ -132,6 +136,7 @@ describe("finding 3: nobody acts for another principal's user", () => {
     expect((await callTool(server.baseUrl, gmail(userId), headers).then((reply) => reply.body)).success).toBe(true);
   }
 
+  // rule: requirements.token-bound-to-principal
   it("never gives principal B the token principal A obtained for the same user_id", async () => {
     await authorize(keyOne, "alice");
     for (const headers of [keyTwo, await jwt("mallory")]) {
@@ -143,6 +148,7 @@ describe("finding 3: nobody acts for another principal's user", () => {
     }
   });
 
+  // rules: requirements.token-bound-to-principal, auth.principal-identity
   it("keeps JWT subjects apart, and one subject's token works for that subject only", async () => {
     const ann = await jwt("ann");
     await authorize(ann, "shared-user");
@@ -150,6 +156,7 @@ describe("finding 3: nobody acts for another principal's user", () => {
     expectError(await callTool(server.baseUrl, gmail("shared-user"), await jwt("bob")), 400);
   });
 
+  // rule: requirements.challenge-url-base
   it("builds challenge links from where the server was reached, never from the Host header", async () => {
     const port = new URL(server.baseUrl).port;
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -178,6 +185,7 @@ describe("finding 3: nobody acts for another principal's user", () => {
     expect(challenge.check_url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
   });
 
+  // rule: requirements.challenge-url-base
   it("builds them for an HTTP/1.0 request without Host as well", async () => {
     const { port } = new URL(server.baseUrl);
     const payload = JSON.stringify(gmail("old-client"));
@@ -212,6 +220,7 @@ describe("finding 5: flooding the call_id store", () => {
   });
   afterAll(() => server.close());
 
+  // rule: idempotency.per-principal-quota
   it("does not let a flood of another principal's calls, past its quota, evict a finished call or a running one", async () => {
     // A server of its own, with a tool held open until the test lets it finish: no race with the clock.
     let counted = 0;
@@ -284,6 +293,7 @@ describe("finding 5: flooding the call_id store", () => {
     }
   });
 
+  // rule: idempotency.per-principal
   it("keeps one principal's call_id from blocking, answering or revealing another's", async () => {
     const mine = await callTool(
       server.baseUrl,
@@ -299,6 +309,7 @@ describe("finding 5: flooding the call_id store", () => {
     expect(theirs.body).toMatchObject({ success: true, value: 42 });
   });
 
+  // rule: idempotency.abandoned-run-holds-key
   it("answers a retry of a run abandoned at its time limit, whose tool ignores the abort, without a second run", async () => {
     let runs = 0;
     let finish: () => void = () => {};
@@ -345,6 +356,7 @@ describe("finding 6: the smaller ones", () => {
   });
   afterAll(() => server.close());
 
+  // rule: call.version-after-body
   it("judges OXP-Version after the body's size and media type", async () => {
     const headers = { ...keyOne, "OXP-Version": "2.0" };
     const big = await callTool(
@@ -370,6 +382,7 @@ describe("finding 6: the smaller ones", () => {
     expect(next.body).toMatchObject({ success: true, value: { value: server.counter.value } });
   });
 
+  // rule: limits.auth-failures-logged
   it("logs failed authentication with its reason and remote address, never the credential", async () => {
     const secret = "not-the-key-0123456789";
     expectError(await send(`${server.baseUrl}/tools`, { headers: { "OXP-API-Key": secret } }), 401);
@@ -378,6 +391,7 @@ describe("finding 6: the smaller ones", () => {
     expect(server.rawLogs()).not.toContain(secret);
   });
 
+  // rule: limits.quoted-strings
   it("cuts request-controlled strings in error messages", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: `Calculator.${"A".repeat(200)}` }, keyOne);
     expectError(reply, 400);

@@ -16,6 +16,7 @@ async function expectHealthy() {
 }
 
 describe("malformed bodies", () => {
+  // rules: request.flat-shape, request.no-extra-properties, call.body-checks
   it.each([
     ["broken JSON", "{not json", 400],
     ["truncated JSON", '{"tool_id": "Calculator.Add", "input": {"a": 1', 400],
@@ -35,6 +36,7 @@ describe("malformed bodies", () => {
     expectError(await callTool(server.baseUrl, body), status);
   });
 
+  // rule: call.body-checks
   it("refuses a body that is not sent as JSON with a 415", async () => {
     for (const type of [
       "text/plain",
@@ -53,6 +55,7 @@ describe("malformed bodies", () => {
     expect([400, 415]).toContain(none.status);
   });
 
+  // rule: call.body-checks
   it("accepts application/json with parameters, and only that media type (the spec's one)", async () => {
     for (const type of ["application/json; charset=utf-8", "Application/JSON"]) {
       const reply = await callTool(
@@ -72,6 +75,7 @@ describe("malformed bodies", () => {
 });
 
 describe("large and deep bodies", () => {
+  // rule: call.body-checks
   it("answers a body over 1 MiB with a 413", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "Calculator.Add",
@@ -81,6 +85,7 @@ describe("large and deep bodies", () => {
     await expectHealthy();
   });
 
+  // rules: limits.nesting-depth, limits.no-5xx-for-requests
   it("answers deep nesting with a 400, whether it parses or not", async () => {
     const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`;
     for (const depth of [100, 10_000, 400_000]) {
@@ -93,6 +98,7 @@ describe("large and deep bodies", () => {
     await expectHealthy();
   });
 
+  // rule: limits.no-5xx-for-requests
   it("answers a large valid-looking input within the limit with a 422, quickly", async () => {
     const started = Date.now();
     const reply = await callTool(server.baseUrl, {
@@ -111,6 +117,7 @@ describe("large and deep bodies", () => {
 });
 
 describe("prototype pollution", () => {
+  // rule: limits.prototype-keys-are-data
   it.each([
     '{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}, "__proto__": {"polluted": true}}',
     '{"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2, "__proto__": {"polluted": true}}}',
@@ -125,6 +132,7 @@ describe("prototype pollution", () => {
     expect(Object.prototype).not.toHaveProperty("polluted");
   });
 
+  // rule: limits.prototype-keys-are-data
   it("keeps __proto__ as a plain key in parameter_errors", async () => {
     const reply = await callTool(
       server.baseUrl,
@@ -136,6 +144,7 @@ describe("prototype pollution", () => {
 });
 
 describe("under load", () => {
+  // rule: limits.no-5xx-for-requests
   it("answers many concurrent bad requests with 4xx and stays healthy", async () => {
     const bodies = [
       "{",
@@ -157,6 +166,7 @@ describe("under load", () => {
 });
 
 describe("property: any JSON body", () => {
+  // rules: endpoints.error-json, limits.no-5xx-for-requests
   it("gets a JSON answer that is 200, 400 or 422, never a 5xx", async () => {
     const toolIds = fc.constantFrom(
       "Calculator.Add",

@@ -116,6 +116,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(reply.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
   });
 
+  // rule: limits.client-error-json
   it("431 for 1,500 headers (over Node's 16 KB of headers)", async () => {
     let headers = "";
     for (let i = 0; i < 1_500; i++) headers += `X-Header-${String(i).padStart(4, "0")}: some value\r\n`;
@@ -130,11 +131,13 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(reply.headers["oxp-version"]).toBe("1.0");
   });
 
+  // rule: limits.client-error-json
   it("431 for one 20 KB header", async () => {
     const reply = await exchange(server.baseUrl, get("/health", `X-Big: ${"a".repeat(20_000)}\r\n`));
     expectRawError(reply, 431);
   });
 
+  // rule: limits.client-error-json
   it("417 for an expectation other than 100-continue", async () => {
     const reply = await exchange(
       server.baseUrl,
@@ -164,6 +167,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(JSON.parse(reply.body)).toMatchObject({ success: true, value: 3 });
   });
 
+  // rule: limits.client-error-json
   it("405 with Allow for CONNECT, instead of a silent close", async () => {
     const reply = await exchange(server.baseUrl, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     expectRawError(reply, 405);
@@ -196,6 +200,7 @@ describe.concurrent("time limits on receiving a request", () => {
   });
   afterAll(() => server.close());
 
+  // rules: limits.http-timeouts, limits.client-error-json
   it("408 for a body that never finishes, soon after requestTimeoutMs", async () => {
     const reply = await exchange(
       server.baseUrl,
@@ -206,6 +211,7 @@ describe.concurrent("time limits on receiving a request", () => {
     expect(reply.elapsed).toBeLessThan(2_000);
   });
 
+  // rule: limits.http-timeouts
   it("408 for headers that never finish, soon after headersTimeoutMs", async () => {
     const reply = await exchange(server.baseUrl, "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n");
     expectRawError(reply, 408);
@@ -221,6 +227,7 @@ describe.concurrent("time limits on receiving a request", () => {
 });
 
 describe("the connection cap", () => {
+  // rule: limits.http-timeouts
   it("closes a 6th connection while 5 are held, and serves again once they close", async () => {
     const server = await startServer({}, { maxConnections: 5 });
     const held: Socket[] = [];
@@ -256,6 +263,7 @@ describe("the connection cap", () => {
 });
 
 describe("shutdown past the drain deadline", () => {
+  // rule: limits.drain-answers-every-caller
   it("answers a call still running with a retryable failure, and aborts the tool", async () => {
     const server = await startServer({}, { drainTimeoutMs: 200 });
     const lookup = server.app.oxp.core.registry.lookup("System.Sleep");

@@ -17,6 +17,7 @@ const increment = (callId: string, by = 1, userId?: string) => ({
 });
 
 describe("call_id", () => {
+  // rule: idempotency.replay
   it("replays a finished call without running the tool again", async () => {
     const before = server.counter.value;
     const first = await callTool(server.baseUrl, increment("replay-1", 5), asOne);
@@ -26,6 +27,7 @@ describe("call_id", () => {
     expect(server.counter.value).toBe(before + 5);
   });
 
+  // rule: idempotency.concurrent-duplicate-waits
   it("runs a call exactly once when duplicates arrive while it runs", async () => {
     const before = server.counter.value;
     // Sleep holds the first call open; the duplicates must wait for it.
@@ -42,6 +44,7 @@ describe("call_id", () => {
     expect(ran).toHaveLength(1);
   });
 
+  // rule: idempotency.mismatch-400
   it.each([
     ["another input", increment("conflict-1", 2)],
     ["another tool", { tool_id: "Calculator.Add", call_id: "conflict-1", input: { a: 1, b: 1 } }],
@@ -53,6 +56,7 @@ describe("call_id", () => {
     expect(reply.body.message).toBe("This call_id was already used for a different call");
   });
 
+  // rules: idempotency.per-principal, auth.principal-identity
   it("gives another authenticated principal's equal call_id a call of its own", async () => {
     const before = server.counter.value;
     const mine = await callTool(server.baseUrl, increment("principal-1"), asOne);
@@ -61,6 +65,7 @@ describe("call_id", () => {
     expect(theirs.body).toMatchObject({ success: true, value: { value: before + 3 } });
   });
 
+  // rule: idempotency.replay
   it("treats versions that resolve to the same tool as the same call", async () => {
     const a = await callTool(
       server.baseUrl,
@@ -75,6 +80,7 @@ describe("call_id", () => {
     expect(b.body).toEqual(a.body);
   });
 
+  // rules: call.call-id-after-validation, idempotency.what-is-stored
   it("stores nothing for 400 and 422, so the corrected call runs", async () => {
     const before = server.counter.value;
     expectError(await callTool(server.baseUrl, increment("fixed-1", 0), asOne), 422);
@@ -82,6 +88,7 @@ describe("call_id", () => {
     expect(fixed.body).toMatchObject({ success: true, value: { value: before + 3 } });
   });
 
+  // rule: idempotency.what-is-stored
   it("does not store failures with can_retry: true, so the retry really runs again", async () => {
     const body = { tool_id: "Doorbell.Ring", call_id: "ring-1", input: { doorbell_id: "nope" } };
     await callTool(server.baseUrl, body, asOne);
@@ -92,6 +99,7 @@ describe("call_id", () => {
 });
 
 describe("time limits (docs/protocol.md 3.6)", () => {
+  // rules: tool-failure.timeout, idempotency.what-is-stored
   it("abandons a tool at its limit with success false and can_retry true, and the retry runs again", async () => {
     const body = { tool_id: "System.Sleep", call_id: "slow-1", input: { ms: 5_000 } };
     const started = Date.now();

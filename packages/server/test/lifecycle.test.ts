@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { callTool, send, startServer } from "./harness.js";
 
 describe("start-up", () => {
+  // rule: endpoints.health
   it("answers 503 on /health until the server is warm, then 200", async () => {
     const server = await startServer();
     try {
@@ -21,6 +22,7 @@ describe("start-up", () => {
 });
 
 describe("graceful shutdown in process", () => {
+  // rules: endpoints.health, limits.graceful-drain
   it("answers 503 on /health once draining, refuses new connections, finishes calls in flight", async () => {
     const server = await startServer();
     const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });

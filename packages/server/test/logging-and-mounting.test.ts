@@ -13,6 +13,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("logs", () => {
+  // rule: trace.passed-and-logged
   it("write one line per call with tool id, call id, trace id, outcome and duration", async () => {
     await callTool(
       server.baseUrl,
@@ -30,6 +31,7 @@ describe("logs", () => {
     });
   });
 
+  // rule: trace.traceparent
   it("take the trace id from a W3C traceparent header when the body has none", async () => {
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     await callTool(
@@ -51,6 +53,7 @@ describe("logs", () => {
     expect(line).toMatchObject({ outcome: "rejected", status: 422 });
   });
 
+  // rule: requirements.secrets-never-leak
   it("never contain secrets, tokens or API keys", async () => {
     const secret = "SECRET-VALUE-9a8b7c6d5e4f";
     const token = "TOKEN-VALUE-1a2b3c4d5e6f";
@@ -83,6 +86,7 @@ describe("logs", () => {
 });
 
 describe("mounted under a prefix", () => {
+  // rule: requirements.challenge-url-base
   it("serves the protocol below the prefix, with challenge links that include it", async () => {
     const oxp = createServer({
       tools: testTools(),

@@ -193,6 +193,7 @@ describe("the server under malformed HTTP over raw sockets", () => {
     if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
   }
 
+  // rules: limits.client-error-json, limits.no-5xx-for-requests
   it("answers malformed HTTP with a 4xx JSON error carrying OXP-Version, never a silent close", {
     timeout: 60_000,
   }, async () => {

@@ -63,6 +63,7 @@ describe("misbehaving tools", () => {
     expect((body.error as Record<string, unknown>).developer_message).toBe("Error: kaboom at /srv/app/secret.ts:12");
   });
 
+  // rule: tool-failure.always-200
   it("keeps serving after all of them, concurrently", async () => {
     const ids = [
       "Bad.Throws",

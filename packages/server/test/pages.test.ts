@@ -25,6 +25,7 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("pages beside the protocol routes", () => {
+  // rules: endpoints.oxp-version-header, auth.guards-all-but-health
   it("are served without server authentication, with OXP-Version on their answers and redirects", async () => {
     const shown = await send(`${server.baseUrl}/page/x`);
     expect(shown.status).toBe(200);
@@ -78,6 +79,7 @@ describe("pages beside the protocol routes", () => {
     expect(reply.text).not.toMatch(/URIError|decodeParam|node_modules/);
   });
 
+  // rule: endpoints.error-json
   it("answer an exception with a 500 JSON error that says nothing of it, and log it", async () => {
     const reply = await send(`${server.baseUrl}/broken`);
     expectError(reply, 500);

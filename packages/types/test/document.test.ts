@@ -63,6 +63,7 @@ describe("openapiDocument", () => {
     expect(OXP_ROUTES).toEqual(declared);
   });
 
+  // rule: spec.api-key-scheme
   it("lets only /health go without authentication", () => {
     for (const [route, operations] of Object.entries(document.paths)) {
       for (const operation of Object.values(operations)) {

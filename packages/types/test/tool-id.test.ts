@@ -70,6 +70,7 @@ describe("parseToolId", () => {
     expect(parseToolId(toolId)).toEqual(expected);
   });
 
+  // rule: limits.identifier-length
   it("refuses an id over the spec's 256 characters before reading it, whatever it holds", () => {
     expect(parseToolId(`Greeting.Hello@${"9".repeat(1_040_000)}`)).toBeUndefined();
     expect(parseToolId(`Greeting.Hello@1.0.${"0".repeat(241)}`)).toBeUndefined();

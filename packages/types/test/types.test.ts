@@ -42,6 +42,7 @@ describe("CallToolResponse", () => {
     expectTypeOf(narrow).toBeFunction();
   });
 
+  // rules: response.exactly-one-outcome, response.no-extra-properties
   it("has no index signature and rejects value and error together", () => {
     expectTypeOf<keyof CallToolSuccess>().toEqualTypeOf<"call_id" | "duration" | "success" | "value">();
     expectTypeOf<keyof CallToolFailure>().toEqualTypeOf<"call_id" | "duration" | "success" | "error">();
@@ -86,6 +87,7 @@ describe("paths", () => {
     expectTypeOf<(typeof OXP_ROUTES)[number]["path"]>().toEqualTypeOf<OxpPath>();
   });
 
+  // rule: spec.401-has-body
   it("POST /tools/call takes the flat request or the envelope, and answers in kind", () => {
     type Call = paths["/tools/call"]["post"];
     type Body = JsonBody<Call["requestBody"]>;

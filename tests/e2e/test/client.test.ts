@@ -74,6 +74,7 @@ describe("calls", () => {
     expect(JSON.parse(seen[2]?.body ?? "{}").call_id).toBe(response.call_id);
   });
 
+  // rule: definitions.legacy-parameters
   it("reads an older server's {parameters: ...} input_schema in the flat form", async () => {
     const legacy = await rawServer(
       200,

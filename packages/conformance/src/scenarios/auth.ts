@@ -37,6 +37,7 @@ export const authScenarios: Scenario[] = [
   {
     id: "auth.required",
     section: "5",
+    rules: ["auth.401-response", "auth.guards-all-but-health", "call.order-of-checks"],
     level: "MUST",
     title: "Without credentials: 401 with WWW-Authenticate: Bearer and a ServerErrorResponse",
     async run(ctx) {
@@ -56,6 +57,7 @@ export const authScenarios: Scenario[] = [
   {
     id: "auth.api-key",
     section: "5",
+    rules: ["auth.api-key-header", "auth.api-key-as-bearer"],
     level: "MUST",
     title: "The API key is admitted in OXP-API-Key and as a bearer token; a wrong one is a 401",
     async run(ctx) {
@@ -68,6 +70,7 @@ export const authScenarios: Scenario[] = [
   {
     id: "auth.jwt.valid",
     section: "5",
+    rules: ["auth.jwt-hs256-only"],
     level: "MUST",
     title: "A valid HS256 JWT is admitted",
     async run(ctx) {
@@ -80,6 +83,7 @@ export const authScenarios: Scenario[] = [
   {
     id: "auth.jwt.refused",
     section: "5",
+    rules: ["auth.jwt-hs256-only", "auth.jwt-claims"],
     level: "MUST",
     title: "Expired, exp-less, too long-lived, alg none, HS512, badly signed and wrong-aud JWTs are 401s",
     async run(ctx) {

@@ -35,6 +35,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.success",
     section: "3.5",
+    rules: ["response.call-id-and-duration", "response.exactly-one-outcome"],
     level: "MUST",
     title: "A call answers 200 with success, value, a numeric duration and the request's call_id",
     async run(ctx) {
@@ -53,6 +54,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.call-id.generated",
     section: "3.5",
+    rules: ["response.call-id-and-duration"],
     level: "MUST",
     title: "Without a call_id the server makes one (a UUID v4)",
     async run(ctx) {
@@ -64,6 +66,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.null-output",
     section: "3.5",
+    rules: ["response.exactly-one-outcome", "definitions.output-schema"],
     level: "project",
     title: "A tool with output_schema null answers value: null",
     async run(ctx) {
@@ -78,6 +81,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.unknown-tool",
     section: "3.3",
+    rules: ["call.unknown-tool-400"],
     level: "MUST",
     title: "An unknown tool is a 400 ServerErrorResponse",
     async run(ctx) {
@@ -87,6 +91,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.version.unknown",
     section: "3.4",
+    rules: ["call.unknown-tool-400"],
     level: "MUST",
     title: "A version that does not exist is a 400 naming what was asked and what exists",
     async run(ctx) {
@@ -104,6 +109,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.version.pattern",
     section: "3.4",
+    rules: ["tool-id.pattern"],
     level: "MUST",
     title: "A tool id that breaks the pattern is a 400",
     async run(ctx) {
@@ -112,10 +118,17 @@ export const callScenarios: Scenario[] = [
       }
     },
   },
-  ...(["exact", "shorthand", "latest"] as const).map(
-    (kind): Scenario => ({
+  ...(
+    [
+      { kind: "exact", rules: ["tool-id.exact-version"] },
+      { kind: "shorthand", rules: ["tool-id.major-shorthand"] },
+      { kind: "latest", rules: ["tool-id.latest"] },
+    ] as const
+  ).map(
+    ({ kind, rules }): Scenario => ({
       id: `call.version.${kind}`,
       section: "3.4",
+      rules,
       level: "MUST",
       title:
         kind === "exact"
@@ -148,6 +161,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.input.invalid",
     section: "3.3",
+    rules: ["call.input-422"],
     level: "MUST",
     title: "Input that breaks input_schema is a 422 with parameter_errors keyed by property",
     async run(ctx) {
@@ -166,6 +180,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.input.missing",
     section: "3.3",
+    rules: ["call.input-422"],
     level: "MUST",
     title: "A missing required property is a 422 keyed by its own name",
     async run(ctx) {
@@ -181,6 +196,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.input.no-coercion",
     section: "3.3",
+    rules: ["call.input-422"],
     level: "project",
     title: 'Types are not coerced: "5" is not a number',
     async run(ctx) {
@@ -199,6 +215,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.request.extra-field",
     section: "3.1",
+    rules: ["request.no-extra-properties"],
     level: "MUST",
     title: "An unknown top-level field in the request is a 400",
     async run(ctx) {
@@ -209,6 +226,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.order.tool-before-input",
     section: "3.3",
+    rules: ["call.order-of-checks"],
     level: "project",
     title: "The tool is resolved before the input is checked (unknown tool with bad input: 400)",
     async run(ctx) {
@@ -218,6 +236,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.tool-error",
     section: "3.6",
+    rules: ["tool-failure.always-200", "tool-failure.tool-error-passthrough"],
     level: "MUST",
     title: "A tool's own error is a 200 with success: false and its fields",
     async run(ctx) {
@@ -235,6 +254,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.timeout",
     section: "3.6",
+    rules: ["tool-failure.timeout"],
     level: "project",
     title: "A tool past its time limit is a 200 with success: false and can_retry: true",
     async run(ctx) {
@@ -257,6 +277,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.idempotency.replay",
     section: "3.7",
+    rules: ["idempotency.replay"],
     level: "project",
     title: "The same call_id and call is answered with the stored response (the tool does not run again)",
     async run(ctx) {
@@ -273,6 +294,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.idempotency.concurrent",
     section: "3.7",
+    rules: ["idempotency.concurrent-duplicate-waits"],
     level: "project",
     title: "Duplicates sent at once all get the one response",
     async run(ctx) {
@@ -286,6 +308,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.idempotency.conflict",
     section: "3.7",
+    rules: ["idempotency.mismatch-400"],
     level: "project",
     title: "The same call_id with another input is a 400",
     async run(ctx) {
@@ -302,6 +325,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.envelope",
     section: "3.2",
+    rules: ["envelope.accept", "envelope.answer-in-kind"],
     level: "MUST",
     title: "The draft envelope {$schema, request} is answered in the envelope {$schema, result}",
     async run(ctx) {
@@ -316,6 +340,7 @@ export const callScenarios: Scenario[] = [
   {
     id: "call.envelope.errors",
     section: "3.2",
+    rules: ["envelope.errors-unwrapped", "versions.envelope-schema"],
     level: "MUST",
     title: "Envelope errors have the flat form's bodies; an unsupported $schema is a 400",
     async run(ctx) {

@@ -9,6 +9,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "health.ok",
     section: "1",
+    rules: ["endpoints.health"],
     level: "MUST",
     title: "GET /health answers 200 (JSON if it has a body)",
     async run(ctx) {
@@ -21,6 +22,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "health.no-auth",
     section: "1",
+    rules: ["endpoints.health", "auth.guards-all-but-health"],
     level: "MUST",
     title: "GET /health needs no authentication",
     async run(ctx) {
@@ -30,6 +32,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "headers.oxp-version",
     section: "1",
+    rules: ["endpoints.oxp-version-header"],
     level: "project",
     title: "Every response carries OXP-Version: 1.0, errors and 404s included",
     async run(ctx) {
@@ -55,6 +58,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "errors.not-found",
     section: "1",
+    rules: ["endpoints.unknown-route", "endpoints.error-json"],
     level: "project",
     title: "An unknown path is a 404 with a JSON ServerErrorResponse",
     async run(ctx) {
@@ -64,6 +68,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "errors.method-not-allowed",
     section: "1",
+    rules: ["endpoints.unknown-route"],
     level: "project",
     title: "A known path with a wrong method is a 405 with Allow",
     async run(ctx) {
@@ -75,6 +80,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "tools.list",
     section: "1",
+    rules: ["endpoints.list-tools"],
     level: "MUST",
     title: "GET /tools answers 200 with a ToolListResponse",
     async run(ctx) {
@@ -86,6 +92,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "tools.query-ignored",
     section: "1",
+    rules: ["endpoints.lenient-get"],
     level: "project",
     title: "Unknown query parameters are ignored",
     async run(ctx) {
@@ -98,6 +105,13 @@ export const coreScenarios: Scenario[] = [
   {
     id: "tools.definitions",
     section: "6",
+    rules: [
+      "definitions.fields",
+      "definitions.id-and-version",
+      "definitions.name-pattern",
+      "definitions.input-schema-flat",
+      "definitions.self-contained",
+    ],
     level: "MUST",
     title: "Definitions: unique ids with their version, names, flat self-contained input schemas, described properties",
     async run(ctx) {
@@ -128,6 +142,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "version.header.accepted",
     section: "2",
+    rules: ["versions.header-optional"],
     level: "project",
     title: "OXP-Version 1.0, 1 and 1.0.0 are accepted",
     async run(ctx) {
@@ -139,6 +154,7 @@ export const coreScenarios: Scenario[] = [
   {
     id: "version.header.unsupported",
     section: "2",
+    rules: ["versions.unsupported-400"],
     level: "project",
     title: "Another OXP-Version is a 400 whose developer_message lists the supported versions",
     async run(ctx: Context) {

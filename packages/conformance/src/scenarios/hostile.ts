@@ -32,9 +32,13 @@ async function healthy(ctx: Context): Promise<void> {
   checkStatus(await ctx.http.send({ path: "/health" }), 200);
 }
 
-const hostile = (id: string, title: string, run: (ctx: Context) => Promise<void>): Scenario => ({
+const hostile = (
+  { id, title, rules }: Pick<Scenario, "id" | "title" | "rules">,
+  run: (ctx: Context) => Promise<void>,
+): Scenario => ({
   id: `hostile.${id}`,
   section: "7",
+  rules,
   level: "project",
   title,
   async run(ctx) {
@@ -44,64 +48,107 @@ const hostile = (id: string, title: string, run: (ctx: Context) => Promise<void>
 });
 
 export const hostileScenarios: Scenario[] = [
-  hostile("malformed-json", "Malformed JSON bodies are 400s", async (ctx) => {
-    for (const body of ["{", '{"tool_id": ', "[]", "null", '"text"', "\u0000"]) checkError(await call(ctx, body), 400);
-  }),
-  hostile("wrong-types", "Fields of the wrong type are 400s", async (ctx) => {
-    for (const body of [
-      { tool_id: 42 },
-      { tool_id: "A.B", input: [1] },
-      { tool_id: "A.B", context: "x" },
-      { tool_id: "A.B", call_id: 7 },
-    ]) {
-      checkError(await call(ctx, body), 400);
-    }
-  }),
-  hostile("content-type", "A body not sent as application/json is a 415", async (ctx) => {
-    const answer = await ctx.http.send({
-      method: "POST",
-      path: "/tools/call",
-      headers: { "content-type": "text/plain" },
-      body: '{"tool_id": "A.B"}',
-    });
-    checkError(answer, 415);
-  }),
-  hostile("too-large", "A body over 1 MiB is a 413", async (ctx) => {
+  hostile(
+    {
+      id: "malformed-json",
+      title: "Malformed JSON bodies are 400s",
+      rules: ["call.body-checks", "limits.no-5xx-for-requests"],
+    },
+    async (ctx) => {
+      for (const body of ["{", '{"tool_id": ', "[]", "null", '"text"', "\u0000"])
+        checkError(await call(ctx, body), 400);
+    },
+  ),
+  hostile(
+    { id: "wrong-types", title: "Fields of the wrong type are 400s", rules: ["request.flat-shape", "request.context"] },
+    async (ctx) => {
+      for (const body of [
+        { tool_id: 42 },
+        { tool_id: "A.B", input: [1] },
+        { tool_id: "A.B", context: "x" },
+        { tool_id: "A.B", call_id: 7 },
+      ]) {
+        checkError(await call(ctx, body), 400);
+      }
+    },
+  ),
+  hostile(
+    { id: "content-type", title: "A body not sent as application/json is a 415", rules: ["call.body-checks"] },
+    async (ctx) => {
+      const answer = await ctx.http.send({
+        method: "POST",
+        path: "/tools/call",
+        headers: { "content-type": "text/plain" },
+        body: '{"tool_id": "A.B"}',
+      });
+      checkError(answer, 415);
+    },
+  ),
+  hostile({ id: "too-large", title: "A body over 1 MiB is a 413", rules: ["call.body-checks"] }, async (ctx) => {
     checkError(await call(ctx, { tool_id: "A.B", input: { blob: "x".repeat(1_100_000) } }), 413);
   }),
-  hostile("deep-nesting", "Deeply nested bodies are answered with 400, 413 or 422", async (ctx) => {
-    for (const depth of [1_000, 100_000]) {
-      checkError(
-        await call(ctx, `{"tool_id": "A.B", "input": {"a": ${"[".repeat(depth)}${"]".repeat(depth)}}}`),
-        [400, 413, 422],
-      );
-    }
-  }),
-  hostile("prototype-keys", "__proto__, constructor and prototype keys are data, never a crash", async (ctx) => {
-    const tool = ctx.tools[0]?.id ?? "A.B";
-    for (const body of [
-      `{"tool_id": "${tool}", "__proto__": {"polluted": true}}`,
-      `{"tool_id": "${tool}", "input": {"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}}`,
-      `{"tool_id": "${tool}", "context": {"__proto__": {"polluted": true}, "secrets": [{"id": "__proto__", "value": "x"}]}}`,
-    ]) {
-      const answer = await call(ctx, body);
-      check(answer.status >= 200 && answer.status < 500, `${answer.label} answered ${answer.status}`);
-    }
-  }),
-  hostile("long-ids", "Very long tool ids and call ids are answered with a 4xx", async (ctx) => {
-    checkError(await call(ctx, { tool_id: `A.${"B".repeat(200_000)}` }), 400);
-    const answer = await call(ctx, { tool_id: "OxpConformance.NoSuchTool", call_id: "c".repeat(200_000) });
-    checkError(answer, 400);
-  }),
-  hostile("concurrent-garbage", "Many concurrent bad requests all get 4xx JSON answers", async (ctx) => {
-    const bodies = ["{", '{"tool_id": 1}', '{"tool_id": "A.B", "input": 5}', "[]"];
-    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call(ctx, bodies[i % bodies.length])));
-    for (const answer of answers)
-      check(answer.status >= 400 && answer.status < 500, `a bad request answered ${answer.status}`);
-  }),
+  hostile(
+    {
+      id: "deep-nesting",
+      title: "Deeply nested bodies are answered with 400, 413 or 422",
+      rules: ["limits.nesting-depth", "limits.no-5xx-for-requests"],
+    },
+    async (ctx) => {
+      for (const depth of [1_000, 100_000]) {
+        checkError(
+          await call(ctx, `{"tool_id": "A.B", "input": {"a": ${"[".repeat(depth)}${"]".repeat(depth)}}}`),
+          [400, 413, 422],
+        );
+      }
+    },
+  ),
+  hostile(
+    {
+      id: "prototype-keys",
+      title: "__proto__, constructor and prototype keys are data, never a crash",
+      rules: ["limits.prototype-keys-are-data"],
+    },
+    async (ctx) => {
+      const tool = ctx.tools[0]?.id ?? "A.B";
+      for (const body of [
+        `{"tool_id": "${tool}", "__proto__": {"polluted": true}}`,
+        `{"tool_id": "${tool}", "input": {"__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}}`,
+        `{"tool_id": "${tool}", "context": {"__proto__": {"polluted": true}, "secrets": [{"id": "__proto__", "value": "x"}]}}`,
+      ]) {
+        const answer = await call(ctx, body);
+        check(answer.status >= 200 && answer.status < 500, `${answer.label} answered ${answer.status}`);
+      }
+    },
+  ),
+  hostile(
+    {
+      id: "long-ids",
+      title: "Very long tool ids and call ids are answered with a 4xx",
+      rules: ["limits.identifier-length"],
+    },
+    async (ctx) => {
+      checkError(await call(ctx, { tool_id: `A.${"B".repeat(200_000)}` }), 400);
+      const answer = await call(ctx, { tool_id: "OxpConformance.NoSuchTool", call_id: "c".repeat(200_000) });
+      checkError(answer, 400);
+    },
+  ),
+  hostile(
+    {
+      id: "concurrent-garbage",
+      title: "Many concurrent bad requests all get 4xx JSON answers",
+      rules: ["limits.no-5xx-for-requests"],
+    },
+    async (ctx) => {
+      const bodies = ["{", '{"tool_id": 1}', '{"tool_id": "A.B", "input": 5}', "[]"];
+      const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call(ctx, bodies[i % bodies.length])));
+      for (const answer of answers)
+        check(answer.status >= 400 && answer.status < 500, `a bad request answered ${answer.status}`);
+    },
+  ),
   {
     id: "errors.no-leaks",
     section: "7",
+    rules: ["limits.no-5xx-for-requests", "endpoints.error-json"],
     level: "project",
     title: "No answer so far carried a stack trace or an internal path, and none was a 5xx but 503",
     async run(ctx) {
@@ -117,6 +164,7 @@ export const hostileScenarios: Scenario[] = [
   {
     id: "answers.schemas",
     section: "1",
+    rules: ["endpoints.error-json", "spec.closed-bodies"],
     level: "project",
     title: "Every JSON answer of the run matches the spec's schema for its route and status",
     async run(ctx) {

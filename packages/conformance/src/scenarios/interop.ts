@@ -38,9 +38,13 @@ function needDraftAuth(ctx: Context): void {
   }
 }
 
-const interop = (id: string, title: string, run: (ctx: Context) => Promise<void>): Scenario => ({
+const interop = (
+  { id, title, rules }: Pick<Scenario, "id" | "title" | "rules">,
+  run: (ctx: Context) => Promise<void>,
+): Scenario => ({
   id: `interop.${id}`,
   section: "3.2",
+  rules,
   level: "project",
   title,
   async run(ctx) {
@@ -50,17 +54,34 @@ const interop = (id: string, title: string, run: (ctx: Context) => Promise<void>
 });
 
 export const interopScenarios: Scenario[] = [
-  interop("health", "GET /health with an empty Accept and a JSON Content-Type is a 200", async (ctx) => {
-    checkStatus(await ctx.http.raw({ path: "/health", headers: { ...draftHeaders(ctx), Accept: "" } }), 200);
-  }),
-  interop("list-tools", "GET /tools with a {} body (the Go client) is a 200 ToolListResponse", async (ctx) => {
-    const answer = await ctx.http.raw({ path: "/tools", headers: draftHeaders(ctx), body: "{}" });
-    checkStatus(answer, 200);
-    checkSchema("ToolListResponse", answer.json, "GET /tools");
-  }),
   interop(
-    "call",
-    'POST {"request": ...} without OXP-Version is answered {"$schema", "result": CallToolResponse}',
+    {
+      id: "health",
+      title: "GET /health with an empty Accept and a JSON Content-Type is a 200",
+      rules: ["endpoints.health", "versions.header-optional"],
+    },
+    async (ctx) => {
+      checkStatus(await ctx.http.raw({ path: "/health", headers: { ...draftHeaders(ctx), Accept: "" } }), 200);
+    },
+  ),
+  interop(
+    {
+      id: "list-tools",
+      title: "GET /tools with a {} body (the Go client) is a 200 ToolListResponse",
+      rules: ["endpoints.lenient-get", "endpoints.list-tools"],
+    },
+    async (ctx) => {
+      const answer = await ctx.http.raw({ path: "/tools", headers: draftHeaders(ctx), body: "{}" });
+      checkStatus(answer, 200);
+      checkSchema("ToolListResponse", answer.json, "GET /tools");
+    },
+  ),
+  interop(
+    {
+      id: "call",
+      title: 'POST {"request": ...} without OXP-Version is answered {"$schema", "result": CallToolResponse}',
+      rules: ["envelope.accept", "envelope.answer-in-kind", "versions.header-optional", "auth.api-key-as-bearer"],
+    },
     async (ctx) => {
       const safe = need(ctx.fixture.safeCall, "the fixture names no safe call");
       const answer = await draftPost(ctx, {
@@ -72,8 +93,11 @@ export const interopScenarios: Scenario[] = [
     },
   ),
   interop(
-    "call-with-schema",
-    'POST {"$schema": "otc://1.0", "request": ...} is answered in the envelope',
+    {
+      id: "call-with-schema",
+      title: 'POST {"$schema": "otc://1.0", "request": ...} is answered in the envelope',
+      rules: ["versions.envelope-schema", "envelope.answer-in-kind"],
+    },
     async (ctx) => {
       const safe = need(ctx.fixture.safeCall, "the fixture names no safe call");
       const answer = await draftPost(ctx, {
@@ -85,8 +109,11 @@ export const interopScenarios: Scenario[] = [
     },
   ),
   interop(
-    "errors",
-    "Their 400 and 422 bodies are the flat ServerErrorResponse and ValidationErrorResponse",
+    {
+      id: "errors",
+      title: "Their 400 and 422 bodies are the flat ServerErrorResponse and ValidationErrorResponse",
+      rules: ["envelope.errors-unwrapped"],
+    },
     async (ctx) => {
       const unknown = await draftPost(ctx, { request: { tool_id: "OxpConformance.NoSuchTool" } });
       checkError(unknown, 400);
@@ -96,8 +123,11 @@ export const interopScenarios: Scenario[] = [
     },
   ),
   interop(
-    "retry",
-    "A POST retried with the same body (as on a 5xx) gets the same answer and runs once",
+    {
+      id: "retry",
+      title: "A POST retried with the same body (as on a 5xx) gets the same answer and runs once",
+      rules: ["idempotency.replay"],
+    },
     async (ctx) => {
       const fixture = need(ctx.fixture.idempotent, "the fixture names no idempotency probe");
       const body = {

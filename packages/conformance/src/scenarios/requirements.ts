@@ -15,6 +15,7 @@ export const requirementScenarios: Scenario[] = [
   {
     id: "requirements.user-id",
     section: "4",
+    rules: ["requirements.user-id"],
     level: "MUST",
     title: "A tool that requires user_id, called without one, is a 400 with missing_requirements.user_id",
     async run(ctx) {
@@ -28,6 +29,7 @@ export const requirementScenarios: Scenario[] = [
   {
     id: "requirements.secret.missing",
     section: "4",
+    rules: ["requirements.secrets-missing", "requirements.secrets-never-leak"],
     level: "MUST",
     title: "A missing secret is a 400 naming its id and never a value",
     async run(ctx) {
@@ -49,6 +51,7 @@ export const requirementScenarios: Scenario[] = [
   {
     id: "requirements.secret.given",
     section: "4",
+    rules: ["requirements.secrets-missing"],
     level: "MUST",
     title: "A call that sends the secret gets past the requirement",
     async run(ctx) {
@@ -63,6 +66,7 @@ export const requirementScenarios: Scenario[] = [
   {
     id: "requirements.authorization.token",
     section: "4",
+    rules: ["requirements.authorization-token"],
     level: "MUST",
     title: "A call that sends a token for the provider gets past the requirement",
     async run(ctx) {
@@ -80,6 +84,7 @@ export const requirementScenarios: Scenario[] = [
   {
     id: "requirements.authorization.challenge",
     section: "4",
+    rules: ["requirements.challenge-400", "endpoints.check-url-status"],
     level: "MUST",
     title:
       "Without a token: a 400 with a challenge {id, url, check_url}; check_url answers pending; an unknown one 404",

@@ -17,6 +17,7 @@ function refusal(body: unknown, maxDepth?: number): WireError | undefined {
 }
 
 describe("parseCallBody", () => {
+  // rule: envelope.accept
   it("returns the request of a flat body and of the draft envelope", () => {
     expect(parseCallBody(request)).toEqual({ request, envelope: false });
     expect(parseCallBody({ $schema: "urn:oxp:1.0", request })).toEqual({ request, envelope: true });
@@ -39,6 +40,7 @@ describe("parseCallBody", () => {
     expect(refusal({ $schema: "urn:oxp:2.0", request })?.message).toBe("OXP version 'urn:oxp:2.0' is not supported");
   });
 
+  // rule: limits.nesting-depth
   it("checks the depth before anything reads the body", () => {
     const deep = JSON.parse(`{"tool_id": "A.B", "input": ${"[".repeat(100)}${"]".repeat(100)}}`);
     expect(refusal(deep, 64)?.message).toBe("The request body is nested too deeply");
@@ -46,6 +48,7 @@ describe("parseCallBody", () => {
 });
 
 describe("unwrapCallBody and wrapResponse", () => {
+  // rule: envelope.answer-in-kind
   it("answer in the form the call came in", () => {
     const response = { call_id: "c", duration: 1, success: true as const, value: 3 };
     expect(unwrapCallBody({ request })).toEqual({ request, envelope: true });

@@ -18,6 +18,7 @@ async function finish(store: MemoryIdempotencyStore, principal: string, callId: 
 }
 
 describe("MemoryIdempotencyStore", () => {
+  // rule: idempotency.per-principal
   it("keeps equal call_ids of two principals apart", async () => {
     const store = new MemoryIdempotencyStore();
     await finish(store, "alice", "k", 1);
@@ -27,6 +28,7 @@ describe("MemoryIdempotencyStore", () => {
     expect((await store.get({ principal: "bob", callId: "k" }))?.response).toMatchObject({ value: 2 });
   });
 
+  // rule: idempotency.per-principal-quota
   it("past a principal's entry quota, drops that principal's own oldest finished records only", async () => {
     const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 3 });
     await finish(store, "bob", "b0");
@@ -37,6 +39,7 @@ describe("MemoryIdempotencyStore", () => {
     expect(await store.get({ principal: "bob", callId: "b0" })).toBeDefined();
   });
 
+  // rule: idempotency.per-principal-quota
   it("never drops a call still running: a principal whose quota is all running calls is refused", async () => {
     const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 2 });
     await store.claim({ principal: "alice", callId: "r1" }, "f", 60_000);
@@ -48,6 +51,7 @@ describe("MemoryIdempotencyStore", () => {
     expect(await store.claim({ principal: "bob", callId: "r1" }, "f", 60_000)).toBeUndefined();
   });
 
+  // rules: idempotency.full-store-503, idempotency.bounded-store
   it("refuses new keys when the whole store is full rather than drop another principal's records", async () => {
     const store = new MemoryIdempotencyStore({ maxEntries: 2 });
     await finish(store, "alice", "a1");
@@ -59,6 +63,7 @@ describe("MemoryIdempotencyStore", () => {
     expect(await store.get({ principal: "bob", callId: "b1" })).toBeDefined();
   });
 
+  // rule: idempotency.bounded-store
   it("is bounded in bytes: large responses count by their size", async () => {
     const store = new MemoryIdempotencyStore({ maxBytesPerPrincipal: 1_000_000, maxResponseBytes: 400_000 });
     for (let i = 0; i < 10; i++) await finish(store, "alice", `k${i}`, "x".repeat(300_000));
@@ -67,6 +72,7 @@ describe("MemoryIdempotencyStore", () => {
     expect(await store.get({ principal: "alice", callId: "k9" })).toBeDefined();
   });
 
+  // rule: idempotency.oversized-response-not-kept
   it("keeps no response over maxResponseBytes and frees its key, so a replay runs again", async () => {
     const store = new MemoryIdempotencyStore({ maxResponseBytes: 1_000 });
     await finish(store, "alice", "big", "x".repeat(2_000));

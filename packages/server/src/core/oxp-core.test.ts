@@ -52,6 +52,7 @@ async function callOne(t: Tool, request: Partial<CallToolRequest> = {}, options 
 
 describe("tool definitions at start-up (docs/protocol.md 6)", () => {
   const base = { run: () => null };
+  // rules: definitions.refused-at-start, definitions.name-pattern, definitions.self-contained, definitions.input-schema-flat, definitions.id-and-version
   it.each<[string, Parameters<typeof tool>[0] | Omit<Parameters<typeof tool>[0], "run">, RegExp]>([
     ["a name with a space", { name: "My Tool" }, /Tool 'Test.My Tool@1.0.0' is refused/],
     ["a two-part version", { version: "1.0" }, /does not match the ToolDefinition schema/],
@@ -89,10 +90,12 @@ describe("tool definitions at start-up (docs/protocol.md 6)", () => {
     expect(build).toThrow(message);
   });
 
+  // rules: definitions.id-and-version, definitions.refused-at-start
   it("refuses two tools with the same id", () => {
     expect(() => new OxpCore({ tools: [tool(base), tool(base)] })).toThrow(/Tool 'Test.Tool@1.0.0' is defined twice/);
   });
 
+  // rule: definitions.legacy-parameters
   it("unwraps the older {parameters: ...} input schema and never lists it", async () => {
     const wrapped = tool({
       ...base,
@@ -111,6 +114,7 @@ describe("tool definitions at start-up (docs/protocol.md 6)", () => {
 });
 
 describe("tool failures (docs/protocol.md 3.6)", () => {
+  // rule: tool-failure.tool-error-passthrough
   it("passes OxpToolError fields through, retry_after_ms rounded up to an integer", async () => {
     const response = await callOne(
       tool({
@@ -136,6 +140,7 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     });
   });
 
+  // rule: tool-failure.unexpected-exception
   it.each<[string, () => unknown, string]>([
     [
       "an Error",
@@ -167,6 +172,7 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     });
   });
 
+  // rule: tool-failure.timeout
   it("abandons a hung tool at its time limit and aborts its signal", async () => {
     let aborted: unknown;
     const hang = tool({
@@ -187,11 +193,13 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     expect(aborted).toBeInstanceOf(Error);
   });
 
+  // rule: tool-failure.timeout
   it("uses the server's default time limit when the tool sets none", async () => {
     const response = await callOne(tool({ run: () => new Promise(() => {}) }), {}, { defaultTimeoutMs: 30 });
     expect(response).toMatchObject({ success: false, error: { can_retry: true } });
   });
 
+  // rule: tool-failure.invalid-output
   it.each<[string, object, () => unknown, RegExp]>([
     ["the wrong type", { type: "number" }, () => "seven", /does not match the tool's output_schema/],
     ["a missing property", { type: "object", required: ["a"] }, () => ({}), /does not match/],
@@ -216,6 +224,7 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     expect(response.success === false && response.error.developer_message).toMatch(developer);
   });
 
+  // rules: response.exactly-one-outcome, definitions.output-schema
   it("returns null for a tool whose output schema is null, whatever it returns", async () => {
     expect(await callOne(tool({ outputSchema: null, run: () => "ignored" }))).toMatchObject({
       success: true,
@@ -238,6 +247,7 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     expect(response.success && response.value).not.toHaveProperty("gone");
   });
 
+  // rules: request.context, requirements.tool-context, trace.passed-and-logged, requirements.server-held-secrets
   it("gives the tool its context: call id, trace id, user id, secrets, tokens, extra keys", async () => {
     let seen: unknown;
     const spy = tool({
@@ -270,6 +280,7 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
 });
 
 describe("idempotency (docs/protocol.md 3.7)", () => {
+  // rule: idempotency.what-is-stored
   it("stores a failure that cannot be retried: the tool does not run again", async () => {
     let runs = 0;
     const failing = tool({
@@ -285,6 +296,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(1);
   });
 
+  // rule: requirements.secrets-never-leak
   it("stores nothing secret: the record holds a hash and the response", async () => {
     const store = new MemoryIdempotencyStore();
     const core = new OxpCore({
@@ -300,6 +312,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 
+  // rule: idempotency.replay
   it("expires records after the retention window", async () => {
     let now = 0;
     const store = new MemoryIdempotencyStore({ now: () => now });
@@ -318,6 +331,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
+  // rule: idempotency.shared-store
   it("waits, through a shared store, for a call another instance is running", async () => {
     // Two cores sharing one store stand for two instances behind a load balancer.
     const shared = new MemoryIdempotencyStore();
@@ -382,6 +396,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
+  // rule: idempotency.abandoned-run-holds-key
   it("holds the call_id of a run abandoned at its time limit until the tool settles", async () => {
     let runs = 0;
     let finish: () => void = () => {};
@@ -408,6 +423,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
+  // rule: idempotency.full-store-503
   it("answers 503 with Retry-After when the store cannot take a new call_id", async () => {
     const store = new MemoryIdempotencyStore({ maxEntries: 1 });
     const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
@@ -421,6 +437,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(await core.call({ tool_id: "Test.Tool" }, { ...meta, principal: "p2" })).toMatchObject({ success: true });
   });
 
+  // rule: limits.drain-answers-every-caller
   it("aborts running calls at shutdown and answers each with a retryable failure", async () => {
     let aborted = false;
     const slow = tool({
@@ -451,6 +468,41 @@ describe("authorization requirements (docs/protocol.md 4)", () => {
   });
   const context = { user_id: "ann" };
 
+  // rules: requirements.check-order, requirements.challenge-400
+  it("checks user_id, then secrets, then authorization: the first unmet one decides the 400", async () => {
+    const started: string[] = [];
+    const provider = {
+      id: "github",
+      async startChallenge(input: { challengeId: string }) {
+        started.push(input.challengeId);
+        return { url: `https://auth.test/${input.challengeId}` };
+      },
+      async checkChallenge() {
+        return "pending" as const;
+      },
+    };
+    const needsAll = tool({
+      requirements: { user_id: true, secrets: [{ id: "S" }], authorization: [{ id: "github" }] },
+      run: () => 1,
+    });
+    const core = new OxpCore({ tools: [needsAll], authorizationProviders: [provider] });
+    const refusal = (request: Omit<CallToolRequest, "tool_id">) =>
+      core.call({ tool_id: "Test.Tool", ...request }, meta).then(
+        () => expect.unreachable("the call ran"),
+        (error: unknown) => (error as WireError).toBody(),
+      );
+    expect(await refusal({})).toMatchObject({ missing_requirements: { user_id: true } });
+    expect(started).toEqual([]);
+    const noSecret = await refusal({ context: { user_id: "ann" } });
+    expect(noSecret).toMatchObject({ developer_message: expect.stringContaining("Missing secrets: S") });
+    expect(noSecret).not.toHaveProperty("missing_requirements");
+    expect(started).toEqual([]);
+    const noToken = await refusal({ context: { user_id: "ann", secrets: [{ id: "S", value: "v" }] } });
+    expect(noToken).toMatchObject({ message: "Authorization required" });
+    expect(started).toHaveLength(1);
+  });
+
+  // rule: requirements.no-provider-400
   it("without a provider for the id: a 400 with a message and no challenge", async () => {
     const error = await new OxpCore({ tools: [needsGithub] })
       .call({ tool_id: "Test.Tool", context }, meta)
@@ -462,6 +514,7 @@ describe("authorization requirements (docs/protocol.md 4)", () => {
     });
   });
 
+  // rules: requirements.authorization-token, requirements.challenge-400
   it("uses a token the server holds only when it covers the scopes; otherwise starts a challenge", async () => {
     const tokens = new MemoryTokenStore();
     const started: string[] = [];
