@@ -6,6 +6,7 @@ import { createDemoApp, type DemoApp, type DemoOptions } from "../src/app.js";
 export {
   callTool,
   expectError,
+  expectHealthy,
   expectSchema,
   type Reply,
   send,

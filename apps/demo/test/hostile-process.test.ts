@@ -1,7 +1,7 @@
 // A property over raw sockets against the whole demo process (protocol routes and consent pages): every answer is safe (no 5xx, JSON errors, no stack or path, OXP-Version); malformed HTTP is the server's, in packages/server/test/malformed-http.test.ts.
 import { gzipSync } from "node:zlib";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import {
   describeAnswer,
   escaped,
@@ -18,7 +18,7 @@ import {
   token,
   weighted,
 } from "../../../packages/server/test/raw-http.js";
-import { callTool, type Running, send, startDemo } from "./harness.js";
+import { callTool, expectHealthy, type Running, send, startDemo } from "./harness.js";
 
 const API_KEY = "hostile-process-test-key";
 const JWT_SECRET = "hostile-process-test-secret-of-enough-length-0123456789";
@@ -599,18 +599,6 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
   });
   afterAll(() => server?.close());
 
-  /** The server still serves: /health is 200 and Calculator.Add of 2 and 2 is 4. */
-  async function expectHealthy(): Promise<void> {
-    expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
-    const reply = await callTool(
-      server.baseUrl,
-      { tool_id: "Calculator.Add", input: { a: 2, b: 2 } },
-      { "OXP-API-Key": API_KEY },
-    );
-    expect(reply.status, reply.text).toBe(200);
-    expect(reply.body).toMatchObject({ success: true, value: 4 });
-  }
-
   /** Every kind of request property 1 sends. */
   function wellFormedRequests(): fc.Arbitrary<Request> {
     return weighted<Request>(
@@ -655,6 +643,6 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
       fc.asyncProperty(requests, (request) => expectSafeAnswer(request)),
       { numRuns: 300, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
     );
-    await expectHealthy();
+    await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
   });
 });

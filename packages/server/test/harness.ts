@@ -108,6 +108,14 @@ export function expectSchema(title: string, body: unknown): void {
   expect(validate.errors ?? [], `${title}: ${JSON.stringify(body)}`).toEqual([]);
 }
 
+/** Asserts the server still serves: `/health` is 200 and Calculator.Add of 2 and 2 is 4. */
+export async function expectHealthy(baseUrl: string, headers: Record<string, string> = {}): Promise<void> {
+  expect((await send(`${baseUrl}/health`)).status).toBe(200);
+  const reply = await callTool(baseUrl, { tool_id: "Calculator.Add", input: { a: 2, b: 2 } }, headers);
+  expect(reply.status, reply.text).toBe(200);
+  expect(reply.body).toMatchObject({ success: true, value: 4 });
+}
+
 /** Asserts the answer is a JSON error of the given status, in the spec's shape, with no stack trace. */
 export function expectError(reply: Reply, status: number): void {
   expect(reply.status, reply.text).toBe(status);

@@ -1,19 +1,13 @@
 // docs/protocol.md section 7 over HTTP: whatever a client sends, a 4xx JSON answer and a healthy server.
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, expectError, type Reply, type Running, send, startServer } from "./harness.js";
+import { callTool, expectError, expectHealthy, type Reply, type Running, send, startServer } from "./harness.js";
 
 let server: Running;
 beforeAll(async () => {
   server = await startServer();
 });
 afterAll(() => server.close());
-
-async function expectHealthy() {
-  expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
-  const sum = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: 2, b: 2 } });
-  expect(sum.body).toMatchObject({ success: true, value: 4 });
-}
 
 describe("malformed bodies", () => {
   // rules: request.flat-shape, request.no-extra-properties, call.body-checks
@@ -82,7 +76,7 @@ describe("large and deep bodies", () => {
       input: { a: "x".repeat(1_100_000), b: 1 },
     });
     expectError(reply, 413);
-    await expectHealthy();
+    await expectHealthy(server.baseUrl);
   });
 
   // rules: limits.nesting-depth, limits.no-5xx-for-requests
@@ -95,7 +89,7 @@ describe("large and deep bodies", () => {
       );
       expectError(reply, 400);
     }
-    await expectHealthy();
+    await expectHealthy(server.baseUrl);
   });
 
   // rule: limits.no-5xx-for-requests
@@ -161,7 +155,7 @@ describe("under load", () => {
       expect(reply.status).toBeLessThan(500);
       expect(reply.headers.get("content-type")).toMatch(/^application\/json/);
     }
-    await expectHealthy();
+    await expectHealthy(server.baseUrl);
   });
 });
 
@@ -198,6 +192,6 @@ describe("property: any JSON body", () => {
       }),
       { numRuns: 300 },
     );
-    await expectHealthy();
+    await expectHealthy(server.baseUrl);
   });
 });

@@ -1,7 +1,7 @@
 // A property over raw sockets: malformed HTTP, whatever its kind, gets a 4xx JSON answer with OXP-Version (never silence, a stack or a path), and the server stays healthy.
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { callTool, type Running, send, startServer } from "./harness.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { expectHealthy, type Running, startServer } from "./harness.js";
 import {
   describeAnswer,
   header,
@@ -170,18 +170,6 @@ describe("the server under malformed HTTP over raw sockets", () => {
   });
   afterAll(() => server?.close());
 
-  /** The server still serves: /health is 200 and Calculator.Add of 2 and 2 is 4. */
-  async function expectHealthy(): Promise<void> {
-    expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
-    const reply = await callTool(
-      server.baseUrl,
-      { tool_id: "Calculator.Add", input: { a: 2, b: 2 } },
-      { "OXP-API-Key": API_KEY },
-    );
-    expect(reply.status, reply.text).toBe(200);
-    expect(reply.body).toMatchObject({ success: true, value: 4 });
-  }
-
   /** The property: malformed HTTP gets a 4xx JSON answer with OXP-Version, never silence. */
   async function expectRefusal(request: Malformed): Promise<void> {
     const answer = await receive(port, Buffer.from(renderMalformed(request, host), "latin1"), false);
@@ -202,6 +190,6 @@ describe("the server under malformed HTTP over raw sockets", () => {
       fc.asyncProperty(requests, (request) => expectRefusal(request)),
       { numRuns: 150, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
     );
-    await expectHealthy();
+    await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
   });
 });
