@@ -104,8 +104,8 @@ interface RunResult {
 interface ActiveRun {
   /** Aborts the run; it answers with a retryable "shutting down" failure. */
   shutDown(): void;
-  /** Settles once the run's response exists. */
-  answered: Promise<void>;
+  /** The race between the tool and its time limit (or shutdown): once it settles, the answer follows at once. */
+  raced: Promise<unknown>;
 }
 
 class ToolTimeout extends Error {
@@ -391,7 +391,8 @@ export class OxpCore {
   async abortAll(): Promise<void> {
     const runs = [...this.active];
     for (const active of runs) active.shutDown();
-    await Promise.all(runs.map((active) => active.answered));
+    const ignore = () => {};
+    await Promise.all(runs.map((active) => active.raced.then(ignore, ignore)));
   }
 
   /** Runs the tool with its time limit and turns whatever happens into a CallToolResponse. */
@@ -433,14 +434,6 @@ export class OxpCore {
       outcome,
       ...(unsettled ? { unsettled } : {}),
     });
-    let answered: () => void = () => {};
-    const active: ActiveRun = {
-      shutDown: () => stop(new ShuttingDown("The server shut down before the tool finished")),
-      answered: new Promise<void>((resolve) => {
-        answered = resolve;
-      }),
-    };
-    this.active.add(active);
     let result: unknown;
     let settled = false;
     const running = Promise.resolve()
@@ -455,13 +448,20 @@ export class OxpCore {
           signal: controller.signal,
           logger: this.logger.child({ tool_id: definition.id, call_id: call.callId }),
         }),
-      )
-      .finally(() => {
-        settled = true;
-      });
-    running.catch(() => {}); // a tool abandoned at its time limit may still reject later
+      );
+    // Attached before the race, so it runs first; it also keeps a late rejection of an abandoned tool handled.
+    const markSettled = () => {
+      settled = true;
+    };
+    running.then(markSettled, markSettled);
+    const raced = Promise.race([running, stopped]);
+    const active: ActiveRun = {
+      shutDown: () => stop(new ShuttingDown("The server shut down before the tool finished")),
+      raced,
+    };
+    this.active.add(active);
     try {
-      result = await Promise.race([running, stopped]);
+      result = await raced;
     } catch (error) {
       // A run that has not settled when given up on still holds its call_id until it does.
       const unsettled = settled ? undefined : running;
@@ -491,8 +491,6 @@ export class OxpCore {
     } finally {
       clearTimeout(timer);
       this.active.delete(active);
-      // Resolved after the caller has its response object: see abortAll.
-      queueMicrotask(answered);
     }
 
     let value: unknown = null;
