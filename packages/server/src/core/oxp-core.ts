@@ -436,19 +436,18 @@ export class OxpCore {
     });
     let result: unknown;
     let settled = false;
-    const running = Promise.resolve()
-      .then(() =>
-        tool.run(input, {
-          callId: call.callId,
-          traceId: call.traceId,
-          userId: call.userId,
-          tokens: call.tokens,
-          secrets: call.secrets,
-          extra: call.extra,
-          signal: controller.signal,
-          logger: this.logger.child({ tool_id: definition.id, call_id: call.callId }),
-        }),
-      );
+    const running = Promise.resolve().then(() =>
+      tool.run(input, {
+        callId: call.callId,
+        traceId: call.traceId,
+        userId: call.userId,
+        tokens: call.tokens,
+        secrets: call.secrets,
+        extra: call.extra,
+        signal: controller.signal,
+        logger: this.logger.child({ tool_id: definition.id, call_id: call.callId }),
+      }),
+    );
     // Attached before the race, so it runs first; it also keeps a late rejection of an abandoned tool handled.
     const markSettled = () => {
       settled = true;
