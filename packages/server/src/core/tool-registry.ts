@@ -32,6 +32,11 @@ export class ToolRegistry {
   private readonly byId = new Map<string, RegisteredTool>();
   private readonly versionsByName = new Map<string, string[]>();
   private readonly definitions: ToolDefinition[] = [];
+  /**
+   * Successful lookups by the id as written. Bounded: only ids that name a registered tool get in,
+   * and each tool has a handful of spellings (`A.B`, `A.B@1`, `A.B@1.0.0`). The catalog never changes.
+   */
+  private readonly found = new Map<string, { found: true; registered: RegisteredTool }>();
 
   constructor(tools: readonly Tool[]) {
     const fast = createToolAjv(false);
@@ -67,12 +72,17 @@ export class ToolRegistry {
 
   /** Resolves a tool id (`Toolkit.Tool`, `@x`, `@x.y.z`) to one registered version. */
   lookup(toolId: string): ToolLookup {
+    const known = this.found.get(toolId);
+    if (known) return known;
     const request = parseToolId(toolId);
     if (!request) return { found: false, reason: "invalid_id", available: [] };
     const available = this.versionsByName.get(request.qualifiedName) ?? [];
     if (available.length === 0) return { found: false, reason: "unknown_tool", request, available };
     const version = resolveToolVersion(available, request);
     const registered = version === undefined ? undefined : this.byId.get(formatToolId({ ...request, version }));
-    return registered ? { found: true, registered } : { found: false, reason: "unknown_version", request, available };
+    if (!registered) return { found: false, reason: "unknown_version", request, available };
+    const result = { found: true as const, registered };
+    this.found.set(toolId, result);
+    return result;
   }
 }
