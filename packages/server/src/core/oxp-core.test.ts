@@ -467,20 +467,22 @@ describe("authorization requirements (docs/protocol.md 4)", () => {
     run: (_input, ctx) => ctx.tokens.github ?? null,
   });
   const context = { user_id: "ann" };
+  /** A `github` provider whose challenges stay pending; it records the ids it started. */
+  const githubProvider = (started: string[]) => ({
+    id: "github",
+    async startChallenge(input: { challengeId: string }) {
+      started.push(input.challengeId);
+      return { url: `https://auth.test/${input.challengeId}` };
+    },
+    async checkChallenge() {
+      return "pending" as const;
+    },
+  });
 
   // rules: requirements.check-order, requirements.challenge-400
   it("checks user_id, then secrets, then authorization: the first unmet one decides the 400", async () => {
     const started: string[] = [];
-    const provider = {
-      id: "github",
-      async startChallenge(input: { challengeId: string }) {
-        started.push(input.challengeId);
-        return { url: `https://auth.test/${input.challengeId}` };
-      },
-      async checkChallenge() {
-        return "pending" as const;
-      },
-    };
+    const provider = githubProvider(started);
     const needsAll = tool({
       requirements: { user_id: true, secrets: [{ id: "S" }], authorization: [{ id: "github" }] },
       run: () => 1,
@@ -518,16 +520,7 @@ describe("authorization requirements (docs/protocol.md 4)", () => {
   it("uses a token the server holds only when it covers the scopes; otherwise starts a challenge", async () => {
     const tokens = new MemoryTokenStore();
     const started: string[] = [];
-    const provider = {
-      id: "github",
-      async startChallenge(input: { challengeId: string }) {
-        started.push(input.challengeId);
-        return { url: `https://auth.test/${input.challengeId}` };
-      },
-      async checkChallenge() {
-        return "pending" as const;
-      },
-    };
+    const provider = githubProvider(started);
     const core = new OxpCore({ tools: [needsGithub], tokenStore: tokens, authorizationProviders: [provider] });
     await tokens.set({ principal: "anonymous", userId: "ann" }, "github", { token: "narrow", scopes: ["repo"] });
     const narrow = await core.call({ tool_id: "Test.Tool", context }, meta).catch((e: unknown) => e);
