@@ -1,8 +1,26 @@
-// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the tests in test/ start real servers, so hooks and tests get 20 s.
+// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the tests in test/ start real servers, so hooks and tests get 20 s. The HTTP contract tests run twice: on the Express adapter and on the node:http one.
 import { defineConfig } from "vitest/config";
 import { sourceAliases } from "../../vitest.sources.js";
 
+/** Tests of one adapter's own features (Express pages and mounting; node pages), or that name their adapter: run once. */
+const ONCE = ["test/pages.test.ts", "test/logging-and-mounting.test.ts", "test/node-handler.test.ts"];
+
 export default defineConfig({
   resolve: { alias: sourceAliases },
-  test: { testTimeout: 20_000, hookTimeout: 20_000 },
+  test: {
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    projects: [
+      { extends: true, test: { name: "express", include: ["src/**/*.test.ts", "test/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: {
+          name: "node",
+          include: ["test/**/*.test.ts"],
+          exclude: ONCE,
+          env: { OXP_TEST_ADAPTER: "node" },
+        },
+      },
+    ],
+  },
 });

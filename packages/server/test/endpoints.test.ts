@@ -1,7 +1,7 @@
 // docs/protocol.md sections 1, 2 and 6 over HTTP: endpoints, headers, versions, tool definitions.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, listen } from "../src/index.js";
-import { expectError, expectSchema, type Running, send, startServer } from "./harness.js";
+import { listen } from "../src/index.js";
+import { expectError, expectSchema, makeServer, type Running, send, startServer } from "./harness.js";
 
 let server: Running;
 beforeAll(async () => {
@@ -40,7 +40,7 @@ describe("GET /tools", () => {
 
   // rule: endpoints.list-tools
   it("answers an empty items array when the server has no tools", async () => {
-    const empty = await listen(createServer({ tools: [], validateResponses: true }), { port: 0 });
+    const empty = await listen(makeServer({ tools: [], validateResponses: true }), { port: 0 });
     try {
       const reply = await send(`${empty.url}/tools`);
       expect(reply.status).toBe(200);

@@ -5,14 +5,31 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { expect } from "vitest";
 import {
+  createHandler,
   createLogger,
   createServer,
   type ListenOptions,
   listen,
   type OxpApp,
+  type OxpHandler,
+  type PageHandler,
   type ServerOptions,
 } from "../src/index.js";
 import { TestAuthorizationProvider, testTools } from "./tools.js";
+
+/**
+ * Which adapter the HTTP tests run against: the Express one (`createServer`), or the node:http one
+ * (`createHandler`) when `OXP_TEST_ADAPTER=node`; vitest.config.ts runs the adapter-neutral tests on both.
+ */
+export const ADAPTER: "express" | "node" = process.env.OXP_TEST_ADAPTER === "node" ? "node" : "express";
+
+/** A server of the adapter under test, from options both adapters take. */
+export function makeServer(options: ServerOptions): OxpApp | OxpHandler {
+  if (ADAPTER === "express") return createServer(options);
+  // Pages written node-style (no Express API) serve on both adapters.
+  const { pages, ...rest } = options;
+  return createHandler({ ...rest, ...(pages ? { pages: pages as readonly unknown[] as PageHandler[] } : {}) });
+}
 
 /** Options of {@link startServer}: every server option but the tools and providers, which are the test catalog's. */
 export type TestServerOptions = Omit<ServerOptions, "tools" | "authorizationProviders">;
@@ -20,7 +37,7 @@ export type TestServerOptions = Omit<ServerOptions, "tools" | "authorizationProv
 /** A running test server. */
 export interface Running {
   baseUrl: string;
-  app: OxpApp;
+  app: OxpApp | OxpHandler;
   /** The state of Counter.Increment. */
   counter: { value: number };
   /** The `google` provider: decides challenges as a user would. */
@@ -46,7 +63,7 @@ export async function startServer(
   });
   const counter = { value: 0 };
   const provider = new TestAuthorizationProvider();
-  const app = createServer({
+  const app = makeServer({
     validateResponses: true,
     logger: createLogger({ level: "debug", destination }),
     ...options,

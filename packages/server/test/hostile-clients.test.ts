@@ -6,8 +6,8 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, defineTool, listen, MemoryIdempotencyStore, type RunningServer } from "../src/index.js";
-import { callTool, expectError, type Reply, type Running, send, startServer } from "./harness.js";
+import { defineTool, listen, MemoryIdempotencyStore, type RunningServer } from "../src/index.js";
+import { callTool, expectError, makeServer, type Reply, type Running, send, startServer } from "./harness.js";
 import { TEST_CONSENT_PATH, testTools } from "./tools.js";
 
 const keyOne = { "OXP-API-Key": "key-one" };
@@ -80,7 +80,7 @@ describe("finding 2: CPU per request stays small", () => {
   let running: RunningServer;
   const serverMs: number[] = [];
   beforeAll(async () => {
-    running = await listen(createServer({ tools: testTools(), logger: false }), { port: 0 });
+    running = await listen(makeServer({ tools: testTools(), logger: false }), { port: 0 });
     // Server time: from the request's arrival to the end of its answer (reading the megabyte included).
     running.server.prependListener("request", (_req, res) => {
       const started = performance.now();
@@ -254,7 +254,7 @@ describe("finding 5: flooding the call_id store", () => {
       }),
     ];
     const running = await listen(
-      createServer({
+      makeServer({
         tools,
         logger: false,
         auth: { apiKeys: ["key-one", "key-two"] },
@@ -328,7 +328,7 @@ describe("finding 5: flooding the call_id store", () => {
         });
       },
     });
-    const running = await listen(createServer({ tools: [stubborn], logger: false }), { port: 0 });
+    const running = await listen(makeServer({ tools: [stubborn], logger: false }), { port: 0 });
     try {
       const body = { tool_id: "Test.Stubborn", call_id: "stubborn-1" };
       const first = await callTool(running.url, body);

@@ -1,6 +1,7 @@
 // The Express adapter with misbehaving tools: whatever a tool does, the call answers 200 and the server lives on.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServer, defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
+import { defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
+import { makeServer } from "./harness.js";
 
 const misbehaving = (name: string, run: Tool["run"], timeoutMs?: number): Tool => ({
   ...defineTool({
@@ -31,7 +32,7 @@ beforeAll(async () => {
       return { ok: true };
     }),
   ];
-  running = await listen(createServer({ tools, logger: false, validateResponses: true }), { port: 0 });
+  running = await listen(makeServer({ tools, logger: false, validateResponses: true }), { port: 0 });
 });
 afterAll(() => running.close());
 

@@ -42,10 +42,22 @@ export interface IdempotencyStore {
   ): Promise<void>;
   /** Marks a claimed key as held by an abandoned run, for `ttlMs` (renewed while the run goes on). */
   abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void>;
-  /** Frees a claimed key without storing anything, so the call may run again. */
-  release(key: IdempotencyKey): Promise<void>;
+  /**
+   * Frees a claimed key without storing anything, so the call may run again. `response`, when given
+   * (a retryable failure, which is never kept), goes to the duplicates waiting on the key
+   * ({@link waitFor} resolves with it): the run they waited for is theirs too.
+   */
+  release(key: IdempotencyKey, response?: CallToolResponse): Promise<void>;
   /** The entry that holds `key`, if any. */
   get(key: IdempotencyKey): Promise<IdempotencyEntry | undefined>;
+  /**
+   * Optional: waits until `key` holds a finished response or is abandoned (resolves with the entry), is
+   * released with a response for waiters (resolves with it), or is freed or held for another
+   * fingerprint (undefined), at most `maxMs` (undefined). A shared store
+   * implements it with a push primitive (e.g. Redis pub/sub) so a duplicate on another instance learns
+   * the result at once; without it, the core polls {@link get}.
+   */
+  waitFor?(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined>;
 }
 
 /** Thrown by `claim` when a store is full of records it must keep; the server answers 503 with `Retry-After`. */
@@ -87,12 +99,57 @@ interface StoredRecord {
   abandoned?: boolean;
   expiresAt: number;
   bytes: number;
+  /** Which write made this record: an entry of a {@link WriteQueue} with another number is stale. */
+  seq?: number;
+}
+
+/**
+ * Record ids in write order, oldest first, with lazy deletion: an entry whose record was removed or
+ * rewritten since is skipped, and the queue is compacted once most of it is stale. Taking the oldest is
+ * then amortized O(1), where iterating a Map or Set from its start would walk the holes that its
+ * deletions leave behind (V8 keeps them until a rehash), which cost O(n) per write.
+ */
+class WriteQueue {
+  private ids: string[] = [];
+  private seqs: number[] = [];
+  private head = 0;
+
+  push(id: string, seq: number): void {
+    this.ids.push(id);
+    this.seqs.push(seq);
+  }
+
+  /** The live entries, oldest first (`isLive` says whether an entry still names its record's latest write). */
+  *live(isLive: (id: string, seq: number) => boolean): Generator<string> {
+    for (let i = this.head; i < this.ids.length; i++) {
+      const id = this.ids[i] as string;
+      if (isLive(id, this.seqs[i] as number)) yield id;
+      else if (i === this.head) this.head++;
+    }
+  }
+
+  /** Drops stale entries once they outnumber `liveCount` (plus some slack): amortized O(1) per write. */
+  compact(liveCount: number, isLive: (id: string, seq: number) => boolean): void {
+    if (this.ids.length - this.head <= 2 * liveCount + 64) return;
+    const ids: string[] = [];
+    const seqs: number[] = [];
+    for (let i = this.head; i < this.ids.length; i++) {
+      if (isLive(this.ids[i] as string, this.seqs[i] as number)) {
+        ids.push(this.ids[i] as string);
+        seqs.push(this.seqs[i] as number);
+      }
+    }
+    this.ids = ids;
+    this.seqs = seqs;
+    this.head = 0;
+  }
 }
 
 interface PrincipalUsage {
   bytes: number;
-  /** This principal's record keys, oldest first. */
-  keys: Set<string>;
+  count: number;
+  /** This principal's records, oldest write first. */
+  queue: WriteQueue;
 }
 
 const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`;
@@ -106,7 +163,11 @@ const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`
 export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, StoredRecord>();
   private readonly principals = new Map<string, PrincipalUsage>();
+  /** Every record, oldest write first: expired ones are swept from its head. */
+  private readonly writes = new WriteQueue();
+  private seq = 0;
   private totalBytes = 0;
+  private readonly isLive = (id: string, seq: number) => this.records.get(id)?.seq === seq;
   private readonly limits: Required<Omit<MemoryIdempotencyStoreOptions, "now">>;
   private readonly now: () => number;
 
@@ -197,28 +258,31 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       (record.response === undefined ? 0 : Buffer.byteLength(record.response));
     this.remove(id);
     this.sweepExpired();
-    const usage = this.principals.get(record.principal) ?? { bytes: 0, keys: new Set<string>() };
+    const usage = this.principals.get(record.principal) ?? { bytes: 0, count: 0, queue: new WriteQueue() };
+    const fits = () =>
+      usage.bytes + record.bytes <= this.limits.maxBytesPerPrincipal &&
+      usage.count < this.limits.maxEntriesPerPrincipal;
     // Over its own quota, a principal loses its own oldest finished records, nobody else's.
-    for (const oldest of usage.keys) {
-      if (
-        usage.bytes + record.bytes <= this.limits.maxBytesPerPrincipal &&
-        usage.keys.size < this.limits.maxEntriesPerPrincipal
-      ) {
-        break;
+    if (!fits()) {
+      for (const oldest of usage.queue.live(this.isLive)) {
+        if (this.records.get(oldest)?.response !== undefined) this.remove(oldest);
+        if (fits()) break;
       }
-      const held = this.records.get(oldest);
-      if (held?.response !== undefined) this.remove(oldest);
     }
-    const overQuota =
-      usage.bytes + record.bytes > this.limits.maxBytesPerPrincipal ||
-      usage.keys.size >= this.limits.maxEntriesPerPrincipal;
+    const overQuota = !fits();
     const overTotal =
       this.totalBytes + record.bytes > this.limits.maxBytes || this.records.size >= this.limits.maxEntries;
-    if (overQuota || overTotal)
-      return { retryAfterMs: this.retryAfterMs(overQuota ? usage.keys : this.records.keys()) };
+    if (overQuota || overTotal) {
+      return { retryAfterMs: this.retryAfterMs((overQuota ? usage.queue : this.writes).live(this.isLive)) };
+    }
+    record.seq = ++this.seq;
     this.records.set(id, record);
-    usage.keys.add(id);
+    this.writes.push(id, record.seq);
+    this.writes.compact(this.records.size, this.isLive);
+    usage.queue.push(id, record.seq);
     usage.bytes += record.bytes;
+    usage.count++;
+    usage.queue.compact(usage.count, this.isLive);
     this.principals.set(record.principal, usage);
     this.totalBytes += record.bytes;
     return undefined;
@@ -231,16 +295,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     this.totalBytes -= record.bytes;
     const usage = this.principals.get(record.principal);
     if (!usage) return;
-    usage.keys.delete(id);
     usage.bytes -= record.bytes;
-    if (usage.keys.size === 0) this.principals.delete(record.principal);
+    usage.count--;
+    if (usage.count === 0) this.principals.delete(record.principal);
   }
 
-  /** Drops expired records from the oldest end: amortized constant time per write. */
+  /** Drops expired records from the oldest writes on: amortized constant time per write. */
   private sweepExpired(): void {
     const now = this.now();
-    for (const [id, record] of this.records) {
-      if (record.expiresAt > now) break;
+    for (const id of this.writes.live(this.isLive)) {
+      if ((this.records.get(id)?.expiresAt ?? 0) > now) break;
       this.remove(id);
     }
   }

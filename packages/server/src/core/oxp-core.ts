@@ -25,8 +25,8 @@ import {
   MemoryIdempotencyStore,
 } from "./idempotency-store.js";
 import { toParameterErrors } from "./input-validation.js";
-import { resolveRequirements } from "./requirements.js";
-import { OxpToolError, type Tool, type ToolLogger } from "./tool.js";
+import { resolveRequirements, sentCredentials } from "./requirements.js";
+import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
 
 /** A logger the core writes one line per call to (pino's shape). */
@@ -50,6 +50,44 @@ export interface OxpCoreOptions {
   /** Secret values the server holds, by id; given to tools that require them when a call sends none. */
   secrets?: Readonly<Record<string, string>>;
   logger?: CoreLogger;
+  /** Told of every call's start and end and of every challenge started, e.g. to count them as metrics. */
+  observer?: CallObserver;
+}
+
+/** How a call ended, for logs and metrics: the tool's outcome, or `rejected` when it was answered 4xx/5xx before running. */
+export type CallOutcome =
+  | "success"
+  | "tool_error"
+  | "error"
+  | "timeout"
+  | "shutdown"
+  | "invalid_output"
+  | "replayed"
+  | "still_running"
+  | "rejected";
+
+/** One finished call, as a {@link CallObserver} sees it. */
+export interface CallEvent {
+  /** The resolved tool id; undefined when the request named no tool served here (never the requested string). */
+  toolId: string | undefined;
+  outcome: CallOutcome;
+  /** The HTTP status the call is answered with (200, or the rejection's). */
+  status: number;
+  durationMs: number;
+  /** The call's trace id (the request's, or its `traceparent`'s), as sent: request-controlled, never a metric label. */
+  traceId: string | undefined;
+}
+
+/**
+ * Hooks the core calls on the way; each must be cheap and must not throw. Metrics (prom-client) plug in
+ * here without the core knowing them.
+ */
+export interface CallObserver {
+  /** A call reached the core; it is in flight until {@link callEnded}. */
+  callStarted?(): void;
+  callEnded?(event: CallEvent): void;
+  /** A provider started an authorization challenge for a call. */
+  challengeStarted?(providerId: string): void;
 }
 
 /** What the adapter knows about a call besides its body. */
@@ -60,6 +98,8 @@ export interface CallMeta {
   traceId?: string;
   /** The server's public base URL (no trailing slash), for challenge URLs. */
   baseUrl: string;
+  /** Told how this call ended, after the core's observer (e.g. to annotate the call's trace span). */
+  onEnd?: (event: CallEvent) => void;
 }
 
 /** The path, below the base URL, of a challenge's check_url (the id follows): the spec's path without `/{challenge_id}`. */
@@ -82,16 +122,8 @@ function canonicalJson(value: unknown): string {
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Why a call ended as it did, for the log line. */
-type Outcome =
-  | "success"
-  | "tool_error"
-  | "error"
-  | "timeout"
-  | "shutdown"
-  | "invalid_output"
-  | "replayed"
-  | "still_running";
+/** Why a call that got past its checks ended as it did. */
+type Outcome = Exclude<CallOutcome, "rejected">;
 
 /** A call's response, why it ended so, and the tool's own promise when it was given up on before settling. */
 interface RunResult {
@@ -137,6 +169,63 @@ function stillRunning(callId: string, timeoutMs: number): CallToolResponse {
   };
 }
 
+/** A fault of shared state (a store or provider that cannot answer) as the 503 the client gets. */
+function sharedStateUnavailable(cause: unknown): WireError {
+  return new WireError("unavailable", "The server's shared state is unavailable", {
+    developerMessage: "A store or authorization provider did not answer; retry shortly.",
+    headers: { "Retry-After": "1" },
+    cause,
+  });
+}
+
+/** Runs `step`, turning any failure other than a wire error into {@link sharedStateUnavailable}. */
+async function orUnavailable<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    throw error instanceof WireError ? error : sharedStateUnavailable(error);
+  }
+}
+
+const describeCause = (error: unknown) =>
+  error instanceof Error ? { name: error.name, message: error.message } : { message: String(error) };
+
+/** A run that ended in a failure: its response, why, and the tool's promise if it was given up on unsettled. */
+function failedWith(
+  call: { callId: string; started: number },
+  error: ToolError,
+  outcome: Outcome,
+  unsettled?: Promise<unknown>,
+): RunResult {
+  return {
+    response: { call_id: call.callId, duration: roundMs(performance.now() - call.started), success: false, error },
+    outcome,
+    ...(unsettled ? { unsettled } : {}),
+  };
+}
+
+/** What a tool's throw (or its time limit, or shutdown) answers (docs/protocol.md 3.6). */
+function failedRun(call: { callId: string; started: number }, error: unknown, unsettled?: Promise<unknown>): RunResult {
+  if (error instanceof ToolTimeout) {
+    const toolError = { message: "The tool did not finish in time", developer_message: error.message, can_retry: true };
+    return failedWith(call, toolError, "timeout", unsettled);
+  }
+  if (error instanceof ShuttingDown) {
+    const toolError = { message: "The server is shutting down", developer_message: error.message, can_retry: true };
+    return failedWith(call, toolError, "shutdown", unsettled);
+  }
+  if (error instanceof OxpToolError) return failedWith(call, error.toToolError(), "tool_error");
+  return failedWith(
+    call,
+    {
+      message: "The tool failed to run",
+      developer_message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      can_retry: false,
+    },
+    "error",
+  );
+}
+
 /** A logger that drops everything. */
 export const silentLogger: CoreLogger = {
   debug() {},
@@ -158,6 +247,9 @@ export class OxpCore {
   private readonly tokens: TokenStore;
   private readonly secrets: Readonly<Record<string, string>>;
   private readonly logger: CoreLogger;
+  private readonly observer: CallObserver | undefined;
+  /** The GET /tools body, serialized once: the catalog never changes after construction. */
+  private toolListCache: { body: string; etag: string } | undefined;
   /** Calls running in this process, by (principal, call_id), so a duplicate can wait for the first. */
   private readonly running = new Map<string, Promise<CallToolResponse>>();
   /** Tool runs in progress, for {@link abortAll}. */
@@ -182,6 +274,7 @@ export class OxpCore {
     this.tokens = options.tokenStore ?? new MemoryTokenStore();
     this.secrets = options.secrets ?? {};
     this.logger = options.logger ?? silentLogger;
+    this.observer = options.observer;
   }
 
   /** The GET /tools body. */
@@ -189,10 +282,22 @@ export class OxpCore {
     return { items: [...this.registry.list()] };
   }
 
-  /** A challenge's status for its check_url; a 404 when no provider knows it. */
+  /**
+   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match`: both made once, since
+   * the catalog is fixed when the core is built.
+   */
+  toolList(): { readonly body: string; readonly etag: string } {
+    if (!this.toolListCache) {
+      const body = JSON.stringify(this.listTools());
+      this.toolListCache = { body, etag: `"${createHash("sha256").update(body).digest("base64url")}"` };
+    }
+    return this.toolListCache;
+  }
+
+  /** A challenge's status for its check_url; a 404 when no provider knows it, a 503 when the provider fails. */
   async checkChallenge(challengeId: string): Promise<{ status: ChallengeStatus }> {
     const provider = this.providers.get(challengeId.split(".")[0] ?? "");
-    const status = provider ? await provider.checkChallenge(challengeId) : undefined;
+    const status = provider ? await orUnavailable(() => provider.checkChallenge(challengeId)) : undefined;
     if (!status) {
       throw new WireError("not_found", "No such authorization challenge", {
         developerMessage: "The challenge id is unknown, or the challenge has expired.",
@@ -208,23 +313,43 @@ export class OxpCore {
    */
   async call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
     const started = performance.now();
+    if (this.observer?.callStarted) this.notify(this.observer.callStarted, this.observer);
     const traceId = request.trace_id ?? meta.traceId;
     // One line per call, each field once: the requested id until it resolves, then the resolved one.
-    const fields = {
+    const fields = () => ({
       tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
       call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
       trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
-    };
+    });
+    let registered: RegisteredTool | undefined;
+    let answer: RunResult;
     try {
-      const registered = this.resolve(request.tool_id);
-      const resolved = await resolveRequirements(registered.definition.requirements, request.context, {
-        providers: this.providers,
-        tokens: this.tokens,
-        serverSecrets: this.secrets,
-        baseUrl: meta.baseUrl,
-        checkPath: CHALLENGE_CHECK_PATH,
-        principal: meta.principal,
-      });
+      registered = this.resolve(request.tool_id);
+      const requirements = registered.definition.requirements;
+      // Without requirements nothing is looked up: no store, no wait.
+      const resolved = !requirements
+        ? sentCredentials(request.context)
+        : await orUnavailable(() =>
+            resolveRequirements(requirements, request.context, {
+              providers: this.providers,
+              tokens: this.tokens,
+              serverSecrets: this.secrets,
+              baseUrl: meta.baseUrl,
+              checkPath: CHALLENGE_CHECK_PATH,
+              principal: meta.principal,
+            }),
+          ).catch((error: unknown) => {
+            if (error instanceof WireError && error.details.missingRequirements?.authorization) {
+              for (const challenge of error.details.missingRequirements.authorization) {
+                // A challenge id is `<provider id>.<random>`: the observer learns the provider, a bounded set.
+                const providerId = challenge.id.split(".")[0] ?? challenge.id;
+                if (challenge.url && this.observer?.challengeStarted) {
+                  this.notify(this.observer.challengeStarted, this.observer, providerId);
+                }
+              }
+            }
+            throw error;
+          });
       const input = request.input ?? {};
       const errors = registered.input.errors(input);
       if (errors) {
@@ -232,8 +357,9 @@ export class OxpCore {
           parameterErrors: toParameterErrors(errors),
         });
       }
+      const tool = registered;
       const run = (callId: string) =>
-        this.run(registered, input, {
+        this.run(tool, input, {
           callId,
           traceId,
           userId: request.context?.user_id || undefined,
@@ -241,33 +367,64 @@ export class OxpCore {
           extra: request.context ?? {},
           started,
         });
-      const { response, outcome } = await this.idempotent(request, registered, meta, input, run);
+      answer = await this.idempotent(request, registered, meta, input, run);
+    } catch (error) {
+      // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
+      const status = error instanceof WireError ? error.status : 500;
+      const durationMs = performance.now() - started;
+      this.ended({ toolId: registered?.definition.id, outcome: "rejected", status, durationMs, traceId }, meta);
+      const line = {
+        ...fields(),
+        outcome: "rejected",
+        status,
+        reason: error instanceof WireError ? error.message : "internal error",
+        duration_ms: roundMs(durationMs),
+      };
+      if (error instanceof WireError && !(error.kind === "unavailable" && error.details.cause !== undefined)) {
+        this.logger.info(line, "tool call");
+      } else {
+        const cause = error instanceof WireError ? error.details.cause : error;
+        this.logger.error({ ...line, err: describeCause(cause) }, "tool call");
+      }
+      throw error;
+    }
+    const { response, outcome } = answer;
+    const durationMs = performance.now() - started;
+    if (this.observer?.callEnded || meta.onEnd) {
+      this.ended({ toolId: registered.definition.id, outcome, status: 200, durationMs, traceId }, meta);
+    }
+    // The line of every call, built only when someone reads it (pino's isLevelEnabled; the silent logger never).
+    if (
+      this.logger !== silentLogger &&
+      (this.logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.("info") !== false
+    ) {
       this.logger.info(
         {
-          ...fields,
           tool_id: registered.definition.id,
-          requested_tool_id: fields.tool_id,
+          requested_tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
           call_id: shorten(response.call_id, LOGGED_FIELD_MAX),
+          trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
           outcome,
-          duration_ms: roundMs(performance.now() - started),
+          duration_ms: roundMs(durationMs),
         },
         "tool call",
       );
-      return response;
+    }
+    return response;
+  }
+
+  /** Tells the observer and the call's own hook how a call ended, once. */
+  private ended(event: CallEvent, meta: CallMeta): void {
+    if (this.observer?.callEnded) this.notify(this.observer.callEnded, this.observer, event);
+    if (meta.onEnd) this.notify(meta.onEnd, undefined, event);
+  }
+
+  /** Runs an observer hook: a hook that throws is logged, and never changes a call's answer. */
+  private notify<A extends unknown[]>(hook: (...args: A) => void, self: unknown, ...args: A): void {
+    try {
+      hook.apply(self, args);
     } catch (error) {
-      if (error instanceof WireError) {
-        this.logger.info(
-          {
-            ...fields,
-            outcome: "rejected",
-            status: error.status,
-            reason: error.message,
-            duration_ms: roundMs(performance.now() - started),
-          },
-          "tool call",
-        );
-      }
-      throw error;
+      this.logger.error({ err: describeCause(error) }, "a call observer failed");
     }
   }
 
@@ -308,7 +465,7 @@ export class OxpCore {
       // A pending claim lapses if this instance dies, so a retry elsewhere is not blocked for a day.
       held = await this.store.claim(key, fingerprint, timeoutMs + 5_000);
     } catch (error) {
-      if (!(error instanceof IdempotencyStoreFullError)) throw error;
+      if (!(error instanceof IdempotencyStoreFullError)) throw sharedStateUnavailable(error);
       throw new WireError("unavailable", "The server cannot take new call_ids right now", {
         developerMessage:
           "Its idempotency store is full of records it must keep. Retry later, or call without a call_id.",
@@ -321,7 +478,10 @@ export class OxpCore {
           developerMessage: "A call_id is an idempotency key: reuse it only to retry the same tool, input and user_id.",
         });
       }
-      const found = held.response || held.abandoned ? held : await this.waitFor(key, fingerprint, timeoutMs + 5_000);
+      const found =
+        held.response || held.abandoned
+          ? held
+          : await orUnavailable(() => this.waitFor(key, fingerprint, timeoutMs + 5_000));
       if (found?.response) return { response: found.response, outcome: "replayed" };
       if (found?.abandoned) return { response: stillRunning(callId, timeoutMs), outcome: "still_running" };
       // The first call was released (a retryable failure) or its claim lapsed: run it again.
@@ -330,17 +490,26 @@ export class OxpCore {
     const id = recordKey(key);
     const pending = run(callId).then(async (result) => {
       const { response, unsettled } = result;
-      if (unsettled) await this.holdWhileUnsettled(key, fingerprint, unsettled);
-      else if (response.success || response.error.can_retry !== true) {
-        await this.store.complete(key, { fingerprint, response }, this.retentionMs);
-      } else {
-        await this.store.release(key);
+      try {
+        if (unsettled) this.holdWhileUnsettled(key, fingerprint, unsettled);
+        else if (response.success || response.error.can_retry !== true) {
+          await this.store.complete(key, { fingerprint, response }, this.retentionMs);
+        } else {
+          // Not kept (a retry must run again), but duplicates waiting on other instances share it.
+          await this.store.release(key, response);
+        }
+      } catch (error) {
+        // The tool ran: its answer goes out. Unrecorded, the claim lapses and a retry runs the call again.
+        this.logger.error(
+          { call_id: shorten(callId, LOGGED_FIELD_MAX), err: describeCause(error) },
+          "could not record the call's response in the idempotency store",
+        );
       }
       return result;
     });
     const shared = pending.then((result) => result.response);
     this.running.set(id, shared);
-    shared.catch(() => this.store.release(key)).finally(() => this.running.delete(id));
+    shared.catch(() => this.store.release(key).catch(() => {})).finally(() => this.running.delete(id));
     return pending;
   }
 
@@ -348,21 +517,41 @@ export class OxpCore {
    * Keeps `key` held while a run abandoned at its time limit goes on (its tool ignored the signal), so a
    * retry is told to wait instead of starting a second concurrent run; frees it once the run settles.
    */
-  private async holdWhileUnsettled(key: IdempotencyKey, fingerprint: string, unsettled: Promise<unknown>) {
-    await this.store.abandon(key, fingerprint, ABANDONED_HOLD_MS);
-    const renew = setInterval(() => {
-      this.store.abandon(key, fingerprint, ABANDONED_HOLD_MS).catch(() => {});
-    }, ABANDONED_HOLD_MS / 3);
-    renew.unref();
+  private holdWhileUnsettled(key: IdempotencyKey, fingerprint: string, unsettled: Promise<unknown>): void {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const later = (ms: number) => {
+      if (settled) return;
+      timer = setTimeout(hold, ms);
+      timer.unref();
+    };
+    // The claim's own lifetime is nearly spent by now: a failed hold is retried within a second, not at the next renewal.
+    const hold = () => {
+      this.store.abandon(key, fingerprint, ABANDONED_HOLD_MS).then(
+        () => later(ABANDONED_HOLD_MS / 3),
+        (error: unknown) => {
+          this.logger.error(
+            { call_id: shorten(key.callId, LOGGED_FIELD_MAX), err: describeCause(error) },
+            "could not hold the call_id of an abandoned run; retrying",
+          );
+          later(1_000);
+        },
+      );
+    };
     unsettled
       .catch(() => {})
       .finally(() => {
-        clearInterval(renew);
+        settled = true;
+        clearTimeout(timer);
         this.store.release(key).catch(() => {});
       });
+    hold();
   }
 
-  /** Waits for the first call holding `key`: in this process directly, elsewhere by polling the store. */
+  /**
+   * Waits for the first call holding `key`: in this process directly; elsewhere through the store's own
+   * wait (a shared store can wake waiters at once), else by polling it.
+   */
   private async waitFor(
     key: IdempotencyKey,
     fingerprint: string,
@@ -374,6 +563,7 @@ export class OxpCore {
         (response) => ({ fingerprint, response }),
         () => undefined,
       );
+    if (this.store.waitFor) return this.store.waitFor(key, fingerprint, maxMs);
     const deadline = Date.now() + maxMs;
     while (Date.now() < deadline) {
       await sleep(25);
@@ -411,93 +601,90 @@ export class OxpCore {
   ): Promise<RunResult> {
     const { tool, definition } = registered;
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
-    const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
-    let stop: (error: Error) => void = () => {};
-    const stopped = new Promise<never>((_, reject) => {
-      stop = (error) => {
-        controller.abort(error);
-        reject(error);
-      };
-      timer = setTimeout(
-        () => stop(new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
-    const failure = (error: ToolError, outcome: Outcome, unsettled?: Promise<unknown>): RunResult => ({
-      response: {
-        call_id: call.callId,
-        duration: roundMs(performance.now() - call.started),
-        success: false as const,
-        error,
+    // Made when the tool first reads its signal or logger: most tools never do, and each costs per call.
+    let controller: AbortController | undefined;
+    let stopReason: Error | undefined;
+    let toolLogger: ToolLogger | undefined;
+    const logger = this.logger;
+    const context: ToolContext = {
+      callId: call.callId,
+      traceId: call.traceId,
+      userId: call.userId,
+      tokens: call.tokens,
+      secrets: call.secrets,
+      extra: call.extra,
+      get signal() {
+        if (!controller) {
+          controller = new AbortController();
+          if (stopReason) controller.abort(stopReason);
+        }
+        return controller.signal;
       },
-      outcome,
-      ...(unsettled ? { unsettled } : {}),
-    });
-    let result: unknown;
-    let settled = false;
-    const running = Promise.resolve().then(() =>
-      tool.run(input, {
-        callId: call.callId,
-        traceId: call.traceId,
-        userId: call.userId,
-        tokens: call.tokens,
-        secrets: call.secrets,
-        extra: call.extra,
-        signal: controller.signal,
-        logger: this.logger.child({ tool_id: definition.id, call_id: call.callId }),
-      }),
-    );
-    // Attached before the race, so it runs first; it also keeps a late rejection of an abandoned tool handled.
-    const markSettled = () => {
-      settled = true;
+      get logger() {
+        toolLogger ??= logger.child({ tool_id: definition.id, call_id: call.callId });
+        return toolLogger;
+      },
     };
-    running.then(markSettled, markSettled);
-    const raced = Promise.race([running, stopped]);
-    const active: ActiveRun = {
-      shutDown: () => stop(new ShuttingDown("The server shut down before the tool finished")),
-      raced,
-    };
-    this.active.add(active);
+    let returned: unknown;
     try {
-      result = await raced;
+      returned = tool.run(input, context);
     } catch (error) {
-      // A run that has not settled when given up on still holds its call_id until it does.
-      const unsettled = settled ? undefined : running;
-      if (error instanceof ToolTimeout) {
-        return failure(
-          { message: "The tool did not finish in time", developer_message: error.message, can_retry: true },
-          "timeout",
-          unsettled,
+      return failedRun(call, error);
+    }
+    let result: unknown = returned;
+    // A tool that answered at once needs no time limit, nor a race: only a pending one is raced against it.
+    if (typeof (returned as PromiseLike<unknown> | null)?.then === "function") {
+      const running = Promise.resolve(returned);
+      let timer: NodeJS.Timeout | undefined;
+      let stop: (error: Error) => void = () => {};
+      const stopped = new Promise<never>((_, reject) => {
+        stop = (error) => {
+          stopReason = error;
+          // Settled before the abort: a tool that rejects on its signal must not win the race with its own error.
+          reject(error);
+          controller?.abort(error);
+        };
+        timer = setTimeout(
+          () => stop(new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`)),
+          timeoutMs,
         );
+      });
+      let settled = false;
+      // Attached before the race, so it runs first; it also keeps a late rejection of an abandoned tool handled.
+      const markSettled = () => {
+        settled = true;
+      };
+      running.then(markSettled, markSettled);
+      const raced = Promise.race([running, stopped]);
+      const active: ActiveRun = {
+        shutDown: () => stop(new ShuttingDown("The server shut down before the tool finished")),
+        raced,
+      };
+      this.active.add(active);
+      try {
+        result = await raced;
+      } catch (error) {
+        // A run that has not settled when given up on still holds its call_id until it does.
+        return failedRun(call, error, settled ? undefined : running);
+      } finally {
+        clearTimeout(timer);
+        this.active.delete(active);
       }
-      if (error instanceof ShuttingDown) {
-        return failure(
-          { message: "The server is shutting down", developer_message: error.message, can_retry: true },
-          "shutdown",
-          unsettled,
-        );
-      }
-      if (error instanceof OxpToolError) return failure(error.toToolError(), "tool_error");
-      return failure(
-        {
-          message: "The tool failed to run",
-          developer_message: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-          can_retry: false,
-        },
-        "error",
-      );
-    } finally {
-      clearTimeout(timer);
-      this.active.delete(active);
     }
 
     let value: unknown = null;
     if (definition.output_schema !== null && result !== undefined) {
       try {
-        value = JSON.parse(JSON.stringify(result) ?? "null");
+        // A copy that is JSON: what the client will read (a string or a finite number already is).
+        value =
+          typeof result === "string" ||
+          (typeof result === "number" && Number.isFinite(result)) ||
+          typeof result === "boolean"
+            ? result
+            : JSON.parse(JSON.stringify(result) ?? "null");
       } catch (error) {
-        return failure(
+        return failedWith(
+          call,
           {
             message: "The tool returned an invalid result",
             developer_message: `The result is not JSON: ${error instanceof Error ? error.message : String(error)}`,
@@ -510,7 +697,8 @@ export class OxpCore {
     const errors = definition.output_schema === null ? undefined : registered.output?.errors(value);
     if (errors) {
       const details = formatSchemaErrors(errors, { root: "(value)", max: 10 });
-      return failure(
+      return failedWith(
+        call,
         {
           message: "The tool returned an invalid result",
           developer_message: `The result does not match the tool's output_schema: ${details}`,

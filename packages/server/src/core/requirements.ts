@@ -49,14 +49,18 @@ const covers = (granted: readonly string[], needed: readonly string[]) =>
  * Resolves a call's tokens and secrets, or throws the 400 that names what is missing: user_id first,
  * then secrets (ids only, never values), then authorization (starting challenges where a provider can).
  */
+/** The tokens and secrets a call sent, by id: all a tool without requirements gets. */
+export function sentCredentials(context: CallToolContext | undefined): ResolvedRequirements {
+  return { tokens: byId(context?.authorization, "token"), secrets: byId(context?.secrets, "value") };
+}
+
 export async function resolveRequirements(
   requirements: ToolRequirements | undefined,
   context: CallToolContext | undefined,
   sources: RequirementSources,
 ): Promise<ResolvedRequirements> {
   const userId = context?.user_id ? context.user_id : undefined;
-  const secrets = byId(context?.secrets, "value");
-  const tokens = byId(context?.authorization, "token");
+  const { secrets, tokens } = sentCredentials(context);
   if (!requirements) return { tokens, secrets };
 
   if (requirements.user_id === true && userId === undefined) {

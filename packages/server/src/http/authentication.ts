@@ -1,6 +1,7 @@
 /** Server authentication (docs/protocol.md section 5): API keys and HS256 JWTs; any one valid credential admits. */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, createSecretKey, timingSafeEqual } from "node:crypto";
 import { errors as joseErrors, jwtVerify } from "jose";
+import { setBounded } from "../core/bounded-map.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
 
 /** How the server authenticates clients. Both methods may be on; with neither, authentication is off. */
@@ -19,6 +20,11 @@ export interface AuthenticationOptions {
   };
 }
 
+/** How many verified JWTs are remembered (each until its `exp`), so an agent's reused token is checked once. */
+const VERIFIED_JWT_CACHE_SIZE = 10_000;
+/** Longer tokens are verified every time, not remembered: the cache stays within a few megabytes. */
+const VERIFIED_JWT_MAX_LENGTH = 2_048;
+
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
 
@@ -34,7 +40,7 @@ function unauthorized(developerMessage: string): WireError {
 /** Builds the check run on every authenticated request; undefined when authentication is off. */
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
-): ((headers: { apiKey?: string; authorization?: string }) => Promise<Principal>) | undefined {
+): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
   const keys = (options?.apiKeys ?? []).map((key) => {
     if (key.length === 0) throw new ServerConfigError("API keys must not be empty");
     return digest(key);
@@ -42,7 +48,10 @@ export function createAuthenticator(
   const jwt = options?.jwt;
   if (jwt && jwt.secret.length === 0) throw new ServerConfigError("The JWT secret must not be empty");
   if (keys.length === 0 && !jwt) return undefined;
-  const secret = jwt ? new TextEncoder().encode(jwt.secret) : undefined;
+  // The key is prepared once; jose would otherwise import the raw secret on every verification.
+  const secret = jwt ? createSecretKey(Buffer.from(jwt.secret, "utf8")) : undefined;
+  /** Tokens that passed every check, with their principal and `exp`: a hit only needs `exp` checked again. */
+  const verified = new Map<string, { principal: Principal; exp: number }>();
   const maxLifetime = jwt?.maxLifetimeSeconds ?? 900;
   const tolerance = jwt?.clockToleranceSeconds ?? 60;
   const audiences = new Set(jwt?.audiences ?? []);
@@ -57,7 +66,19 @@ export function createAuthenticator(
     return found;
   };
 
-  const verifyJwt = async (token: string): Promise<Principal> => {
+  /** A remembered token's principal (synchronously: the common case costs no promise), else the full check. */
+  const verifyJwt = (token: string): Principal | Promise<Principal> => {
+    const known = verified.get(token);
+    if (known) {
+      // Every other check depends only on the token; `exp` is the one that time can break.
+      if (known.exp > Date.now() / 1000 - tolerance) return known.principal;
+      verified.delete(token);
+      throw unauthorized("the JWT has expired");
+    }
+    return verifyNewJwt(token);
+  };
+
+  const verifyNewJwt = async (token: string): Promise<Principal> => {
     if (!secret) throw unauthorized("JWT authentication is not enabled on this server");
     let payload: Awaited<ReturnType<typeof jwtVerify>>["payload"];
     try {
@@ -83,10 +104,15 @@ export function createAuthenticator(
       const named = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
       if (!named.some((aud) => audiences.has(aud))) throw unauthorized("the JWT's aud is not an allowed audience");
     }
-    return `jwt:${typeof payload.sub === "string" ? payload.sub : ""}`;
+    const principal = `jwt:${typeof payload.sub === "string" ? payload.sub : ""}`;
+    if (token.length <= VERIFIED_JWT_MAX_LENGTH) {
+      setBounded(verified, token, { principal, exp: payload.exp }, VERIFIED_JWT_CACHE_SIZE);
+    }
+    return principal;
   };
 
-  return async ({ apiKey, authorization }) => {
+  // Throws (synchronously, or through the promise of a first-seen JWT) a 401 for refused credentials.
+  return ({ apiKey, authorization }) => {
     if (apiKey !== undefined && keys.length > 0) {
       const index = matchKey(apiKey);
       if (index !== -1) return `api-key:${index}`;

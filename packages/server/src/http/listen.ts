@@ -12,7 +12,8 @@ import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { OXP_VERSION } from "@otc/types";
 import { ServerConfigError } from "../core/errors.js";
-import type { OxpApp, OxpRuntime } from "./create-server.js";
+import type { OxpRuntime } from "./contract.js";
+import type { OxpApp } from "./create-server.js";
 
 /** Options of {@link listen}. */
 export interface ListenOptions {

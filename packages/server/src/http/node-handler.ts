@@ -1,0 +1,333 @@
+/** The node:http adapter: the whole HTTP contract on a plain request listener, checked by the validators precompiled from the spec. */
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import {
+  type CallToolResponse,
+  OXP_VERSION,
+  type Validator,
+  validateAuthorizationChallengeCheckResponse,
+  validateCallToolResponse,
+  validateCallToolResultEnvelope,
+  validateServerErrorResponse,
+  validateToolListResponse,
+  validateValidationErrorResponse,
+} from "@otc/types";
+import { parseCallBody, wrapResponse } from "../core/call-body.js";
+import { WireError } from "../core/errors.js";
+import type { CallMeta } from "../core/oxp-core.js";
+import { checkOxpVersionHeader } from "../core/protocol-version.js";
+import {
+  type AdapterOptions,
+  adapterRuntime,
+  admissionError,
+  bodyTooLarge,
+  checkBodyFraming,
+  firstHeader,
+  healthAnswer,
+  ifNoneMatch,
+  isJsonType,
+  localOrigin,
+  logFailedAuthentication,
+  type OxpRuntime,
+  type PageHandler,
+  type ProtocolRoute,
+  protocolRouteOf,
+  requestPath,
+  toWireError,
+  traceIdOf,
+  trackInFlight,
+} from "./contract.js";
+
+/** Options of {@link createHandler}: those of `createServer`, with pages as node-style handlers. */
+export interface HandlerOptions extends AdapterOptions {
+  /**
+   * Handlers served beside the protocol routes without server authentication (an authorization
+   * provider's consent pages, the Inspector). Each gets the request first for any path that is not a
+   * protocol route and calls `next()` when it does not serve it. An Express app or router fits
+   * (`(req, res, next) => app(req, res, next)`). Their errors are answered in JSON with `OXP-Version`.
+   */
+  pages?: readonly PageHandler[];
+}
+
+/** A node:http request listener serving OXP, with its runtime for `listen`. */
+export type OxpHandler = RequestListener & { readonly oxp: OxpRuntime };
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** Reads a request body (its framing already checked) up to `limit` bytes; a 413 once past it. */
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.pause();
+        reject(bodyTooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+  });
+}
+
+/** Parses a JSON body (any JSON value; a leading BOM tolerated); 400 when it is empty or not JSON. */
+function parseJson(text: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  try {
+    return JSON.parse(body);
+  } catch (error) {
+    if (/^\s*$/.test(body)) {
+      throw new WireError("bad_request", "The request has no body", { developerMessage: "Send a CallToolRequest." });
+    }
+    throw new WireError("bad_request", "The request body is not valid JSON", { cause: error });
+  }
+}
+
+/** The spec's schema for a response, by route and status: what `validateResponses` checks against. */
+function responseValidator(
+  route: ProtocolRoute["name"] | undefined,
+  status: number,
+  envelope: boolean,
+): Validator<unknown> | undefined {
+  if (status === 304 || status === 204) return undefined;
+  if (status === 422) return validateValidationErrorResponse;
+  if (status !== 200) return validateServerErrorResponse;
+  switch (route) {
+    case "call":
+      return envelope ? validateCallToolResultEnvelope : validateCallToolResponse;
+    case "tools":
+      return validateToolListResponse;
+    case "check":
+      return validateAuthorizationChallengeCheckResponse;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Creates a node:http request listener that serves the given tools over OXP: the same contract as
+ * `createServer` (docs/protocol.md, every rule) without Express, for the lowest cost per call. Run
+ * it with `listen`, or hand it to any `http.createServer`.
+ *
+ * @example
+ * const handler = createHandler({ tools: [add] });
+ * await listen(handler, { port: 8080 });
+ */
+export function createHandler(options: HandlerOptions): OxpHandler {
+  const { pages: _pages, ...adapterOptions } = options;
+  const { logger, telemetry, core, authenticate, lifecycle, tracing, maxDepth, publicUrl, limit, cors } =
+    adapterRuntime(adapterOptions);
+  const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
+  const validateResponses = options.validateResponses ?? false;
+
+  /** Writes a JSON answer; with `validateResponses`, one off the spec becomes a 500. */
+  const send = (
+    res: ServerResponse,
+    status: number,
+    body: string,
+    route?: ProtocolRoute["name"],
+    envelope = false,
+    headers?: Record<string, string>,
+  ) => {
+    if (validateResponses) {
+      const validate = responseValidator(route, status, envelope);
+      if (validate && !validate(JSON.parse(body))) {
+        logger?.error({ status, errors: validate.errors }, "response does not match the OXP specification");
+        status = 500;
+        body = JSON.stringify({ message: "The server produced a response that does not match the OXP specification" });
+        headers = undefined;
+      }
+    }
+    res.writeHead(status, { ...headers, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) });
+    res.end(body);
+  };
+
+  const fail = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
+    const wire = toWireError(error);
+    if (wire.status >= 500 && wire.kind !== "unavailable") {
+      const cause = wire.details.cause ?? error;
+      logger?.error(
+        {
+          err:
+            cause instanceof Error ? { name: cause.name, message: cause.message, stack: cause.stack } : String(cause),
+          method: req.method,
+        },
+        wire.message,
+      );
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    send(res, wire.status, JSON.stringify(wire.toBody()), undefined, false, wire.details.headers);
+  };
+
+  /** Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise; never throws. */
+  const principalOf = (req: IncomingMessage): string | Promise<string> => {
+    if (!authenticate) return "anonymous";
+    const refused = (error: unknown) => {
+      logFailedAuthentication(logger, error, req);
+      return Promise.reject(error);
+    };
+    try {
+      const principal = authenticate({
+        apiKey: firstHeader(req.headers["oxp-api-key"]),
+        authorization: firstHeader(req.headers.authorization),
+      });
+      return typeof principal === "string" ? principal : principal.catch(refused);
+    } catch (error) {
+      return refused(error);
+    }
+  };
+
+  const serveCall = async (req: IncomingMessage, res: ServerResponse, principal: string) => {
+    if (!isJsonType(req.headers["content-type"])) {
+      throw new WireError("unsupported_media_type", "The request body must be JSON", {
+        developerMessage: "Send the body with Content-Type: application/json.",
+      });
+    }
+    checkBodyFraming(req, limit);
+    const body = parseJson(await readBody(req, limit));
+    // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
+    checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+    const { request, envelope } = parseCallBody(body, maxDepth);
+    const socket = req.socket;
+    // Only a challenge reads the base URL: the local address is looked up then, not for every call.
+    const meta: CallMeta = {
+      principal,
+      get baseUrl() {
+        return publicUrl ?? localOrigin(socket);
+      },
+    };
+    const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
+    if (traceId) meta.traceId = traceId;
+    const response: CallToolResponse = telemetry?.traceCall
+      ? await telemetry.traceCall(req, res, (onEnd) => {
+          meta.onEnd = onEnd;
+          return core.call(request, meta);
+        })
+      : await core.call(request, meta);
+    send(res, 200, JSON.stringify(wrapResponse(response, envelope)), "call", envelope);
+  };
+
+  const serveRoute = async (req: IncomingMessage, res: ServerResponse, route: ProtocolRoute) => {
+    const method = req.method ?? "GET";
+    if (route.name === "health") {
+      if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
+      checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+      const { status, body } = healthAnswer(lifecycle);
+      send(res, status, JSON.stringify(body), "health");
+      return;
+    }
+    const found = principalOf(req);
+    const principal = typeof found === "string" ? found : await found;
+    if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
+    if (route.name === "call") return serveCall(req, res, principal);
+    checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+    if (route.name === "tools") {
+      const { body, etag } = core.toolList();
+      if (ifNoneMatch(req.headers["if-none-match"], etag)) {
+        res.writeHead(304, { ETag: etag });
+        res.end();
+        return;
+      }
+      send(res, 200, body, "tools", false, { ETag: etag });
+      return;
+    }
+    if (route.name === "check") {
+      let challengeId: string;
+      try {
+        challengeId = decodeURIComponent(route.segment);
+      } catch (error) {
+        throw toWireError(error);
+      }
+      send(res, 200, JSON.stringify(await core.checkChallenge(challengeId)), "check");
+    }
+  };
+
+  /** A path no protocol route serves: the pages in turn, then (authenticated, like any route) a 404. */
+  const servePages = (req: IncomingMessage, res: ServerResponse, path: string | undefined) => {
+    let index = 0;
+    const next = (error?: unknown) => {
+      if (error !== undefined && error !== null) {
+        fail(req, res, error);
+        return;
+      }
+      const page = pages[index++];
+      if (page) {
+        // Each page may pass the request on once; an async page's rejection is its error.
+        let passed = false;
+        const once = (failure?: unknown) => {
+          if (passed) return;
+          passed = true;
+          next(failure);
+        };
+        try {
+          const result: unknown = page(req, res, once);
+          if (result instanceof Promise) result.catch((thrown: unknown) => once(thrown ?? new Error("page failed")));
+        } catch (thrown) {
+          once(thrown ?? new Error("page failed"));
+        }
+        return;
+      }
+      Promise.resolve(principalOf(req)).then(
+        () =>
+          fail(
+            req,
+            res,
+            new WireError("not_found", "Not found", {
+              developerMessage: `Nothing is served at ${req.method} ${path === undefined ? "this target" : path.slice(0, 256)}.`,
+            }),
+          ),
+        (error) => fail(req, res, error),
+      );
+    };
+    next();
+  };
+
+  const dispatch = (req: IncomingMessage, res: ServerResponse) => {
+    const path = requestPath(req.url ?? "/");
+    const route = path === undefined ? undefined : protocolRouteOf(path);
+    if (!route) {
+      servePages(req, res, path);
+      return;
+    }
+    serveRoute(req, res, route).catch((error: unknown) => fail(req, res, error));
+  };
+
+  const handler: RequestListener = (req, res) => {
+    res.setHeader("OXP-Version", OXP_VERSION);
+    trackInFlight(lifecycle, res);
+    const refused = admissionError(req, lifecycle, res);
+    if (refused) {
+      fail(req, res, refused);
+      return;
+    }
+    if (cors) cors(req, res, (error) => (error ? fail(req, res, error) : dispatch(req, res)));
+    else dispatch(req, res);
+  };
+  return Object.assign(handler, { oxp: { lifecycle, core } });
+}
+
+function methodNotAllowed(methods: readonly string[]): WireError {
+  return new WireError("method_not_allowed", "This method is not allowed here", {
+    headers: { Allow: methods.join(", ") },
+  });
+}

@@ -1,0 +1,59 @@
+/** Telemetry for an OXP server: Prometheus metrics and OpenTelemetry traces, their libraries loaded only when asked for. */
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import type { PageHandler, Telemetry } from "../http/contract.js";
+import { createLogger } from "../http/logger.js";
+import { createMetrics, type MetricsOptions } from "./metrics.js";
+import { createCallTracer, type TracingOptions } from "./tracing.js";
+
+export { DEFAULT_DURATION_BUCKETS, type MetricsOptions } from "./metrics.js";
+export { TRACER_NAME, type TracingOptions } from "./tracing.js";
+
+/** Options of {@link createTelemetry}. */
+export interface TelemetryOptions {
+  /** Prometheus metrics served at `GET /metrics` (`true` for the defaults). Off when absent. */
+  metrics?: MetricsOptions | boolean;
+  /** A SERVER span per tool call through @opentelemetry/api (`true` for the global tracer). Off when absent. */
+  tracing?: TracingOptions | boolean;
+  /**
+   * Where refused metrics credentials are logged (reason and remote address, never the credential): pass
+   * the server's logger. Default: JSON lines on standard output at `LOG_LEVEL`; `false` for none.
+   */
+  logger?: Pick<Logger, "warn"> | false;
+}
+
+/** What {@link createTelemetry} returns: the `telemetry` option of `createServer`/`createHandler`. */
+export interface OxpTelemetry extends Telemetry {
+  /** The registry the metrics live in, e.g. to add your own; undefined without metrics. */
+  readonly registry: Registry | undefined;
+}
+
+/**
+ * Creates the telemetry of a server, for its `telemetry` option. Asynchronous because it loads
+ * prom-client and @opentelemetry/api only when metrics or tracing are on: a server without telemetry
+ * never pays for them at start-up. One telemetry may serve several servers of one process; their
+ * metrics then add up.
+ *
+ * @example
+ * const telemetry = await createTelemetry({ metrics: { token: process.env.METRICS_TOKEN }, tracing: true });
+ * const app = createServer({ tools, telemetry });
+ */
+export async function createTelemetry(options: TelemetryOptions = {}): Promise<OxpTelemetry> {
+  const metricsOptions = options.metrics === true ? {} : options.metrics || undefined;
+  const tracingOptions = options.tracing === true ? {} : options.tracing || undefined;
+  const [prom, api] = await Promise.all([
+    metricsOptions ? import("prom-client") : undefined,
+    tracingOptions ? import("@opentelemetry/api") : undefined,
+  ]);
+  const logger =
+    options.logger === false ? undefined : (options.logger ?? (metricsOptions?.token ? createLogger() : undefined));
+  const metrics = prom && metricsOptions ? createMetrics(prom, metricsOptions, logger) : undefined;
+  const traceCall = api && tracingOptions ? createCallTracer(api, tracingOptions) : undefined;
+  const pages: readonly PageHandler[] = metrics ? [metrics.page] : [];
+  return {
+    registry: metrics?.registry,
+    ...(metrics ? { observer: metrics.observer } : {}),
+    pages,
+    ...(traceCall ? { traceCall } : {}),
+  };
+}

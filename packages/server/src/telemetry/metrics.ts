@@ -1,0 +1,165 @@
+/** Prometheus metrics of an OXP server (prom-client, given by the caller): calls, latency, calls in flight, replays, challenges, and the page serving them. */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import { ServerConfigError, WireError } from "../core/errors.js";
+import type { CallObserver } from "../core/oxp-core.js";
+import { firstHeader, type PageHandler, ROUTES } from "../http/contract.js";
+
+/** prom-client's module, loaded by `createTelemetry` only when metrics are asked for. */
+export type PromClient = typeof import("prom-client");
+
+/** Options of the metrics (`createTelemetry({ metrics })`). */
+export interface MetricsOptions {
+  /** Where the metrics are served (`GET`/`HEAD`). Default `/metrics`. */
+  path?: string;
+  /**
+   * A bearer token the scraper must send (`Authorization: Bearer <token>`). Without one the page is
+   * open to anyone who reaches the server: bind it to a private network, or set a token.
+   */
+  token?: string;
+  /** The registry the metrics are registered in. Default: a new one (prom-client's global `register` works too). */
+  registry?: Registry;
+  /** Prefix of every metric name. Default `oxp_`. */
+  prefix?: string;
+  /** Upper bounds of the call duration histogram's buckets, in seconds. Default {@link DEFAULT_DURATION_BUCKETS}. */
+  buckets?: readonly number[];
+  /** Also collect prom-client's default process metrics (CPU, memory, event loop lag, GC) into the registry. Default false. */
+  defaultMetrics?: boolean;
+}
+
+/**
+ * The call duration histogram's buckets, in seconds: from a few milliseconds (a local computation) to a
+ * minute (twice the default time limit of 30 s), so slow tools and time-outs fall in a bucket of their own.
+ */
+export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+/** The metrics of one telemetry: where they live, the observer that feeds them, the page that serves them. */
+export interface Metrics {
+  readonly registry: Registry;
+  readonly observer: CallObserver;
+  readonly page: PageHandler;
+}
+
+/** The label every call of no tool served here is counted under: the requested string is client-controlled. */
+const UNKNOWN_TOOL = "unknown";
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
+
+/** Builds the metrics in the registry and the page that serves them. */
+export function createMetrics(
+  prom: PromClient,
+  options: MetricsOptions,
+  logger: Pick<Logger, "warn"> | undefined,
+): Metrics {
+  const path = options.path ?? "/metrics";
+  if (!path.startsWith("/") || path.includes("?")) {
+    throw new ServerConfigError(`metrics.path '${path}' must be a path starting with '/', without a query`);
+  }
+  if (ROUTES.some((route) => route.path === path)) {
+    throw new ServerConfigError(`metrics.path '${path}' is a protocol route`);
+  }
+  if (options.token !== undefined && !/^\S+$/.test(options.token)) {
+    throw new ServerConfigError("metrics.token must be non-empty, without spaces (leave it out for an open endpoint)");
+  }
+  const prefix = options.prefix ?? "oxp_";
+  const registry = options.registry ?? new prom.Registry();
+  const registers = [registry];
+
+  const calls = new prom.Counter({
+    name: `${prefix}calls_total`,
+    help: "Tool calls answered, by resolved tool id ('unknown' when none resolved) and outcome.",
+    labelNames: ["tool_id", "outcome"] as const,
+    registers,
+  });
+  const duration = new prom.Histogram({
+    name: `${prefix}call_duration_seconds`,
+    help: "How long tool calls took in the server, from reaching the core to their answer, in seconds.",
+    labelNames: ["tool_id", "outcome"] as const,
+    buckets: [...(options.buckets ?? DEFAULT_DURATION_BUCKETS)],
+    registers,
+  });
+  const inFlight = new prom.Gauge({
+    name: `${prefix}calls_in_flight`,
+    help: "Tool calls in progress in the core.",
+    registers,
+  });
+  const replays = new prom.Counter({
+    name: `${prefix}idempotent_replays_total`,
+    help: "Calls answered with the stored response of an earlier call with the same call_id.",
+    labelNames: ["tool_id"] as const,
+    registers,
+  });
+  const challenges = new prom.Counter({
+    name: `${prefix}authorization_challenges_total`,
+    help: "Authorization challenges started, by provider id.",
+    labelNames: ["provider"] as const,
+    registers,
+  });
+  if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
+
+  // Every label value comes from the server's own configuration (catalog, outcomes, providers): the
+  // series stay bounded whatever clients send.
+  const observer: CallObserver = {
+    callStarted: () => inFlight.inc(),
+    callEnded: (event) => {
+      inFlight.dec();
+      const labels = { tool_id: event.toolId ?? UNKNOWN_TOOL, outcome: event.outcome };
+      calls.inc(labels);
+      duration.observe(labels, event.durationMs / 1000);
+      if (event.outcome === "replayed") replays.inc({ tool_id: labels.tool_id });
+    },
+    // Provider ids have no dots; a challenge id is `<provider id>.<uuid>`: either way, only the provider is a label.
+    challengeStarted: (providerId) => challenges.inc({ provider: providerId.split(".", 1)[0] ?? providerId }),
+  };
+
+  const expected = options.token === undefined ? undefined : digest(options.token);
+  /** Why the request's credential is refused, or undefined when it is admitted. */
+  const refusal = (req: IncomingMessage): string | undefined => {
+    if (!expected) return undefined;
+    const header = firstHeader(req.headers.authorization);
+    const match = /^Bearer +(\S+) *$/i.exec(header ?? "");
+    if (!match?.[1]) return header === undefined ? "no Authorization header" : "not a bearer token";
+    // Equal-length digests, so the comparison takes the same time whatever the token sent.
+    return timingSafeEqual(digest(match[1]), expected) ? undefined : "wrong metrics token";
+  };
+
+  const page: PageHandler = (req, res, next) => {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    if ((query === -1 ? url : url.slice(0, query)) !== path) {
+      next();
+      return;
+    }
+    const reason = refusal(req);
+    if (reason) {
+      logger?.warn(
+        { reason, remote_address: req.socket.remoteAddress, method: req.method, path },
+        "metrics authentication failed",
+      );
+      next(
+        new WireError("unauthorized", "Authentication required", {
+          developerMessage: "Send the metrics token as Authorization: Bearer <token>.",
+          headers: { "WWW-Authenticate": 'Bearer realm="metrics"' },
+        }),
+      );
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      next(new WireError("method_not_allowed", "This method is not allowed here", { headers: { Allow: "GET, HEAD" } }));
+      return;
+    }
+    registry.metrics().then((text) => {
+      res.statusCode = 200;
+      res.setHeader("Content-Type", registry.contentType);
+      res.setHeader("Content-Length", Buffer.byteLength(text));
+      res.setHeader("Cache-Control", "no-store");
+      res.end(req.method === "HEAD" ? undefined : text);
+    }, next);
+  };
+
+  return { registry, observer, page };
+}

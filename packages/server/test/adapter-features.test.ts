@@ -1,0 +1,359 @@
+// What both adapters add around the contract: the tool list's ETag, CORS, remembered JWTs, shared-state faults as 503, the call observer.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { SignJWT } from "jose";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type CallEvent,
+  type IdempotencyEntry,
+  type IdempotencyKey,
+  type IdempotencyStore,
+  listen,
+  MemoryIdempotencyStore,
+  MemoryTokenStore,
+  type RunningServer,
+  type StoredToken,
+  type TokenOwner,
+} from "../src/index.js";
+import { callTool, expectError, expectHealthy, makeServer, type Running, send, startServer } from "./harness.js";
+import { receive } from "./raw-http.js";
+import { testTools } from "./tools.js";
+
+const SECRET = "another-shared-secret-of-32-bytes-or-more";
+
+describe("GET /tools and its ETag", () => {
+  let server: Running;
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  // rule: endpoints.list-tools
+  it("serves the same list with a strong ETag, and 304 to a client that has it", async () => {
+    const first = await send(`${server.baseUrl}/tools`);
+    expect(first.status).toBe(200);
+    const etag = first.headers.get("etag");
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{20,}"$/);
+    const second = await send(`${server.baseUrl}/tools`);
+    expect(second.headers.get("etag")).toBe(etag);
+    expect(second.text).toBe(first.text);
+
+    const cached = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": etag as string } });
+    expect(cached.status).toBe(304);
+    expect(cached.text).toBe("");
+    expect(cached.headers.get("oxp-version")).toBe("1.0");
+    const listed = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": `"other", ${etag}` } });
+    expect(listed.status).toBe(304);
+
+    const stale = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": '"not-this-one"' } });
+    expect(stale.status).toBe(200);
+    expect(stale.body.items.length).toBeGreaterThan(0);
+  });
+});
+
+describe("CORS", () => {
+  let server: Running;
+  let closed: Running;
+  beforeAll(async () => {
+    [server, closed] = await Promise.all([
+      startServer({ cors: { origins: ["http://inspector.test"] }, auth: { apiKeys: ["cors-key-0123456789"] } }),
+      startServer(),
+    ]);
+  });
+  afterAll(() => Promise.all([server.close(), closed.close()]));
+
+  it("answers an allowed origin's preflight without credentials, naming the headers a page sends", async () => {
+    const preflight = await send(`${server.baseUrl}/tools/call`, {
+      method: "OPTIONS",
+      headers: {
+        Origin: "http://inspector.test",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type, oxp-api-key",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("http://inspector.test");
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("POST");
+    expect(preflight.headers.get("access-control-allow-headers")).toMatch(/OXP-API-Key/);
+    expect(preflight.headers.get("oxp-version")).toBe("1.0");
+  });
+
+  it("lets an allowed origin read answers and their OXP headers; others get no grant", async () => {
+    const allowed = await send(`${server.baseUrl}/tools`, {
+      headers: { Origin: "http://inspector.test", "OXP-API-Key": "cors-key-0123456789" },
+    });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get("access-control-allow-origin")).toBe("http://inspector.test");
+    expect(allowed.headers.get("access-control-expose-headers")).toMatch(/OXP-Version/);
+    const unauthorized = await send(`${server.baseUrl}/tools`, { headers: { Origin: "http://inspector.test" } });
+    expectError(unauthorized, 401);
+    expect(unauthorized.headers.get("access-control-allow-origin")).toBe("http://inspector.test");
+
+    const other = await send(`${server.baseUrl}/tools`, {
+      headers: { Origin: "http://elsewhere.test", "OXP-API-Key": "cors-key-0123456789" },
+    });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  // rule: endpoints.error-json
+  it("is off by default: no grant, and OPTIONS is a method the routes do not take", async () => {
+    const reply = await send(`${closed.baseUrl}/tools`, { headers: { Origin: "http://inspector.test" } });
+    expect(reply.headers.get("access-control-allow-origin")).toBeNull();
+    const preflight = await send(`${closed.baseUrl}/tools/call`, {
+      method: "OPTIONS",
+      headers: { Origin: "http://inspector.test", "Access-Control-Request-Method": "POST" },
+    });
+    expectError(preflight, 405);
+  });
+});
+
+describe("JWTs verified once", () => {
+  let server: Running;
+  beforeAll(async () => {
+    server = await startServer({ auth: { jwt: { secret: SECRET } } });
+  });
+  afterAll(() => server.close());
+
+  // rule: auth.jwt-claims
+  it("still refuses a remembered token once its exp (plus the tolerance) has passed", async () => {
+    const exp = Math.floor(Date.now() / 1000) - 59; // inside the 60 s tolerance for about a second
+    const token = await new SignJWT({ exp, sub: "agent" })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode(SECRET));
+    const headers = { Authorization: `Bearer ${token}` };
+    expect((await send(`${server.baseUrl}/tools`, { headers })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    expectError(await send(`${server.baseUrl}/tools`, { headers }), 401);
+  });
+
+  // rule: auth.jwt-hs256-only
+  it("never admits a token that differs from a remembered one, even in its signature alone", async () => {
+    const token = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 300 })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode(SECRET));
+    expect((await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
+    const forged = `${token.slice(0, -4)}${token.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
+    expectError(await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${forged}` } }), 401);
+  });
+});
+
+/** An idempotency store whose every operation fails while `down` is set, as a shared store does when unreachable. */
+class FlakyIdempotencyStore implements IdempotencyStore {
+  down = false;
+  private readonly inner = new MemoryIdempotencyStore();
+  private check() {
+    if (this.down) throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+  }
+  async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number) {
+    this.check();
+    return this.inner.claim(key, fingerprint, ttlMs);
+  }
+  async complete(
+    key: IdempotencyKey,
+    entry: Required<Pick<IdempotencyEntry, "fingerprint" | "response">>,
+    ttl: number,
+  ) {
+    this.check();
+    return this.inner.complete(key, entry, ttl);
+  }
+  async abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number) {
+    this.check();
+    return this.inner.abandon(key, fingerprint, ttlMs);
+  }
+  async release(key: IdempotencyKey) {
+    this.check();
+    return this.inner.release(key);
+  }
+  async get(key: IdempotencyKey) {
+    this.check();
+    return this.inner.get(key);
+  }
+}
+
+/** A token store that fails while `down` is set. */
+class FlakyTokenStore extends MemoryTokenStore {
+  down = false;
+  override async get(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined> {
+    if (this.down) throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    return super.get(owner, providerId);
+  }
+}
+
+describe("shared state that cannot answer", () => {
+  const store = new FlakyIdempotencyStore();
+  const tokens = new FlakyTokenStore();
+  let server: Running;
+  beforeAll(async () => {
+    server = await startServer({ idempotencyStore: store, tokenStore: tokens });
+  });
+  afterAll(() => server.close());
+  afterEach(() => {
+    store.down = false;
+    tokens.down = false;
+  });
+
+  // rule: idempotency.shared-store
+  it("answers 503 with Retry-After, logs the fault without a stack in the answer, and recovers", async () => {
+    store.down = true;
+    const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", call_id: "c-1", input: { a: 1, b: 2 } });
+    expectError(reply, 503);
+    expect(reply.headers.get("retry-after")).toBe("1");
+    expect(reply.text).not.toContain("ECONNREFUSED");
+    expect(server.logs().some((line) => line.level === 50 && JSON.stringify(line).includes("ECONNREFUSED"))).toBe(true);
+
+    store.down = false;
+    const again = await callTool(server.baseUrl, { tool_id: "Calculator.Add", call_id: "c-1", input: { a: 1, b: 2 } });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ success: true, value: 3, call_id: "c-1" });
+  });
+
+  it("answers 503 when the token store fails while requirements are resolved", async () => {
+    tokens.down = true;
+    const reply = await callTool(server.baseUrl, {
+      tool_id: "Gmail.GetEmails",
+      input: {},
+      context: { user_id: "user-1" },
+    });
+    expectError(reply, 503);
+    await expectHealthy(server.baseUrl);
+  });
+});
+
+describe("the call observer", () => {
+  let running: RunningServer;
+  const events: CallEvent[] = [];
+  let started = 0;
+  const challenges: string[] = [];
+  beforeAll(async () => {
+    const app = makeServer({
+      tools: testTools(),
+      logger: false,
+      observer: {
+        callStarted: () => started++,
+        callEnded: (event) => events.push(event),
+        challengeStarted: (id) => challenges.push(id),
+      },
+    });
+    running = await listen(app, { port: 0 });
+  });
+  afterAll(() => running.close());
+
+  it("sees each call's resolved tool, outcome and status, never a requested string it could not resolve", async () => {
+    await callTool(running.url, { tool_id: "Calculator.Add", input: { a: 1, b: 1 } });
+    await callTool(running.url, { tool_id: "Calculator.Add", input: { a: "x" } });
+    await callTool(running.url, { tool_id: "No.Such", input: {} });
+    await callTool(running.url, { tool_id: "Calculator.Add", call_id: "o-1", input: { a: 1, b: 1 } });
+    await callTool(running.url, { tool_id: "Calculator.Add", call_id: "o-1", input: { a: 1, b: 1 } });
+    expect(started).toBe(5);
+    expect(events.map(({ toolId, outcome, status }) => [toolId, outcome, status])).toEqual([
+      ["Calculator.Add@1.0.0", "success", 200],
+      ["Calculator.Add@1.0.0", "rejected", 422],
+      [undefined, "rejected", 400],
+      ["Calculator.Add@1.0.0", "success", 200],
+      ["Calculator.Add@1.0.0", "replayed", 200],
+    ]);
+    expect(events.every((event) => event.durationMs >= 0)).toBe(true);
+  });
+});
+
+describe("what both adapters judge the same way", () => {
+  const API_KEY = "same-way-key-0123456789";
+  let server: Running;
+  let ended = 0;
+  beforeAll(async () => {
+    server = await startServer({
+      auth: { apiKeys: [API_KEY] },
+      observer: {
+        callStarted: () => {
+          throw new Error("an observer bug");
+        },
+        callEnded: () => {
+          ended++;
+          throw new Error("an observer bug");
+        },
+      },
+      pages: [
+        // A page that would answer a protocol route: it must never get the chance.
+        ((req: IncomingMessage, res: ServerResponse, next: () => void) => {
+          if (req.url === "/tools") {
+            res.end("shadowed");
+            return;
+          }
+          if (req.url === "/async-failure") return Promise.reject(new Error("an async page bug at /secret/x.ts:1"));
+          next();
+        }) as never,
+      ],
+    });
+  });
+  afterAll(() => server.close());
+  const key = { "OXP-API-Key": API_KEY };
+
+  // rule: auth.guards-all-but-health
+  it("guards every protocol route, a page notwithstanding, and /health/ with its slash stays open", async () => {
+    expectError(await send(`${server.baseUrl}/tools`), 401);
+    expect((await send(`${server.baseUrl}/tools`, { headers: key })).body.items.length).toBeGreaterThan(0);
+    expect((await send(`${server.baseUrl}/health/`)).status).toBe(200);
+    // A malformed challenge id is judged after authentication.
+    expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`), 401);
+    expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`, { headers: key }), 400);
+  });
+
+  // rule: endpoints.error-json
+  it("answers an async page's failure in JSON without its text", async () => {
+    const reply = await send(`${server.baseUrl}/async-failure`);
+    expectError(reply, 500);
+    expect(reply.text).not.toContain("secret");
+    await expectHealthy(server.baseUrl, key);
+  });
+
+  // rule: call.body-checks
+  it("refuses compressed bodies, other charsets and a declared length past the limit before reading", async () => {
+    const body = JSON.stringify({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+    const gzip = await callTool(server.baseUrl, body, { ...key, "Content-Encoding": "gzip" });
+    expectError(gzip, 415);
+    const utf16 = await send(`${server.baseUrl}/tools/call`, {
+      method: "POST",
+      headers: { ...key, "content-type": "application/json; charset=utf-16le" },
+      body: Buffer.from(body, "utf16le"),
+    });
+    expectError(utf16, 415);
+    const utf8 = await callTool(server.baseUrl, body, { ...key, "content-type": "application/json; charset=UTF-8" });
+    expect(utf8.body).toMatchObject({ success: true, value: 3 });
+
+    const { port } = new URL(server.baseUrl);
+    const started = performance.now();
+    const huge = await receive(
+      Number(port),
+      Buffer.from(
+        `POST /tools/call HTTP/1.1\r\nHost: x\r\nOXP-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
+      ),
+      false,
+    );
+    expect(huge.status).toBe(413);
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  // rule: endpoints.unknown-route
+  it("routes an absolute-form target by its path as sent, without resolving dot segments", async () => {
+    const { port } = new URL(server.baseUrl);
+    const ask = (target: string) =>
+      receive(
+        Number(port),
+        Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\nOXP-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`),
+        false,
+      );
+    expect((await ask(`http://127.0.0.1:${port}/tools`)).status).toBe(200);
+    expect((await ask(`http://127.0.0.1:${port}/a/../tools`)).status).toBe(404);
+  });
+
+  it("keeps answering calls when an observer throws, and tells it of each call once", async () => {
+    const before = ended;
+    const reply = await callTool(
+      server.baseUrl,
+      { tool_id: "Calculator.Add", call_id: "observer-1", input: { a: 1, b: 2 } },
+      key,
+    );
+    expect(reply.body).toMatchObject({ success: true, value: 3 });
+    expectError(await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: {} }, key), 422);
+    expect(ended - before).toBe(2);
+  });
+});
