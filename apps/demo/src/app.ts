@@ -1,30 +1,22 @@
-/** Builds the demo Tool Server: the catalog, the demo Google provider and its consent pages. */
-import { createServer, type OxpApp, type ServerOptions } from "@otc/server";
-import { DemoGoogleProvider } from "./google-provider.js";
-import { demoTools } from "./tools.js";
+/** Builds the demo Tool Server on the Express adapter: the catalog, the demo Google provider and its consent pages. */
+import { inspector } from "@otc/inspector";
+import { createServer, type OxpApp } from "@otc/server";
+import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
 
-/** Options of {@link createDemoApp}: every server option except the tools, providers and pages, which the demo fixes. */
-export type DemoOptions = Omit<ServerOptions, "tools" | "authorizationProviders" | "pages">;
+export type { DemoOptions } from "./demo.js";
 
 /** The demo app and the parts tests reach into. */
-export interface DemoApp {
+export interface DemoApp extends DemoParts {
   app: OxpApp;
-  google: DemoGoogleProvider;
-  counter: { value: number };
 }
 
 /**
- * The demo server: the OXP routes plus the consent pages at /demo/authorize, which need no server
- * authentication (a browser opens them) and share the server's headers and JSON errors.
+ * The demo server: the OXP routes plus the consent pages at /demo/authorize and the Inspector at
+ * /inspector and /docs, which need no server authentication (a browser opens them) and share the
+ * server's headers and JSON errors.
  */
 export function createDemoApp(options: DemoOptions = {}): DemoApp {
-  const google = new DemoGoogleProvider();
-  const counter = { value: 0 };
-  const app = createServer({
-    ...options,
-    tools: demoTools(counter),
-    authorizationProviders: [google],
-    pages: [google.router()],
-  });
+  const { google, counter, serverOptions } = demoParts(options);
+  const app = createServer({ ...serverOptions, pages: [google.router(), inspector()] });
   return { app, google, counter };
 }

@@ -3,38 +3,37 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
+  type ChallengeStore,
+  ChallengeStoreFullError,
+  MemoryChallengeStore,
   ServerConfigError,
   type StartChallengeInput,
-  type TokenOwner,
+  type StoredChallenge,
   type TokenStore,
   WireError,
-} from "@otc/server";
+} from "@otc/server/node";
 import express, { type RequestHandler, type Response, type Router } from "express";
-
-interface Challenge {
-  owner: TokenOwner;
-  /** {@link ownerKey} of `owner`, kept so dropping a challenge finds its owner's pending set at once. */
-  ownerKey: string;
-  scopes: readonly string[];
-  status: ChallengeStatus;
-  expiresAt: number;
-  tokens: TokenStore;
-  /** The anti-CSRF token the consent form carries. */
-  csrf: string;
-  /** SHA-256 of `csrf`: submitted tokens are compared by digest, so the comparison is constant time whatever their length. */
-  csrfDigest: Buffer;
-}
 
 /** Where the demo serves consent pages, below the server's base URL. */
 export const CONSENT_PATH = "/demo/authorize";
 
 /** Options of {@link DemoGoogleProvider}. */
 export interface DemoGoogleProviderOptions {
-  /** How long a challenge lives, pending or decided, in milliseconds. Default 10 minutes. */
+  /**
+   * Where challenges live. Default: a {@link MemoryChallengeStore} with the bounds below. Several
+   * instances sharing one store (e.g. `@otc/redis`) let a challenge started on one be completed on another.
+   */
+  challengeStore?: ChallengeStore;
+  /**
+   * Where an approved challenge's token goes: the server's token store. Default: the store the server
+   * passes to `startChallenge`, which only this instance knows; instances sharing challenges must pass it.
+   */
+  tokenStore?: TokenStore;
+  /** How long a challenge lives, pending or decided, in milliseconds. Default 10 minutes. Only for the default store. */
   ttlMs?: number;
-  /** The most pending challenges one owner (principal and user) has; starting one more drops that owner's oldest. Default 5. */
+  /** The most pending challenges one owner (principal and user) has; starting one more drops that owner's oldest. Default 5. Only for the default store. */
   maxPendingPerUser?: number;
-  /** The most challenges held in total, decided ones included; beyond it `startChallenge` answers 503. Default 10,000. */
+  /** The most challenges held in total, decided ones included; beyond it `startChallenge` answers 503. Default 10,000. Only for the default store. */
   maxChallenges?: number;
   /** The clock, in epoch milliseconds; tests replace it. Default `Date.now`. */
   now?: () => number;
@@ -57,10 +56,24 @@ const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${cha
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest();
 
-const ownerKey = (owner: TokenOwner) => JSON.stringify([owner.principal, owner.userId]);
+/**
+ * A consent page's failure to reach the challenge or token store (Redis down, say) as a 503 JSON
+ * answer with `Retry-After`, as the protocol routes answer it; the cause goes to the log only.
+ */
+const unavailable = (cause: unknown) =>
+  cause instanceof WireError
+    ? cause
+    : new WireError("unavailable", "The server's shared state is unavailable", {
+        developerMessage: "The authorization request could not be read or decided; retry shortly.",
+        headers: { "Retry-After": "1" },
+        cause,
+      });
 
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) {
+/** The anti-CSRF token the consent form carries, kept with the challenge so any instance can check it. */
+const csrfOf = (challenge: StoredChallenge) => challenge.data.csrf ?? "";
+
+function positiveInteger(name: string, value: number | undefined): number | undefined {
+  if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
     throw new ServerConfigError(`DemoGoogleProvider: ${name} must be a positive integer, got ${value}`);
   }
   return value;
@@ -72,70 +85,47 @@ function positiveInteger(name: string, value: number): number {
  */
 export class DemoGoogleProvider implements AuthorizationProvider {
   readonly id = "google";
-  private readonly ttlMs: number;
-  private readonly maxPendingPerUser: number;
-  private readonly maxChallenges: number;
+  private readonly store: ChallengeStore;
+  private tokens: TokenStore | undefined;
   private readonly now: () => number;
-  /**
-   * Insertion order is expiry order (one TTL for all), so expired challenges are always at the head
-   * and pruning never scans the live ones.
-   */
-  private readonly challenges = new Map<string, Challenge>();
-  /** Pending challenge ids by owner, oldest first. */
-  private readonly pendingByOwner = new Map<string, Set<string>>();
 
   constructor(options: DemoGoogleProviderOptions = {}) {
-    this.ttlMs = positiveInteger("ttlMs", options.ttlMs ?? 10 * 60 * 1000);
-    this.maxPendingPerUser = positiveInteger("maxPendingPerUser", options.maxPendingPerUser ?? 5);
-    this.maxChallenges = positiveInteger("maxChallenges", options.maxChallenges ?? 10_000);
+    const bounds = {
+      ttlMs: positiveInteger("ttlMs", options.ttlMs),
+      maxPendingPerOwner: positiveInteger("maxPendingPerUser", options.maxPendingPerUser),
+      maxChallenges: positiveInteger("maxChallenges", options.maxChallenges),
+      now: options.now,
+    };
+    this.store = options.challengeStore ?? new MemoryChallengeStore(bounds);
+    this.tokens = options.tokenStore;
     this.now = options.now ?? Date.now;
   }
 
-  /** How many challenges are held (pending or decided, not expired). */
-  get size(): number {
-    this.prune();
-    return this.challenges.size;
+  /** How many challenges are held (pending or decided, not expired), when the store can tell. */
+  get size(): number | undefined {
+    return this.store.size;
   }
 
   async startChallenge(input: StartChallengeInput): Promise<{ url: string }> {
-    const now = this.now();
-    this.prune(now);
-    const key = ownerKey(input.owner);
-    const mine = this.pendingByOwner.get(key);
-    // The owner's oldest ones make room before the total is checked: they go anyway, so a full server still takes the new one.
-    const dropped = mine ? Math.max(0, mine.size - this.maxPendingPerUser + 1) : 0;
-    if (this.challenges.size - dropped >= this.maxChallenges) {
-      const oldest = this.challenges.values().next().value;
-      const retryAfter = Math.max(1, Math.ceil(((oldest?.expiresAt ?? now) - now) / 1000));
+    this.tokens ??= input.tokens;
+    try {
+      await this.store.add(input.challengeId, {
+        owner: input.owner,
+        scopes: input.scopes,
+        data: { csrf: randomBytes(32).toString("base64url") },
+      });
+    } catch (error) {
+      if (!(error instanceof ChallengeStoreFullError)) throw error;
       throw new WireError("unavailable", "Too many authorization requests are pending", {
-        developerMessage: `The demo google provider holds its maximum of ${this.maxChallenges} authorization challenges; retry once older ones expire.`,
-        headers: { "Retry-After": String(retryAfter) },
+        developerMessage: `The demo google provider holds its maximum of ${error.maxChallenges} authorization challenges; retry once older ones expire.`,
+        headers: { "Retry-After": String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) },
       });
     }
-    if (mine) {
-      for (const id of [...mine].slice(0, dropped)) this.drop(id);
-    }
-    // A reused id would keep its old place in the Map and break the expiry order.
-    this.drop(input.challengeId);
-    const csrf = randomBytes(32).toString("base64url");
-    this.challenges.set(input.challengeId, {
-      owner: input.owner,
-      ownerKey: key,
-      scopes: input.scopes,
-      status: "pending",
-      expiresAt: now + this.ttlMs,
-      tokens: input.tokens,
-      csrf,
-      csrfDigest: sha256(csrf),
-    });
-    const pending = this.pendingByOwner.get(key) ?? new Set<string>();
-    pending.add(input.challengeId);
-    this.pendingByOwner.set(key, pending);
     return { url: `${input.baseUrl}${CONSENT_PATH}/${encodeURIComponent(input.challengeId)}` };
   }
 
   async checkChallenge(challengeId: string): Promise<ChallengeStatus | undefined> {
-    return this.live(challengeId)?.status;
+    return (await this.store.get(challengeId))?.status;
   }
 
   /**
@@ -143,24 +133,20 @@ export class DemoGoogleProvider implements AuthorizationProvider {
    * consent form checks its anti-CSRF token before calling this.
    */
   async decide(challengeId: string, approve: boolean): Promise<ChallengeStatus | undefined> {
-    const challenge = this.live(challengeId);
+    const challenge = await this.store.get(challengeId);
     if (!challenge) return undefined;
     if (challenge.status !== "pending") return challenge.status;
     if (approve) {
+      if (!this.tokens) throw new Error("DemoGoogleProvider has no token store: pass `tokenStore`");
       // The token is stored before the status changes, so a failing store leaves the challenge pending, not completed without a token.
-      await challenge.tokens.set(challenge.owner, this.id, {
+      await this.tokens.set(challenge.owner, this.id, {
         token: `demo-google-${randomBytes(12).toString("hex")}`,
         scopes: challenge.scopes,
         expiresAt: this.now() + 60 * 60 * 1000,
       });
-      // Another decision may have landed while the store was busy; the first one stands.
-      if (challenge.status !== "pending" || this.challenges.get(challengeId) !== challenge) {
-        return this.live(challengeId)?.status;
-      }
     }
-    challenge.status = approve ? "completed" : "failed";
-    this.unpend(challengeId, challenge);
-    return challenge.status;
+    // Another decision may have landed meanwhile, here or on another instance; the store keeps the first.
+    return this.store.decide(challengeId, approve ? "completed" : "failed");
   }
 
   /** The consent pages: GET shows the request, POST `action=approve|deny` with the form's `csrf` token decides it. */
@@ -188,8 +174,14 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     };
     router.use(CONSENT_PATH, secure);
 
-    router.get(`${CONSENT_PATH}/:id`, (req, res) => {
-      const challenge = this.live(req.params.id);
+    router.get(`${CONSENT_PATH}/:id`, async (req, res, next) => {
+      let challenge: StoredChallenge | undefined;
+      try {
+        challenge = await this.store.get(req.params.id);
+      } catch (error) {
+        next(unavailable(error));
+        return;
+      }
       if (!challenge) {
         notFound(res);
         return;
@@ -197,7 +189,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       const scopes = challenge.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join("");
       const decided =
         challenge.status === "pending"
-          ? `<form method="post"><input type="hidden" name="csrf" value="${escapeHtml(challenge.csrf)}">` +
+          ? `<form method="post"><input type="hidden" name="csrf" value="${escapeHtml(csrfOf(challenge))}">` +
             `<button name="action" value="approve">Approve</button><button name="action" value="deny">Deny</button></form>`
           : `<p>This request was <strong>${challenge.status === "completed" ? "approved" : "denied"}</strong>. You can close this page.</p>`;
       answer(
@@ -212,7 +204,13 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       `${CONSENT_PATH}/:id`,
       express.urlencoded({ extended: false, limit: "1kb" }),
       async (req, res, next) => {
-        const challenge = this.live(req.params.id);
+        let challenge: StoredChallenge | undefined;
+        try {
+          challenge = await this.store.get(req.params.id);
+        } catch (error) {
+          next(unavailable(error));
+          return;
+        }
         if (!challenge) {
           notFound(res);
           return;
@@ -220,7 +218,9 @@ export class DemoGoogleProvider implements AuthorizationProvider {
         const form = (req.body ?? {}) as Record<string, unknown>;
         const csrf = typeof form.csrf === "string" ? form.csrf : "";
         // Refused before the action is read: a form posted from another site decides nothing.
-        if (!timingSafeEqual(sha256(csrf), challenge.csrfDigest)) {
+        // Compared by SHA-256 digest, so the comparison is constant time whatever the submitted length.
+        const expected = csrfOf(challenge);
+        if (expected === "" || !timingSafeEqual(sha256(csrf), sha256(expected))) {
           answer(
             res,
             403,
@@ -237,8 +237,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
         try {
           status = await this.decide(req.params.id, form.action === "approve");
         } catch (error) {
-          // The server's error handler logs it and answers a JSON 500 without the exception's text.
-          next(error);
+          next(unavailable(error));
           return;
         }
         if (!status) {
@@ -249,35 +248,5 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       },
     );
     return router;
-  }
-
-  /** The challenge if it is held and not expired. */
-  private live(challengeId: string): Challenge | undefined {
-    const now = this.now();
-    this.prune(now);
-    const challenge = this.challenges.get(challengeId);
-    return challenge && challenge.expiresAt > now ? challenge : undefined;
-  }
-
-  /** Drops expired challenges from the head: amortized O(1), since each challenge is dropped once. */
-  private prune(now = this.now()): void {
-    for (const [id, challenge] of this.challenges) {
-      if (challenge.expiresAt > now) return;
-      this.drop(id);
-    }
-  }
-
-  private drop(challengeId: string): void {
-    const challenge = this.challenges.get(challengeId);
-    if (!challenge) return;
-    this.challenges.delete(challengeId);
-    this.unpend(challengeId, challenge);
-  }
-
-  private unpend(challengeId: string, challenge: Challenge): void {
-    const pending = this.pendingByOwner.get(challenge.ownerKey);
-    if (!pending) return;
-    pending.delete(challengeId);
-    if (pending.size === 0) this.pendingByOwner.delete(challenge.ownerKey);
   }
 }

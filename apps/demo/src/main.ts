@@ -1,6 +1,6 @@
 /** `npm start`: runs the demo Tool Server, configured from the environment. */
-import { createLogger, listen } from "@otc/server";
-import { createDemoApp, type DemoOptions } from "./app.js";
+import { createLogger, listen } from "@otc/server/node";
+import type { DemoOptions } from "./demo.js";
 
 const env = process.env;
 const number = (name: string, fallback: number): number => {
@@ -34,7 +34,59 @@ if (apiKeys.length > 0 || jwtSecret) {
   }
 }
 
-const { app } = createDemoApp(options);
+// Shared state for several instances behind one address; without it, each process keeps its own in memory.
+let state = "memory";
+if (env.OXP_REDIS_URL) {
+  const { createRedisState } = await import("@otc/redis");
+  const redis = createRedisState(env.OXP_REDIS_URL, {
+    ...(env.OXP_REDIS_PREFIX ? { keyPrefix: env.OXP_REDIS_PREFIX } : {}),
+    onError: (error: Error) => {
+      if (!options.logger) return;
+      // An evicting maxmemory-policy could drop a claim, and a call could then run twice.
+      if (error.name === "RedisEvictionPolicyWarning")
+        options.logger.warn({ err: error.message }, "Redis configuration");
+      else options.logger.warn({ err: error.message }, "Redis connection error");
+    },
+  });
+  const where = redactUrl(env.OXP_REDIS_URL);
+  try {
+    await redis.ready(10_000);
+  } catch {
+    console.error(`Cannot reach Redis at ${where}: start it, or unset OXP_REDIS_URL to keep state in memory`);
+    process.exit(1);
+  }
+  options.idempotencyStore = redis.idempotencyStore;
+  options.tokenStore = redis.tokenStore;
+  options.challengeStore = redis.challengeStore;
+  state = `redis at ${where}`;
+  if (!env.OXP_PUBLIC_URL) {
+    console.warn(
+      "OXP_PUBLIC_URL is not set: challenge links will name this instance, not the address in front of them",
+    );
+  }
+}
+
+/** A URL as it may be printed: its password hidden. */
+function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = "***";
+    return url.toString();
+  } catch {
+    return "(an unparsable URL)";
+  }
+}
+
+// Each adapter's module is loaded only when chosen: node:http starts without loading Express's contract validator.
+const adapter = env.OXP_ADAPTER || "express";
+if (adapter !== "express" && adapter !== "node") {
+  console.error(`OXP_ADAPTER must be 'express' or 'node', got '${adapter}'`);
+  process.exit(2);
+}
+const { app } =
+  adapter === "node"
+    ? (await import("./handler.js")).createDemoHandler(options)
+    : (await import("./app.js")).createDemoApp(options);
 const host = env.HOST || "127.0.0.1";
 const port = number("PORT", 8080);
 const { url } = await listen(app, { host, port, handleSignals: true }).catch((error: NodeJS.ErrnoException) => {
@@ -51,6 +103,7 @@ const { url } = await listen(app, { host, port, handleSignals: true }).catch((er
   process.exit(1);
 });
 const auth = [apiKeys.length > 0 && "API key", jwtSecret && "JWT"].filter(Boolean).join(" + ") || "off";
-console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth})`);
+console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth}; adapter: ${adapter}; state: ${state})`);
 console.log(`  GET  ${url}/tools        lists the tools`);
 console.log(`  POST ${url}/tools/call   calls one`);
+console.log(`  Inspector: ${url}/inspector   API reference: ${url}/docs`);

@@ -2,6 +2,7 @@
 import { Writable } from "node:stream";
 import { createLogger, type ListenOptions, listen } from "@otc/server";
 import { createDemoApp, type DemoApp, type DemoOptions } from "../src/app.js";
+import { createDemoHandler, type DemoHandler } from "../src/handler.js";
 
 export {
   callTool,
@@ -15,13 +16,16 @@ export {
 /** A running demo server. */
 export interface Running {
   baseUrl: string;
-  demo: DemoApp;
+  demo: DemoApp | DemoHandler;
   /** Every log line so far, parsed. */
   logs(): Record<string, unknown>[];
   /** Every log line so far, as written. */
   rawLogs(): string;
   close(): Promise<void>;
 }
+
+/** The demo's adapter under test: Express, or node:http when `OXP_TEST_ADAPTER=node` (vitest.config.ts runs both). */
+export const ADAPTER: "express" | "node" = process.env.OXP_TEST_ADAPTER === "node" ? "node" : "express";
 
 /** Starts the demo with response validation on (a response off the spec becomes a 500) and logs captured. */
 export async function startDemo(options: DemoOptions = {}, listenOptions: ListenOptions = {}): Promise<Running> {
@@ -32,7 +36,7 @@ export async function startDemo(options: DemoOptions = {}, listenOptions: Listen
       done();
     },
   });
-  const demo = createDemoApp({
+  const demo = (ADAPTER === "node" ? createDemoHandler : createDemoApp)({
     validateResponses: true,
     logger: createLogger({ level: "debug", destination }),
     ...options,

@@ -4,7 +4,7 @@ import { once } from "node:events";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { callTool, send } from "./harness.js";
+import { ADAPTER, callTool, send } from "./harness.js";
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist");
 const children: ChildProcess[] = [];
@@ -17,7 +17,7 @@ async function startProcess(
   env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, [path.join(dist, "main.js")], {
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", OXP_ADAPTER: ADAPTER, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);

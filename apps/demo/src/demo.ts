@@ -1,0 +1,32 @@
+/** What every demo server is made of, whichever adapter serves it: the catalog, the demo Google provider, the stores they share. */
+import { type AdapterOptions, type ChallengeStore, MemoryTokenStore } from "@otc/server/node";
+import { DemoGoogleProvider } from "./google-provider.js";
+import { demoTools } from "./tools.js";
+
+/**
+ * Options of a demo server: every server option except the tools and providers, which the demo fixes;
+ * plus where the demo Google provider keeps its challenges (default: in memory).
+ */
+export type DemoOptions = Omit<AdapterOptions, "tools" | "authorizationProviders"> & {
+  challengeStore?: ChallengeStore;
+};
+
+/** The parts of a demo server that tests reach into. */
+export interface DemoParts {
+  google: DemoGoogleProvider;
+  counter: { value: number };
+}
+
+/** The demo's parts, and the adapter options that serve them. */
+export function demoParts(options: DemoOptions): DemoParts & { serverOptions: AdapterOptions } {
+  const { challengeStore, ...serverOptions } = options;
+  // One token store for the server and the provider: a challenge completed here may have started on another instance.
+  const tokenStore = serverOptions.tokenStore ?? new MemoryTokenStore();
+  const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
+  const counter = { value: 0 };
+  return {
+    google,
+    counter,
+    serverOptions: { ...serverOptions, tokenStore, tools: demoTools(counter), authorizationProviders: [google] },
+  };
+}
