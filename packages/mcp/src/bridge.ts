@@ -1,0 +1,415 @@
+/** OXP to MCP: an MCP server (the official SDK's) whose tools are one OXP server's, called through @otc/client. */
+import { randomUUID } from "node:crypto";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool as McpTool,
+  type ServerNotification,
+  type ServerRequest,
+} from "@modelcontextprotocol/sdk/types.js";
+import {
+  type ClientOptions,
+  createClient,
+  type JwtOptions,
+  OxpAuthenticationError,
+  type OxpClient,
+  OxpConnectionError,
+  OxpProtocolError,
+  OxpServerError,
+  OxpTimeoutError,
+  OxpValidationError,
+  type RetryOptions,
+} from "@otc/client";
+import {
+  type CallToolRequest,
+  type CallToolResponse,
+  compareToolVersions,
+  parseToolId,
+  type ToolAuthorizationChallenge,
+  type ToolDefinition,
+} from "@otc/types";
+import { byCodePoint, mcpToolName, uniqueMcpName } from "./names.js";
+import { toMcpInputSchema, toMcpOutput } from "./schemas.js";
+
+/** The `_meta` key of a failed call's retry hints and status. */
+export const ERROR_META_KEY = "oxp/error";
+/** The `_meta` key of the authorizations a call waits for. */
+export const AUTHORIZATION_META_KEY = "oxp/authorization";
+/** The `_meta` key, on each listed tool, of the OXP tool id it calls. */
+export const TOOL_ID_META_KEY = "oxp/tool_id";
+
+/** Options of {@link createMcpBridge}. */
+export interface McpBridgeOptions {
+  /** The OXP server's base URL, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** Sent to the OXP server in `OXP-API-Key`; never shown to the MCP client. */
+  apiKey?: string;
+  /** Sign HS256 JWTs for the OXP server; never shown to the MCP client. */
+  jwt?: JwtOptions;
+  /** `latest` (default): one MCP tool per OXP tool, its highest version. `all`: older versions too, with a `_vX_Y_Z` suffix. */
+  toolVersions?: "latest" | "all";
+  /** The end user every call is made for (`context.user_id`): tools that require one need it. */
+  userId?: string;
+  /** Secrets sent with every call (`context.secrets`), by id; never shown to the MCP client. */
+  secrets?: Readonly<Record<string, string>>;
+  /**
+   * How long a tools/call reuses the catalog the last listing read, in ms. Default 30,000. A name not
+   * in the catalog re-reads it at most once per this time or per second, whichever is shorter.
+   */
+  catalogTtlMs?: number;
+  /**
+   * How long one call waits for the user to complete its authorizations, in ms: one deadline for the
+   * whole call, however many challenges it has (the elicitations and the polling). Default 300,000.
+   */
+  authorizationWaitMs?: number;
+  /** How often the authorization's check_url is polled, in ms. Default 1,000. */
+  authorizationPollMs?: number;
+  /** Time limit of one OXP request, in ms (the client's `timeoutMs`). */
+  timeoutMs?: number;
+  /** How the OXP client retries (the same call_id every time). */
+  retry?: RetryOptions;
+  /** The fetch the OXP client uses; default the global one. */
+  fetch?: typeof fetch;
+  /** The MCP server's name and version, as the MCP client sees them. */
+  serverInfo?: { name: string; version: string };
+}
+
+/** One MCP tool and the OXP tool behind it. */
+interface Entry {
+  tool: McpTool;
+  definition: ToolDefinition;
+  wrapped: boolean;
+}
+
+/** An OXP server seen as MCP tools; one bridge serves any number of MCP sessions. */
+export interface McpBridge {
+  /** A new SDK `Server` with the bridge's handlers, for one transport (one per request in stateless HTTP). */
+  createServer(): Server;
+  /** The MCP tools, read from the OXP server now. */
+  listTools(): Promise<McpTool[]>;
+  /** The OXP client the bridge calls through. */
+  readonly client: OxpClient;
+}
+
+/** The MCP tools of an OXP catalog, by MCP name: latest versions first, so they get the plain names. */
+export function catalogToMcpTools(
+  definitions: readonly ToolDefinition[],
+  toolVersions: "latest" | "all" = "latest",
+): Map<string, Entry> {
+  const byName = new Map<string, ToolDefinition[]>();
+  for (const definition of definitions) {
+    const parsed = parseToolId(definition.id);
+    if (!parsed) continue;
+    const versions = byName.get(parsed.qualifiedName) ?? [];
+    versions.push(definition);
+    byName.set(parsed.qualifiedName, versions);
+  }
+  const latest: { definition: ToolDefinition; name: string }[] = [];
+  const older: { definition: ToolDefinition; name: string }[] = [];
+  for (const [qualifiedName, versions] of [...byName].sort(([a], [b]) => byCodePoint(a, b))) {
+    const [toolkit = "", tool = ""] = qualifiedName.split(".");
+    const sorted = [...versions].sort((a, b) => compareToolVersions(b.version, a.version));
+    const [newest, ...rest] = sorted;
+    if (newest) latest.push({ definition: newest, name: mcpToolName(toolkit, tool) });
+    if (toolVersions === "all") {
+      for (const definition of rest) older.push({ definition, name: mcpToolName(toolkit, tool, definition.version) });
+    }
+  }
+  const taken = new Set<string>();
+  const entries = new Map<string, Entry>();
+  for (const { definition, name: wanted } of [...latest, ...older]) {
+    const name = uniqueMcpName(wanted, taken);
+    const { outputSchema, wrapped } = toMcpOutput(definition.output_schema);
+    const tool: McpTool = {
+      name,
+      description: definition.description,
+      inputSchema: toMcpInputSchema(definition.input_schema),
+      _meta: { [TOOL_ID_META_KEY]: definition.id },
+    };
+    if (outputSchema) tool.outputSchema = outputSchema;
+    entries.set(name, { tool, definition, wrapped });
+  }
+  return entries;
+}
+
+/** A value as text for the model: strings as they are, anything else as JSON. */
+function render(value: unknown): string {
+  if (typeof value === "string") return value;
+  return JSON.stringify(value) ?? "null";
+}
+
+/** The MCP result of an OXP answer: the value as structuredContent and text, or a tool error with its hints in `_meta`. */
+export function toCallToolResult(response: CallToolResponse, wrapped: boolean, hasOutput: boolean): CallToolResult {
+  if (response.success) {
+    const value = response.value ?? null;
+    if (!hasOutput) {
+      return {
+        content: [{ type: "text", text: value === null ? "Done: the tool returned no value." : render(value) }],
+      };
+    }
+    const structured = wrapped ? { value } : (value as Record<string, unknown>);
+    return { content: [{ type: "text", text: render(value) }], structuredContent: structured };
+  }
+  const { error } = response;
+  const text = error.additional_prompt_content
+    ? `${error.message}\n\n${error.additional_prompt_content}`
+    : error.message;
+  const hints: Record<string, unknown> = { call_id: response.call_id, can_retry: error.can_retry === true };
+  if (error.retry_after_ms !== undefined) hints.retry_after_ms = error.retry_after_ms;
+  return { isError: true, content: [{ type: "text", text }], _meta: { [ERROR_META_KEY]: hints } };
+}
+
+const errorResult = (text: string, meta: Record<string, unknown>): CallToolResult => ({
+  isError: true,
+  content: [{ type: "text", text }],
+  _meta: { [ERROR_META_KEY]: meta },
+});
+
+/**
+ * The MCP result of what the OXP client threw. Only what the server wrote for users or models is
+ * passed on (`message`, parameter errors); never `developer_message`, the server's URL or credentials.
+ */
+export function errorToCallToolResult(error: unknown): CallToolResult {
+  if (error instanceof OxpValidationError) {
+    const lines = Object.entries(error.parameterErrors).map(([path, message]) => `- ${path}: ${message}`);
+    return errorResult(`Invalid input: ${error.message}${lines.length ? `\n${lines.join("\n")}` : ""}`, {
+      status: error.status,
+      can_retry: false,
+      parameter_errors: error.parameterErrors,
+    });
+  }
+  if (error instanceof OxpAuthenticationError) {
+    return errorResult("The tool server refused the bridge's credentials; the bridge's configuration must be fixed.", {
+      status: error.status,
+      can_retry: false,
+    });
+  }
+  if (error instanceof OxpServerError) {
+    const missing = error.missingRequirements;
+    const hint = missing?.user_id ? "\n\nThis tool needs an end user: start the bridge with a user id." : "";
+    const meta: Record<string, unknown> = { status: error.status, can_retry: error.status === 503 };
+    if (missing?.user_id) meta.missing_user_id = true;
+    return errorResult(`${error.message}${hint}`, meta);
+  }
+  if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
+    return errorResult("The tool server could not be reached or did not answer in time.", {
+      status: 0,
+      can_retry: true,
+    });
+  }
+  if (error instanceof OxpProtocolError) {
+    return errorResult("The tool server's answer did not follow the protocol.", {
+      status: error.status,
+      can_retry: false,
+    });
+  }
+  throw error;
+}
+
+/** The result telling the user to open the authorization links, then call again. */
+function authorizationResult(challenges: readonly ToolAuthorizationChallenge[], why: string): CallToolResult {
+  const links = challenges.map((challenge) => `  ${challenge.url}`).join("\n");
+  return {
+    isError: true,
+    content: [
+      {
+        type: "text",
+        text: `${why} Ask the user to open this link to grant access, then call the tool again:\n${links}`,
+      },
+    ],
+    _meta: {
+      [AUTHORIZATION_META_KEY]: challenges.map(({ id, url }) => ({ id, url })),
+      [ERROR_META_KEY]: { status: 400, can_retry: true },
+    },
+  };
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * Creates the bridge. Its MCP tools are the OXP server's (latest versions unless `toolVersions: "all"`),
+ * and each tools/call is one OXP call with a fresh `call_id` that the client's retries reuse.
+ *
+ * @example
+ * const bridge = createMcpBridge({ url: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
+ * await bridge.createServer().connect(new StdioServerTransport());
+ */
+export function createMcpBridge(options: McpBridgeOptions): McpBridge {
+  const clientOptions: ClientOptions = { baseUrl: options.url };
+  if (options.apiKey !== undefined) clientOptions.apiKey = options.apiKey;
+  if (options.jwt !== undefined) clientOptions.jwt = options.jwt;
+  if (options.timeoutMs !== undefined) clientOptions.timeoutMs = options.timeoutMs;
+  if (options.retry !== undefined) clientOptions.retry = options.retry;
+  if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
+  const client = createClient(clientOptions);
+  const toolVersions = options.toolVersions ?? "latest";
+  const catalogTtlMs = options.catalogTtlMs ?? 30_000;
+  const waitMs = options.authorizationWaitMs ?? 300_000;
+  const pollMs = options.authorizationPollMs ?? 1_000;
+  const serverInfo = options.serverInfo ?? { name: "otc-mcp-bridge", version: "0.1.0" };
+
+  // A name the catalog lacks re-reads it, but not more often than this: a client repeating an unknown
+  // name must not turn every call into a GET /tools.
+  const missRefreshMs = Math.min(catalogTtlMs, 1_000);
+
+  let catalog: { entries: Map<string, Entry>; readAt: number } | undefined;
+
+  const readCatalog = async (signal?: AbortSignal) => {
+    const definitions = await client.listTools(signal ? { signal } : {});
+    catalog = { entries: catalogToMcpTools(definitions, toolVersions), readAt: Date.now() };
+    return catalog.entries;
+  };
+
+  /** The entry of an MCP name: from the cached catalog while fresh, else a new read; an unknown name re-reads at most once per `missRefreshMs`. */
+  const lookup = async (name: string, signal: AbortSignal): Promise<Entry | undefined> => {
+    if (catalog) {
+      const age = Date.now() - catalog.readAt;
+      const found = age < catalogTtlMs ? catalog.entries.get(name) : undefined;
+      if (found) return found;
+      if (age < missRefreshMs) return undefined;
+    }
+    return (await readCatalog(signal)).get(name);
+  };
+
+  const context = (): CallToolRequest["context"] => {
+    const out: NonNullable<CallToolRequest["context"]> = {};
+    if (options.userId) out.user_id = options.userId;
+    if (options.secrets && Object.keys(options.secrets).length > 0) {
+      out.secrets = Object.entries(options.secrets).map(([id, value]) => ({ id, value }));
+    }
+    return Object.keys(out).length > 0 ? out : undefined;
+  };
+
+  /**
+   * Walks the user through the challenges by URL-mode elicitation, then waits for each to complete,
+   * all within one deadline (`authorizationWaitMs` from the first challenge), so a call with several
+   * challenges waits no longer than one with a single challenge. Resolves with a result to return
+   * instead of retrying, or undefined when all completed.
+   */
+  async function authorize(
+    server: Server,
+    challenges: readonly ToolAuthorizationChallenge[],
+    toolName: string,
+    extra: Extra,
+  ): Promise<CallToolResult | undefined> {
+    const deadlineAt = Date.now() + waitMs;
+    const bounded = AbortSignal.any([extra.signal, AbortSignal.timeout(waitMs)]);
+    const late = () => authorizationResult(challenges, "The authorization was not completed in time.");
+    for (const challenge of challenges) {
+      if (bounded.aborted) {
+        if (extra.signal.aborted) throw extra.signal.reason;
+        return late();
+      }
+      let answer: Awaited<ReturnType<Server["elicitInput"]>>;
+      try {
+        answer = await server.elicitInput(
+          {
+            mode: "url",
+            message: `${toolName} needs your permission to access an account. Open the link to grant it.`,
+            elicitationId: challenge.id,
+            url: challenge.url,
+          },
+          // The SDK's own time limit (60 s unless given) would cut the wait short: it gets what is left.
+          { signal: bounded, relatedRequestId: extra.requestId, timeout: Math.max(1, deadlineAt - Date.now()) },
+        );
+      } catch (error) {
+        if (extra.signal.aborted) throw error;
+        if (bounded.aborted || Date.now() >= deadlineAt) return late();
+        // The client declared URL elicitation but could not show it: the link goes in the result instead.
+        return authorizationResult(challenges, "The tool needs an authorization.");
+      }
+      if (answer.action !== "accept") return authorizationResult(challenges, "The authorization was not accepted.");
+      if (!challenge.check_url) return authorizationResult(challenges, "The tool needs an authorization.");
+      let status: string;
+      try {
+        status = await client.waitForAuthorization(challenge, { signal: bounded, intervalMs: pollMs });
+      } catch (error) {
+        if (extra.signal.aborted) throw error;
+        if (bounded.aborted) return late();
+        return errorToCallToolResult(error);
+      }
+      if (status !== "completed") return authorizationResult(challenges, "The authorization was denied or failed.");
+      // Tells the client the link's page is done with; a client that cannot take it changes nothing.
+      await server
+        .createElicitationCompletionNotifier(challenge.id, { relatedRequestId: extra.requestId })()
+        .catch(() => undefined);
+    }
+    return undefined;
+  }
+
+  async function callTool(server: Server, name: string, args: Record<string, unknown>, extra: Extra) {
+    const entry = await lookup(name, extra.signal);
+    if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    const request: CallToolRequest = { tool_id: entry.definition.id, call_id: randomUUID(), input: args };
+    const ctx = context();
+    if (ctx) request.context = ctx;
+    const hasOutput = entry.tool.outputSchema !== undefined;
+    const once = async () =>
+      toCallToolResult(await client.callTool(request, { signal: extra.signal }), entry.wrapped, hasOutput);
+    try {
+      return await once();
+    } catch (error) {
+      const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
+      if (challenges.length === 0) return errorToCallToolResult(error);
+      if (!server.getClientCapabilities()?.elicitation?.url) {
+        return authorizationResult(challenges, "The tool needs an authorization.");
+      }
+      const stop = await authorize(server, challenges, name, extra);
+      if (stop) return stop;
+    }
+    // Retried once, with the same call_id: the first attempt never ran (a challenge comes before the tool).
+    try {
+      return await once();
+    } catch (error) {
+      const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
+      return challenges.length > 0
+        ? authorizationResult(challenges, "The tool still needs an authorization.")
+        : errorToCallToolResult(error);
+    }
+  }
+
+  return {
+    client,
+    async listTools() {
+      return [...(await readCatalog()).values()].map((entry) => entry.tool);
+    },
+    createServer() {
+      const server = new Server(serverInfo, {
+        capabilities: { tools: {} },
+        instructions: "Tools of an OXP (Open eXecution Protocol) tool server.",
+      });
+      server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+        try {
+          return { tools: [...(await readCatalog(extra.signal)).values()].map((entry) => entry.tool) };
+        } catch (error) {
+          throw new McpError(ErrorCode.InternalError, errorText(error));
+        }
+      });
+      server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+        try {
+          return await callTool(server, request.params.name, request.params.arguments ?? {}, extra);
+        } catch (error) {
+          if (error instanceof McpError || extra.signal.aborted) throw error;
+          throw new McpError(ErrorCode.InternalError, errorText(error));
+        }
+      });
+      return server;
+    },
+  };
+}
+
+/** What a failure to reach or read the OXP server says to the MCP client: no URL, no credentials. */
+function errorText(error: unknown): string {
+  if (error instanceof OxpAuthenticationError) return "The tool server refused the bridge's credentials";
+  if (error instanceof OxpServerError) return `The tool server refused: ${error.message}`;
+  if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
+    return "The tool server could not be reached or did not answer in time";
+  }
+  if (error instanceof OxpProtocolError) return "The tool server's answer did not follow the protocol";
+  return "The bridge failed";
+}

@@ -1,0 +1,232 @@
+/** MCP to OXP: an MCP server's tools (reached with the SDK's Client) as @otc/server tools, ready for createServer. */
+import type { IOType } from "node:child_process";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { type CallToolResult, ErrorCode, McpError, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { OxpToolError, type SchemaObject, type Tool } from "@otc/server";
+import { byCodePoint, claimUnique, OXP_NAME, oxpToolName } from "./names.js";
+import { type JsonSchema, SchemaConversionError, toOxpInputSchema, toOxpOutputSchema } from "./schemas.js";
+
+/** An MCP server started as a child process, spoken to over stdio. */
+export interface McpStdioSource {
+  command: string;
+  args?: string[];
+  /** Added to the SDK's safe default environment (PATH, HOME...); the parent's other variables are not passed. */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** The child's stderr. Default `inherit`. */
+  stderr?: IOType;
+}
+
+/** An MCP server reached over streamable HTTP. */
+export interface McpHttpSource {
+  url: string;
+  /** Extra headers on every request, e.g. `Authorization`. */
+  headers?: Record<string, string>;
+}
+
+/** Where the MCP server is. */
+export type McpSource = McpStdioSource | McpHttpSource;
+
+/** Options of {@link mcpTools}. */
+export interface McpToolsOptions {
+  /** The OXP toolkit the tools go in: letters, digits and `_`. */
+  toolkit: string;
+  /** The OXP version every tool gets, `x.y.z`. */
+  version: string;
+  /** Time limit of one MCP call, in ms, passed on as each tool's OXP time limit too. Default: the server's. */
+  timeoutMs?: number;
+}
+
+/** An MCP tool left out, and why. */
+export interface SkippedTool {
+  name: string;
+  reason: string;
+}
+
+/** MCP tools as OXP tools, and the connection they call through. */
+export interface McpTools {
+  /** For `createServer({ tools })`. */
+  tools: Tool[];
+  /** The MCP name behind each OXP tool id (`Everything.GetSum@1.0.0` is `get-sum`). */
+  names: ReadonlyMap<string, string>;
+  /** MCP tools whose schemas OXP cannot express (recursive or remote `$ref`, an input that is not an object). */
+  skipped: SkippedTool[];
+  /** The SDK client, connected. */
+  client: Client;
+  /**
+   * Resolves when the MCP connection ends: `close()`, or a stdio server's process exiting. It is
+   * never re-opened: from then on every call is a tool error with `can_retry: true`, until whoever
+   * owns the OXP server calls `mcpTools` again (e.g. restarts the process).
+   */
+  closed: Promise<void>;
+  /** Closes the MCP connection (and ends a stdio server's process). */
+  close(): Promise<void>;
+}
+
+const VERSION = /^\d+\.\d+\.\d+$/;
+/** The SDK's time limit of a call when none is given: long, since the OXP server's limit is the one meant to apply. */
+const SDK_FALLBACK_TIMEOUT_MS = 10 * 60_000;
+
+function transportFor(source: McpSource): Transport {
+  if ("url" in source) {
+    return new StreamableHTTPClientTransport(
+      new URL(source.url),
+      source.headers ? { requestInit: { headers: source.headers } } : undefined,
+    );
+  }
+  return new StdioClientTransport({
+    command: source.command,
+    ...(source.args ? { args: source.args } : {}),
+    ...(source.env ? { env: source.env } : {}),
+    ...(source.cwd ? { cwd: source.cwd } : {}),
+    stderr: source.stderr ?? "inherit",
+  });
+}
+
+/** All of the server's tools, page after page. */
+async function listAll(client: Client): Promise<McpTool[]> {
+  const tools: McpTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
+}
+
+/** The text of a result's text blocks, one per line. */
+const textOf = (result: CallToolResult) =>
+  result.content
+    .filter((block): block is { type: "text"; text: string } => block.type === "text")
+    .map((block) => block.text)
+    .join("\n");
+
+/**
+ * The OXP value of an MCP result: `structuredContent` when the tool sent it; else, when every content
+ * block is text, the text as one string (one block per line), never parsed, so a tool's value has
+ * the same type whatever its text looks like; else the content blocks themselves (images, resources).
+ */
+export function toOxpValue(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  return result.content.every((block) => block.type === "text") ? textOf(result) : result.content;
+}
+
+/**
+ * Connects to an MCP server and returns its tools as OXP tools: ids `Toolkit.Tool@version` (the tool
+ * part the MCP name in PascalCase, made unique), input schemas made self-contained with a
+ * description on every top-level property, output schemas from `outputSchema` or `{}`. A call is a
+ * tools/call through the SDK client, aborted with the tool's signal; an `isError` result is an
+ * OxpToolError with the result's text.
+ *
+ * @example
+ * const everything = await mcpTools({ command: "npx", args: ["@modelcontextprotocol/server-everything"] },
+ *   { toolkit: "Everything", version: "1.0.0" });
+ * await listen(createServer({ tools: everything.tools }), { port: 8080 });
+ */
+export async function mcpTools(source: McpSource, options: McpToolsOptions): Promise<McpTools> {
+  if (!OXP_NAME.test(options.toolkit)) throw new RangeError("toolkit must be letters, digits and '_'");
+  if (!VERSION.test(options.version)) throw new RangeError("version must be x.y.z, e.g. 1.0.0");
+  const client = new Client({ name: "otc-mcp-tools", version: "0.1.0" });
+  let isClosed = false;
+  const closed = new Promise<void>((resolve) => {
+    client.onclose = () => {
+      isClosed = true;
+      resolve();
+    };
+  });
+  let listed: McpTool[];
+  try {
+    await client.connect(transportFor(source));
+    listed = await listAll(client);
+  } catch (error) {
+    await closeAfterFailure(client, closed);
+    throw error;
+  }
+  const where = "url" in source ? "MCP server" : `MCP server process (${source.command})`;
+  // Said to the model and the user; the developer message says why, for whoever restarts the server.
+  const disconnected = (cause?: unknown) =>
+    new OxpToolError("The MCP server behind this tool is not running; try again once it has been restarted.", {
+      canRetry: true,
+      developerMessage: `the connection to the ${where} has ended; @otc/mcp does not reconnect (see McpTools.closed)`,
+      ...(cause === undefined ? {} : { cause }),
+    });
+
+  const taken = new Set<string>();
+  const tools: Tool[] = [];
+  const names = new Map<string, string>();
+  const skipped: SkippedTool[] = [];
+  // Sorted, so the names a collision gets do not depend on the order the server lists its tools in.
+  for (const mcp of [...listed].sort((a, b) => byCodePoint(a.name, b.name))) {
+    let inputSchema: JsonSchema;
+    try {
+      inputSchema = toOxpInputSchema(mcp.inputSchema);
+    } catch (error) {
+      if (!(error instanceof SchemaConversionError)) throw error;
+      skipped.push({ name: mcp.name, reason: `its input schema cannot be served over OXP: ${error.message}` });
+      continue;
+    }
+    // Task-only tools need the SDK's experimental task API, which a plain call cannot drive.
+    if (mcp.execution?.taskSupport === "required") {
+      skipped.push({ name: mcp.name, reason: "it can only run as an MCP task" });
+      continue;
+    }
+    const name = claimUnique(oxpToolName(mcp.name), taken);
+    const description = mcp.description?.trim() || mcp.title || `The MCP tool ${mcp.name}.`;
+    // A Tool written out rather than through defineTool: the schemas are data read at run time, so
+    // defineTool's typing of input and value from them has nothing to infer.
+    const tool: Tool = {
+      toolkit: options.toolkit,
+      name,
+      version: options.version,
+      description,
+      inputSchema: inputSchema as SchemaObject,
+      outputSchema: toOxpOutputSchema(mcp.outputSchema) as SchemaObject,
+      requirements: undefined,
+      timeoutMs: options.timeoutMs,
+      run: async (input, ctx) => {
+        if (isClosed) throw disconnected();
+        let result: CallToolResult;
+        try {
+          result = (await client.callTool({ name: mcp.name, arguments: input }, undefined, {
+            signal: ctx.signal,
+            // The OXP server's time limit aborts `signal` (and the MCP request with it); the SDK's own
+            // limit is set past it, so a slow tool ends as the server's timeout, not the SDK's error.
+            timeout: (options.timeoutMs ?? SDK_FALLBACK_TIMEOUT_MS) + 1_000,
+          })) as CallToolResult;
+        } catch (error) {
+          if (ctx.signal.aborted) throw error;
+          if (isClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
+            throw disconnected(error);
+          }
+          if (!(error instanceof McpError)) throw error;
+          // The MCP server refused the call (a protocol error): the model gets its message.
+          throw new OxpToolError(error.message, { developerMessage: `MCP error ${error.code} from ${mcp.name}` });
+        }
+        if (result.isError) throw new OxpToolError(textOf(result) || `The MCP tool ${mcp.name} failed`);
+        return toOxpValue(result);
+      },
+    };
+    tools.push(tool);
+    names.set(`${options.toolkit}.${name}@${options.version}`, mcp.name);
+  }
+  return { tools, names, skipped, client, closed, close: () => client.close() };
+}
+
+/** How long a failed start waits for the MCP server's process to end: the SDK's close takes up to 4 s (stdin's end, SIGTERM, SIGKILL). */
+const CLOSE_WAIT_MS = 5_000;
+
+/**
+ * Closes a client whose start failed and waits for its connection (a stdio server's process) to end,
+ * so that no child is left running after mcpTools rejects. The SDK starts closing on a failed
+ * `initialize` without waiting; closing again is harmless, and `closed` tells when it is done.
+ */
+async function closeAfterFailure(client: Client, closed: Promise<void>): Promise<void> {
+  await client.close().catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS).unref()))]);
+  clearTimeout(timer);
+}

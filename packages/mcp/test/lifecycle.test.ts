@@ -1,0 +1,81 @@
+// mcpTools over stdio when the MCP server misbehaves: a failed start leaves no process behind; a server that dies turns calls into retryable tool errors.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient } from "@otc/client";
+import { createServer, listen, type RunningServer } from "@otc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type McpTools, mcpTools } from "../src/mcp-tools.js";
+
+const fixture = fileURLToPath(new URL("./fixtures/stdio-server.mjs", import.meta.url));
+const dir = mkdtempSync(path.join(tmpdir(), "otc-mcp-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("a stdio MCP server that fails to start", () => {
+  it("is gone once mcpTools rejects, even when it ignores the end of its stdin", async () => {
+    const pidFile = path.join(dir, "bad-version.pid");
+    const started = mcpTools(
+      { command: process.execPath, args: [fixture, "bad-version"], env: { PID_FILE: pidFile }, stderr: "ignore" },
+      { toolkit: "Old", version: "1.0.0" },
+    );
+    await expect(started).rejects.toThrow(/protocol version is not supported/);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    expect(pid).toBeGreaterThan(0);
+    expect(alive(pid)).toBe(false);
+  });
+
+  it("a command that does not exist is refused", async () => {
+    await expect(
+      mcpTools({ command: path.join(dir, "no-such-server") }, { toolkit: "Nope", version: "1.0.0" }),
+    ).rejects.toThrow(/ENOENT/);
+  });
+});
+
+describe("a stdio MCP server whose process dies", () => {
+  let crashy: McpTools;
+  let server: RunningServer;
+  beforeAll(async () => {
+    crashy = await mcpTools(
+      { command: process.execPath, args: [fixture, "crash"], stderr: "ignore" },
+      { toolkit: "Crashy", version: "1.0.0" },
+    );
+    server = await listen(createServer({ tools: crashy.tools, logger: false, validateResponses: true }), { port: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await crashy?.close();
+  });
+
+  it("fails the call it dies in, and every later one, as tool errors the caller may retry", async () => {
+    const client = createClient({ baseUrl: server.url, retry: { maxAttempts: 1 } });
+    expect(await client.callTool({ tool_id: "Crashy.Echo", input: { text: "hi" } })).toMatchObject({
+      success: true,
+      value: "hi",
+    });
+
+    const died = await client.callTool({ tool_id: "Crashy.Crash", input: {} });
+    expect(died.success).toBe(false);
+    if (!died.success) {
+      expect(died.error.can_retry).toBe(true);
+      expect(died.error.message).toMatch(/MCP server behind this tool is not running/);
+    }
+    await crashy.closed;
+
+    const after = await client.callTool({ tool_id: "Crashy.Echo", input: { text: "again" } });
+    expect(after.success).toBe(false);
+    if (!after.success) {
+      expect(after.error.can_retry).toBe(true);
+      expect(after.error.message).toMatch(/not running/);
+    }
+  });
+});

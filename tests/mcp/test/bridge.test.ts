@@ -1,0 +1,321 @@
+// The demo behind the bridge, driven by the official MCP client: over stdio (`otc mcp serve` as a child process) and streamable HTTP.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY, serveHttp, TOOL_ID_META_KEY } from "@otc/mcp";
+import type { RunningServer } from "@otc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { API_KEY, approve, connectHttp, connectStdio, mcpClient, startDemo, textOf } from "./harness.js";
+
+let demo: RunningServer;
+beforeAll(async () => {
+  demo = await startDemo();
+});
+afterAll(() => demo.close());
+
+/** The same checks over either transport: `connect` gives a connected plain client. */
+function sharedChecks(connect: () => Promise<Client>) {
+  let client: Client;
+  beforeAll(async () => {
+    client = await connect();
+  });
+  afterAll(() => client.close());
+
+  it("lists the demo's tools under MCP names, latest versions, with object input and output schemas", async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    expect(names).toEqual(
+      expect.arrayContaining(["Calculator_Add", "Doorbell_Ring", "Gmail_GetEmails", "Greeting_Hello"]),
+    );
+    for (const name of names) expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names.some((name) => name.includes("_v"))).toBe(false);
+
+    const add = tools.find((tool) => tool.name === "Calculator_Add");
+    expect(add?.description).toBe("Adds two numbers together.");
+    expect(add?._meta?.[TOOL_ID_META_KEY]).toBe("Calculator.Add@1.0.0");
+    expect(add?.inputSchema).toMatchObject({ type: "object", required: ["a", "b"] });
+    // A number is no object: the schema is wrapped, as the value will be.
+    expect(add?.outputSchema).toMatchObject({
+      type: "object",
+      properties: { value: { type: "number" } },
+      required: ["value"],
+    });
+
+    const hello = tools.find((tool) => tool.name === "Greeting_Hello");
+    expect(hello?._meta?.[TOOL_ID_META_KEY]).toBe("Greeting.Hello@2.0.0");
+    expect(hello?.outputSchema).toMatchObject({ type: "object", required: ["message", "language"] });
+
+    // OXP's "no input" is {}; MCP wants an object schema.
+    expect(tools.find((tool) => tool.name === "System_GetTimestamp")?.inputSchema).toEqual({ type: "object" });
+    // Returns nothing: no output schema.
+    expect(tools.find((tool) => tool.name === "Doorbell_Ring")?.outputSchema).toBeUndefined();
+  });
+
+  it("calls Calculator.Add: the value as structuredContent (wrapped) and as text", async () => {
+    const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 2, b: 40 } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ value: 42 });
+    expect(textOf(result)).toBe("42");
+  });
+
+  it("passes an object value as it is", async () => {
+    const result = await client.callTool({ name: "Greeting_Hello", arguments: { name: "Ann", language: "fr" } });
+    expect(result.structuredContent).toEqual({ message: "Bonjour, Ann!", language: "fr" });
+    expect(JSON.parse(textOf(result))).toEqual({ message: "Bonjour, Ann!", language: "fr" });
+  });
+
+  it("turns Doorbell's tool error into isError with the hint for the model and the retry hints in _meta", async () => {
+    const result = await client.callTool({ name: "Doorbell_Ring", arguments: { doorbell_id: "nope" } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("Doorbell ID not found");
+    expect(textOf(result)).toContain("ids: doorbell42,doorbell84");
+    // The developer message is for developers, not for the model.
+    expect(textOf(result)).not.toContain("does not exist");
+    expect(result._meta?.[ERROR_META_KEY]).toMatchObject({ can_retry: true, retry_after_ms: 500 });
+    expect((result._meta?.[ERROR_META_KEY] as { call_id?: string } | undefined)?.call_id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("says a tool without a value is done", async () => {
+    const result = await client.callTool({ name: "Doorbell_Ring", arguments: { doorbell_id: "doorbell42" } });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toBeUndefined();
+    expect(textOf(result)).toMatch(/no value/);
+  });
+
+  it("turns a 422 into isError listing each parameter error", async () => {
+    const result = await client.callTool({ name: "Calculator_Add", arguments: { a: "two" } });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^Invalid input/);
+    const meta = result._meta?.[ERROR_META_KEY] as { status: number; parameter_errors: Record<string, string> };
+    expect(meta.status).toBe(422);
+    expect(Object.keys(meta.parameter_errors).length).toBeGreaterThanOrEqual(1);
+    for (const [path, message] of Object.entries(meta.parameter_errors))
+      expect(textOf(result)).toContain(`- ${path}: ${message}`);
+  });
+
+  it("answers an unknown tool with an MCP error", async () => {
+    await expect(client.callTool({ name: "No_Such_Tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
+  });
+}
+
+describe("over stdio (otc mcp serve, a child process)", () => {
+  let stderr = () => "";
+  sharedChecks(async () => {
+    const client = mcpClient();
+    ({ stderr } = await connectStdio(client, demo.url));
+    return client;
+  });
+
+  it("keeps the API key out of what it prints", () => {
+    expect(stderr()).toContain("over stdio");
+    expect(stderr()).not.toContain(API_KEY);
+  });
+});
+
+describe("over streamable HTTP (stateless, in-process)", () => {
+  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  sharedChecks(async () => {
+    http = await serveHttp(createMcpBridge({ url: demo.url, apiKey: API_KEY }));
+    const client = mcpClient();
+    await connectHttp(client, http.url);
+    return client;
+  });
+  afterAll(() => http?.close());
+
+  it("serves POST /mcp only, and refuses a foreign Host (DNS rebinding)", async () => {
+    const url = http?.url as string;
+    expect((await fetch(url)).status).toBe(405);
+    expect((await fetch(new URL("/other", url), { method: "POST" })).status).toBe(404);
+    const { request } = await import("node:http");
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        url,
+        {
+          method: "POST",
+          headers: {
+            host: "evil.example",
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+    });
+    expect(status).toBe(403);
+  });
+});
+
+describe("credentials", () => {
+  it("a bridge without the API key gets refused, and says so without detail", async () => {
+    const http = await serveHttp(createMcpBridge({ url: demo.url }));
+    const client = mcpClient();
+    try {
+      await connectHttp(client, http.url);
+      await expect(client.listTools()).rejects.toThrow(/refused the bridge's credentials/);
+    } finally {
+      await client.close();
+      await http.close();
+    }
+  });
+});
+
+describe("older versions, by option", () => {
+  it("adds them with a version suffix; the plain name stays the latest", async () => {
+    const bridge = createMcpBridge({ url: demo.url, apiKey: API_KEY, toolVersions: "all" });
+    const tools = await bridge.listTools();
+    const hello = tools.filter((tool) => tool.name.startsWith("Greeting_Hello"));
+    expect(hello.map((tool) => [tool.name, tool._meta?.[TOOL_ID_META_KEY]])).toEqual([
+      ["Greeting_Hello", "Greeting.Hello@2.0.0"],
+      ["Greeting_Hello_v1_0_0", "Greeting.Hello@1.0.0"],
+    ]);
+    const http = await serveHttp(bridge);
+    const client = mcpClient();
+    try {
+      await connectHttp(client, http.url);
+      await client.listTools();
+      const result = await client.callTool({ name: "Greeting_Hello_v1_0_0", arguments: { name: "Bo" } });
+      expect(result.structuredContent).toEqual({ value: "Hello, Bo!" });
+    } finally {
+      await client.close();
+      await http.close();
+    }
+  });
+});
+
+describe("the Gmail authorization challenge", () => {
+  it("an elicitation-capable client (stdio) gets the URL, approves, and the call is retried to its result", async () => {
+    const elicited: { url: string; mode: string }[] = [];
+    const client = mcpClient(async (request) => {
+      const params = request.params as { mode: string; url: string };
+      elicited.push(params);
+      // The user opens the link and approves a moment later; the bridge polls meanwhile.
+      setTimeout(() => void approve(params.url), 300);
+      return { action: "accept" };
+    });
+    await connectStdio(client, demo.url, ["--user-id", "ann"]);
+    try {
+      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: { query: "receipt" } });
+      expect(elicited).toHaveLength(1);
+      expect(elicited[0]?.mode).toBe("url");
+      expect(elicited[0]?.url).toMatch(new RegExp(`^${demo.url}/demo/authorize/`));
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toEqual({
+        emails: [{ id: "email_2", subject: "Your Receipt", snippet: "Thank you for your purchase..." }],
+      });
+      // Authorized now: no second elicitation.
+      await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(elicited).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a declined elicitation is an isError result with the link", async () => {
+    const client = mcpClient(async () => ({ action: "decline" }));
+    await connectStdio(client, demo.url, ["--user-id", "dee"]);
+    try {
+      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/not accepted/);
+      expect(result._meta?.[AUTHORIZATION_META_KEY]).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a client that declares URL elicitation but fails it gets isError with the link", async () => {
+    const client = mcpClient(async () => {
+      throw new Error("no browser here");
+    });
+    await connectStdio(client, demo.url, ["--user-id", "eve"]);
+    try {
+      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(result.isError).toBe(true);
+      const [challenge] = (result._meta?.[AUTHORIZATION_META_KEY] ?? []) as { url: string }[];
+      expect(textOf(result)).toContain(challenge?.url);
+    } finally {
+      await client.close();
+    }
+  });
+
+  for (const transport of ["stdio", "http"] as const) {
+    it(`a plain client (${transport}) gets isError with the link; once approved, the next call succeeds`, async () => {
+      const client = mcpClient();
+      let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+      if (transport === "stdio") await connectStdio(client, demo.url, [], { OXP_USER_ID: `plain-${transport}` });
+      else {
+        http = await serveHttp(createMcpBridge({ url: demo.url, apiKey: API_KEY, userId: `plain-${transport}` }));
+        await connectHttp(client, http.url);
+      }
+      try {
+        const first = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+        expect(first.isError).toBe(true);
+        const [challenge] = (first._meta?.[AUTHORIZATION_META_KEY] ?? []) as { id: string; url: string }[];
+        expect(challenge?.url).toMatch(new RegExp(`^${demo.url}/demo/authorize/`));
+        expect(textOf(first)).toContain(challenge?.url);
+        await approve(challenge?.url as string);
+        const second = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+        expect(second.isError).toBeFalsy();
+        expect((second.structuredContent as { emails: unknown[] }).emails).toHaveLength(4);
+      } finally {
+        await client.close();
+        await http?.close();
+      }
+    });
+  }
+
+  it("one deadline bounds the whole authorization: time spent in the elicitation is not given back to the polling", async () => {
+    // The user takes 30% of the wait to accept, and approves at 120% of it: a wait that started over
+    // after the elicitation would still see the approval (at most 130% in); the call's one deadline
+    // (100%) has passed by then, by a margin of 20% of the wait.
+    const waitMs = 3_000;
+    let approved: Promise<void> | undefined;
+    const client = mcpClient(async (request) => {
+      const { url } = request.params as { url: string };
+      approved = new Promise<void>((resolve) => setTimeout(resolve, waitMs * 1.2)).then(() => approve(url));
+      await new Promise((resolve) => setTimeout(resolve, waitMs * 0.3));
+      return { action: "accept" };
+    });
+    const bridge = createMcpBridge({
+      url: demo.url,
+      apiKey: API_KEY,
+      userId: "deadline-user",
+      authorizationWaitMs: waitMs,
+      authorizationPollMs: 100,
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await bridge.createServer().connect(serverSide);
+    await client.connect(clientSide);
+    try {
+      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(approved).toBeDefined();
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/not completed in time/);
+      expect(result._meta?.[AUTHORIZATION_META_KEY]).toHaveLength(1);
+    } finally {
+      await approved;
+      await client.close();
+    }
+  });
+
+  it("without a user id, says the bridge needs one", async () => {
+    const bridge = createMcpBridge({ url: demo.url, apiKey: API_KEY });
+    const http = await serveHttp(bridge);
+    const client = mcpClient();
+    try {
+      await connectHttp(client, http.url);
+      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(/user id/);
+      expect(result._meta?.[ERROR_META_KEY]).toMatchObject({ status: 400, missing_user_id: true });
+    } finally {
+      await client.close();
+      await http.close();
+    }
+  });
+});

@@ -1,0 +1,157 @@
+// `otc mcp` (packages/cli/src/mcp-command.ts) in-process: usage errors, and `serve --transport http` until stopped.
+
+import { mcpCommand } from "@otc/cli";
+import { createDemoApp } from "@otc/demo/app";
+import { listen, type RunningServer } from "@otc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { API_KEY, connectHttp, mcpClient, startDemo } from "./harness.js";
+
+/** Captured output of one run. */
+function io(env: Record<string, string | undefined> = {}) {
+  const out = { stdout: "", stderr: "" };
+  return {
+    out,
+    io: {
+      stdout: (text: string) => {
+        out.stdout += text;
+      },
+      stderr: (text: string) => {
+        out.stderr += text;
+      },
+      env,
+    },
+  };
+}
+
+let demo: RunningServer;
+beforeAll(async () => {
+  demo = await startDemo();
+});
+afterAll(() => demo.close());
+
+describe("otc mcp", () => {
+  it.each([
+    [[], /missing subcommand/],
+    [["start"], /unknown subcommand 'start'/],
+    [["serve", "extra"], /unexpected argument 'extra'/],
+    [["serve", "--transport", "carrier-pigeon"], /--transport must be stdio or http/],
+    [["serve", "--tool-versions", "some"], /--tool-versions must be latest or all/],
+    [["serve", "--url", "localhost:8080"], /--url must be an http/],
+    [["serve", "--port", "3000"], /--port, --host and --http-token need --transport http/],
+    [["serve", "--http-token", "a-token-long-enough-for-http"], /--http-token need --transport http/],
+    [["serve", "--transport", "http", "--http-token", "short"], /at least 16 characters/],
+    [["serve", "--transport", "http", "--host", "0.0.0.0"], /reachable from other machines: give a token/],
+    [["serve", "--transport", "http", "--host", "::"], /OXP_MCP_TOKEN/],
+    [["serve", "--transport", "http", "--port", "99999"], /--port must be a port number/],
+    [["serve", "--api-key", "k", "--jwt-secret", "s"], /not both/],
+    [["serve", "--nope"], /Unknown option '--nope'/],
+  ])("refuses %j with a usage error", async (argv, message) => {
+    const run = io();
+    expect(await mcpCommand(argv, run.io)).toBe(2);
+    expect(run.out.stderr).toMatch(message);
+    expect(run.out.stdout).toBe("");
+  });
+
+  it.each([
+    [
+      ["--url", "http://ann:s3cr3t-Pa55@127.0.0.1:8080"],
+      {},
+      /--url must not hold credentials/,
+      "http://ann:***@127.0.0.1:8080",
+    ],
+    [["--url", "ann:s3cr3t-Pa55@oxp.example:8080"], {}, /--url must be an http/, "ann:***@oxp.example:8080"],
+    [["--url", "ftp://ann:s3cr3t-Pa55@x/y@z"], {}, /--url must be an http/, "ftp://ann:***@z"],
+    [[], { OXP_URL: "https://ann:s3cr3t-Pa55@oxp.example" }, /OXP_URL must not hold credentials/, "ann:***@"],
+  ])("masks the password of %j %j in its usage error", async (args, env, message, masked) => {
+    const run = io(env);
+    expect(await mcpCommand(["serve", ...args], run.io)).toBe(2);
+    expect(run.out.stderr).toMatch(message);
+    expect(run.out.stderr).toContain(masked);
+    expect(run.out.stderr).not.toContain("s3cr3t");
+    expect(run.out.stderr).not.toContain("Pa55");
+  });
+
+  it("prints its help on stdout", async () => {
+    const run = io();
+    expect(await mcpCommand(["--help"], run.io)).toBe(0);
+    expect(run.out.stdout).toContain("otc mcp serve --url");
+  });
+
+  it("serves over HTTP with the key from the environment until stopped, never printing the key", async () => {
+    const run = io({ OXP_API_KEY: API_KEY, OXP_URL: demo.url });
+    const stop = new AbortController();
+    const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
+    await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
+    const client = mcpClient();
+    await connectHttp(client, url);
+    const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 2 } });
+    expect(result.structuredContent).toEqual({ value: 3 });
+    await client.close();
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(run.out.stderr).not.toContain(API_KEY);
+    await expect(fetch(url, { method: "POST" })).rejects.toThrow();
+  });
+
+  it("asks for the bearer token from OXP_MCP_TOKEN on every request, never printing it", async () => {
+    const token = "an-http-token-from-the-environment";
+    const run = io({ OXP_API_KEY: API_KEY, OXP_URL: demo.url, OXP_MCP_TOKEN: token });
+    const stop = new AbortController();
+    const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
+    try {
+      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/bearer token required/);
+      const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
+      const refused = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+      });
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      expect(await refused.json()).toEqual({ message: expect.any(String) });
+      await expect(connectHttp(mcpClient(), url)).rejects.toThrow();
+      const client = mcpClient();
+      await connectHttp(client, url, { authorization: `Bearer ${token}` });
+      const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 4, b: 5 } });
+      expect(result.structuredContent).toEqual({ value: 9 });
+      await client.close();
+    } finally {
+      stop.abort();
+      expect(await exit).toBe(0);
+    }
+    expect(run.out.stderr).not.toContain(token);
+    expect(run.out.stderr).not.toContain(API_KEY);
+  });
+
+  it("says in its help that the token guards http, and that secrets belong in the environment", async () => {
+    const run = io();
+    await mcpCommand(["--help"], run.io);
+    expect(run.out.stdout).toMatch(/--http-token/);
+    expect(run.out.stdout).toMatch(/OXP_MCP_TOKEN/);
+    expect(run.out.stdout).toMatch(/in the environment rather than as\s+flags/);
+  });
+
+  it("signs JWTs with the secret from the environment", async () => {
+    const secret = "a-jwt-secret-for-the-bridge-test";
+    const jwtDemo = await listen(createDemoApp({ auth: { jwt: { secret } }, logger: false }).app, { port: 0 });
+    const run = io({ OXP_JWT_SECRET: secret });
+    const stop = new AbortController();
+    const exit = mcpCommand(["serve", "--url", jwtDemo.url, "--transport", "http", "--port", "0"], run.io, {
+      signal: stop.signal,
+    });
+    try {
+      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/\/mcp/);
+      const client = mcpClient();
+      await connectHttp(client, /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string);
+      const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 5, b: 6 } });
+      expect(result.structuredContent).toEqual({ value: 11 });
+      await client.close();
+    } finally {
+      stop.abort();
+      await exit;
+      await jwtDemo.close();
+    }
+    expect(run.out.stderr).not.toContain(secret);
+  });
+});

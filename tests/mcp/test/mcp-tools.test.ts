@@ -1,0 +1,149 @@
+// @modelcontextprotocol/server-everything (a real MCP server, over stdio) served as OXP tools by @otc/server, called with @otc/client and checked with the conformance kit.
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient, type OxpClient, OxpValidationError } from "@otc/client";
+import { type Fixture, runConformance } from "@otc/conformance";
+import { type McpTools, mcpTools } from "@otc/mcp";
+import { createServer, listen, type RunningServer } from "@otc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** The package's bin, where npm linked it: the nearest node_modules/.bin up from here. */
+function everythingBin(): string {
+  for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
+    const bin = path.join(dir, "node_modules", ".bin", "mcp-server-everything");
+    if (existsSync(bin)) return bin;
+    if (path.dirname(dir) === dir) throw new Error("mcp-server-everything is not installed");
+  }
+}
+
+const BLOCKED_URL = "http://blocked.invalid/file.txt";
+const API_KEY = "everything-over-oxp-key-0123456789";
+const JWT_SECRET = "everything-over-oxp-jwt-secret-0123456789";
+
+let everything: McpTools;
+let server: RunningServer;
+let client: OxpClient;
+beforeAll(async () => {
+  everything = await mcpTools(
+    // `stdio` is the transport argument the server's launcher takes; only example.com may be fetched.
+    { command: everythingBin(), args: ["stdio"], env: { GZIP_ALLOWED_DOMAINS: "example.com" }, stderr: "ignore" },
+    { toolkit: "Everything", version: "1.0.0", timeoutMs: 3_000 },
+  );
+  const auth = { apiKeys: [API_KEY], jwt: { secret: JWT_SECRET } };
+  server = await listen(createServer({ tools: everything.tools, auth, logger: false, validateResponses: true }), {
+    port: 0,
+  });
+  client = createClient({ baseUrl: server.url, apiKey: API_KEY, retry: { maxAttempts: 1 } });
+});
+afterAll(async () => {
+  await server?.close();
+  await everything?.close();
+});
+
+describe("an MCP server's tools over OXP", () => {
+  it("lists them as Toolkit.Tool@version, names in PascalCase, every top-level property described", async () => {
+    const tools = await client.listTools();
+    const ids = tools.map((tool) => tool.id);
+    expect(ids).toEqual(expect.arrayContaining(["Everything.Echo@1.0.0", "Everything.GetSum@1.0.0"]));
+    for (const id of ids) expect(id).toMatch(/^Everything\.[A-Za-z0-9_]+@1\.0\.0$/);
+    expect(everything.names.get("Everything.GetSum@1.0.0")).toBe("get-sum");
+    for (const tool of tools) {
+      const schema = JSON.stringify(tool.input_schema);
+      expect(schema).not.toMatch(/"\$ref"|"\$defs"|"definitions"/);
+      for (const property of Object.values(tool.input_schema.properties ?? {})) {
+        expect(typeof property.description).toBe("string");
+      }
+    }
+    // A task-only tool cannot be called plainly: left out, with the reason.
+    expect(everything.skipped.map((tool) => tool.name)).toContain("simulate-research-query");
+    expect(ids).not.toContain("Everything.SimulateResearchQuery@1.0.0");
+  });
+
+  it("calls a tool: its text content is the value", async () => {
+    const response = await client.callTool({ tool_id: "Everything.GetSum", input: { a: 2, b: 3 } });
+    expect(response).toMatchObject({ success: true, value: "The sum of 2 and 3 is 5." });
+  });
+
+  it("calls a tool with an output schema: its structuredContent is the value, under that schema", async () => {
+    const tools = await client.listTools();
+    const weather = tools.find((tool) => tool.id === "Everything.GetStructuredContent@1.0.0");
+    expect(weather?.output_schema).toMatchObject({ type: "object", properties: { temperature: { type: "number" } } });
+    const response = await client.callTool({
+      tool_id: "Everything.GetStructuredContent",
+      input: { location: "Chicago" },
+    });
+    expect(response).toMatchObject({ success: true, value: { temperature: 36, conditions: "Light rain / drizzle" } });
+  });
+
+  it("passes non-text content through as the content blocks", async () => {
+    const response = await client.callTool({ tool_id: "Everything.GetTinyImage", input: {} });
+    expect(response.success).toBe(true);
+    const blocks = (response.success ? response.value : []) as { type: string }[];
+    expect(blocks.map((block) => block.type)).toContain("image");
+  });
+
+  it("turns an isError result into a tool error carrying its text", async () => {
+    const response = await client.callTool({ tool_id: "Everything.GzipFileAsResource", input: { data: BLOCKED_URL } });
+    expect(response.success).toBe(false);
+    if (!response.success)
+      expect(response.error.message).toContain("blocked.invalid is not in the allowed domains list");
+  });
+
+  it("checks input before the MCP server sees it (a 422 from the schema it declared)", async () => {
+    await expect(client.callTool({ tool_id: "Everything.GetSum", input: { a: "x", b: 1 } })).rejects.toBeInstanceOf(
+      OxpValidationError,
+    );
+  });
+
+  it("aborts the MCP call at the tool's time limit", async () => {
+    const response = await client.callTool({
+      tool_id: "Everything.TriggerLongRunningOperation",
+      input: { duration: 30, steps: 3 },
+    });
+    expect(response.success).toBe(false);
+    if (!response.success) expect(response.error.can_retry).toBe(true);
+    // The connection is still good after the cancellation.
+    expect(await client.callTool({ tool_id: "Everything.Echo", input: { message: "still here" } })).toMatchObject({
+      success: true,
+      value: "Echo: still here",
+    });
+  });
+
+  it("passes the conformance kit's scenarios that apply", async () => {
+    const blocked = await client.callTool({ tool_id: "Everything.GzipFileAsResource", input: { data: BLOCKED_URL } });
+    const fixture: Fixture = {
+      name: "server-everything",
+      // A number in the input: the idempotency scenarios change it to make a different call.
+      safeCall: { tool_id: "Everything.GetSum@1.0.0", input: { a: 20, b: 22 }, value: "The sum of 20 and 22 is 42." },
+      toolError: {
+        tool_id: "Everything.GzipFileAsResource",
+        input: { data: BLOCKED_URL },
+        error: { message: blocked.success ? "(the call did not fail)" : blocked.error.message },
+      },
+      // Its answer says whether it started or stopped: a second run would answer differently.
+      idempotent: { tool_id: "Everything.ToggleSimulatedLogging", input: {} },
+      timeout: {
+        tool_id: "Everything.TriggerLongRunningOperation",
+        input: { duration: 30, steps: 3 },
+        maxWaitMs: 10_000,
+      },
+    };
+    const report = await runConformance({ url: server.url, fixture, apiKey: API_KEY, jwtSecret: JWT_SECRET });
+    const failed = report.results.filter((result) => result.status === "fail");
+    expect(failed.map((result) => `${result.id}: ${result.reason}`)).toEqual([]);
+    const passed = report.results.filter((result) => result.status === "pass").map((result) => result.id);
+    expect(passed).toEqual(
+      expect.arrayContaining([
+        "call.success",
+        "call.tool-error",
+        "call.timeout",
+        "auth.api-key",
+        "auth.jwt.valid",
+        "call.idempotency.replay",
+      ]),
+    );
+    // What stays skipped needs what an MCP server has no counterpart for: versions, user ids, secrets, authorizations.
+    expect(passed.length).toBeGreaterThan(45);
+  }, 60_000);
+});
