@@ -1,0 +1,471 @@
+/** One tool: its definition (with a copy button), the call form generated from its input schema, and the call's outcome. */
+import type { CallToolContext, CallToolRequest, ToolAuthorizationChallenge, ToolDefinition } from "@otc/types";
+import Form from "@rjsf/core";
+import type { RJSFSchema } from "@rjsf/utils";
+import validator from "@rjsf/validator-ajv8";
+import { type FormEvent, useEffect, useMemo, useState } from "react";
+import type { HistoryEntry } from "./History.js";
+import { describe, fromError, fromResponse, type Outcome, toErrorSchema } from "./outcome.js";
+import { type Credentials, canOpen, canPoll, clientFor, type Exchange, newCallId } from "./session.js";
+
+type Input = Record<string, unknown>;
+
+/** The input schema as rjsf takes it: `$schema` dropped (Ajv would look the draft up), an empty schema as an object. */
+function formSchema(tool: ToolDefinition): RJSFSchema {
+  const { $schema: _ignored, ...schema } = (tool.input_schema ?? {}) as RJSFSchema & { $schema?: string };
+  return schema.type === undefined && schema.properties === undefined ? { type: "object", ...schema } : schema;
+}
+
+async function copy(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function Definition({ tool }: { tool: ToolDefinition }) {
+  const [copied, setCopied] = useState<string>();
+  const text = useMemo(() => JSON.stringify(tool, null, 2), [tool]);
+  const requirements = tool.requirements;
+  return (
+    <section className="definition" aria-labelledby="tool-title">
+      <h2 id="tool-title">
+        {tool.id.split("@")[0]} <span className="tool-version">{tool.version}</span>
+      </h2>
+      <p>{tool.description}</p>
+      <h3>Requirements</h3>
+      <ul aria-label="Requirements">
+        {!requirements?.user_id && !requirements?.authorization?.length && !requirements?.secrets?.length && (
+          <li>None</li>
+        )}
+        {requirements?.user_id && <li>A user id (context.user_id)</li>}
+        {requirements?.authorization?.map((auth) => (
+          <li key={auth.id}>
+            Authorization by <strong>{auth.id}</strong>
+            {auth.oauth2?.scopes?.length ? ` (scopes: ${auth.oauth2.scopes.join(", ")})` : ""}
+          </li>
+        ))}
+        {requirements?.secrets?.map((secret) => (
+          <li key={secret.id}>
+            Secret <code>{secret.id}</code>
+          </li>
+        ))}
+      </ul>
+      <details open>
+        <summary>Definition (JSON)</summary>
+        <section aria-label="Tool definition">
+          <pre>{text}</pre>
+        </section>
+      </details>
+      <button
+        type="button"
+        onClick={async () => setCopied((await copy(text)) ? "Copied" : "Copy failed: select the text")}
+      >
+        Copy definition
+      </button>
+      <span role="status" className="copied">
+        {copied}
+      </span>
+    </section>
+  );
+}
+
+/** True when the page polls the challenge's check_url: it has one, on the named server's origin. */
+const pollable = (challenge: ToolAuthorizationChallenge, credentials: Credentials) =>
+  Boolean(challenge.check_url && canPoll(challenge.check_url, credentials.serverUrl));
+
+/**
+ * A challenge: open its page, see its status live (polling check_url), retry when it is completed.
+ * check_url is polled with the server's credentials, so only on that server's origin; the page is
+ * opened only when it is an http(s) URL.
+ */
+function Challenge(props: {
+  challenge: ToolAuthorizationChallenge;
+  credentials: Credentials;
+  onStatus: (status: string) => void;
+}) {
+  const { challenge, credentials, onStatus } = props;
+  const [status, setStatus] = useState("pending");
+  const [error, setError] = useState<string>();
+  const polled = pollable(challenge, credentials);
+  const openable = canOpen(challenge.url);
+  useEffect(() => {
+    if (!polled) return;
+    const client = clientFor(credentials);
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = async () => {
+      try {
+        const next = await client.checkAuthorization(challenge);
+        if (stopped) return;
+        setStatus(next);
+        setError(undefined);
+        onStatus(next);
+        if (next !== "pending") return;
+      } catch (failure) {
+        if (stopped) return;
+        setError(failure instanceof Error ? failure.message : String(failure));
+      }
+      timer = setTimeout(poll, 1000);
+    };
+    void poll();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [challenge, credentials, onStatus, polled]);
+  let statusText = `Authorization ${status}`;
+  if (!challenge.check_url) statusText = "No check_url: retry once you have approved";
+  else if (!polled) {
+    statusText = `check_url is not on ${credentials.serverUrl}: not polled, so your credentials go nowhere else. Retry once you have approved`;
+  }
+  return (
+    <li className="challenge">
+      {openable ? (
+        <button type="button" onClick={() => window.open(challenge.url, "_blank", "noopener,noreferrer")}>
+          Open authorization page
+        </button>
+      ) : (
+        <span className="bad">Not an http(s) URL: not opened</span>
+      )}
+      <span className="url">{challenge.url}</span>
+      <p role="status" aria-label="Authorization status" className={`status ${polled ? status : "unpolled"}`}>
+        {statusText}
+        {error ? ` (checking failed: ${error})` : ""}
+      </p>
+    </li>
+  );
+}
+
+function Result(props: { outcome: Outcome; credentials: Credentials; onRetry: () => void }) {
+  const { outcome, credentials, onRetry } = props;
+  const [statuses, setStatuses] = useState<Record<string, string>>({});
+  const challenges = outcome.kind === "refused" ? outcome.challenges : [];
+  const onStatus = useMemo(
+    () =>
+      Object.fromEntries(
+        challenges.map((challenge) => [
+          challenge.id,
+          (status: string) =>
+            setStatuses((all) => (all[challenge.id] === status ? all : { ...all, [challenge.id]: status })),
+        ]),
+      ),
+    [challenges],
+  );
+  const allDone =
+    challenges.length > 0 &&
+    challenges.every((challenge) => !pollable(challenge, credentials) || statuses[challenge.id] === "completed");
+
+  switch (outcome.kind) {
+    case "success":
+      return (
+        <>
+          <p className="ok">Success</p>
+          <p className="meta">
+            call_id <code>{outcome.response.call_id}</code>
+            {` · ran for ${outcome.response.duration} ms on the server`}
+          </p>
+          <section aria-label="Value">
+            <pre>{JSON.stringify(outcome.response.value ?? null, null, 2)}</pre>
+          </section>
+        </>
+      );
+    case "failure": {
+      const { error } = outcome.response;
+      return (
+        <>
+          <p className="bad">The tool failed: {error.message}</p>
+          <dl aria-label="Tool error">
+            <dt>Can retry</dt>
+            <dd>{error.can_retry ? "yes" : "no"}</dd>
+            {error.retry_after_ms !== undefined && (
+              <>
+                <dt>Retry after</dt>
+                <dd>{error.retry_after_ms} ms</dd>
+              </>
+            )}
+            {error.additional_prompt_content && (
+              <>
+                <dt>Additional prompt content</dt>
+                <dd>{error.additional_prompt_content}</dd>
+              </>
+            )}
+            {error.developer_message && (
+              <>
+                <dt>Developer message</dt>
+                <dd>{error.developer_message}</dd>
+              </>
+            )}
+          </dl>
+          {error.can_retry && (
+            <button type="button" onClick={onRetry}>
+              Retry call
+            </button>
+          )}
+        </>
+      );
+    }
+    case "invalid":
+      return (
+        <>
+          <p className="bad">422 {outcome.message}</p>
+          <ul aria-label="Parameter errors">
+            {Object.entries(outcome.parameterErrors).map(([key, message]) => (
+              <li key={key}>
+                <code>{key || "(input)"}</code>: {message}
+              </li>
+            ))}
+          </ul>
+        </>
+      );
+    case "refused":
+      return (
+        <>
+          <p className="bad">
+            {outcome.status} {outcome.message}
+          </p>
+          {outcome.developerMessage && <p className="developer">{outcome.developerMessage}</p>}
+          {outcome.userIdMissing && <p>The call must name the end user: fill in the user id.</p>}
+          {challenges.length > 0 && (
+            <>
+              <ul aria-label="Authorization challenges">
+                {challenges.map((challenge) => (
+                  <Challenge
+                    key={challenge.id}
+                    challenge={challenge}
+                    credentials={credentials}
+                    onStatus={onStatus[challenge.id] as (status: string) => void}
+                  />
+                ))}
+              </ul>
+              <button type="button" onClick={onRetry} disabled={!allDone}>
+                Retry call
+              </button>
+            </>
+          )}
+        </>
+      );
+    case "unauthenticated":
+      return (
+        <p className="bad">
+          401 {outcome.message}
+          {outcome.developerMessage ? ` (${outcome.developerMessage})` : ""}
+        </p>
+      );
+    default:
+      return <p className="bad">{outcome.message}</p>;
+  }
+}
+
+/** The context fields the tool's requirements ask for; nothing else is shown. */
+interface ContextFields {
+  userId: string;
+  secrets: Record<string, string>;
+  tokens: Record<string, string>;
+}
+
+function buildContext(tool: ToolDefinition, fields: ContextFields): CallToolContext | undefined {
+  const requirements = tool.requirements;
+  const context: CallToolContext = {};
+  if ((requirements?.user_id || requirements?.authorization?.length) && fields.userId) context.user_id = fields.userId;
+  const secrets = (requirements?.secrets ?? [])
+    .filter((secret) => fields.secrets[secret.id])
+    .map((secret) => ({ id: secret.id, value: fields.secrets[secret.id] as string }));
+  if (secrets.length) context.secrets = secrets;
+  const tokens = (requirements?.authorization ?? [])
+    .filter((auth) => fields.tokens[auth.id])
+    .map((auth) => ({ id: auth.id, token: fields.tokens[auth.id] as string }));
+  if (tokens.length) context.authorization = tokens;
+  return Object.keys(context).length ? context : undefined;
+}
+
+export function ToolView(props: {
+  tool: ToolDefinition;
+  credentials: Credentials;
+  onRecord: (entry: HistoryEntry) => void;
+}) {
+  const { tool, credentials, onRecord } = props;
+  const schema = useMemo(() => formSchema(tool), [tool]);
+  const [mode, setMode] = useState<"form" | "json">("form");
+  const [formData, setFormData] = useState<Input>({});
+  const [json, setJson] = useState("{}");
+  const [jsonError, setJsonError] = useState<string>();
+  const [validateFirst, setValidateFirst] = useState(false);
+  const [fields, setFields] = useState<ContextFields>({ userId: "", secrets: {}, tokens: {} });
+  const [pending, setPending] = useState(false);
+  const [outcome, setOutcome] = useState<Outcome>();
+  const [lastRequest, setLastRequest] = useState<CallToolRequest>();
+  const requirements = tool.requirements;
+  const wantsUser = Boolean(requirements?.user_id || requirements?.authorization?.length);
+
+  const send = async (request: CallToolRequest) => {
+    setPending(true);
+    setLastRequest(request);
+    const exchanges: Exchange[] = [];
+    const started = performance.now();
+    let result: Outcome;
+    try {
+      result = fromResponse(await clientFor(credentials, (exchange) => exchanges.push(exchange)).callTool(request));
+    } catch (error) {
+      result = fromError(error, credentials.serverUrl);
+    }
+    const durationMs = performance.now() - started;
+    setOutcome(result);
+    setPending(false);
+    onRecord({
+      id: `${request.call_id}-${Date.now()}`,
+      toolId: tool.id,
+      callId: request.call_id as string,
+      at: new Date(),
+      durationMs,
+      summary: describe(result),
+      exchanges,
+    });
+  };
+
+  const call = (input: Input) => {
+    const context = buildContext(tool, fields);
+    void send({ tool_id: tool.id, call_id: newCallId(), input, ...(context ? { context } : {}) });
+  };
+
+  const submitJson = (event: FormEvent) => {
+    event.preventDefault();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json);
+    } catch (error) {
+      setJsonError(`Not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+      return;
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      setJsonError("The input must be a JSON object");
+      return;
+    }
+    setJsonError(undefined);
+    setFormData(parsed as Input);
+    call(parsed as Input);
+  };
+
+  const switchMode = (next: "form" | "json") => {
+    if (next === "json") setJson(JSON.stringify(formData ?? {}, null, 2));
+    else {
+      try {
+        const parsed = JSON.parse(json);
+        if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) setFormData(parsed as Input);
+      } catch {
+        // The form keeps its last good data; the JSON error shows when that text is sent.
+      }
+    }
+    setMode(next);
+  };
+
+  const extraErrors = outcome?.kind === "invalid" ? toErrorSchema(outcome.parameterErrors) : undefined;
+  const callButton = (
+    <button type="submit" className="primary" disabled={pending}>
+      {pending ? "Calling…" : "Call tool"}
+    </button>
+  );
+
+  return (
+    <div className="tool-view">
+      <Definition tool={tool} />
+      <section className="call" aria-labelledby="call-title">
+        <h2 id="call-title">Call</h2>
+        {/* Secret and token inputs are uncontrolled, so their values never reach a DOM attribute. */}
+        {(wantsUser || requirements?.secrets?.length || requirements?.authorization?.length) && (
+          <fieldset className="context">
+            <legend>Context</legend>
+            {wantsUser && (
+              <label>
+                User id
+                <input
+                  value={fields.userId}
+                  onChange={(event) => setFields({ ...fields, userId: event.target.value })}
+                />
+              </label>
+            )}
+            {requirements?.secrets?.map((secret) => (
+              <label key={secret.id}>
+                Secret {secret.id}
+                <input
+                  type="password"
+                  autoComplete="off"
+                  onChange={(event) =>
+                    setFields({ ...fields, secrets: { ...fields.secrets, [secret.id]: event.target.value } })
+                  }
+                />
+              </label>
+            ))}
+            {requirements?.authorization?.map((auth) => (
+              <label key={auth.id}>
+                Token for {auth.id} (optional)
+                <input
+                  type="password"
+                  autoComplete="off"
+                  onChange={(event) =>
+                    setFields({ ...fields, tokens: { ...fields.tokens, [auth.id]: event.target.value } })
+                  }
+                />
+              </label>
+            ))}
+          </fieldset>
+        )}
+        <div role="tablist" aria-label="Input editor" className="tabs">
+          <button type="button" role="tab" aria-selected={mode === "form"} onClick={() => switchMode("form")}>
+            Form
+          </button>
+          <button type="button" role="tab" aria-selected={mode === "json"} onClick={() => switchMode("json")}>
+            JSON
+          </button>
+        </div>
+        {mode === "form" ? (
+          <div role="tabpanel" aria-label="Form">
+            <Form
+              schema={schema}
+              validator={validator}
+              formData={formData}
+              onChange={(event) => setFormData((event.formData ?? {}) as Input)}
+              onSubmit={(event) => call((event.formData ?? {}) as Input)}
+              noValidate={!validateFirst}
+              noHtml5Validate
+              showErrorList={false}
+              extraErrors={extraErrors}
+              idPrefix="input"
+            >
+              <label className="inline">
+                <input
+                  type="checkbox"
+                  checked={validateFirst}
+                  onChange={(event) => setValidateFirst(event.target.checked)}
+                />
+                Check the input against the schema in the page before sending
+              </label>
+              {callButton}
+            </Form>
+          </div>
+        ) : (
+          <form role="tabpanel" aria-label="JSON" onSubmit={submitJson}>
+            <label>
+              Input JSON
+              <textarea rows={10} spellCheck={false} value={json} onChange={(event) => setJson(event.target.value)} />
+            </label>
+            {jsonError && <p className="bad">{jsonError}</p>}
+            {callButton}
+          </form>
+        )}
+      </section>
+      {outcome && (
+        <section className="result" aria-labelledby="result-title" aria-live="polite">
+          <h2 id="result-title">Result</h2>
+          <Result
+            outcome={outcome}
+            credentials={credentials}
+            onRetry={() => lastRequest && void send({ ...lastRequest })}
+          />
+        </section>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,194 @@
+/** The page's link to a server: clients of @otc/client with a fetch that records each exchange, masked, for the history. */
+import { type ClientOptions, createClient, type OxpClient } from "@otc/client";
+
+/** What the user typed to reach a server. Kept in React state only: never stored, never sent elsewhere. */
+export interface Credentials {
+  serverUrl: string;
+  apiKey: string;
+  jwtSecret: string;
+  jwtAudience: string;
+}
+
+/** One HTTP exchange as the history shows it, with every credential masked. */
+export interface Exchange {
+  method: string;
+  url: string;
+  requestHeaders: [string, string][];
+  requestBody: string;
+  /** 0 when no answer came (network error, CORS refusal). */
+  status: number;
+  responseHeaders: [string, string][];
+  responseBody: string;
+  durationMs: number;
+}
+
+export const MASK = "••••••";
+
+/** Where the page connects when its URL has no `?url=`: the configured server, else the server it is served by. */
+export function defaultServerUrl(config: PageConfig, location: Location): string {
+  const preset = new URLSearchParams(location.search).get("url");
+  if (preset) return preset;
+  if (config.serverUrl) return config.serverUrl;
+  return `${location.origin}${location.pathname.replace(/\/inspector\/?$/, "")}`;
+}
+
+/** What the server put in the page (`<script id="inspector-config">`). */
+export interface PageConfig {
+  serverUrl: string | null;
+  /** Origins besides the page's own that the page's Content-Security-Policy lets it call. */
+  connectOrigins: string[];
+}
+
+export function readPageConfig(): PageConfig {
+  const element = document.getElementById("inspector-config");
+  try {
+    const parsed = JSON.parse(element?.textContent ?? "{}") as Partial<PageConfig>;
+    return { serverUrl: parsed.serverUrl ?? null, connectOrigins: parsed.connectOrigins ?? [] };
+  } catch {
+    return { serverUrl: null, connectOrigins: [] };
+  }
+}
+
+/** True when the page's policy lets it call `url`; otherwise the page must reload with `?url=` first. */
+export function canConnect(url: string, config: PageConfig, location: Location): boolean {
+  try {
+    const origin = new URL(url).origin;
+    return origin === location.origin || config.connectOrigins.includes(origin);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when the client may poll this check_url: it resolves (as the client resolves it) to the origin
+ * of the server the user named. Polling sends that server's API key or JWT, and a server must not be
+ * able to have them sent anywhere else.
+ */
+export function canPoll(checkUrl: string, serverUrl: string): boolean {
+  try {
+    return new URL(checkUrl, `${serverUrl}/`).origin === new URL(serverUrl).origin;
+  } catch {
+    return false;
+  }
+}
+
+/** True for an http(s) URL: the only kind the page opens for a challenge (never `javascript:` or `data:`). */
+export function canOpen(url: string): boolean {
+  try {
+    const { protocol } = new URL(url);
+    return protocol === "http:" || protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
+/** A v4 UUID from getRandomValues, which (unlike `crypto.randomUUID`) also works on plain-http pages. */
+export function newCallId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x40;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  const hex = [...bytes].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const SECRET_HEADERS = new Set(["oxp-api-key", "authorization", "cookie", "set-cookie", "proxy-authorization"]);
+
+function maskHeaders(headers: Headers): [string, string][] {
+  return [...headers.entries()].map(([name, value]) => {
+    if (!SECRET_HEADERS.has(name.toLowerCase())) return [name, value];
+    const scheme = /^(\w+)\s/.exec(value)?.[1];
+    return [name, scheme ? `${scheme} ${MASK}` : MASK];
+  });
+}
+
+/** A request body with `context.secrets[].value` and `context.authorization[].token` masked. */
+export function maskBody(text: string): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const mask = (request: unknown) => {
+    const context = (request as { context?: Record<string, unknown> } | null)?.context;
+    if (!context || typeof context !== "object") return;
+    for (const [list, field] of [
+      ["secrets", "value"],
+      ["authorization", "token"],
+    ] as const) {
+      const items = context[list];
+      if (!Array.isArray(items)) continue;
+      for (const item of items) if (item && typeof item === "object" && field in item) item[field] = MASK;
+    }
+  };
+  mask(body);
+  // The older envelope form carries the request one level down.
+  mask((body as { request?: unknown } | null)?.request);
+  return JSON.stringify(body, null, 2);
+}
+
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/** A fetch that hands every exchange, masked, to `record` before the client reads the answer. */
+function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const requestBody = request.body ? await request.clone().text() : "";
+    const start = performance.now();
+    const base = {
+      method: request.method,
+      url: request.url,
+      requestHeaders: maskHeaders(request.headers),
+      requestBody: maskBody(requestBody),
+    };
+    let response: Response;
+    try {
+      response = await fetch(request);
+    } catch (error) {
+      record({
+        ...base,
+        status: 0,
+        responseHeaders: [],
+        responseBody: error instanceof Error ? error.message : String(error),
+        durationMs: performance.now() - start,
+      });
+      throw error;
+    }
+    const responseBody = await response.clone().text();
+    record({
+      ...base,
+      status: response.status,
+      responseHeaders: maskHeaders(response.headers),
+      responseBody: pretty(responseBody),
+      durationMs: performance.now() - start,
+    });
+    return response;
+  };
+}
+
+/**
+ * A client for the named server. One attempt per call: the page shows what the server answered,
+ * retry hints included, instead of retrying on the user's behalf.
+ */
+export function clientFor(credentials: Credentials, record: (exchange: Exchange) => void = () => {}): OxpClient {
+  const options: ClientOptions = {
+    baseUrl: credentials.serverUrl,
+    fetch: recordingFetch(record),
+    retry: { maxAttempts: 1 },
+    timeoutMs: 120_000,
+  };
+  if (credentials.apiKey) options.apiKey = credentials.apiKey;
+  if (credentials.jwtSecret) {
+    options.jwt = {
+      secret: credentials.jwtSecret,
+      ...(credentials.jwtAudience ? { audience: credentials.jwtAudience } : {}),
+    };
+  }
+  return createClient(options);
+}
