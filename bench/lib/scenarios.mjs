@@ -1,0 +1,231 @@
+/** The stacks under test, the scenarios each runs, the request of each, and the check of its answer. */
+
+/** Every stack; `ours` run every scenario, peers the ones that make sense for them. */
+export const STACKS = [
+  { id: "native", label: "ours: native adapter", module: "ours-native", ours: true },
+  { id: "express", label: "ours: Express adapter", module: "ours-express", ours: true },
+  { id: "floor", label: "floor: node:http + Ajv", module: "floor" },
+  { id: "express-ajv", label: "Express 5 + Ajv", module: "express-ajv" },
+  { id: "express-oav", label: "Express 5 + openapi-validator", module: "express-oav" },
+  { id: "fastify", label: "Fastify 5", module: "fastify" },
+  { id: "mcp", label: "MCP SDK (stateless HTTP)", module: "mcp", mcp: true },
+  // Not a stack of its own: where the native adapter's time goes, with its per-call log line off.
+  { id: "native-nolog", label: "ours: native, `logger: false`", module: "ours-native-nolog", diagnostic: true },
+];
+
+const ALL = STACKS.filter((stack) => !stack.diagnostic).map((stack) => stack.id);
+const OURS = STACKS.filter((stack) => stack.ours).map((stack) => stack.id);
+
+/**
+ * Every scenario: `server` names the server process it runs against (`plain`: demo catalog; `large`: 1,000
+ * tools; `auth`: demo catalog with API key + JWT authentication), `stacks` who runs it.
+ */
+export const SCENARIOS = [
+  { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog"] },
+  { id: "invalid", label: "invalid input (422)", server: "plain", stacks: ALL },
+  { id: "toolError", label: "tool error (OxpToolError)", server: "plain", stacks: ALL },
+  { id: "list", label: "GET /tools, demo catalog", server: "plain", stacks: ALL },
+  { id: "list1000", label: "GET /tools, 1,000 tools", server: "large", stacks: ALL },
+  { id: "list304", label: "GET /tools, If-None-Match (304)", server: "plain", stacks: OURS, needsEtag: true },
+  {
+    id: "list1000_304",
+    label: "GET /tools, 1,000 tools, If-None-Match (304)",
+    server: "large",
+    stacks: OURS,
+    needsEtag: true,
+  },
+  { id: "apiKey", label: "call, API key", server: "auth", stacks: OURS },
+  { id: "jwt", label: "call, JWT HS256", server: "auth", stacks: OURS },
+  { id: "replay", label: "call, idempotent replay", server: "plain", stacks: OURS },
+];
+
+/** `--quick`: every stack's call, and what our ratios need. */
+export const QUICK_SCENARIOS = new Set(["call", "list", "list1000", "list304", "list1000_304", "jwt", "replay"]);
+export const quickRuns = (scenario, stackId) =>
+  (scenario.id === "call" && ALL.includes(stackId)) || OURS.includes(stackId);
+
+/** Why a peer does not run a scenario. */
+export function notApplicable(scenario) {
+  if (scenario.needsEtag) return "n/a: no ETag";
+  if (scenario.id === "replay") return "n/a: no idempotency";
+  return "n/a: no auth";
+}
+
+const json = (path, body, headers = {}) => ({
+  method: "POST",
+  path,
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body),
+});
+const mcpCall = (method, params) =>
+  json("/mcp", { jsonrpc: "2.0", id: 1, method, params }, { accept: "application/json, text/event-stream" });
+
+const ADD = { tool_id: "Calculator.Add", input: { a: 1, b: 2 } };
+
+/**
+ * The request of a scenario on a stack, the status every answer must have, and a check of one answer's body
+ * (returns a problem, or undefined). `ctx` holds the ETag, the credentials and the catalogs' sizes.
+ */
+export function requestFor(stack, scenario, ctx) {
+  const isSum = (body) => (body?.success === true && body.value === 3 ? undefined : "not a successful sum");
+  if (stack.mcp) {
+    const text = (body) => body?.result?.content?.[0]?.text;
+    switch (scenario.id) {
+      case "call":
+        return {
+          request: mcpCall("tools/call", { name: "Calculator_Add", arguments: { a: 1, b: 2 } }),
+          status: 200,
+          check: (body) => (text(body) === "3" ? undefined : "not the sum"),
+        };
+      case "invalid":
+        return {
+          request: mcpCall("tools/call", { name: "Calculator_Add", arguments: { a: "x", b: 2 } }),
+          status: 200,
+          check: (body) => (body?.result?.isError === true ? undefined : "not an input error"),
+        };
+      case "toolError":
+        return {
+          request: mcpCall("tools/call", { name: "Doorbell_Ring", arguments: { doorbell_id: "doorbell-0" } }),
+          status: 200,
+          check: (body) =>
+            body?.result?.isError === true && text(body)?.includes("Doorbell ID not found")
+              ? undefined
+              : "no tool error",
+        };
+      case "list":
+      case "list1000": {
+        const want = scenario.id === "list" ? ctx.mcpTools.demo : ctx.mcpTools.large;
+        return {
+          request: mcpCall("tools/list", {}),
+          status: 200,
+          check: (body) => (body?.result?.tools?.length === want ? undefined : `not ${want} tools`),
+        };
+      }
+    }
+    return undefined;
+  }
+  switch (scenario.id) {
+    case "call":
+      return { request: json("/tools/call", ADD), status: 200, check: isSum };
+    case "invalid":
+      return {
+        request: json("/tools/call", { tool_id: "Calculator.Add", input: { a: "x", b: 2 } }),
+        status: 422,
+        check: (body) => (body?.parameter_errors?.a ? undefined : "no parameter error for a"),
+      };
+    case "toolError":
+      return {
+        request: json("/tools/call", { tool_id: "Doorbell.Ring", input: { doorbell_id: "doorbell-0" } }),
+        status: 200,
+        check: (body) =>
+          body?.success === false && body.error?.message === "Doorbell ID not found" ? undefined : "no tool error",
+      };
+    case "list":
+    case "list1000": {
+      const want = scenario.id === "list" ? ctx.oxpTools.demo : ctx.oxpTools.large;
+      return {
+        request: { method: "GET", path: "/tools" },
+        status: 200,
+        check: (body) => (body?.items?.length === want ? undefined : `not ${want} tools`),
+      };
+    }
+    case "list304":
+    case "list1000_304": {
+      const etag = ctx.etags.get(`${stack.id}/${scenario.server}`);
+      if (!etag) return undefined;
+      return {
+        request: { method: "GET", path: "/tools", headers: { "if-none-match": etag } },
+        status: 304,
+        check: () => undefined,
+      };
+    }
+    case "apiKey":
+      return { request: json("/tools/call", ADD, { "oxp-api-key": ctx.apiKey }), status: 200, check: isSum };
+    case "jwt":
+      return {
+        request: json("/tools/call", ADD, { authorization: `Bearer ${ctx.jwt}` }),
+        status: 200,
+        check: isSum,
+      };
+    case "replay":
+      return {
+        request: json("/tools/call", { ...ADD, call_id: `bench-replay-${stack.id}` }),
+        status: 200,
+        check: (body) => isSum(body) ?? (body.call_id === `bench-replay-${stack.id}` ? undefined : "another call_id"),
+      };
+  }
+  return undefined;
+}
+
+/** The ratios, each within one round: `a` over `b` on a metric, against its target. */
+export const RATIOS = [
+  {
+    label: "native vs floor, CPU/call",
+    a: ["native", "call"],
+    b: ["floor", "call"],
+    metric: "cpu",
+    op: "<=",
+    target: 1.3,
+  },
+  {
+    label: "native vs Fastify, CPU/call",
+    a: ["native", "call"],
+    b: ["fastify", "call"],
+    metric: "cpu",
+    op: "<=",
+    target: 1,
+  },
+  {
+    label: "diagnostic: native with `logger: false` vs floor, CPU/call",
+    a: ["native-nolog", "call"],
+    b: ["floor", "call"],
+    metric: "cpu",
+    op: "<=",
+    target: 1.3,
+    diagnostic: true,
+  },
+  { label: "native vs MCP, calls/s", a: ["native", "call"], b: ["mcp", "call"], metric: "rps", op: ">=", target: 12 },
+  {
+    label: "Express adapter vs Express + openapi-validator, CPU/call",
+    a: ["express", "call"],
+    b: ["express-oav", "call"],
+    metric: "cpu",
+    op: "<=",
+    target: 1.1,
+  },
+  {
+    label: "Express adapter vs MCP, calls/s",
+    a: ["express", "call"],
+    b: ["mcp", "call"],
+    metric: "rps",
+    op: ">=",
+    target: 3,
+  },
+  ...OURS.flatMap((id) => [
+    { label: `JWT vs no auth, ${id}, CPU/call`, a: [id, "jwt"], b: [id, "call"], metric: "cpu", op: "<=", target: 1.1 },
+    {
+      label: `1,000-tool vs demo list, ${id}, CPU/request`,
+      a: [id, "list1000"],
+      b: [id, "list"],
+      metric: "cpu",
+      op: "<=",
+      target: 1.5,
+    },
+    {
+      label: `1,000-tool vs demo list, If-None-Match (304), ${id}, CPU/request`,
+      a: [id, "list1000_304"],
+      b: [id, "list304"],
+      metric: "cpu",
+      op: "<=",
+      target: 1.5,
+    },
+    {
+      label: `replay vs real call, ${id}, CPU/call`,
+      a: [id, "replay"],
+      b: [id, "call"],
+      metric: "cpu",
+      op: "<=",
+      target: 0.7,
+    },
+  ]),
+];

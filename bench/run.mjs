@@ -1,0 +1,389 @@
+/** The benchmark against the peers, in one run: our two adapters, the floor, Express, Fastify and the MCP SDK side by side. */
+// Usage: `npm run bench` (builds, then the full run) or `node bench/run.mjs [--quick] [--rounds N] [--seconds S]
+// [--warmup S] [--connections N] [--out FILE.md] [--no-cold]`. Writes a Markdown report (bench/results/latest.md by
+// default; bench/results/quick.md with --quick) and the same figures as JSON beside it. Exits non-zero when a
+// stack cannot start or answers a scenario wrongly; the figures themselves never fail the run.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { SignJWT } from "jose";
+import { coldStart, wallTime } from "./lib/cold.mjs";
+import { measure, median, pinCores, startServer } from "./lib/harness.mjs";
+import { notApplicable, QUICK_SCENARIOS, quickRuns, RATIOS, requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
+import { LARGE_CATALOG, wireToolList } from "./stacks/catalog.mjs";
+import { hasCreateHandler } from "./stacks/ours-native.mjs";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const { values: opts } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    rounds: { type: "string" },
+    seconds: { type: "string" },
+    warmup: { type: "string" },
+    connections: { type: "string", default: "50" },
+    out: { type: "string" },
+    "no-cold": { type: "boolean", default: false },
+  },
+});
+const QUICK = opts.quick;
+const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 5));
+const SECONDS = Number(opts.seconds ?? (QUICK ? 0.4 : 3));
+const WARMUP = Number(opts.warmup ?? (QUICK ? 0.2 : 1));
+const CONNECTIONS = Number(opts.connections);
+const OUT = opts.out ?? `${ROOT}bench/results/${QUICK ? "quick" : "latest"}.md`;
+const COLD_RUNS = QUICK ? 1 : 5;
+for (const [name, value] of Object.entries({ ROUNDS, SECONDS, CONNECTIONS })) {
+  if (!(value > 0)) throw new Error(`${name.toLowerCase()} must be a positive number`);
+}
+
+const problems = [];
+const T0 = performance.now();
+const log = (line) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(1)} s] ${line}\n`);
+// Before pinning: once pinned, this process sees one core.
+const CORES = os.availableParallelism();
+const pinning = pinCores();
+log(`bench: ${pinning.why}`);
+
+// ---- which stacks run which scenarios, on which server processes --------------------------------------------------
+const selected = SCENARIOS.filter((scenario) => !QUICK || QUICK_SCENARIOS.has(scenario.id));
+const runs = (scenario, stack) => scenario.stacks.includes(stack.id) && (!QUICK || quickRuns(scenario, stack.id));
+const AUTH = { apiKey: `bench-key-${process.pid}`, jwtSecret: `bench-secret-${process.pid}-0123456789abcdef` };
+// The wire tool lists, built once here (only when a peer needs it: the 1,000-tool one takes seconds) and written
+// for the peers to read (see peerToolList in bench/stacks/catalog.mjs).
+const listDir = mkdtempSync(path.join(os.tmpdir(), "otc-bench-"));
+process.on("exit", () => rmSync(listDir, { recursive: true, force: true }));
+const lists = {};
+const listFile = (catalog) => {
+  lists[catalog] ??= wireToolList(catalog);
+  const file = path.join(listDir, `${catalog}.json`);
+  writeFileSync(file, JSON.stringify(lists[catalog]));
+  return file;
+};
+const serverConfig = (stack, server) => {
+  const catalog = server === "large" ? "large" : "demo";
+  return {
+    stack: stack.module,
+    catalog,
+    ...(server === "auth" ? { auth: AUTH } : {}),
+    ...(stack.ours ? {} : { listFile: listFile(catalog) }),
+  };
+};
+
+/** Servers by `${stack}/${server}`: every process stays up for the whole run, so rounds interleave. */
+const servers = new Map();
+const needed = new Set();
+for (const scenario of selected) {
+  for (const stack of STACKS) if (runs(scenario, stack)) needed.add(`${stack.id}/${scenario.server}`);
+}
+log(`bench: starting ${needed.size} server processes`);
+await Promise.all(
+  [...needed].map(async (key) => {
+    const [stackId, server] = key.split("/");
+    const stack = STACKS.find((candidate) => candidate.id === stackId);
+    try {
+      // Generous: a 1,000-tool server compiles 1,000 validators at start, on a machine busy starting the rest.
+      servers.set(key, await startServer(pinning, serverConfig(stack, server), { timeoutMs: 180_000 }));
+    } catch (error) {
+      problems.push(`${stack.label} (${server}) did not start: ${error.message}`);
+    }
+  }),
+);
+
+const names = (catalog) => (lists[catalog] ? new Set(lists[catalog].items.map((item) => item.name)).size : undefined);
+const ctx = {
+  apiKey: AUTH.apiKey,
+  jwt: "",
+  etags: new Map(),
+  oxpTools: { demo: (lists.demo ?? wireToolList("demo")).items.length, large: LARGE_CATALOG },
+  mcpTools: { demo: names("demo"), large: names("large") },
+};
+/** A token as an agent holds one: signed once, reused until it nears its exp (the server allows 15 minutes). */
+let jwtSignedAt = 0;
+async function refreshJwt() {
+  if (Date.now() - jwtSignedAt < 10 * 60_000) return;
+  jwtSignedAt = Date.now();
+  ctx.jwt = await new SignJWT({ sub: "bench-agent" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime("14m")
+    .sign(new TextEncoder().encode(AUTH.jwtSecret));
+}
+await refreshJwt();
+// The ETag rows run once the server sends one.
+for (const [key, server] of servers) {
+  const etag = (await fetch(`${server.url}/tools`)).headers.get("etag");
+  if (etag) ctx.etags.set(key, etag);
+}
+
+// ---- probe: one request per row, its answer checked, before anything is measured --------------------------------
+/** The rows to measure: stack, scenario, server, request. */
+const rows = [];
+for (const scenario of selected) {
+  for (const stack of STACKS) {
+    if (!runs(scenario, stack)) continue;
+    const server = servers.get(`${stack.id}/${scenario.server}`);
+    if (!server) continue;
+    const spec = requestFor(stack, scenario, ctx);
+    if (!spec) continue; // the 304 row before the server sends ETags
+    const { request } = spec;
+    const answer = await fetch(`${server.url}${request.path}`, {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+    });
+    const text = await answer.text();
+    let body;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const problem = answer.status !== spec.status ? `status ${answer.status}, not ${spec.status}` : spec.check(body);
+    if (problem) problems.push(`${stack.label}, ${scenario.label}: ${problem}: ${text.slice(0, 200)}`);
+    else rows.push({ stack, scenario, server, spec, samples: [] });
+  }
+}
+
+// ---- warm-up, then interleaved rounds ------------------------------------------------------------------------------
+const window = (row, seconds) =>
+  measure(row.server, row.spec.request, { seconds, connections: CONNECTIONS, expectStatus: row.spec.status });
+log(`bench: warming up ${rows.length} rows, ${WARMUP} s each`);
+for (const row of rows) await window(row, WARMUP);
+for (let round = 0; round < ROUNDS; round++) {
+  log(`bench: round ${round + 1}/${ROUNDS}`);
+  for (const scenario of selected) {
+    const group = rows.filter((row) => row.scenario === scenario);
+    // The order of stacks rotates each round: none always runs right after another's load.
+    for (let i = 0; i < group.length; i++) {
+      const row = group[(i + round) % group.length];
+      if (row.scenario.id === "jwt") {
+        await refreshJwt();
+        row.spec = requestFor(row.stack, row.scenario, ctx);
+      }
+      row.samples[round] = await window(row, SECONDS);
+    }
+  }
+}
+
+// ---- cold start and build times -------------------------------------------------------------------------------------
+const DEMO = `${ROOT}apps/demo/dist/main.js`;
+const demoHasAdapterSwitch = (() => {
+  try {
+    return readFileSync(DEMO, "utf8").includes("OXP_ADAPTER");
+  } catch {
+    return false;
+  }
+})();
+const cold = [];
+if (!opts["no-cold"]) {
+  const variants = [
+    { label: "demo, Express adapter (`node apps/demo/dist/main.js`)", env: {} },
+    demoHasAdapterSwitch
+      ? { label: "demo, native adapter (`OXP_ADAPTER=node`)", env: { OXP_ADAPTER: "node" } }
+      : { label: "demo, native adapter (`OXP_ADAPTER=node`)", skip: "n/a: the demo has no OXP_ADAPTER switch yet" },
+  ];
+  for (const variant of variants) {
+    if (variant.skip) {
+      cold.push({ label: variant.label, note: variant.skip });
+      continue;
+    }
+    log(`bench: cold start, ${variant.label}`);
+    const samples = [];
+    try {
+      for (let i = 0; i < COLD_RUNS; i++) {
+        samples.push(
+          await coldStart(pinning, {
+            command: process.execPath,
+            args: [DEMO],
+            env: { LOG_LEVEL: "warn", ...variant.env },
+          }),
+        );
+      }
+      cold.push({
+        label: variant.label,
+        runs: samples.length,
+        healthMs: median(samples.map((sample) => sample.healthMs)),
+        callMs: median(samples.map((sample) => sample.callMs)),
+      });
+    } catch (error) {
+      problems.push(`cold start, ${variant.label}: ${error.message}`);
+    }
+  }
+  if (!QUICK) {
+    log("bench: cold start, npm start");
+    try {
+      const npmStart = await coldStart(pinning, {
+        command: "npm",
+        args: ["start"],
+        cwd: ROOT,
+        env: { LOG_LEVEL: "warn" },
+        group: true,
+        timeoutMs: 180_000,
+      });
+      cold.push({ label: "`npm start` on a built tree (turbo build check included)", runs: 1, ...npmStart });
+    } catch (error) {
+      problems.push(`cold start, npm start: ${error.message}`);
+    }
+  }
+}
+const buildTimes = [];
+if (!QUICK) {
+  const env = { ...process.env, TURBO_TELEMETRY_DISABLED: "1" };
+  for (const [label, command, args] of [
+    ["`npm run generate`", "npm", ["run", "generate"]],
+    ["`npx turbo run build`, nothing changed", "npx", ["turbo", "run", "build", "--output-logs=errors-only"]],
+  ]) {
+    log(`bench: timing ${label}`);
+    try {
+      buildTimes.push({ label, ms: wallTime(command, args, { cwd: ROOT, env }) });
+    } catch (error) {
+      problems.push(`${label}: ${error.message}`);
+    }
+  }
+}
+
+for (const server of servers.values()) await server.stop();
+
+// ---- figures --------------------------------------------------------------------------------------------------------
+const results = rows.map((row) => {
+  const samples = row.samples.filter(Boolean);
+  return {
+    stack: row.stack.id,
+    stackLabel: row.stack.label,
+    scenario: row.scenario.id,
+    scenarioLabel: row.scenario.label,
+    rounds: samples.length,
+    rps: median(samples.map((sample) => sample.rps)),
+    p50: median(samples.map((sample) => sample.p50)),
+    p99: median(samples.map((sample) => sample.p99)),
+    cpuUs: median(samples.map((sample) => sample.cpuUs)),
+    rssMb: Math.max(...samples.map((sample) => sample.rssMb)),
+    errors: samples.reduce((sum, sample) => sum + sample.errors, 0),
+    samples,
+  };
+});
+const rowOf = (stack, scenario) => rows.find((row) => row.stack.id === stack && row.scenario.id === scenario);
+const ratios = RATIOS.filter((ratio) => !QUICK || !ratio.diagnostic).map((ratio) => {
+  const a = rowOf(...ratio.a);
+  const b = rowOf(...ratio.b);
+  const within = (metric) =>
+    median(
+      Array.from({ length: ROUNDS }, (_, round) => {
+        const x = a?.samples[round];
+        const y = b?.samples[round];
+        if (!x || !y) return Number.NaN;
+        return metric === "cpu" ? x.cpuUs / y.cpuUs : x.rps / y.rps;
+      }),
+    );
+  const value = within(ratio.metric);
+  const other = within(ratio.metric === "cpu" ? "rps" : "cpu");
+  const pass = Number.isFinite(value) ? (ratio.op === "<=" ? value <= ratio.target : value >= ratio.target) : undefined;
+  if (!Number.isFinite(value)) problems.push(`ratio ${ratio.label}: not measured`);
+  return { label: ratio.label, metric: ratio.metric, value, other, op: ratio.op, target: ratio.target, pass };
+});
+
+// ---- report ---------------------------------------------------------------------------------------------------------
+const version = (name) => {
+  try {
+    return JSON.parse(readFileSync(`${ROOT}node_modules/${name}/package.json`, "utf8")).version;
+  } catch {
+    return "?";
+  }
+};
+const fixed = (value, digits = 0) =>
+  Number.isFinite(value)
+    ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+    : "-";
+const nativeNote = hasCreateHandler
+  ? "`createHandler` + `listen` from @otc/server"
+  : "stand-in: @otc/server does not export `createHandler` yet, so OxpCore behind node:http (bench/stacks/core-standin.mjs)";
+const cpu = os.cpus();
+const lines = [
+  `# OXP server benchmark${QUICK ? " (--quick: a smoke run, not figures to quote)" : ""}`,
+  "",
+  `- Date: ${new Date().toISOString()}`,
+  `- Machine: ${cpu[0]?.model ?? "unknown CPU"}, ${CORES} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()}`,
+  `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ajv ${version("ajv")}`,
+  `- Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections; warm-up ${WARMUP} s per row, then ${ROUNDS} interleaved round(s) x ${SECONDS} s; medians over rounds`,
+  `- Pinning: ${pinning.why}`,
+  `- Native adapter: ${nativeNote}`,
+  `- ETag on GET /tools: ${ctx.etags.size > 0 ? `sent by ${[...new Set([...ctx.etags.keys()].map((key) => key.split("/")[0]))].join(", ")}` : "not sent yet, so no 304 row"}`,
+  "- CPU/req: the server's own process.cpuUsage() (user + system) over the window, read in the server over IPC, divided by the answers; peak RSS: the server process's maxRSS",
+  "- Catalogs: the demo's (" +
+    `${ctx.oxpTools.demo} tools) or ${ctx.oxpTools.large} (the demo's plus generated ones); our servers log one JSON line per call to /dev/null (stdout), as deployed`,
+  "",
+  "## Ratios (median of the per-round ratios)",
+  "",
+  "| ratio | value | target | | other metric |",
+  "| --- | ---: | ---: | :---: | ---: |",
+  ...ratios.map(
+    (ratio) =>
+      `| ${ratio.label}${!hasCreateHandler && ratio.label.includes("native") ? " (stand-in)" : ""} | ${fixed(ratio.value, 2)}x | ${ratio.op} ${ratio.target}x | ${ratio.pass === undefined ? "?" : ratio.pass ? "pass" : "FAIL"} | ${ratio.metric === "cpu" ? "calls/s" : "CPU"} ${fixed(ratio.other, 2)}x |`,
+  ),
+  "",
+  "## Rows",
+  "",
+  "| scenario | stack | calls/s | p50 ms | p99 ms | CPU us/req | peak RSS MB | errors |",
+  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+];
+for (const scenario of selected) {
+  for (const stack of STACKS) {
+    const result = results.find((candidate) => candidate.stack === stack.id && candidate.scenario === scenario.id);
+    if (result) {
+      lines.push(
+        `| ${scenario.label} | ${stack.label} | ${fixed(result.rps)} | ${fixed(result.p50)} | ${fixed(result.p99)} | ${fixed(result.cpuUs, 1)} | ${fixed(result.rssMb)} | ${result.errors} |`,
+      );
+    } else if (!scenario.stacks.includes(stack.id) && !QUICK && !stack.diagnostic) {
+      lines.push(`| ${scenario.label} | ${stack.label} | ${notApplicable(scenario)} | | | | | |`);
+    } else if (scenario.needsEtag && !QUICK) {
+      lines.push(`| ${scenario.label} | ${stack.label} | n/a: no ETag sent yet | | | | | |`);
+    }
+  }
+}
+if (cold.length > 0 || buildTimes.length > 0) {
+  lines.push("", "## Start-up and build", "", "| what | runs | to first healthy /health | to first successful call |");
+  lines.push("| --- | ---: | ---: | ---: |");
+  for (const entry of cold) {
+    lines.push(
+      entry.note
+        ? `| ${entry.label} | - | ${entry.note} | |`
+        : `| ${entry.label} | ${entry.runs} | ${fixed(entry.healthMs)} ms | ${fixed(entry.callMs)} ms |`,
+    );
+  }
+  for (const entry of buildTimes) lines.push(`| ${entry.label} | 1 | wall time ${fixed(entry.ms)} ms | |`);
+}
+lines.push(
+  "",
+  "Notes: the peers do the same work per call (parse, check the request and the tool input, run, JSON out) but " +
+    "none authenticates, keeps idempotency records or logs. The MCP SDK builds a server and a transport per " +
+    "request (its stateless pattern) and answers in JSON (`enableJsonResponse`); its invalid input and tool " +
+    "error are 200s with `isError`. One load generator on one core caps the fastest stacks' calls/s: compare " +
+    "those on CPU/req.",
+);
+// One line each: a failed command's output would break the list.
+const oneLine = (text) => text.replace(/\s*\n\s*/g, " / ").slice(0, 600);
+if (problems.length > 0) lines.push("", "## Problems", "", ...problems.map((problem) => `- ${oneLine(problem)}`));
+const markdown = `${lines.join("\n")}\n`;
+mkdirSync(path.dirname(OUT), { recursive: true });
+writeFileSync(OUT, markdown);
+writeFileSync(
+  OUT.replace(/\.md$/, ".json"),
+  `${JSON.stringify(
+    {
+      quick: QUICK,
+      settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, pinning: pinning.why },
+      nativeAdapter: hasCreateHandler ? "createHandler" : "stand-in",
+      results: results.map(({ samples: _samples, ...result }) => result),
+      ratios,
+      cold,
+      buildTimes,
+      problems,
+    },
+    null,
+    2,
+  )}\n`,
+);
+process.stdout.write(markdown);
+log(`bench: written to ${OUT}`);
+process.exitCode = problems.length > 0 ? 1 : 0;

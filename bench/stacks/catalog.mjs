@@ -1,0 +1,139 @@
+/** The work every stack serves: the demo catalog or 1,000 tools, the wire tool list, and the peers' schemas and tool functions. */
+import { readFileSync } from "node:fs";
+import { demoTools } from "@otc/demo/tools";
+import { defineTool } from "@otc/server";
+import { OxpCore } from "@otc/server/core";
+
+/** How many tools the large catalog holds, the demo's included. */
+export const LARGE_CATALOG = 1_000;
+
+/** Generated tools, each with a small input and output schema like a real integration's. */
+function generatedTools(count) {
+  return Array.from({ length: count }, (_, i) => {
+    const n = String(i + 1).padStart(4, "0");
+    return defineTool({
+      toolkit: `Gen${n.slice(0, 2)}`,
+      name: `Tool${n}`,
+      version: "1.0.0",
+      description: `Generated tool ${n}: looks a record up by id and returns its label.`,
+      inputSchema: {
+        type: "object",
+        properties: {
+          id: { type: "string", description: "The record id." },
+          limit: { type: "integer", minimum: 1, maximum: 100, description: "How many records at most." },
+        },
+        required: ["id"],
+        additionalProperties: false,
+      },
+      outputSchema: {
+        type: "object",
+        properties: { label: { type: "string" } },
+        required: ["label"],
+        additionalProperties: false,
+      },
+      run: ({ id }) => ({ label: `record ${id}` }),
+    });
+  });
+}
+
+/** The tools of a catalog: `demo` (the demo app's) or `large` (the demo's plus generated ones, 1,000 in all). */
+export function catalogTools(catalog) {
+  const demo = demoTools();
+  return catalog === "large" ? [...demo, ...generatedTools(LARGE_CATALOG - demo.length)] : demo;
+}
+
+/** The GET /tools body of a catalog as our core builds it, so a peer serves the same bytes. */
+export function wireToolList(catalog) {
+  return new OxpCore({ tools: catalogTools(catalog) }).listTools();
+}
+
+/**
+ * A peer's tool list: read from `listFile` when the parent wrote one (building the 1,000-tool list means
+ * compiling 1,000 validators in our core, seconds a peer should not pay at start), else built here.
+ */
+export function peerToolList({ catalog, listFile }) {
+  return listFile ? JSON.parse(readFileSync(listFile, "utf8")) : wireToolList(catalog);
+}
+
+/** A peer's CallToolRequest schema: the fields a call carries, nothing else. */
+export const callRequestSchema = {
+  type: "object",
+  properties: {
+    tool_id: { type: "string", minLength: 1, maxLength: 256 },
+    call_id: { type: "string", minLength: 1, maxLength: 256 },
+    trace_id: { type: "string", maxLength: 256 },
+    input: { type: "object" },
+    context: { type: "object" },
+  },
+  required: ["tool_id"],
+  additionalProperties: false,
+};
+
+/** Thrown by a peer's tool to fail on purpose, as a tool throws OxpToolError with us. */
+export class PeerToolError extends Error {
+  constructor(message, fields) {
+    super(message);
+    this.fields = fields;
+  }
+}
+
+const KNOWN_DOORBELLS = ["doorbell42", "doorbell84"];
+
+/**
+ * The tools a peer runs, by the ids the scenarios call (bare and versioned), from its tool list: the same input
+ * schemas and the same work as the demo's Calculator.Add and Doorbell.Ring.
+ */
+export function peerTools(list) {
+  const byName = new Map(list.items.map((item) => [item.id.split("@")[0], item]));
+  const add = {
+    definition: byName.get("Calculator.Add"),
+    run: ({ a, b }) => a + b,
+  };
+  const ring = {
+    definition: byName.get("Doorbell.Ring"),
+    run: ({ doorbell_id }) => {
+      if (!KNOWN_DOORBELLS.includes(doorbell_id)) {
+        throw new PeerToolError("Doorbell ID not found", {
+          developer_message: `The doorbell with ID '${doorbell_id}' does not exist.`,
+          can_retry: true,
+          additional_prompt_content: `ids: ${KNOWN_DOORBELLS.join(",")}`,
+          retry_after_ms: 500,
+        });
+      }
+      return null;
+    },
+  };
+  return new Map([
+    ["Calculator.Add", add],
+    ["Calculator.Add@1.0.0", add],
+    ["Doorbell.Ring", ring],
+    ["Doorbell.Ring@0.1.0", ring],
+  ]);
+}
+
+/** Runs a peer tool and shapes the answer as a CallToolResponse, tool failures included. */
+export async function runPeerTool(tool, input, callId) {
+  const started = performance.now();
+  try {
+    const value = await tool.run(input);
+    return { call_id: callId, duration: performance.now() - started, success: true, value };
+  } catch (error) {
+    if (!(error instanceof PeerToolError)) throw error;
+    return {
+      call_id: callId,
+      duration: performance.now() - started,
+      success: false,
+      error: { message: error.message, ...error.fields },
+    };
+  }
+}
+
+/** The 422 body for input that breaks the tool's schema, from Ajv's errors. */
+export function inputErrors(errors) {
+  const parameter_errors = {};
+  for (const error of errors ?? []) {
+    const name = error.instancePath.slice(1) || error.params?.missingProperty || "input";
+    parameter_errors[name] ??= error.message ?? "is invalid";
+  }
+  return { message: "Some input parameters are invalid", parameter_errors };
+}

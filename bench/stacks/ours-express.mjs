@@ -1,0 +1,16 @@
+/** Our Express adapter as deployed: `createServer` + `listen` from @otc/server, default JSON logs on standard output. */
+import { createServer, listen } from "@otc/server";
+import { catalogTools } from "./catalog.mjs";
+
+/** Server options shared by our two adapters: the catalog, and API key + JWT authentication when asked. */
+export function ourOptions({ catalog, auth }) {
+  const options = { tools: catalogTools(catalog) };
+  if (auth) options.auth = { apiKeys: [auth.apiKey], jwt: { secret: auth.jwtSecret } };
+  return options;
+}
+
+export async function start(config) {
+  // Default logger: one JSON line per call on standard output, which the bench points at /dev/null.
+  const { url } = await listen(createServer(ourOptions(config)), { port: 0 });
+  return { url, note: "createServer + listen" };
+}
