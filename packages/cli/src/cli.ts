@@ -51,6 +51,8 @@ Usage:
   otc call <tool_id> [--input JSON | --input @file.json] [--user-id U]
                      [--secret ID=VALUE]... [--token PROVIDER=TOKEN]... [--call-id ID] [--wait-auth]
   otc codegen --from <url | tools.json> --out <file.ts>
+  otc mcp serve [--transport stdio|http] ...   the server's tools to MCP clients (otc mcp --help)
+  otc inspect <url> [--port N] [--no-open]      the Inspector web page for a server (otc inspect --help)
 
 Global options:
   --url URL           the server (env OXP_URL; default http://127.0.0.1:8080)
@@ -78,7 +80,7 @@ Exit codes:
 
 class UsageError extends Error {}
 
-const COMMANDS = ["health", "tools", "call", "codegen", "help"] as const;
+const COMMANDS = ["health", "tools", "call", "codegen", "mcp", "inspect", "help"] as const;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -375,6 +377,9 @@ function sourceOf(from: string): string {
 
 /** Runs the command; resolves with its exit code. */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
+  // Commands with options of their own, loaded only when asked for (the MCP SDK is not small).
+  if (argv[0] === "mcp") return (await import("./mcp-command.js")).mcpCommand(argv.slice(1), io);
+  if (argv[0] === "inspect") return (await import("./inspect-command.js")).inspectCommand(argv.slice(1), io);
   let values: Values;
   let positionals: string[];
   try {
@@ -400,6 +405,11 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
   try {
     if (!(COMMANDS as readonly string[]).includes(command))
       throw new UsageError(`unknown command '${command}'${didYouMean(nearest(command, COMMANDS))}`);
+    if (command === "mcp" || command === "inspect") {
+      const example =
+        command === "mcp" ? "otc mcp serve --url http://127.0.0.1:8080" : "otc inspect http://127.0.0.1:8080";
+      throw new UsageError(`${command} takes options of its own: name it first, e.g. ${example}`);
+    }
     checkArity(command, rest);
     switch (command) {
       case "health": {

@@ -5,3 +5,5 @@
 
 export { EXIT, type Io, run } from "./cli.js";
 export { generateBindings, typeNameOf } from "./codegen.js";
+export { type InspectOptions, inspectCommand } from "./inspect-command.js";
+export { MCP_HELP, type McpCommandRuntime, mcpCommand } from "./mcp-command.js";

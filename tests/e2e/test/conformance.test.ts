@@ -17,7 +17,7 @@ const ids = (report: Report, status: string) =>
 const failures = (report: Report) =>
   report.results.filter((result) => result.status === "fail").map((result) => `${result.id}: ${result.reason}`);
 
-describe("the demo passes every scenario", () => {
+describe.each(["express", "node"] as const)("the demo on the %s adapter passes every scenario", (adapter) => {
   // A short tool time limit keeps call.timeout quick.
   const modes: [
     string,
@@ -49,7 +49,7 @@ describe("the demo passes every scenario", () => {
   ];
 
   it.each(modes)("%s", async (_mode, serverOptions, kitOptions, skipped) => {
-    const demo: Demo = await startDemo(serverOptions);
+    const demo: Demo = await startDemo(serverOptions, adapter);
     try {
       const lines: string[] = [];
       const started = Date.now();

@@ -1,17 +1,19 @@
 // Starts the real demo app (its built dist) on 127.0.0.1 port 0 for cross-package tests.
 import { createDemoApp, type DemoApp, type DemoOptions } from "@otc/demo/app";
+import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen } from "@otc/server";
 
 /** A running demo. */
 export interface Demo {
   url: string;
-  demo: DemoApp;
+  demo: DemoApp | DemoHandler;
   close(): Promise<void>;
 }
 
-/** Starts the demo, silent, with response validation on. */
-export async function startDemo(options: DemoOptions = {}): Promise<Demo> {
-  const demo = createDemoApp({ logger: false, validateResponses: true, ...options });
+/** Starts the demo, silent, with response validation on, on the Express adapter or the node:http one. */
+export async function startDemo(options: DemoOptions = {}, adapter: "express" | "node" = "express"): Promise<Demo> {
+  const create = adapter === "node" ? createDemoHandler : createDemoApp;
+  const demo = create({ logger: false, validateResponses: true, ...options });
   const running = await listen(demo.app, { port: 0 });
   return { url: running.url, demo, close: running.close };
 }

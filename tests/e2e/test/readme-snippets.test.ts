@@ -18,6 +18,9 @@ const READMES = [
   "packages/cli/README.md",
   "packages/conformance/README.md",
   "apps/demo/README.md",
+  "packages/mcp/README.md",
+  "packages/redis/README.md",
+  "packages/inspector/README.md",
 ];
 
 /** The ```ts blocks of a Markdown file, with the line each starts on. */
