@@ -37,10 +37,11 @@ export const SCENARIOS = [
   { id: "apiKey", label: "call, API key", server: "auth", stacks: OURS },
   { id: "jwt", label: "call, JWT HS256", server: "auth", stacks: OURS },
   { id: "replay", label: "call, idempotent replay", server: "plain", stacks: OURS },
+  { id: "fresh", label: "call, a fresh call_id each time", server: "plain", stacks: OURS },
 ];
 
 /** `--quick`: every stack's call, and what our ratios need. */
-export const QUICK_SCENARIOS = new Set(["call", "list", "list1000", "list304", "list1000_304", "jwt", "replay"]);
+export const QUICK_SCENARIOS = new Set(["call", "list", "list1000", "list304", "list1000_304", "jwt", "replay", "fresh"]);
 export const quickRuns = (scenario, stackId) =>
   (scenario.id === "call" && ALL.includes(stackId)) || OURS.includes(stackId);
 
@@ -147,6 +148,19 @@ export function requestFor(stack, scenario, ctx) {
         status: 200,
         check: isSum,
       };
+    case "fresh": {
+      // A new call_id for every request: the call runs, and its record is claimed and kept.
+      let next = 0;
+      const prefix = `bench-fresh-${stack.id}-${process.pid}-${Date.now()}-`;
+      return {
+        request: {
+          ...json("/tools/call", { ...ADD, call_id: `${prefix}check` }),
+          bodyFor: () => JSON.stringify({ ...ADD, call_id: `${prefix}${next++}` }),
+        },
+        status: 200,
+        check: isSum,
+      };
+    }
     case "replay":
       return {
         request: json("/tools/call", { ...ADD, call_id: `bench-replay-${stack.id}` }),
@@ -223,6 +237,14 @@ export const RATIOS = [
       label: `replay vs real call, ${id}, CPU/call`,
       a: [id, "replay"],
       b: [id, "call"],
+      metric: "cpu",
+      op: "<=",
+      target: 0.7,
+    },
+    {
+      label: `replay vs a call with a fresh call_id (both idempotent), ${id}, CPU/call`,
+      a: [id, "replay"],
+      b: [id, "fresh"],
       metric: "cpu",
       op: "<=",
       target: 0.7,

@@ -90,7 +90,7 @@ describe("finding 2: CPU per request stays small", () => {
   afterAll(() => running.close());
 
   // rules: limits.version-number-digits, limits.bounded-resources
-  it("answers a megabyte of version digits with a short 400 in under 10 ms of server time", async () => {
+  it("answers a megabyte of version digits with a short 400 in a few milliseconds of server time", async () => {
     const body = JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(1_040_000)}` });
     for (let i = 0; i < 10; i++) {
       const reply = await callTool(running.url, body);
@@ -98,8 +98,9 @@ describe("finding 2: CPU per request stays small", () => {
       expect(reply.text.length).toBeLessThan(2_000);
     }
     // The least of ten: what the request costs, without the waits other work on a busy machine adds
-    // (CI runs several suites at once on two cores). It was ~300 ms of BigInt parsing before.
-    expect(Math.min(...serverMs.slice(-10))).toBeLessThan(10);
+    // (CI runs several suites at once on two cores, a browser among them: the least once reached 13 ms
+    // there, against ~5 ms alone). It was ~300 ms of BigInt parsing before: 50 ms still tells them apart.
+    expect(Math.min(...serverMs.slice(-10))).toBeLessThan(50);
   });
 
   // rules: tool-id.no-leading-zeros, limits.version-number-digits
