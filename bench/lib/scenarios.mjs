@@ -41,7 +41,16 @@ export const SCENARIOS = [
 ];
 
 /** `--quick`: every stack's call, and what our ratios need. */
-export const QUICK_SCENARIOS = new Set(["call", "list", "list1000", "list304", "list1000_304", "jwt", "replay", "fresh"]);
+export const QUICK_SCENARIOS = new Set([
+  "call",
+  "list",
+  "list1000",
+  "list304",
+  "list1000_304",
+  "jwt",
+  "replay",
+  "fresh",
+]);
 export const quickRuns = (scenario, stackId) =>
   (scenario.id === "call" && ALL.includes(stackId)) || OURS.includes(stackId);
 
