@@ -174,18 +174,21 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     };
     router.use(CONSENT_PATH, secure);
 
-    router.get(`${CONSENT_PATH}/:id`, async (req, res, next) => {
-      let challenge: StoredChallenge | undefined;
+    /** The challenge a consent page names; when there is none, the answer is given here (404, or 503 if the store fails). */
+    const find = async (id: string, res: Response, next: (error: unknown) => void) => {
       try {
-        challenge = await this.store.get(req.params.id);
+        const challenge = await this.store.get(id);
+        if (!challenge) notFound(res);
+        return challenge;
       } catch (error) {
         next(unavailable(error));
-        return;
+        return undefined;
       }
-      if (!challenge) {
-        notFound(res);
-        return;
-      }
+    };
+
+    router.get(`${CONSENT_PATH}/:id`, async (req, res, next) => {
+      const challenge = await find(req.params.id, res, next);
+      if (!challenge) return;
       const scopes = challenge.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join("");
       const decided =
         challenge.status === "pending"
@@ -204,17 +207,8 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       `${CONSENT_PATH}/:id`,
       express.urlencoded({ extended: false, limit: "1kb" }),
       async (req, res, next) => {
-        let challenge: StoredChallenge | undefined;
-        try {
-          challenge = await this.store.get(req.params.id);
-        } catch (error) {
-          next(unavailable(error));
-          return;
-        }
-        if (!challenge) {
-          notFound(res);
-          return;
-        }
+        const challenge = await find(req.params.id, res, next);
+        if (!challenge) return;
         const form = (req.body ?? {}) as Record<string, unknown>;
         const csrf = typeof form.csrf === "string" ? form.csrf : "";
         // Refused before the action is read: a form posted from another site decides nothing.
