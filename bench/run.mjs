@@ -1,6 +1,7 @@
 /** The benchmark against the peers, in one run: our two adapters, the floor, Express, Fastify and the MCP SDK side by side. */
 // Usage: `npm run bench` (builds, then the full run) or `node bench/run.mjs [--quick] [--rounds N] [--seconds S]
-// [--warmup S] [--connections N] [--out FILE.md] [--no-cold]`. Writes a Markdown report (bench/results/latest.md by
+// [--warmup S] [--connections N] [--out FILE.md] [--no-cold] [--stacks ID,...] [--scenarios ID,...]`; the last two
+// narrow a run to some stacks and scenarios (ids from bench/lib/scenarios.mjs), for working on one figure. Writes a Markdown report (bench/results/latest.md by
 // default; bench/results/quick.md with --quick) and the same figures as JSON beside it. Exits non-zero when a
 // stack cannot start or answers a scenario wrongly; the figures themselves never fail the run.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -25,6 +26,8 @@ const { values: opts } = parseArgs({
     connections: { type: "string", default: "50" },
     out: { type: "string" },
     "no-cold": { type: "boolean", default: false },
+    stacks: { type: "string" },
+    scenarios: { type: "string" },
   },
 });
 const QUICK = opts.quick;
@@ -47,8 +50,16 @@ const pinning = pinCores();
 log(`bench: ${pinning.why}`);
 
 // ---- which stacks run which scenarios, on which server processes --------------------------------------------------
-const selected = SCENARIOS.filter((scenario) => !QUICK || QUICK_SCENARIOS.has(scenario.id));
-const runs = (scenario, stack) => scenario.stacks.includes(stack.id) && (!QUICK || quickRuns(scenario, stack.id));
+const only = (list) => (list ? new Set(list.split(",")) : undefined);
+const ONLY_STACKS = only(opts.stacks);
+const ONLY_SCENARIOS = only(opts.scenarios);
+const selected = SCENARIOS.filter(
+  (scenario) => (!QUICK || QUICK_SCENARIOS.has(scenario.id)) && (!ONLY_SCENARIOS || ONLY_SCENARIOS.has(scenario.id)),
+);
+const runs = (scenario, stack) =>
+  scenario.stacks.includes(stack.id) &&
+  (!QUICK || quickRuns(scenario, stack.id)) &&
+  (!ONLY_STACKS || ONLY_STACKS.has(stack.id));
 const AUTH = { apiKey: `bench-key-${process.pid}`, jwtSecret: `bench-secret-${process.pid}-0123456789abcdef` };
 // The wire tool lists, built once here (only when a peer needs it: the 1,000-tool one takes seconds) and written
 // for the peers to read (see peerToolList in bench/stacks/catalog.mjs).

@@ -1,7 +1,23 @@
 // The logger's redaction: credentials are censored wherever the server or a tool could put them.
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { type CallLogLine, WRITE_CALL_LINE } from "../core/oxp-core.js";
 import { createLogger } from "./logger.js";
+
+/** A destination that keeps what it is given. */
+function capture() {
+  const lines: string[] = [];
+  let partial = "";
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      const parts = (partial + chunk).split("\n");
+      partial = parts.pop() ?? "";
+      lines.push(...parts);
+      done();
+    },
+  });
+  return { destination, lines };
+}
 
 describe("createLogger", () => {
   it("censors secrets, tokens and credentials at every path the server names", () => {
@@ -23,5 +39,44 @@ describe("createLogger", () => {
     expect(out.split("\n").filter(Boolean)).toHaveLength(5);
     expect(out).not.toMatch(/secret-value|token-value|jwt-value|key-value/);
     expect(out).toContain("[redacted]");
+  });
+
+  it("writes a call's line by hand exactly as pino's info would, and honours the level", () => {
+    const { destination, lines } = capture();
+    const logger = createLogger({ destination, level: "info" });
+    const write = (logger as unknown as { [WRITE_CALL_LINE]: (line: CallLogLine) => void })[WRITE_CALL_LINE];
+    const tricky = 'a"b\\c\nd\u0001e\u2028f\ud800g';
+    const cases: CallLogLine[] = [
+      {
+        tool_id: "Calculator.Add@1.0.0",
+        requested_tool_id: "Calculator.Add",
+        call_id: "35478b2f-03d0-437c-9608-52a69cec9a3b",
+        trace_id: undefined,
+        outcome: "success",
+        duration_ms: 0.123,
+      },
+      {
+        tool_id: "T.X@2.0.0",
+        requested_tool_id: tricky,
+        call_id: tricky,
+        trace_id: tricky,
+        outcome: "timeout",
+        duration_ms: 30_000,
+      },
+    ];
+    for (const line of cases) {
+      write(line);
+      logger.info(line, "tool call");
+    }
+    expect(lines).toHaveLength(4);
+    for (let i = 0; i < lines.length; i += 2) {
+      const [byHand, byPino] = [JSON.parse(lines[i] as string), JSON.parse(lines[i + 1] as string)];
+      expect(typeof byHand.time).toBe("number");
+      expect({ ...byHand, time: 0 }).toEqual({ ...byPino, time: 0 });
+      expect(Object.keys(byHand)).toEqual(Object.keys(byPino));
+    }
+    logger.level = "warn";
+    write(cases[0] as CallLogLine);
+    expect(lines).toHaveLength(4);
   });
 });

@@ -1,5 +1,6 @@
 /** Structured JSON logs (pino) with every place a credential could sit redacted. */
 import { type DestinationStream, type Logger, pino } from "pino";
+import { type CallLogLine, WRITE_CALL_LINE } from "../core/oxp-core.js";
 
 /** Paths censored wherever they appear in a log line, should any code ever log them. */
 export const REDACTED_PATHS = [
@@ -36,21 +37,78 @@ export interface LoggerOptions {
 /** A pino logger for an OXP server: JSON lines, credentials redacted. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const settings = {
+    // What callLineWriter writes by hand: keep the two in step.
     level: options.level ?? process.env.LOG_LEVEL ?? "info",
     base: { service: "oxp-server" },
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
   };
-  if (options.destination) return pino(settings, options.destination);
-  // Standard output written in 4 KiB batches, not one system call per line (under load, a write per call
-  // cost more than the call), flushed at least every 250 ms; pino flushes what is left when the process exits.
-  const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096 });
-  const flusher = setInterval(() => {
+  const destination = options.destination ?? batchedStdout();
+  const logger = pino(settings, destination);
+  return Object.assign(logger, { [WRITE_CALL_LINE]: callLineWriter(logger, destination) });
+}
+
+/**
+ * Writes a call's line as `logger.info(line, "tool call")` would with the settings above, field for field
+ * (logger.test.ts compares the two), without pino's generic path: ~3.5 us less per call under load (bench/).
+ */
+function callLineWriter(logger: Logger, destination: DestinationStream): (line: CallLogLine) => void {
+  const info = pino.levels.values.info as number;
+  return (line) => {
+    if (logger.levelVal > info) return;
+    const trace = line.trace_id === undefined ? "" : `,"trace_id":${JSON.stringify(line.trace_id)}`;
+    destination.write(
+      `{"level":${info},"time":${Date.now()},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)},"requested_tool_id":${JSON.stringify(line.requested_tool_id)},"call_id":${JSON.stringify(line.call_id)}${trace},"outcome":"${line.outcome}","duration_ms":${Number.isFinite(line.duration_ms) ? line.duration_ms : null},"msg":"tool call"}\n`,
+    );
+  };
+}
+
+/** How much standard output gathers before one write. */
+const BATCH_CHARS = 4096;
+
+/** The flush of every batched standard output: one timer and one exit hook serve them all. */
+const batches = new Set<() => void>();
+let flushing = false;
+
+function flushBatches(): void {
+  for (const flush of batches) {
     try {
-      stdout.flush();
+      flush();
     } catch {
-      clearInterval(flusher); // the stream has closed
+      batches.delete(flush); // standard output has closed
     }
-  }, 250);
-  flusher.unref();
-  return pino(settings, stdout);
+  }
+}
+
+/**
+ * Standard output in batches of about 4 KiB, flushed at least every 250 ms and when the process exits: not one
+ * system call per line (under load, a write per call cost more than the call). The lines are joined once per
+ * batch; sonic-boom's own `minLength` re-measures its whole buffer on every line. sonic-boom still does each
+ * write, synchronously as is pino's default (an asynchronous one goes through libuv's thread pool, ~3 us more
+ * per call under load, bench/), retrying where the pipe is full.
+ */
+function batchedStdout(): DestinationStream & { flush(): void } {
+  const out = pino.destination({ dest: 1, sync: true });
+  let lines: string[] = [];
+  let chars = 0;
+  const flush = () => {
+    if (chars === 0) return;
+    const batch = lines.join("");
+    lines = [];
+    chars = 0;
+    out.write(batch);
+  };
+  if (!flushing) {
+    flushing = true;
+    setInterval(flushBatches, 250).unref();
+    process.once("exit", flushBatches);
+  }
+  batches.add(flush);
+  return {
+    write(line: string) {
+      lines.push(line);
+      chars += line.length;
+      if (chars >= BATCH_CHARS) flush();
+    },
+    flush,
+  };
 }

@@ -1,5 +1,6 @@
 /** The node:http adapter: the whole HTTP contract on a plain request listener, checked by the validators precompiled from the spec. */
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import {
   type CallToolResponse,
   OXP_VERSION,
@@ -73,8 +74,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       }
       chunks.push(chunk);
     };
+    // Nothing follows `end`: the listeners go with the request, unremoved.
     const onEnd = () => {
-      cleanup();
       resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
     };
     const onError = (error: Error) => {
@@ -155,7 +156,18 @@ export function createHandler(options: HandlerOptions): OxpHandler {
         headers = undefined;
       }
     }
-    res.writeHead(status, { ...headers, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) });
+    // OXP-Version goes with the other headers: a writeHead given them all skips the merge with setHeader's.
+    res.writeHead(
+      status,
+      headers
+        ? {
+            ...headers,
+            "OXP-Version": OXP_VERSION,
+            "Content-Type": JSON_TYPE,
+            "Content-Length": Buffer.byteLength(body),
+          }
+        : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) },
+    );
     res.end(body);
   };
 
@@ -208,14 +220,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
     checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
     const { request, envelope } = parseCallBody(body, maxDepth);
-    const socket = req.socket;
-    // Only a challenge reads the base URL: the local address is looked up then, not for every call.
-    const meta: CallMeta = {
-      principal,
-      get baseUrl() {
-        return publicUrl ?? localOrigin(socket);
-      },
-    };
+    const meta: CallMeta = new NodeCallMeta(principal, req.socket, publicUrl);
     const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
     if (traceId) meta.traceId = traceId;
     const response: CallToolResponse = telemetry?.traceCall
@@ -244,7 +249,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     if (route.name === "tools") {
       const { body, etag } = core.toolList();
       if (ifNoneMatch(req.headers["if-none-match"], etag)) {
-        res.writeHead(304, { ETag: etag });
+        res.writeHead(304, { "OXP-Version": OXP_VERSION, ETag: etag });
         res.end();
         return;
       }
@@ -306,6 +311,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     const path = requestPath(req.url ?? "/");
     const route = path === undefined ? undefined : protocolRouteOf(path);
     if (!route) {
+      res.setHeader("OXP-Version", OXP_VERSION);
       servePages(req, res, path);
       return;
     }
@@ -313,17 +319,33 @@ export function createHandler(options: HandlerOptions): OxpHandler {
   };
 
   const handler: RequestListener = (req, res) => {
-    res.setHeader("OXP-Version", OXP_VERSION);
+    // Answers written here carry OXP-Version through `send`; pages and CORS get it set up front (see below).
     trackInFlight(lifecycle, res);
     const refused = admissionError(req, lifecycle, res);
     if (refused) {
       fail(req, res, refused);
       return;
     }
-    if (cors) cors(req, res, (error) => (error ? fail(req, res, error) : dispatch(req, res)));
-    else dispatch(req, res);
+    if (cors) {
+      res.setHeader("OXP-Version", OXP_VERSION);
+      cors(req, res, (error) => (error ? fail(req, res, error) : dispatch(req, res)));
+    } else dispatch(req, res);
   };
   return Object.assign(handler, { oxp: { lifecycle, core } });
+}
+
+/** A call's meta on node:http: the base URL is looked up only when a challenge reads it, not for every call. */
+class NodeCallMeta implements CallMeta {
+  traceId?: string;
+  onEnd?: CallMeta["onEnd"];
+  constructor(
+    readonly principal: string,
+    private readonly socket: Socket,
+    private readonly publicUrl: string | undefined,
+  ) {}
+  get baseUrl(): string {
+    return this.publicUrl ?? localOrigin(this.socket);
+  }
 }
 
 function methodNotAllowed(methods: readonly string[]): WireError {
