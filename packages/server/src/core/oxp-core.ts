@@ -1,5 +1,5 @@
 /** The protocol core: lists tools and runs calls (resolution, requirements, input, idempotency, timeout, output). */
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, hash, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import {
   AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
@@ -476,9 +476,11 @@ export class OxpCore {
     const callId = request.call_id;
     if (callId === undefined) return run(randomUUID());
     const key: IdempotencyKey = { principal: meta.principal, callId };
-    const fingerprint = createHash("sha256")
-      .update(canonicalJson([registered.definition.id, input, request.context?.user_id || null]))
-      .digest("base64url");
+    const fingerprint = hash(
+      "sha256",
+      canonicalJson([registered.definition.id, input, request.context?.user_id || null]),
+      "base64url",
+    );
     const timeoutMs = registered.tool.timeoutMs ?? this.defaultTimeoutMs;
     let held: IdempotencyEntry | undefined;
     try {

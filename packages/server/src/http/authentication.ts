@@ -1,5 +1,5 @@
 /** Server authentication (docs/protocol.md section 5): API keys and HS256 JWTs; any one valid credential admits. */
-import { createHash, createSecretKey, timingSafeEqual } from "node:crypto";
+import { createSecretKey, hash, timingSafeEqual } from "node:crypto";
 import { errors as joseErrors, jwtVerify } from "jose";
 import { setBounded } from "../core/bounded-map.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
@@ -28,7 +28,8 @@ const VERIFIED_JWT_MAX_LENGTH = 2_048;
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
 
-const digest = (value: string) => createHash("sha256").update(value).digest();
+// The one-shot hash: no Hash object per request.
+const digest = (value: string) => hash("sha256", value, "buffer");
 
 function unauthorized(developerMessage: string): WireError {
   return new WireError("unauthorized", "Authentication required", {
@@ -66,16 +67,14 @@ export function createAuthenticator(
     return found;
   };
 
-  /** A remembered token's principal (synchronously: the common case costs no promise), else the full check. */
-  const verifyJwt = (token: string): Principal | Promise<Principal> => {
+  /** A remembered token's principal, while its `exp` holds; undefined when it is not remembered. */
+  const knownJwt = (token: string): Principal | undefined => {
     const known = verified.get(token);
-    if (known) {
-      // Every other check depends only on the token; `exp` is the one that time can break.
-      if (known.exp > Date.now() / 1000 - tolerance) return known.principal;
-      verified.delete(token);
-      throw unauthorized("the JWT has expired");
-    }
-    return verifyNewJwt(token);
+    if (!known) return undefined;
+    // Every other check depends only on the token; `exp` is the one that time can break.
+    if (known.exp > Date.now() / 1000 - tolerance) return known.principal;
+    verified.delete(token);
+    throw unauthorized("the JWT has expired");
   };
 
   const verifyNewJwt = async (token: string): Promise<Principal> => {
@@ -119,11 +118,15 @@ export function createAuthenticator(
     }
     const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? "")?.[1];
     if (bearer !== undefined) {
+      // A remembered JWT first (synchronously: the common case costs no hash and no promise). Only a token that
+      // matched no API key is ever remembered, and the keys never change: the answer is the one the keys would give.
+      const known = jwt ? knownJwt(bearer) : undefined;
+      if (known !== undefined) return known;
       if (keys.length > 0) {
         const index = matchKey(bearer);
         if (index !== -1) return `api-key:${index}`;
       }
-      if (jwt) return verifyJwt(bearer);
+      if (jwt) return verifyNewJwt(bearer);
     }
     if (apiKey !== undefined || bearer !== undefined) throw unauthorized("the credentials sent are not valid");
     throw unauthorized("send an API key in OXP-API-Key or a bearer JWT in Authorization");

@@ -1,7 +1,7 @@
 /** The HTTP contract both adapters (Express and node:http) share: routes, host and draining checks, origins, headers, CORS. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { HEALTH_PATH, OXP_ROUTES, TOOLS_CALL_PATH, TOOLS_PATH } from "@otc/types";
+import { HEALTH_PATH, OXP_ROUTES, OXP_VERSION, TOOLS_CALL_PATH, TOOLS_PATH } from "@otc/types";
 import bytes from "bytes";
 import corsMiddleware from "cors";
 import type { Logger } from "pino";
@@ -141,6 +141,9 @@ const TOOLS_METHODS = methodsOf(TOOLS_PATH);
 const CALL_METHODS = methodsOf(TOOLS_CALL_PATH);
 const CHECK_METHODS = methodsOf(`${CHALLENGE_CHECK_PATH}/{challenge_id}`);
 const CHECK_PREFIX = `${CHALLENGE_CHECK_PATH}/`;
+const CALL_ROUTE: ProtocolRoute = Object.freeze({ name: "call", methods: CALL_METHODS });
+const TOOLS_ROUTE: ProtocolRoute = Object.freeze({ name: "tools", methods: TOOLS_METHODS });
+const HEALTH_ROUTE: ProtocolRoute = Object.freeze({ name: "health", methods: HEALTH_METHODS });
 
 /**
  * The path of a request target without its query: the origin form as sent, or the path of the absolute
@@ -166,11 +169,11 @@ export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
   const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.slice(0, -1) : rawPath;
   switch (path) {
     case TOOLS_CALL_PATH:
-      return { name: "call", methods: CALL_METHODS };
+      return CALL_ROUTE;
     case TOOLS_PATH:
-      return { name: "tools", methods: TOOLS_METHODS };
+      return TOOLS_ROUTE;
     case HEALTH_PATH:
-      return { name: "health", methods: HEALTH_METHODS };
+      return HEALTH_ROUTE;
   }
   if (path.startsWith(CHECK_PREFIX)) {
     const segment = path.slice(CHECK_PREFIX.length);
@@ -229,7 +232,8 @@ export const isJsonType = (contentType: string | undefined) =>
  * invalid; a later version may append fields after the flags, which are ignored.
  */
 export function traceIdOf(header: string | undefined): string | undefined {
-  const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/.exec(header?.trim() ?? "");
+  if (header === undefined) return undefined;
+  const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/.exec(header.trim());
   if (!match || match[1] === "ff" || (match[1] === "00" && match[4] !== undefined)) return undefined;
   return /^0+$/.test(match[2] as string) || /^0+$/.test(match[3] as string) ? undefined : match[2];
 }
@@ -238,6 +242,25 @@ export function traceIdOf(header: string | undefined): string | undefined {
 export function localOrigin(socket: Socket): string {
   const address = (socket.localAddress ?? "127.0.0.1").replace(/^::ffff:(?=\d+\.)/, "");
   return `http://${address.includes(":") ? `[${address}]` : address}:${socket.localPort}`;
+}
+
+/** The media type of every JSON answer. */
+export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/**
+ * Writes a JSON answer in one `writeHead` and one `end`, `OXP-Version` included: Express's `res.json` costs
+ * ~15 us more per call (its content-type, charset and ETag handling), and headers given together skip the
+ * merge with `setHeader`'s.
+ */
+export function writeJson(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
+  const length = Buffer.byteLength(text);
+  res.writeHead(
+    status,
+    headers
+      ? { ...headers, "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE, "Content-Length": length }
+      : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE, "Content-Length": length },
+  );
+  res.end(text);
 }
 
 export const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);

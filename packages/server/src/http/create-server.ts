@@ -1,7 +1,13 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
 
 import { OXP_VERSION, openapiDocument } from "@otc/types";
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from "express";
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
 import { type CallBody, checkDepth, unwrapCallBody, wrapResponse } from "../core/call-body.js";
@@ -24,6 +30,7 @@ import {
   toWireError,
   traceIdOf,
   trackInFlight,
+  writeJson,
 } from "./contract.js";
 
 /** Options of {@link createServer}. */
@@ -55,6 +62,7 @@ export function createServer(options: ServerOptions): OxpApp {
   const { logger, telemetry, core, authenticate, lifecycle, tracing, maxDepth, publicUrl, limit, cors } =
     adapterRuntime(adapterOptions);
 
+  const validateResponses = options.validateResponses ?? false;
   const app: OxpApp = Object.assign(express(), { oxp: { lifecycle, core } });
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -62,32 +70,58 @@ export function createServer(options: ServerOptions): OxpApp {
   // One spelling per route: /TOOLS/CALL is not /tools/call.
   app.set("case sensitive routing", true);
 
+  const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
+  // With neither CORS nor pages to come between them, admission and authentication share one layer: a router
+  // step less per request.
+  const oneLayer = !cors && pages.length === 0;
   app.use((req, res, next) => {
     res.setHeader("OXP-Version", OXP_VERSION);
     trackInFlight(lifecycle, res);
-    next(admissionError(req, lifecycle, res));
+    const refused = admissionError(req, lifecycle, res);
+    if (refused || !oneLayer) next(refused);
+    else guard(req, res, next);
   });
   if (cors) app.use(cors);
 
-  const authenticated: RequestHandler = async (req, _res, next) => {
-    try {
-      req.oxpPrincipal = authenticate
-        ? await authenticate({
-            apiKey: firstHeader(req.headers["oxp-api-key"]),
-            authorization: firstHeader(req.headers.authorization),
-          })
-        : "anonymous";
-      next();
-    } catch (error) {
+  // Synchronous unless a credential needs an asynchronous check (a JWT not yet verified): no promise per call.
+  const authenticated: RequestHandler = (req, _res, next) => {
+    const refused = (error: unknown) => {
       logFailedAuthentication(logger, error, req);
       next(error);
+    };
+    if (!authenticate) {
+      req.oxpPrincipal = "anonymous";
+      next();
+      return;
     }
+    let principal: string | Promise<string>;
+    try {
+      principal = authenticate({
+        apiKey: firstHeader(req.headers["oxp-api-key"]),
+        authorization: firstHeader(req.headers.authorization),
+      });
+    } catch (error) {
+      refused(error);
+      return;
+    }
+    if (typeof principal === "string") {
+      req.oxpPrincipal = principal;
+      next();
+      return;
+    }
+    principal.then((found) => {
+      req.oxpPrincipal = found;
+      next();
+    }, refused);
   };
+  // Every route but /health is authenticated.
+  const guard: RequestHandler = (req, res, next) =>
+    protocolRouteOf(req.path)?.name === "health" ? next() : authenticated(req, res, next);
   // Pages serve what the protocol does not: they never see (nor shadow, unauthenticated) a protocol route.
-  for (const page of [...(telemetry?.pages ?? []), ...(options.pages ?? [])]) {
+  for (const page of pages) {
     app.use((req, res, next) => (protocolRouteOf(req.path) ? next() : page(req, res, next)));
   }
-  app.use((req, res, next) => (protocolRouteOf(req.path)?.name === "health" ? next() : authenticated(req, res, next)));
+  if (!oneLayer) app.use(guard);
 
   // Framing (declared length, encoding, charset) is checked first, as the node:http adapter does: nothing inflated.
   const jsonBody = express.json({ limit, strict: false, type: () => true, inflate: false });
@@ -129,7 +163,7 @@ export function createServer(options: ServerOptions): OxpApp {
         typeof OpenApiValidator.middleware
       >[0]["apiSpec"],
       validateRequests: { allowUnknownQueryParameters: true },
-      validateResponses: options.validateResponses ?? false,
+      validateResponses,
       validateSecurity: false,
       ignoreUndocumented: true,
       validateApiSpec: false,
@@ -138,9 +172,19 @@ export function createServer(options: ServerOptions): OxpApp {
     }),
   );
 
+  /** A JSON answer: through `res.json` when the validator checks responses (it hooks `res.json`), else written at once. */
+  const sendJson = (res: Response, status: number, body: unknown, headers?: Record<string, string>) => {
+    if (validateResponses) {
+      for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
+      res.status(status).json(body);
+    } else {
+      writeJson(res, status, JSON.stringify(body), headers);
+    }
+  };
+
   app.get("/health", (_req, res) => {
     const { status, body } = healthAnswer(lifecycle);
-    res.status(status).json(body);
+    sendJson(res, status, body);
   });
 
   app.get("/tools", (req, res) => {
@@ -150,12 +194,12 @@ export function createServer(options: ServerOptions): OxpApp {
       res.status(304).end();
       return;
     }
-    res.type("application/json").send(body);
+    writeJson(res, 200, body, { ETag: etag });
   });
 
   app.get(`${CHALLENGE_CHECK_PATH}/:challenge_id`, async (req, res, next) => {
     try {
-      res.json(await core.checkChallenge(String(req.params.challenge_id)));
+      sendJson(res, 200, await core.checkChallenge(String(req.params.challenge_id)));
     } catch (error) {
       next(error);
     }
@@ -165,10 +209,7 @@ export function createServer(options: ServerOptions): OxpApp {
     try {
       // express-openapi-validator passed the body as CallToolRequest or CallToolEnvelope.
       const { request, envelope } = unwrapCallBody(req.body as CallBody);
-      const meta: CallMeta = {
-        principal: req.oxpPrincipal ?? "anonymous",
-        baseUrl: publicUrl ?? `${localOrigin(req.socket)}${req.baseUrl}`,
-      };
+      const meta: CallMeta = new ExpressCallMeta(req.oxpPrincipal ?? "anonymous", req, publicUrl);
       const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
       if (traceId) meta.traceId = traceId;
       const response = telemetry?.traceCall
@@ -177,7 +218,7 @@ export function createServer(options: ServerOptions): OxpApp {
             return core.call(request, meta);
           })
         : await core.call(request, meta);
-      res.json(wrapResponse(response, envelope));
+      sendJson(res, 200, wrapResponse(response, envelope));
     } catch (error) {
       next(error);
     }
@@ -199,7 +240,7 @@ export function createServer(options: ServerOptions): OxpApp {
     );
   });
 
-  app.use(errorHandler(logger));
+  app.use(errorHandler(logger, sendJson));
   return app;
 }
 
@@ -210,7 +251,24 @@ declare module "express-serve-static-core" {
   }
 }
 
-function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
+/** A call's meta on Express: the base URL (the socket's address, or the public URL) is looked up only when a challenge reads it. */
+class ExpressCallMeta implements CallMeta {
+  traceId?: string;
+  onEnd?: CallMeta["onEnd"];
+  constructor(
+    readonly principal: string,
+    private readonly req: Request,
+    private readonly publicUrl: string | undefined,
+  ) {}
+  get baseUrl(): string {
+    return this.publicUrl ?? `${localOrigin(this.req.socket)}${this.req.baseUrl}`;
+  }
+}
+
+function errorHandler(
+  logger: Logger | undefined,
+  sendJson: (res: Response, status: number, body: unknown, headers?: Record<string, string>) => void,
+): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const wire = toWireError(error, req);
     if (wire.status >= 500 && wire.kind !== "unavailable") {
@@ -229,7 +287,6 @@ function errorHandler(logger: Logger | undefined): ErrorRequestHandler {
       res.end();
       return;
     }
-    for (const [name, value] of Object.entries(wire.details.headers ?? {})) res.setHeader(name, value);
-    res.status(wire.status).json(wire.toBody());
+    sendJson(res, wire.status, wire.toBody(), wire.details.headers);
   };
 }

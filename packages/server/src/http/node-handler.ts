@@ -36,6 +36,7 @@ import {
   toWireError,
   traceIdOf,
   trackInFlight,
+  writeJson,
 } from "./contract.js";
 
 /** Options of {@link createHandler}: those of `createServer`, with pages as node-style handlers. */
@@ -51,8 +52,6 @@ export interface HandlerOptions extends AdapterOptions {
 
 /** A node:http request listener serving OXP, with its runtime for `listen`. */
 export type OxpHandler = RequestListener & { readonly oxp: OxpRuntime };
-
-const JSON_TYPE = "application/json; charset=utf-8";
 
 /** Reads a request body (its framing already checked) up to `limit` bytes; a 413 once past it. */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
@@ -156,19 +155,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
         headers = undefined;
       }
     }
-    // OXP-Version goes with the other headers: a writeHead given them all skips the merge with setHeader's.
-    res.writeHead(
-      status,
-      headers
-        ? {
-            ...headers,
-            "OXP-Version": OXP_VERSION,
-            "Content-Type": JSON_TYPE,
-            "Content-Length": Buffer.byteLength(body),
-          }
-        : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_TYPE, "Content-Length": Buffer.byteLength(body) },
-    );
-    res.end(body);
+    writeJson(res, status, body, headers);
   };
 
   const fail = (req: IncomingMessage, res: ServerResponse, error: unknown) => {
