@@ -387,7 +387,9 @@ export class OxpCore {
           extra: request.context ?? {},
           started,
         });
-      answer = await this.idempotent(request, registered, meta, input, run);
+      // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
+      const ran = this.idempotent(request, registered, meta, input, run);
+      answer = ran instanceof Promise ? await ran : ran;
     } catch (error) {
       // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
       const status = error instanceof WireError ? error.status : 500;
@@ -466,15 +468,27 @@ export class OxpCore {
   }
 
   /** Runs the call once per (principal, call_id) (protocol 3.7): replays, waits for, or refuses duplicates. */
-  private async idempotent(
+  private idempotent(
     request: CallToolRequest,
     registered: RegisteredTool,
     meta: CallMeta,
     input: Record<string, unknown>,
-    run: (callId: string) => Promise<RunResult>,
-  ): Promise<RunResult> {
+    run: (callId: string) => RunResult | Promise<RunResult>,
+  ): RunResult | Promise<RunResult> {
     const callId = request.call_id;
     if (callId === undefined) return run(randomUUID());
+    return this.keyed(request, registered, meta, input, run, callId);
+  }
+
+  /** {@link idempotent} for a call that carries a call_id. */
+  private async keyed(
+    request: CallToolRequest,
+    registered: RegisteredTool,
+    meta: CallMeta,
+    input: Record<string, unknown>,
+    run: (callId: string) => RunResult | Promise<RunResult>,
+    callId: string,
+  ): Promise<RunResult> {
     const key: IdempotencyKey = { principal: meta.principal, callId };
     const fingerprint = hash(
       "sha256",
@@ -510,7 +524,7 @@ export class OxpCore {
       return this.idempotent(request, registered, meta, input, run);
     }
     const id = recordKey(key);
-    const pending = run(callId).then(async (result) => {
+    const pending = Promise.resolve(run(callId)).then(async (result) => {
       const { response, unsettled } = result;
       try {
         if (unsettled) this.holdWhileUnsettled(key, fingerprint, unsettled);
@@ -607,8 +621,11 @@ export class OxpCore {
     await Promise.all(runs.map((active) => active.raced.then(ignore, ignore)));
   }
 
-  /** Runs the tool with its time limit and turns whatever happens into a CallToolResponse. */
-  private async run(
+  /**
+   * Runs the tool with its time limit and turns whatever happens into a CallToolResponse: at once for a
+   * tool that answers synchronously, through a promise for one that returns a promise.
+   */
+  private run(
     registered: RegisteredTool,
     input: Record<string, unknown>,
     call: {
@@ -620,7 +637,7 @@ export class OxpCore {
       extra: Record<string, unknown>;
       started: number;
     },
-  ): Promise<RunResult> {
+  ): RunResult | Promise<RunResult> {
     const { tool, definition } = registered;
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
     // Made when the tool first reads its signal or logger: most tools never do, and each costs per call.
@@ -653,9 +670,11 @@ export class OxpCore {
     } catch (error) {
       return failedRun(call, error);
     }
-    let result: unknown = returned;
     // A tool that answered at once needs no time limit, nor a race: only a pending one is raced against it.
-    if (typeof (returned as PromiseLike<unknown> | null)?.then === "function") {
+    if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function")
+      return this.settle(registered, call, returned);
+    return (async () => {
+      let result: unknown;
       const running = Promise.resolve(returned);
       let timer: NodeJS.Timeout | undefined;
       let stop: (error: Error) => void = () => {};
@@ -692,8 +711,13 @@ export class OxpCore {
         clearTimeout(timer);
         this.active.delete(active);
       }
-    }
+      return this.settle(registered, call, result);
+    })();
+  }
 
+  /** The response for what a tool returned: its value as JSON, checked against the tool's output_schema. */
+  private settle(registered: RegisteredTool, call: { callId: string; started: number }, result: unknown): RunResult {
+    const { definition } = registered;
     let value: unknown = null;
     if (definition.output_schema !== null && result !== undefined) {
       try {

@@ -86,6 +86,7 @@ function timeoutOption(name: string, value: number | undefined, fallback: number
   return ms;
 }
 
+const LAST_REQUEST = Symbol("oxp.lastRequest");
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -148,14 +149,16 @@ export async function listen(app: OxpApp | RequestListener, options: ListenOptio
   };
 
   // The last request each socket carried, to know whether a parse error falls in a body already answered.
-  const lastRequest = new WeakMap<Duplex, IncomingMessage>();
-  server.on("request", (req: IncomingMessage) => lastRequest.set(req.socket, req));
+  // A property of the socket, not a WeakMap entry: set on every request, it must cost next to nothing.
+  server.on("request", (req: IncomingMessage) => {
+    (req.socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST] = req;
+  });
 
   // Node's own answers to these are bare text without OXP-Version (docs/protocol.md 7: every error is JSON).
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // The parser stays failed and reports again on every chunk: the first answer stands.
     if (lingering.has(socket)) return;
-    const last = lastRequest.get(socket);
+    const last = (socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST];
     const pending = (socket as Duplex & { _httpMessage?: unknown })._httpMessage;
     if (last && !last.complete && !pending) {
       // The error is in the body of a request the app already answered: a second answer would be read
