@@ -49,3 +49,16 @@ describe("WireError.toBody", () => {
     expect(JSON.stringify(error.toBody())).not.toContain("secret detail");
   });
 });
+
+describe("WireError stacks", () => {
+  it("captures none for a client's mistake, keeps one for a server fault, and leaves Error.stackTraceLimit as it was", () => {
+    const limit = Error.stackTraceLimit;
+    const client = new WireError("invalid_input", "Some input parameters are invalid");
+    expect(client.stack).not.toMatch(/\n\s+at /);
+    expect(Error.stackTraceLimit).toBe(limit);
+    const server = new WireError("internal", "Something broke");
+    expect(server.stack).toMatch(/\n\s+at /);
+    expect(new Error("plain").stack).toMatch(/\n\s+at /);
+    expect(Error.stackTraceLimit).toBe(limit);
+  });
+});

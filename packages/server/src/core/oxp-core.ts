@@ -226,13 +226,19 @@ function failedRun(call: { callId: string; started: number }, error: unknown, un
   );
 }
 
-/** The fields of the line logged for each call that ran (and `msg: "tool call"`). */
+/**
+ * The fields of the line logged for each call (and `msg: "tool call"`), in this order. A call that ran names its
+ * resolved `tool_id` and the `requested_tool_id`; a call refused before running (`outcome: "rejected"`) names the
+ * requested id as `tool_id`, with the answer's `status` and `reason`.
+ */
 export type CallLogLine = {
   tool_id: string;
-  requested_tool_id: string;
-  call_id: string;
-  trace_id: string | undefined;
+  requested_tool_id?: string;
+  call_id?: string | undefined;
+  trace_id?: string | undefined;
   outcome: CallOutcome;
+  status?: number;
+  reason?: string;
   duration_ms: number;
 };
 
@@ -335,12 +341,6 @@ export class OxpCore {
     const started = performance.now();
     if (this.observer?.callStarted) this.notify(this.observer.callStarted, this.observer);
     const traceId = request.trace_id ?? meta.traceId;
-    // One line per call, each field once: the requested id until it resolves, then the resolved one.
-    const fields = () => ({
-      tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
-      call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
-      trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
-    });
     let registered: RegisteredTool | undefined;
     let answer: RunResult;
     try {
@@ -395,15 +395,18 @@ export class OxpCore {
       const status = error instanceof WireError ? error.status : 500;
       const durationMs = performance.now() - started;
       this.ended({ toolId: registered?.definition.id, outcome: "rejected", status, durationMs, traceId }, meta);
-      const line = {
-        ...fields(),
+      // One line per call, each field once: the requested id, as the call never ran.
+      const line: CallLogLine = {
+        tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
+        call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
+        trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
         outcome: "rejected",
         status,
         reason: error instanceof WireError ? error.message : "internal error",
         duration_ms: roundMs(durationMs),
       };
       if (error instanceof WireError && !(error.kind === "unavailable" && error.details.cause !== undefined)) {
-        this.logger.info(line, "tool call");
+        this.logCall(line);
       } else {
         const cause = error instanceof WireError ? error.details.cause : error;
         this.logger.error({ ...line, err: describeCause(cause) }, "tool call");
@@ -415,24 +418,32 @@ export class OxpCore {
     if (this.observer?.callEnded || meta.onEnd) {
       this.ended({ toolId: registered.definition.id, outcome, status: 200, durationMs, traceId }, meta);
     }
-    // The line of every call, built only when someone reads it (pino's isLevelEnabled; the silent logger never).
-    if (
-      this.logger !== silentLogger &&
-      (this.logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.("info") !== false
-    ) {
-      const line: CallLogLine = {
+    if (this.infoEnabled()) {
+      this.logCall({
         tool_id: registered.definition.id,
         requested_tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
         call_id: shorten(response.call_id, LOGGED_FIELD_MAX),
         trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
         outcome,
         duration_ms: roundMs(durationMs),
-      };
-      const write = (this.logger as CallLineLogger)[WRITE_CALL_LINE];
-      if (write) write(line);
-      else this.logger.info(line, "tool call");
+      });
     }
     return response;
+  }
+
+  /** Whether a call's info line is read at all: it is built only then (pino's isLevelEnabled; the silent logger never). */
+  private infoEnabled(): boolean {
+    return (
+      this.logger !== silentLogger &&
+      (this.logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.("info") !== false
+    );
+  }
+
+  /** Writes a call's info line, through the logger's own fast path when it has one. */
+  private logCall(line: CallLogLine): void {
+    const write = (this.logger as CallLineLogger)[WRITE_CALL_LINE];
+    if (write) write(line);
+    else this.logger.info(line, "tool call");
   }
 
   /** Tells the observer and the call's own hook how a call ended, once. */

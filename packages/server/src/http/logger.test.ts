@@ -63,12 +63,21 @@ describe("createLogger", () => {
         outcome: "timeout",
         duration_ms: 30_000,
       },
+      {
+        tool_id: tricky,
+        call_id: undefined,
+        trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+        outcome: "rejected",
+        status: 422,
+        reason: "Some input parameters are invalid",
+        duration_ms: 0.01,
+      },
     ];
     for (const line of cases) {
       write(line);
       logger.info(line, "tool call");
     }
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(6);
     for (let i = 0; i < lines.length; i += 2) {
       const [byHand, byPino] = [JSON.parse(lines[i] as string), JSON.parse(lines[i + 1] as string)];
       expect(typeof byHand.time).toBe("number");
@@ -77,6 +86,6 @@ describe("createLogger", () => {
     }
     logger.level = "warn";
     write(cases[0] as CallLogLine);
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(6);
   });
 });

@@ -55,10 +55,15 @@ function callLineWriter(logger: Logger, destination: DestinationStream): (line: 
   const info = pino.levels.values.info as number;
   return (line) => {
     if (logger.levelVal > info) return;
-    const trace = line.trace_id === undefined ? "" : `,"trace_id":${JSON.stringify(line.trace_id)}`;
-    destination.write(
-      `{"level":${info},"time":${Date.now()},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)},"requested_tool_id":${JSON.stringify(line.requested_tool_id)},"call_id":${JSON.stringify(line.call_id)}${trace},"outcome":"${line.outcome}","duration_ms":${Number.isFinite(line.duration_ms) ? line.duration_ms : null},"msg":"tool call"}\n`,
-    );
+    let text = `{"level":${info},"time":${Date.now()},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)}`;
+    if (line.requested_tool_id !== undefined) text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
+    if (line.call_id !== undefined) text += `,"call_id":${JSON.stringify(line.call_id)}`;
+    if (line.trace_id !== undefined) text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
+    text += `,"outcome":${JSON.stringify(line.outcome)}`;
+    if (line.status !== undefined) text += `,"status":${line.status}`;
+    if (line.reason !== undefined) text += `,"reason":${JSON.stringify(line.reason)}`;
+    const duration = Number.isFinite(line.duration_ms) ? line.duration_ms : null;
+    destination.write(`${text},"duration_ms":${duration},"msg":"tool call"}\n`);
   };
 }
 
