@@ -26,6 +26,9 @@ export const SCENARIOS = [
   { id: "toolError", label: "tool error (OxpToolError)", server: "plain", stacks: ALL },
   { id: "list", label: "GET /tools, demo catalog", server: "plain", stacks: ALL },
   { id: "list1000", label: "GET /tools, 1,000 tools", server: "large", stacks: ALL },
+  // As fetch() asks for it: `Accept-Encoding: gzip, deflate`. Our servers gzip the list once per catalog.
+  { id: "listGzip", label: "GET /tools, demo catalog, gzip accepted", server: "plain", stacks: OURS, gzip: true },
+  { id: "list1000Gzip", label: "GET /tools, 1,000 tools, gzip accepted", server: "large", stacks: OURS, gzip: true },
   { id: "list304", label: "GET /tools, If-None-Match (304)", server: "plain", stacks: OURS, needsEtag: true },
   {
     id: "list1000_304",
@@ -45,6 +48,8 @@ export const QUICK_SCENARIOS = new Set([
   "call",
   "list",
   "list1000",
+  "listGzip",
+  "list1000Gzip",
   "list304",
   "list1000_304",
   "jwt",
@@ -57,6 +62,7 @@ export const quickRuns = (scenario, stackId) =>
 /** Why a peer does not run a scenario. */
 export function notApplicable(scenario) {
   if (scenario.needsEtag) return "n/a: no ETag";
+  if (scenario.gzip) return "n/a: no compression";
   if (scenario.id === "replay") return "n/a: no idempotency";
   return "n/a: no auth";
 }
@@ -131,10 +137,16 @@ export function requestFor(stack, scenario, ctx) {
           body?.success === false && body.error?.message === "Doorbell ID not found" ? undefined : "no tool error",
       };
     case "list":
-    case "list1000": {
-      const want = scenario.id === "list" ? ctx.oxpTools.demo : ctx.oxpTools.large;
+    case "list1000":
+    case "listGzip":
+    case "list1000Gzip": {
+      const want = scenario.server === "plain" ? ctx.oxpTools.demo : ctx.oxpTools.large;
       return {
-        request: { method: "GET", path: "/tools" },
+        request: {
+          method: "GET",
+          path: "/tools",
+          ...(scenario.gzip ? { headers: { "accept-encoding": "gzip, deflate" } } : {}),
+        },
         status: 200,
         check: (body) => (body?.items?.length === want ? undefined : `not ${want} tools`),
       };
@@ -230,6 +242,14 @@ export const RATIOS = [
       label: `1,000-tool vs demo list, ${id}, CPU/request`,
       a: [id, "list1000"],
       b: [id, "list"],
+      metric: "cpu",
+      op: "<=",
+      target: 1.5,
+    },
+    {
+      label: `1,000-tool vs demo list, gzip accepted, ${id}, CPU/request`,
+      a: [id, "list1000Gzip"],
+      b: [id, "listGzip"],
       metric: "cpu",
       op: "<=",
       target: 1.5,

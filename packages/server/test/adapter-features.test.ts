@@ -1,5 +1,6 @@
 // What both adapters add around the contract: the tool list's ETag, CORS, remembered JWTs, shared-state faults as 503, the call observer.
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { get as httpGet, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { SignJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -47,6 +48,78 @@ describe("GET /tools and its ETag", () => {
     const stale = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": '"not-this-one"' } });
     expect(stale.status).toBe(200);
     expect(stale.body.items.length).toBeGreaterThan(0);
+  });
+});
+
+/** GET /tools as raw bytes (fetch would decompress), with the given request headers. */
+function getRaw(url: string, headers: Record<string, string>) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    const req = httpGet(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+  });
+}
+
+describe("GET /tools gzipped", () => {
+  let server: Running;
+  beforeAll(async () => {
+    // The test catalog's list is past the 1 KiB below which it is sent as is.
+    server = await startServer();
+  });
+  afterAll(() => server.close());
+
+  it("gzips the list for a client that accepts it, with its own ETag, and 304s either form's ETag", async () => {
+    const plain = await getRaw(`${server.baseUrl}/tools`, { "Accept-Encoding": "identity" });
+    expect(plain.status).toBe(200);
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect(plain.headers.vary).toBe("Accept-Encoding");
+    const list = JSON.parse(plain.body.toString("utf8"));
+    expect(plain.body.length).toBeGreaterThan(1024);
+
+    const zipped = await getRaw(`${server.baseUrl}/tools`, { "Accept-Encoding": "br;q=1, gzip;q=0.8" });
+    expect(zipped.status).toBe(200);
+    expect(zipped.headers["content-encoding"]).toBe("gzip");
+    expect(zipped.headers.vary).toBe("Accept-Encoding");
+    expect(zipped.headers["oxp-version"]).toBe("1.0");
+    expect(Number(zipped.headers["content-length"])).toBe(zipped.body.length);
+    expect(zipped.body.length).toBeLessThan(plain.body.length / 2);
+    expect(JSON.parse(gunzipSync(zipped.body).toString("utf8"))).toEqual(list);
+    expect(zipped.headers.etag).toMatch(/^"[A-Za-z0-9_-]{20,}"$/);
+    expect(zipped.headers.etag).not.toBe(plain.headers.etag);
+
+    // A client that refuses gzip, or sends no Accept-Encoding, gets the list as is.
+    for (const headers of [{ "Accept-Encoding": "gzip;q=0, identity" }, {}] as Record<string, string>[]) {
+      const answer = await getRaw(`${server.baseUrl}/tools`, headers);
+      expect(answer.headers["content-encoding"]).toBeUndefined();
+      expect(answer.body.equals(plain.body)).toBe(true);
+    }
+    for (const etag of [plain.headers.etag, zipped.headers.etag] as string[]) {
+      const cached = await getRaw(`${server.baseUrl}/tools`, { "Accept-Encoding": "gzip", "If-None-Match": etag });
+      expect(cached.status).toBe(304);
+      expect(cached.body.length).toBe(0);
+      expect(cached.headers.etag).toBe(etag);
+      expect(cached.headers["oxp-version"]).toBe("1.0");
+    }
+    // fetch() asks for gzip itself and reads the same list.
+    const fetched = await send(`${server.baseUrl}/tools`);
+    expect(fetched.body).toEqual(list);
+  });
+
+  it("sends a list under 1 KiB as is", async () => {
+    const small = await listen(makeServer({ tools: testTools().slice(0, 1), logger: false }), { port: 0 });
+    try {
+      const answer = await getRaw(`${small.url}/tools`, { "Accept-Encoding": "gzip" });
+      expect(answer.status).toBe(200);
+      expect(answer.body.length).toBeLessThan(1024);
+      expect(answer.headers["content-encoding"]).toBeUndefined();
+      expect(answer.headers.vary).toBe("Accept-Encoding");
+    } finally {
+      await small.close();
+    }
   });
 });
 

@@ -1,9 +1,11 @@
 /** The HTTP contract both adapters (Express and node:http) share: routes, host and draining checks, origins, headers, CORS. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { gzipSync } from "node:zlib";
 import { HEALTH_PATH, OXP_ROUTES, OXP_VERSION, TOOLS_CALL_PATH, TOOLS_PATH } from "@otc/types";
 import bytes from "bytes";
 import corsMiddleware from "cors";
+import Negotiator from "negotiator";
 import type { Logger } from "pino";
 import { DEFAULT_MAX_DEPTH, SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
@@ -252,7 +254,12 @@ export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
  * ~15 us more per call (its content-type, charset and ETag handling), and headers given together skip the
  * merge with `setHeader`'s.
  */
-export function writeJson(res: ServerResponse, status: number, text: string, headers?: Record<string, string>): void {
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  text: string | Buffer,
+  headers?: Record<string, string>,
+): void {
   const length = Buffer.byteLength(text);
   res.writeHead(
     status,
@@ -323,6 +330,42 @@ export function ifNoneMatch(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false;
   if (header.trim() === "*") return true;
   return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+}
+
+/** Below this many bytes the tool list is sent as is: gzip would save little on it. */
+const GZIP_MIN_BYTES = 1024;
+
+/** The gzipped tool list of each catalog (by the core's cached list), made on first request. */
+const gzippedLists = new WeakMap<object, { body: Buffer; etag: string }>();
+
+/**
+ * The GET /tools answer for a request: the list serialized once per catalog, gzipped once too for a client
+ * whose `Accept-Encoding` takes it (a 1,000-tool list shrinks ~20 times, and so does the cost of sending it),
+ * or 304 when `If-None-Match` names either form's ETag (both decode to the same list). Each form has its own
+ * strong ETag, and every answer says `Vary: Accept-Encoding`.
+ */
+export function toolListAnswer(
+  core: Pick<OxpCore, "toolList">,
+  req: IncomingMessage,
+): { status: 200 | 304; body?: string | Buffer; headers: Record<string, string> } {
+  const list = core.toolList();
+  let gzipped = gzippedLists.get(list);
+  if (!gzipped && Buffer.byteLength(list.body) >= GZIP_MIN_BYTES) {
+    gzipped = { body: gzipSync(list.body, { level: 9 }), etag: `${list.etag.slice(0, -1)}-gzip"` };
+    gzippedLists.set(list, gzipped);
+  }
+  const condition = firstHeader(req.headers["if-none-match"]);
+  for (const etag of gzipped ? [list.etag, gzipped.etag] : [list.etag]) {
+    if (ifNoneMatch(condition, etag)) return { status: 304, headers: { ETag: etag, Vary: "Accept-Encoding" } };
+  }
+  if (gzipped && new Negotiator(req).encoding(["gzip", "identity"]) === "gzip") {
+    return {
+      status: 200,
+      body: gzipped.body,
+      headers: { ETag: gzipped.etag, Vary: "Accept-Encoding", "Content-Encoding": "gzip" },
+    };
+  }
+  return { status: 200, body: list.body, headers: { ETag: list.etag, Vary: "Accept-Encoding" } };
 }
 
 /** The `/health` answer: 200 while ready, 503 while starting (draining is refused before any route). */

@@ -20,13 +20,13 @@ import {
   checkBodyFraming,
   firstHeader,
   healthAnswer,
-  ifNoneMatch,
   isJsonType,
   localOrigin,
   logFailedAuthentication,
   type OxpRuntime,
   protocolRouteOf,
   ROUTES,
+  toolListAnswer,
   toWireError,
   traceIdOf,
   trackInFlight,
@@ -188,13 +188,13 @@ export function createServer(options: ServerOptions): OxpApp {
   });
 
   app.get("/tools", (req, res) => {
-    const { body, etag } = core.toolList();
-    res.setHeader("ETag", etag);
-    if (ifNoneMatch(req.headers["if-none-match"], etag)) {
-      res.status(304).end();
+    const { status, body, headers } = toolListAnswer(core, req);
+    if (status === 304 || body === undefined) {
+      res.writeHead(304, headers);
+      res.end();
       return;
     }
-    writeJson(res, 200, body, { ETag: etag });
+    writeJson(res, 200, body, headers);
   });
 
   app.get(`${CHALLENGE_CHECK_PATH}/:challenge_id`, async (req, res, next) => {

@@ -1,6 +1,7 @@
 /** The node:http adapter: the whole HTTP contract on a plain request listener, checked by the validators precompiled from the spec. */
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { gunzipSync } from "node:zlib";
 import {
   type CallToolResponse,
   OXP_VERSION,
@@ -24,7 +25,6 @@ import {
   checkBodyFraming,
   firstHeader,
   healthAnswer,
-  ifNoneMatch,
   isJsonType,
   localOrigin,
   logFailedAuthentication,
@@ -33,6 +33,7 @@ import {
   type ProtocolRoute,
   protocolRouteOf,
   requestPath,
+  toolListAnswer,
   toWireError,
   traceIdOf,
   trackInFlight,
@@ -141,14 +142,15 @@ export function createHandler(options: HandlerOptions): OxpHandler {
   const send = (
     res: ServerResponse,
     status: number,
-    body: string,
+    body: string | Buffer,
     route?: ProtocolRoute["name"],
     envelope = false,
     headers?: Record<string, string>,
   ) => {
     if (validateResponses) {
       const validate = responseValidator(route, status, envelope);
-      if (validate && !validate(JSON.parse(body))) {
+      // A Buffer is the gzipped tool list.
+      if (validate && !validate(JSON.parse(typeof body === "string" ? body : gunzipSync(body).toString("utf8")))) {
         logger?.error({ status, errors: validate.errors }, "response does not match the OXP specification");
         status = 500;
         body = JSON.stringify({ message: "The server produced a response that does not match the OXP specification" });
@@ -234,13 +236,13 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     if (route.name === "call") return serveCall(req, res, principal);
     checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
     if (route.name === "tools") {
-      const { body, etag } = core.toolList();
-      if (ifNoneMatch(req.headers["if-none-match"], etag)) {
-        res.writeHead(304, { "OXP-Version": OXP_VERSION, ETag: etag });
+      const { status, body, headers } = toolListAnswer(core, req);
+      if (status === 304 || body === undefined) {
+        res.writeHead(304, { ...headers, "OXP-Version": OXP_VERSION });
         res.end();
         return;
       }
-      send(res, 200, body, "tools", false, { ETag: etag });
+      send(res, 200, body, "tools", false, headers);
       return;
     }
     if (route.name === "check") {
