@@ -19,6 +19,20 @@ async function finish(store: MemoryIdempotencyStore, principal: string, callId: 
 
 describe("MemoryIdempotencyStore", () => {
   // rule: idempotency.per-principal
+  // rule: limits.bounded-resources
+  it("keeps its write queues within a multiple of the records it holds, however many keys come and go", async () => {
+    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 10 });
+    for (let i = 0; i < 50_000; i++) await finish(store, "p", `c-${i}`);
+    expect(store.size).toBe(10);
+    const internals = store as unknown as {
+      writes: { length: number };
+      principals: Map<string, { queue: { length: number } }>;
+    };
+    // Before the fix both queues kept every key ever written (50,000 here): a slow leak under fresh call_ids.
+    expect(internals.writes.length).toBeLessThan(2_100);
+    expect(internals.principals.get("p")?.queue.length).toBeLessThan(2_100);
+  });
+
   it("keeps equal call_ids of two principals apart", async () => {
     const store = new MemoryIdempotencyStore();
     await finish(store, "alice", "k", 1);

@@ -128,8 +128,22 @@ class WriteQueue {
     }
   }
 
-  /** Drops stale entries once they outnumber `liveCount` (plus some slack): amortized O(1) per write. */
+  /** How many entries the queue holds, consumed ones included (for tests of its bound). */
+  get length(): number {
+    return this.ids.length;
+  }
+
+  /**
+   * Drops stale entries once they outnumber `liveCount` (plus some slack), and the entries already
+   * passed over once they are half the queue: amortized O(1) per write, and never more than about twice
+   * the live entries held.
+   */
   compact(liveCount: number, isLive: (id: string, seq: number) => boolean): void {
+    if (this.head >= 1024 && 2 * this.head >= this.ids.length) {
+      this.ids = this.ids.slice(this.head);
+      this.seqs = this.seqs.slice(this.head);
+      this.head = 0;
+    }
     if (this.ids.length - this.head <= 2 * liveCount + 64) return;
     const ids: string[] = [];
     const seqs: number[] = [];
