@@ -535,7 +535,8 @@ export class OxpCore {
       return this.idempotent(request, registered, meta, input, run);
     }
     const id = recordKey(key);
-    const pending = Promise.resolve(run(callId)).then(async (result) => {
+    // Through the Promise constructor: a run that throws at once still releases its claim (below).
+    const pending = new Promise<RunResult>((resolve) => resolve(run(callId))).then(async (result) => {
       const { response, unsettled } = result;
       try {
         if (unsettled) this.holdWhileUnsettled(key, fingerprint, unsettled);
