@@ -11,6 +11,7 @@ import { DEFAULT_MAX_DEPTH, SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
 import {
   type CallEvent,
+  type CallMeta,
   type CallObserver,
   CHALLENGE_CHECK_PATH,
   OxpCore,
@@ -268,6 +269,30 @@ export function writeJson(
       : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE, "Content-Length": length },
   );
   res.end(text);
+}
+
+/**
+ * A call's meta from an HTTP request: its principal and `traceparent`'s trace id (when tracing is on), and a
+ * base URL (the public URL, else the address the socket was reached on, plus the mount path) looked up only
+ * when a challenge reads it, not for every call.
+ */
+export class RequestCallMeta implements CallMeta {
+  readonly traceId: string | undefined;
+  onEnd?: CallMeta["onEnd"];
+  private readonly socket: Socket;
+  constructor(
+    readonly principal: string,
+    req: IncomingMessage,
+    tracing: boolean,
+    private readonly publicUrl: string | undefined,
+    private readonly mountPath = "",
+  ) {
+    this.traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
+    this.socket = req.socket;
+  }
+  get baseUrl(): string {
+    return this.publicUrl ?? `${localOrigin(this.socket)}${this.mountPath}`;
+  }
 }
 
 export const firstHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);

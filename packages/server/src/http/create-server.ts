@@ -1,18 +1,12 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
 
 import { OXP_VERSION, openapiDocument } from "@otc/types";
-import express, {
-  type ErrorRequestHandler,
-  type Express,
-  type Request,
-  type RequestHandler,
-  type Response,
-} from "express";
+import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
 import { type CallBody, checkDepth, unwrapCallBody, wrapResponse } from "../core/call-body.js";
 import { shorten, WireError } from "../core/errors.js";
-import { type CallMeta, CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
+import { CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
 import {
   type AdapterOptions,
   adapterRuntime,
@@ -21,14 +15,13 @@ import {
   firstHeader,
   healthAnswer,
   isJsonType,
-  localOrigin,
   logFailedAuthentication,
   type OxpRuntime,
   protocolRouteOf,
+  RequestCallMeta,
   ROUTES,
   toolListAnswer,
   toWireError,
-  traceIdOf,
   trackInFlight,
   writeJson,
 } from "./contract.js";
@@ -209,9 +202,7 @@ export function createServer(options: ServerOptions): OxpApp {
     try {
       // express-openapi-validator passed the body as CallToolRequest or CallToolEnvelope.
       const { request, envelope } = unwrapCallBody(req.body as CallBody);
-      const meta: CallMeta = new ExpressCallMeta(req.oxpPrincipal ?? "anonymous", req, publicUrl);
-      const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
-      if (traceId) meta.traceId = traceId;
+      const meta = new RequestCallMeta(req.oxpPrincipal ?? "anonymous", req, tracing, publicUrl, req.baseUrl);
       const response = telemetry?.traceCall
         ? await telemetry.traceCall(req, res, (onEnd) => {
             meta.onEnd = onEnd;
@@ -248,20 +239,6 @@ declare module "express-serve-static-core" {
   interface Request {
     /** Who the request was authenticated as (`anonymous` when authentication is off). */
     oxpPrincipal?: string;
-  }
-}
-
-/** A call's meta on Express: the base URL (the socket's address, or the public URL) is looked up only when a challenge reads it. */
-class ExpressCallMeta implements CallMeta {
-  traceId?: string;
-  onEnd?: CallMeta["onEnd"];
-  constructor(
-    readonly principal: string,
-    private readonly req: Request,
-    private readonly publicUrl: string | undefined,
-  ) {}
-  get baseUrl(): string {
-    return this.publicUrl ?? `${localOrigin(this.req.socket)}${this.req.baseUrl}`;
   }
 }
 

@@ -1,6 +1,5 @@
 /** The node:http adapter: the whole HTTP contract on a plain request listener, checked by the validators precompiled from the spec. */
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
 import { gunzipSync } from "node:zlib";
 import {
   type CallToolResponse,
@@ -15,7 +14,6 @@ import {
 } from "@otc/types";
 import { parseCallBody, wrapResponse } from "../core/call-body.js";
 import { WireError } from "../core/errors.js";
-import type { CallMeta } from "../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
 import {
   type AdapterOptions,
@@ -26,16 +24,15 @@ import {
   firstHeader,
   healthAnswer,
   isJsonType,
-  localOrigin,
   logFailedAuthentication,
   type OxpRuntime,
   type PageHandler,
   type ProtocolRoute,
   protocolRouteOf,
+  RequestCallMeta,
   requestPath,
   toolListAnswer,
   toWireError,
-  traceIdOf,
   trackInFlight,
   writeJson,
 } from "./contract.js";
@@ -209,9 +206,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
     checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
     const { request, envelope } = parseCallBody(body, maxDepth);
-    const meta: CallMeta = new NodeCallMeta(principal, req.socket, publicUrl);
-    const traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
-    if (traceId) meta.traceId = traceId;
+    const meta = new RequestCallMeta(principal, req, tracing, publicUrl);
     const response: CallToolResponse = telemetry?.traceCall
       ? await telemetry.traceCall(req, res, (onEnd) => {
           meta.onEnd = onEnd;
@@ -321,20 +316,6 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     } else dispatch(req, res);
   };
   return Object.assign(handler, { oxp: { lifecycle, core } });
-}
-
-/** A call's meta on node:http: the base URL is looked up only when a challenge reads it, not for every call. */
-class NodeCallMeta implements CallMeta {
-  traceId?: string;
-  onEnd?: CallMeta["onEnd"];
-  constructor(
-    readonly principal: string,
-    private readonly socket: Socket,
-    private readonly publicUrl: string | undefined,
-  ) {}
-  get baseUrl(): string {
-    return this.publicUrl ?? localOrigin(this.socket);
-  }
 }
 
 function methodNotAllowed(methods: readonly string[]): WireError {
