@@ -75,13 +75,7 @@ const batches = new Set<() => void>();
 let flushing = false;
 
 function flushBatches(): void {
-  for (const flush of batches) {
-    try {
-      flush();
-    } catch {
-      batches.delete(flush); // standard output has closed
-    }
-  }
+  for (const flush of batches) flush();
 }
 
 /**
@@ -95,12 +89,19 @@ function batchedStdout(): DestinationStream & { flush(): void } {
   const out = pino.destination({ dest: 1, sync: true });
   let lines: string[] = [];
   let chars = 0;
+  let closed = false;
   const flush = () => {
     if (chars === 0) return;
     const batch = lines.join("");
     lines = [];
     chars = 0;
-    out.write(batch);
+    try {
+      out.write(batch);
+    } catch {
+      // Standard output is gone (a closed pipe): logging stops, the calls go on.
+      closed = true;
+      batches.delete(flush);
+    }
   };
   if (!flushing) {
     flushing = true;
@@ -110,6 +111,7 @@ function batchedStdout(): DestinationStream & { flush(): void } {
   batches.add(flush);
   return {
     write(line: string) {
+      if (closed) return;
       lines.push(line);
       chars += line.length;
       if (chars >= BATCH_CHARS) flush();
