@@ -157,6 +157,19 @@ describe("CORS", () => {
     expect(allowed.status).toBe(200);
     expect(allowed.headers.get("access-control-allow-origin")).toBe("http://inspector.test");
     expect(allowed.headers.get("access-control-expose-headers")).toMatch(/OXP-Version/);
+    // The list varies by encoding too; that must not replace CORS's Vary: Origin (a cache would mix origins).
+    expect(allowed.headers.get("vary")).toMatch(/Origin/);
+    expect(allowed.headers.get("vary")).toMatch(/Accept-Encoding/);
+    const revalidated = await send(`${server.baseUrl}/tools`, {
+      headers: {
+        Origin: "http://inspector.test",
+        "OXP-API-Key": "cors-key-0123456789",
+        "If-None-Match": allowed.headers.get("etag") as string,
+      },
+    });
+    expect(revalidated.status).toBe(304);
+    expect(revalidated.headers.get("vary")).toMatch(/Origin/);
+    expect(revalidated.headers.get("vary")).toMatch(/Accept-Encoding/);
     const unauthorized = await send(`${server.baseUrl}/tools`, { headers: { Origin: "http://inspector.test" } });
     expectError(unauthorized, 401);
     expect(unauthorized.headers.get("access-control-allow-origin")).toBe("http://inspector.test");

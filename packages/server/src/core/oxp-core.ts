@@ -439,9 +439,14 @@ export class OxpCore {
     );
   }
 
-  /** Writes a call's info line, through the logger's own fast path when it has one. */
+  /**
+   * Writes a call's info line, through the logger's own fast path when it has one: its own, not one a child
+   * logger inherits from its parent (the child's bindings and level are its own).
+   */
   private logCall(line: CallLogLine): void {
-    const write = (this.logger as CallLineLogger)[WRITE_CALL_LINE];
+    const write = Object.hasOwn(this.logger, WRITE_CALL_LINE)
+      ? (this.logger as CallLineLogger)[WRITE_CALL_LINE]
+      : undefined;
     if (write) write(line);
     else this.logger.info(line, "tool call");
   }

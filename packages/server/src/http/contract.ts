@@ -7,6 +7,7 @@ import bytes from "bytes";
 import corsMiddleware from "cors";
 import Negotiator from "negotiator";
 import type { Logger } from "pino";
+import vary from "vary";
 import { DEFAULT_MAX_DEPTH, SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
 import {
@@ -372,7 +373,10 @@ const gzippedLists = new WeakMap<object, { body: Buffer; etag: string }>();
 export function toolListAnswer(
   core: Pick<OxpCore, "toolList">,
   req: IncomingMessage,
+  res: ServerResponse,
 ): { status: 200 | 304; body?: string | Buffer; headers: Record<string, string> } {
+  // Added to what is already there (CORS varies by Origin), not in writeHead's headers, which would replace it.
+  vary(res, "Accept-Encoding");
   const list = core.toolList();
   let gzipped = gzippedLists.get(list);
   if (!gzipped && Buffer.byteLength(list.body) >= GZIP_MIN_BYTES) {
@@ -381,16 +385,16 @@ export function toolListAnswer(
   }
   const condition = firstHeader(req.headers["if-none-match"]);
   for (const etag of gzipped ? [list.etag, gzipped.etag] : [list.etag]) {
-    if (ifNoneMatch(condition, etag)) return { status: 304, headers: { ETag: etag, Vary: "Accept-Encoding" } };
+    if (ifNoneMatch(condition, etag)) return { status: 304, headers: { ETag: etag } };
   }
   if (gzipped && new Negotiator(req).encoding(["gzip", "identity"]) === "gzip") {
     return {
       status: 200,
       body: gzipped.body,
-      headers: { ETag: gzipped.etag, Vary: "Accept-Encoding", "Content-Encoding": "gzip" },
+      headers: { ETag: gzipped.etag, "Content-Encoding": "gzip" },
     };
   }
-  return { status: 200, body: list.body, headers: { ETag: list.etag, Vary: "Accept-Encoding" } };
+  return { status: 200, body: list.body, headers: { ETag: list.etag } };
 }
 
 /** The `/health` answer: 200 while ready, 503 while starting (draining is refused before any route). */

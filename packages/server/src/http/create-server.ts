@@ -181,7 +181,7 @@ export function createServer(options: ServerOptions): OxpApp {
   });
 
   app.get("/tools", (req, res) => {
-    const { status, body, headers } = toolListAnswer(core, req);
+    const { status, body, headers } = toolListAnswer(core, req, res);
     if (status === 304 || body === undefined) {
       res.writeHead(304, headers);
       res.end();

@@ -1,8 +1,34 @@
 // The logger's redaction: credentials are censored wherever the server or a tool could put them.
 import { Writable } from "node:stream";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { type CallLogLine, WRITE_CALL_LINE } from "../core/oxp-core.js";
+import { type CallLogLine, type CoreLogger, OxpCore, WRITE_CALL_LINE } from "../core/oxp-core.js";
+import { defineTool } from "../core/tool.js";
 import { createLogger } from "./logger.js";
+
+const add = defineTool({
+  toolkit: "Calculator",
+  name: "Add",
+  version: "1.0.0",
+  description: "Adds two numbers.",
+  inputSchema: {
+    type: "object",
+    properties: { a: { type: "number", description: "A." }, b: { type: "number", description: "B." } },
+    required: ["a", "b"],
+  },
+  outputSchema: { type: "number" },
+  run: ({ a, b }: { a: number; b: number }) => a + b,
+});
+
+/** The call lines a core writes through `logger` for one call. */
+async function callLines(logger: CoreLogger, lines: string[]) {
+  const core = new OxpCore({ tools: [add], logger });
+  await core.call(
+    { tool_id: "Calculator.Add", input: { a: 1, b: 2 } },
+    { principal: "anonymous", baseUrl: "http://x" },
+  );
+  return lines.map((line) => JSON.parse(line)).filter((line) => line.msg === "tool call");
+}
 
 /** A destination that keeps what it is given. */
 function capture() {
@@ -87,5 +113,37 @@ describe("createLogger", () => {
     logger.level = "warn";
     write(cases[0] as CallLogLine);
     expect(lines).toHaveLength(6);
+  });
+
+  it("keeps a child logger's bindings and level on the call line", async () => {
+    const { destination, lines } = capture();
+    const child = createLogger({ destination, level: "warn" }).child({ instance: "eu-1" }, { level: "info" });
+    const [line] = await callLines(child as unknown as CoreLogger, lines);
+    expect(line).toMatchObject({ instance: "eu-1", tool_id: "Calculator.Add@1.0.0", outcome: "success" });
+  });
+
+  it("lets pino route the call line by level through a multistream", async () => {
+    const info = capture();
+    const errors = capture();
+    const logger = createLogger({
+      destination: pino.multistream([
+        { level: "info", stream: info.destination },
+        { level: "error", stream: errors.destination },
+      ]),
+    });
+    logger.error("an error first");
+    expect(await callLines(logger as unknown as CoreLogger, info.lines)).toHaveLength(1);
+    expect(errors.lines.filter((line) => line.includes("tool call"))).toHaveLength(0);
+  });
+
+  it("calls back from flush on standard output", async () => {
+    const logger = createLogger({ level: "silent" });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("flush did not call back")), 1_000);
+      logger.flush(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   });
 });

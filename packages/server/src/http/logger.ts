@@ -44,6 +44,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   };
   const destination = options.destination ?? batchedStdout();
   const logger = pino(settings, destination);
+  // A destination that reads each line's level (pino.multistream) is told it by pino's own write only.
+  if ((destination as { [pino.symbols.needsMetadataGsym]?: boolean })[pino.symbols.needsMetadataGsym]) return logger;
   return Object.assign(logger, { [WRITE_CALL_LINE]: callLineWriter(logger, destination) });
 }
 
@@ -85,7 +87,7 @@ function flushBatches(): void {
  * write, synchronously as is pino's default (an asynchronous one goes through libuv's thread pool, ~3 us more
  * per call under load, bench/), retrying where the pipe is full.
  */
-function batchedStdout(): DestinationStream & { flush(): void } {
+function batchedStdout(): DestinationStream & { flush(done?: () => void): void } {
   const out = pino.destination({ dest: 1, sync: true });
   let lines: string[] = [];
   let chars = 0;
@@ -116,6 +118,9 @@ function batchedStdout(): DestinationStream & { flush(): void } {
       chars += line.length;
       if (chars >= BATCH_CHARS) flush();
     },
-    flush,
+    flush(done?: () => void) {
+      flush();
+      done?.();
+    },
   };
 }

@@ -231,7 +231,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     if (route.name === "call") return serveCall(req, res, principal);
     checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
     if (route.name === "tools") {
-      const { status, body, headers } = toolListAnswer(core, req);
+      const { status, body, headers } = toolListAnswer(core, req, res);
       if (status === 304 || body === undefined) {
         res.writeHead(304, { ...headers, "OXP-Version": OXP_VERSION });
         res.end();
