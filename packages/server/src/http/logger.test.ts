@@ -1,28 +1,14 @@
-// The logger's redaction: credentials are censored wherever the server or a tool could put them.
+// The logger: credentials censored wherever they could sit, and the call line written by hand exactly as pino would.
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
+import { testTools } from "../../test/tools.js";
 import { type CallLogLine, type CoreLogger, OxpCore, WRITE_CALL_LINE } from "../core/oxp-core.js";
-import { defineTool } from "../core/tool.js";
 import { createLogger } from "./logger.js";
-
-const add = defineTool({
-  toolkit: "Calculator",
-  name: "Add",
-  version: "1.0.0",
-  description: "Adds two numbers.",
-  inputSchema: {
-    type: "object",
-    properties: { a: { type: "number", description: "A." }, b: { type: "number", description: "B." } },
-    required: ["a", "b"],
-  },
-  outputSchema: { type: "number" },
-  run: ({ a, b }: { a: number; b: number }) => a + b,
-});
 
 /** The call lines a core writes through `logger` for one call. */
 async function callLines(logger: CoreLogger, lines: string[]) {
-  const core = new OxpCore({ tools: [add], logger });
+  const core = new OxpCore({ tools: testTools(), logger });
   await core.call(
     { tool_id: "Calculator.Add", input: { a: 1, b: 2 } },
     { principal: "anonymous", baseUrl: "http://x" },
