@@ -362,7 +362,7 @@ export function ifNoneMatch(header: string | undefined, etag: string): boolean {
 const GZIP_MIN_BYTES = 1024;
 
 /** The gzipped tool list of each catalog (by the core's cached list), made on first request. */
-const gzippedLists = new WeakMap<object, { body: Buffer; etag: string }>();
+const gzippedLists = new WeakMap<object, { body: Buffer; etag: string } | null>();
 
 /**
  * The GET /tools answer for a request: the list serialized once per catalog, gzipped once too for a client
@@ -379,8 +379,12 @@ export function toolListAnswer(
   vary(res, "Accept-Encoding");
   const list = core.toolList();
   let gzipped = gzippedLists.get(list);
-  if (!gzipped && Buffer.byteLength(list.body) >= GZIP_MIN_BYTES) {
-    gzipped = { body: gzipSync(list.body, { level: 9 }), etag: `${list.etag.slice(0, -1)}-gzip"` };
+  if (gzipped === undefined) {
+    // Decided once per catalog: null for a list too small to be worth it.
+    gzipped =
+      Buffer.byteLength(list.body) >= GZIP_MIN_BYTES
+        ? { body: gzipSync(list.body, { level: 9 }), etag: `${list.etag.slice(0, -1)}-gzip"` }
+        : null;
     gzippedLists.set(list, gzipped);
   }
   const condition = firstHeader(req.headers["if-none-match"]);
