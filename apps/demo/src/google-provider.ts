@@ -33,6 +33,11 @@ export interface DemoGoogleProviderOptions {
   ttlMs?: number;
   /** The most pending challenges one owner (principal and user) has; starting one more drops that owner's oldest. Default 5. Only for the default store. */
   maxPendingPerUser?: number;
+  /**
+   * The most challenges one principal holds, pending or decided, over all its user ids; starting one
+   * more drops that principal's oldest, so one principal cannot fill the store. Default 1,000. Only for the default store.
+   */
+  maxChallengesPerPrincipal?: number;
   /** The most challenges held in total, decided ones included; beyond it `startChallenge` answers 503. Default 10,000. Only for the default store. */
   maxChallenges?: number;
   /** The clock, in epoch milliseconds; tests replace it. Default `Date.now`. */
@@ -93,6 +98,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     const bounds = {
       ttlMs: positiveInteger("ttlMs", options.ttlMs),
       maxPendingPerOwner: positiveInteger("maxPendingPerUser", options.maxPendingPerUser),
+      maxChallengesPerPrincipal: positiveInteger("maxChallengesPerPrincipal", options.maxChallengesPerPrincipal),
       maxChallenges: positiveInteger("maxChallenges", options.maxChallenges),
       now: options.now,
     };

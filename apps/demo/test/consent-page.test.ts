@@ -265,10 +265,11 @@ describe("DemoGoogleProvider bounds", () => {
     expect(() => new DemoGoogleProvider({ ttlMs: 0 })).toThrow(/ttlMs/);
     expect(() => new DemoGoogleProvider({ maxPendingPerUser: 1.5 })).toThrow(/maxPendingPerUser/);
     expect(() => new DemoGoogleProvider({ maxChallenges: -1 })).toThrow(/maxChallenges/);
+    expect(() => new DemoGoogleProvider({ maxChallengesPerPrincipal: 0 })).toThrow(/maxChallengesPerPrincipal/);
   });
 
   it("starts challenges in time that does not grow with how many are held", async () => {
-    const provider = new DemoGoogleProvider({ maxChallenges: 20_000 });
+    const provider = new DemoGoogleProvider({ maxChallenges: 20_000, maxChallengesPerPrincipal: 20_000 });
     const batches: number[] = [];
     for (let from = 0; from < 20_000; from += 1_000) {
       const started = performance.now();

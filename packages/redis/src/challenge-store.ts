@@ -1,4 +1,4 @@
-/** Authorization challenges in Redis, bounded as the in-memory store is: a TTL each, a per-owner pending cap, a total cap. */
+/** Authorization challenges in Redis, bounded as the in-memory store is: a TTL each, a per-owner pending cap, a per-principal cap, a total cap. */
 import {
   type ChallengeStatus,
   type ChallengeStore,
@@ -17,22 +17,30 @@ export interface RedisChallengeStoreOptions extends ChallengeStoreOptions, Redis
 
 /*
  * A challenge is a hash: `o` owner JSON, `p` scopes JSON, `d` data JSON, `s` status, `w` the key of
- * its owner's pending set. The index (a sorted set of every challenge key by expiry) gives the total;
- * each owner's pending set is ordered by a counter, oldest first. Times come from Redis's own clock
- * (TIME), so instances with skewed clocks agree. Scores and times stay below 2^53 and are formatted
- * with %d: Lua would print larger numbers in exponent form.
+ * its owner's pending set, `q` the key of its principal's set. The index (a sorted set of every
+ * challenge key by expiry) gives the total; each principal's set holds its challenges, pending or
+ * decided, by expiry (so oldest first); each owner's pending set is ordered by a counter, oldest first.
+ * Times come from Redis's own clock (TIME), so instances with skewed clocks agree. Scores and times
+ * stay below 2^53 and are formatted with %d: Lua would print larger numbers in exponent form.
+ * KEYS: the challenge, its owner's pending set, the index, its principal's set.
+ * ARGV: ttl ms, max pending per owner, max in total, max per principal, owner, scopes, data.
  */
 const ADD = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local ttl, maxPending, maxTotal = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', string.format('%d', now))
-local old = redis.call('HGET', KEYS[1], 'w')
-if old then
-  redis.call('ZREM', old, KEYS[1])
-  redis.call('ZREM', KEYS[3], KEYS[1])
-  redis.call('DEL', KEYS[1])
+local ttl, maxPending, maxTotal, maxPrincipal = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local stale = string.format('%d', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', stale)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', stale)
+-- A challenge leaves every set it is in; its hash names them (one written before 'q' existed has none).
+local function forget(key)
+  local w, q = unpack(redis.call('HMGET', key, 'w', 'q'))
+  if w then redis.call('ZREM', w, key) end
+  if q then redis.call('ZREM', q, key) end
+  redis.call('ZREM', KEYS[3], key)
+  redis.call('DEL', key)
 end
+if redis.call('EXISTS', KEYS[1]) == 1 then forget(KEYS[1]) end
 local pending = {}
 for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   if redis.call('HGET', member, 's') == 'pending' then
@@ -41,25 +49,43 @@ for _, member in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
     redis.call('ZREM', KEYS[2], member)
   end
 end
-local dropped = math.max(0, #pending - maxPending + 1)
-if redis.call('ZCARD', KEYS[3]) - dropped >= maxTotal then
+-- The owner's oldest pending past its cap, then the principal's oldest (pending or decided) past its own.
+local victims, gone = {}, {}
+for i = 1, math.max(0, #pending - maxPending + 1) do
+  table.insert(victims, pending[i])
+  gone[pending[i]] = true
+end
+local excess = redis.call('ZCARD', KEYS[4]) - #victims - maxPrincipal + 1
+if excess > 0 then
+  -- The owner's victims are the principal's too: read past them.
+  for _, member in ipairs(redis.call('ZRANGE', KEYS[4], 0, excess + #victims - 1)) do
+    if excess <= 0 then break end
+    if not gone[member] then
+      table.insert(victims, member)
+      gone[member] = true
+      excess = excess - 1
+    end
+  end
+end
+if redis.call('ZCARD', KEYS[3]) - #victims >= maxTotal then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
   return {'full', string.format('%d', math.max(0, (tonumber(oldest[2]) or now) - now))}
 end
-for i = 1, dropped do
-  redis.call('DEL', pending[i])
-  redis.call('ZREM', KEYS[3], pending[i])
-  redis.call('ZREM', KEYS[2], pending[i])
+for _, member in ipairs(victims) do
+  forget(member)
+  -- A member whose hash already lapsed names no sets: take it out of the principal's here.
+  redis.call('ZREM', KEYS[4], member)
 end
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 local order = (tonumber(last[2]) or 0) + 1
 local expires = string.format('%d', now + ttl)
-redis.call('HSET', KEYS[1], 'o', ARGV[4], 'p', ARGV[5], 'd', ARGV[6], 's', 'pending', 'w', KEYS[2])
+redis.call('HSET', KEYS[1], 'o', ARGV[5], 'p', ARGV[6], 'd', ARGV[7], 's', 'pending', 'w', KEYS[2], 'q', KEYS[4])
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZADD', KEYS[3], expires, KEYS[1])
+redis.call('ZADD', KEYS[4], expires, KEYS[1])
 redis.call('ZADD', KEYS[2], string.format('%d', order), KEYS[1])
--- Shared by every instance (and owner's by its every challenge): never shorten a TTL another writer set longer.
-for i = 2, 3 do
+-- Shared by every instance (and owner's or principal's by its every challenge): never shorten a TTL another writer set longer.
+for i = 2, 4 do
   if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
 end
 return {'ok', expires}`;
@@ -106,6 +132,10 @@ export class RedisChallengeStore implements ChallengeStore {
     return `${this.connection.prefix}challenge-owner:${keyPart(owner.principal)}:${keyPart(owner.userId)}`;
   }
 
+  private principalSetKey(owner: TokenOwner): string {
+    return `${this.connection.prefix}challenge-principal:${keyPart(owner.principal)}`;
+  }
+
   async add(id: string, challenge: NewChallenge): Promise<StoredChallenge> {
     const owner: TokenOwner = { principal: challenge.owner.principal, userId: challenge.owner.userId };
     const scopes = [...challenge.scopes];
@@ -114,14 +144,16 @@ export class RedisChallengeStore implements ChallengeStore {
     try {
       answer = await this.connection.script(
         "challenge_add",
-        3,
+        4,
         ADD,
         this.keyOf(id),
         this.ownerSetKey(owner),
         `${this.connection.prefix}challenges`,
+        this.principalSetKey(owner),
         this.bounds.ttlMs,
         this.bounds.maxPendingPerOwner,
         this.bounds.maxChallenges,
+        this.bounds.maxChallengesPerPrincipal,
         JSON.stringify(owner),
         JSON.stringify(scopes),
         JSON.stringify(data),

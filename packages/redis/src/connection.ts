@@ -72,8 +72,28 @@ export function failFastOptions(options: RedisConnectionOptions = {}): RedisOpti
   };
 }
 
-/** Key components are URI-encoded, which never yields `:`: no principal, call_id or user id can collide with another. */
-export const keyPart = (part: string) => encodeURIComponent(part);
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /([\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff])/;
+
+/**
+ * Key components are URI-encoded, which never yields `:`: no principal, call_id or user id can collide
+ * with another. `encodeURIComponent` throws on a lone surrogate, which JSON lets a client send
+ * (`"\ud800"`), so each one is written `%uD800` instead: URI encoding never yields `%u`, so the
+ * result still names one string only. A well-formed string keeps its plain URI encoding.
+ */
+export function keyPart(part: string): string {
+  try {
+    return encodeURIComponent(part);
+  } catch {
+    // split() with a capture group puts the lone surrogates at the odd indexes.
+    return part
+      .split(LONE_SURROGATE)
+      .map((piece, index) =>
+        index % 2 === 1 ? `%u${piece.charCodeAt(0).toString(16).toUpperCase()}` : encodeURIComponent(piece),
+      )
+      .join("");
+  }
+}
 
 /** A Redis "OOM command not allowed" reply: `maxmemory` is reached and the policy evicts nothing. */
 export const isOutOfMemory = (error: unknown) => error instanceof Error && /\bOOM\b/.test(error.message);

@@ -63,6 +63,18 @@ describe("RedisTokenStore", () => {
     expect(await tokens.get({ principal: "a:b", userId: "c" }, "p")).toBeUndefined();
   });
 
+  // rule: limits.lone-surrogate-ids
+  it("keeps a token for a user id with a lone surrogate apart from every other user's", async () => {
+    const lone = { principal: "jwt:\udfff", userId: "\ud800" };
+    await tokens.set(lone, "google", { token: "lone", scopes: [] });
+    expect(await tokens.get(lone, "google")).toMatchObject({ token: "lone" });
+    for (const userId of ["\udc00", "\ufffd", "%uD800"]) {
+      expect(await tokens.get({ principal: "jwt:\udfff", userId }, "google")).toBeUndefined();
+    }
+    await tokens.delete(lone, "google");
+    expect(await tokens.get(lone, "google")).toBeUndefined();
+  });
+
   it("fails as a corrupt record without quoting the stored value, which may be a token", async () => {
     await admin.set(tokens.keyOf(ann, "corrupt"), '{"token":"secret-token-123');
     const error = await tokens.get(ann, "corrupt").catch((failure: unknown) => failure);

@@ -25,13 +25,16 @@ export interface NewChallenge {
 /**
  * Challenges by id, for an authorization provider. A store shared by several server instances (e.g.
  * Redis) lets a challenge started on one be checked and completed through another. Every store is
- * bounded: a TTL for every challenge, a cap on each owner's pending ones, a cap on the total.
+ * bounded: a TTL for every challenge, a cap on each owner's pending ones, a cap on each principal's
+ * (pending or decided, over all its user ids), a cap on the total.
  */
 export interface ChallengeStore {
   /**
    * Adds a pending challenge under `id` (replacing one with that id). When its owner already has the
-   * most pending challenges allowed, the owner's oldest pending ones are dropped to make room. Throws a
-   * {@link ChallengeStoreFullError} when the store holds its maximum and none of them is the owner's.
+   * most pending challenges allowed, the owner's oldest pending ones are dropped to make room; when its
+   * principal already holds the most challenges allowed, that principal's oldest ones (pending or
+   * decided) are. Throws a {@link ChallengeStoreFullError} when the store holds its maximum and none
+   * of them is dropped to make room.
    */
   add(id: string, challenge: NewChallenge): Promise<StoredChallenge>;
   /** The challenge, unless it is unknown or expired. */
@@ -64,6 +67,12 @@ export interface ChallengeStoreOptions {
   ttlMs?: number;
   /** The most pending challenges one owner (principal and user) has; adding one more drops that owner's oldest. Default 5. */
   maxPendingPerOwner?: number;
+  /**
+   * The most challenges one principal holds, pending or decided, over all the user ids it sends;
+   * adding one more drops that principal's oldest. Below `maxChallenges`, it keeps one principal from
+   * filling the store and so from denying every other principal a challenge. Default 1,000.
+   */
+  maxChallengesPerPrincipal?: number;
   /** The most challenges held in total, decided ones included; beyond it `add` throws. Default 10,000. */
   maxChallenges?: number;
 }
@@ -78,13 +87,14 @@ export interface MemoryChallengeStoreOptions extends ChallengeStoreOptions {
 export const CHALLENGE_STORE_DEFAULTS: Readonly<Required<ChallengeStoreOptions>> = {
   ttlMs: 10 * 60 * 1000,
   maxPendingPerOwner: 5,
+  maxChallengesPerPrincipal: 1_000,
   maxChallenges: 10_000,
 };
 
 /** Checks a store's bounds and fills in the defaults; `owner` names the store in the error. */
 export function challengeStoreBounds(owner: string, options: ChallengeStoreOptions): Required<ChallengeStoreOptions> {
   const bounds = { ...CHALLENGE_STORE_DEFAULTS };
-  for (const name of ["ttlMs", "maxPendingPerOwner", "maxChallenges"] as const) {
+  for (const name of ["ttlMs", "maxPendingPerOwner", "maxChallengesPerPrincipal", "maxChallenges"] as const) {
     const value = options[name] ?? bounds[name];
     if (!Number.isSafeInteger(value) || value < 1) {
       throw new ServerConfigError(`${owner}: ${name} must be a positive integer, got ${value}`);
@@ -110,6 +120,8 @@ export class MemoryChallengeStore implements ChallengeStore {
   private readonly challenges = new Map<string, HeldChallenge>();
   /** Pending challenge ids by owner, oldest first. */
   private readonly pendingByOwner = new Map<string, Set<string>>();
+  /** Every held challenge id (pending or decided) by principal, oldest first. */
+  private readonly byPrincipal = new Map<string, Set<string>>();
   private readonly bounds: Required<ChallengeStoreOptions>;
   private readonly now: () => number;
 
@@ -126,19 +138,17 @@ export class MemoryChallengeStore implements ChallengeStore {
   async add(id: string, challenge: NewChallenge): Promise<StoredChallenge> {
     const now = this.now();
     this.prune(now);
+    // A reused id would keep its old place in the Map and break the expiry order (the Redis store drops it first too).
+    this.drop(id);
     const ownerKey = challengeOwnerKey(challenge.owner);
-    const mine = this.pendingByOwner.get(ownerKey);
-    // The owner's oldest ones make room before the total is checked: they go anyway, so a full store still takes the new one.
-    const dropped = mine ? Math.max(0, mine.size - this.bounds.maxPendingPerOwner + 1) : 0;
-    if (this.challenges.size - dropped >= this.bounds.maxChallenges) {
+    const dropped = this.makeRoom(ownerKey, challenge.owner.principal);
+    // The owner's and principal's oldest ones go anyway, so they make room before the total is checked:
+    // a full store still takes a challenge from one at its cap, and only many principals can fill it.
+    if (this.challenges.size - dropped.size >= this.bounds.maxChallenges) {
       const oldest = this.challenges.values().next().value;
       throw new ChallengeStoreFullError((oldest?.expiresAt ?? now) - now, this.bounds.maxChallenges);
     }
-    if (mine) {
-      for (const old of [...mine].slice(0, dropped)) this.drop(old);
-    }
-    // A reused id would keep its old place in the Map and break the expiry order.
-    this.drop(id);
+    for (const old of dropped) this.drop(old);
     const held: HeldChallenge = {
       owner: { principal: challenge.owner.principal, userId: challenge.owner.userId },
       scopes: [...challenge.scopes],
@@ -151,7 +161,39 @@ export class MemoryChallengeStore implements ChallengeStore {
     const pending = this.pendingByOwner.get(ownerKey) ?? new Set<string>();
     pending.add(id);
     this.pendingByOwner.set(ownerKey, pending);
+    const theirs = this.byPrincipal.get(held.owner.principal) ?? new Set<string>();
+    theirs.add(id);
+    this.byPrincipal.set(held.owner.principal, theirs);
     return this.copy(held);
+  }
+
+  /**
+   * The ids a new challenge of this owner drops: the owner's oldest pending ones past its cap, then
+   * the principal's oldest (pending or decided) past its own. Both sets are oldest first, so this
+   * reads only as many ids as go, plus at most the owner's few.
+   */
+  private makeRoom(ownerKey: string, principal: string): Set<string> {
+    const dropped = new Set<string>();
+    const mine = this.pendingByOwner.get(ownerKey);
+    if (mine) {
+      let excess = mine.size - this.bounds.maxPendingPerOwner + 1;
+      for (const old of mine) {
+        if (excess-- <= 0) break;
+        dropped.add(old);
+      }
+    }
+    const theirs = this.byPrincipal.get(principal);
+    if (theirs) {
+      // The owner's dropped ones are the principal's too.
+      let excess = theirs.size - dropped.size - this.bounds.maxChallengesPerPrincipal + 1;
+      for (const old of theirs) {
+        if (excess <= 0) break;
+        if (dropped.has(old)) continue;
+        dropped.add(old);
+        excess--;
+      }
+    }
+    return dropped;
   }
 
   async get(id: string): Promise<StoredChallenge | undefined> {
@@ -199,6 +241,10 @@ export class MemoryChallengeStore implements ChallengeStore {
     if (!held) return;
     this.challenges.delete(id);
     this.unpend(id, held);
+    const theirs = this.byPrincipal.get(held.owner.principal);
+    if (!theirs) return;
+    theirs.delete(id);
+    if (theirs.size === 0) this.byPrincipal.delete(held.owner.principal);
   }
 
   private unpend(id: string, held: HeldChallenge): void {
