@@ -8,10 +8,13 @@ import {
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
+  OxpCrossOriginError,
   OxpProtocolError,
+  OxpResponseTooLargeError,
   OxpServerError,
   OxpTimeoutError,
   OxpValidationError,
+  sameOrigin,
 } from "@otc/client";
 import {
   type CallToolContext,
@@ -59,13 +62,18 @@ Global options:
   --api-key KEY       send an API key in OXP-API-Key (env OXP_API_KEY)
   --jwt-secret S      sign HS256 JWTs with this shared secret (env OXP_JWT_SECRET)
   --jwt-audience A    the JWT's aud claim (env OXP_JWT_AUDIENCE)
+  --jwt-subject S     the JWT's sub claim, who is calling (env OXP_JWT_SUBJECT; default otc-cli)
   --timeout-ms N      time limit of one attempt (default 60000)
   --json              print the server's JSON answers as they are
   -h, --help          this text
 
 call:
   --wait-auth         when the tool needs an authorization, show its URL, wait until it is
-                      completed, then retry the same call
+                      completed, then retry the same call (polling its check_url only on the
+                      server's origin)
+
+What the server sends is printed with control characters (escape sequences, carriage returns)
+and bidi controls written as visible \\uXXXX escapes.
 
 Exit codes:
   0  success
@@ -87,6 +95,7 @@ const OPTIONS = {
   "api-key": { type: "string" },
   "jwt-secret": { type: "string" },
   "jwt-audience": { type: "string" },
+  "jwt-subject": { type: "string" },
   "timeout-ms": { type: "string" },
   json: { type: "boolean" },
   input: { type: "string" },
@@ -103,6 +112,25 @@ const OPTIONS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
 
 const DEFAULT_URL = "http://127.0.0.1:8080";
+/** The `sub` of the JWTs otc signs when neither --jwt-subject nor OXP_JWT_SUBJECT names one. */
+export const DEFAULT_JWT_SUBJECT = "otc-cli";
+
+/**
+ * What a terminal acts on instead of showing: C0 controls but \n and \t (ESC starts CSI and OSC 8
+ * sequences, \r rewrites the line), DEL, C1 controls (U+009B is an 8-bit CSI), and the bidi controls
+ * that reorder what is shown.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const UNSAFE_FOR_TERMINALS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * Text as a terminal may print it: each character it would act on written as a visible `\uXXXX`. In
+ * JSON output those characters only occur inside strings, where `\uXXXX` is their own escape: the
+ * JSON stays valid and means the same.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(UNSAFE_FOR_TERMINALS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
 const INPUT_EXAMPLE = `--input '{"a": 1, "b": 2}'`;
 
 /** Edit distance between two strings (insertions, deletions, substitutions), in O(a * b) time and O(b) space. */
@@ -288,7 +316,9 @@ function clientOptions(values: Values, env: Io["env"], from?: string): ClientOpt
   const secret = values["jwt-secret"] ?? env.OXP_JWT_SECRET;
   if (secret) {
     const audience = values["jwt-audience"] ?? env.OXP_JWT_AUDIENCE;
-    options.jwt = { secret, ...(audience ? { audience } : {}) };
+    const subject = values["jwt-subject"] ?? (env.OXP_JWT_SUBJECT || DEFAULT_JWT_SUBJECT);
+    if (subject === "") throw new UsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    options.jwt = { secret, subject, ...(audience ? { audience } : {}) };
   }
   if (values["timeout-ms"] !== undefined) {
     const timeout = Number(values["timeout-ms"]);
@@ -375,8 +405,17 @@ function sourceOf(from: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
-/** Runs the command; resolves with its exit code. */
-export async function run(argv: readonly string[], io: Io): Promise<number> {
+/**
+ * Runs the command; resolves with its exit code. Everything it writes goes through terminalSafe: the
+ * server's strings (descriptions, values, messages) reach the output in many places, and none may
+ * steer the terminal.
+ */
+export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
+  const io: Io = {
+    stdout: (text) => rawIo.stdout(terminalSafe(text)),
+    stderr: (text) => rawIo.stderr(terminalSafe(text)),
+    env: rawIo.env,
+  };
   // Commands with options of their own, loaded only when asked for (the MCP SDK is not small).
   if (argv[0] === "mcp") return (await import("./mcp-command.js")).mcpCommand(argv.slice(1), io);
   if (argv[0] === "inspect") return (await import("./inspect-command.js")).inspectCommand(argv.slice(1), io);
@@ -425,7 +464,7 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case "call":
-        return await call(rest[0], values, io, connect);
+        return await call(rest[0], values, io, connect, () => target);
       default: {
         // codegen: the only command left.
         if (!values.from || !values.out)
@@ -446,7 +485,13 @@ export async function run(argv: readonly string[], io: Io): Promise<number> {
 }
 
 /** `otc call`: the call, authorization challenges (waited for with --wait-auth), and a "did you mean" for unknown tools. */
-async function call(toolId: string | undefined, values: Values, io: Io, connect: () => OxpClient): Promise<number> {
+async function call(
+  toolId: string | undefined,
+  values: Values,
+  io: Io,
+  connect: () => OxpClient,
+  server: () => string,
+): Promise<number> {
   if (!toolId) throw new UsageError(`call needs a tool id, e.g. otc call Calculator.Add ${INPUT_EXAMPLE}`);
   const json = values.json === true;
   const context: CallToolContext = {};
@@ -485,6 +530,16 @@ async function call(toolId: string | undefined, values: Values, io: Io, connect:
         io.stderr(`Authorization required. Open this URL to continue:\n  ${challenge.url}\n`);
       }
       if (!values["wait-auth"]) throw error;
+      // Polling sends the server's credentials: a check_url elsewhere is never asked (the client refuses too).
+      const elsewhere = challenges.find(
+        (challenge) => challenge.check_url && !sameOrigin(challenge.check_url, server()),
+      );
+      if (elsewhere) {
+        io.stderr(
+          `Not waiting: the authorization's check_url (${elsewhere.check_url}) is not on the server's origin, and polling it would send it your credentials. Complete the authorization, then run the call again.\n`,
+        );
+        return EXIT.refused;
+      }
       io.stderr("Waiting for the authorization to complete...\n");
       for (const challenge of challenges) {
         if ((await client.waitForAuthorization(challenge)) === "failed") {
@@ -542,6 +597,16 @@ function report(error: unknown, io: Io, json: boolean, target = ""): number {
   if (error instanceof OxpTimeoutError) {
     io.stderr(`${error.message}${target ? ` (${target})` : ""}\n`);
     return EXIT.connection;
+  }
+  if (error instanceof OxpResponseTooLargeError) {
+    io.stderr(
+      `The server's answer is too large: otc stopped reading it after ${error.limitBytes} bytes${target ? ` (${target})` : ""}\n`,
+    );
+    return EXIT.protocol;
+  }
+  if (error instanceof OxpCrossOriginError) {
+    io.stderr(`Refused to follow the server elsewhere: ${error.message}\n`);
+    return EXIT.protocol;
   }
   if (error instanceof OxpProtocolError) {
     io.stderr(`The server's answer does not follow the OXP specification: ${error.message}\n`);

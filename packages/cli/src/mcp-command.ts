@@ -12,6 +12,9 @@ import {
 import { EXIT, type Io } from "./cli.js";
 import { stopped } from "./stopped.js";
 
+/** The `sub` of the JWTs `otc mcp serve` signs when neither --jwt-subject nor OXP_JWT_SUBJECT names one. */
+export const DEFAULT_MCP_JWT_SUBJECT = "otc-mcp";
+
 export const MCP_HELP = `otc mcp serve: serve an OXP server's tools to MCP clients
 
 Usage:
@@ -23,6 +26,8 @@ Options:
   --api-key KEY          API key for the OXP server (env OXP_API_KEY)
   --jwt-secret S         sign HS256 JWTs for the OXP server (env OXP_JWT_SECRET)
   --jwt-audience A       the JWT's aud claim (env OXP_JWT_AUDIENCE)
+  --jwt-subject S        the JWT's sub claim, who is calling (env OXP_JWT_SUBJECT;
+                         default ${DEFAULT_MCP_JWT_SUBJECT})
   --transport T          stdio (default): for an MCP host that starts this command;
                          http: streamable HTTP (stateless) at POST /mcp
   --port N               http only; default 3000
@@ -50,6 +55,7 @@ const OPTIONS = {
   "api-key": { type: "string" },
   "jwt-secret": { type: "string" },
   "jwt-audience": { type: "string" },
+  "jwt-subject": { type: "string" },
   transport: { type: "string" },
   port: { type: "string" },
   host: { type: "string" },
@@ -121,7 +127,9 @@ function bridgeOptions(values: Record<string, string | boolean | undefined>, env
   if (apiKey) options.apiKey = apiKey;
   if (secret) {
     const audience = text("jwt-audience") ?? env.OXP_JWT_AUDIENCE;
-    options.jwt = { secret, ...(audience ? { audience } : {}) };
+    const subject = text("jwt-subject") ?? (env.OXP_JWT_SUBJECT || DEFAULT_MCP_JWT_SUBJECT);
+    if (subject === "") throw new McpUsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    options.jwt = { secret, subject, ...(audience ? { audience } : {}) };
   }
   const versions = text("tool-versions") ?? "latest";
   if (versions !== "latest" && versions !== "all") {

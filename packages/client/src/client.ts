@@ -12,7 +12,15 @@ import {
 } from "@otc/types";
 import createFetchClient from "openapi-fetch";
 import { answers } from "./answers.js";
-import { errorFromResponse, OxpConnectionError, OxpError, OxpProtocolError, OxpTimeoutError } from "./errors.js";
+import {
+  errorFromResponse,
+  OxpConnectionError,
+  OxpCrossOriginError,
+  OxpError,
+  OxpProtocolError,
+  OxpTimeoutError,
+} from "./errors.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, guardedFetch, originOf, sameOrigin } from "./guarded-fetch.js";
 import { type JwtOptions, jwtSigner } from "./jwt.js";
 import { normalizeToolDefinition } from "./tool-schemas.js";
 
@@ -32,14 +40,22 @@ export interface ClientOptions {
   baseUrl: string;
   /** Sent in `OXP-API-Key`. */
   apiKey?: string;
-  /** Sign HS256 JWTs and send them as bearer tokens. */
+  /** Sign HS256 JWTs (with a `sub`, the caller's identity) and send them as bearer tokens. */
   jwt?: JwtOptions;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
-  /** The fetch to use; default the global one. Tests pass their own to observe requests. */
+  /**
+   * The fetch to use; default the global one. Tests pass their own to observe requests. It is given
+   * Requests with `redirect: "manual"`: the client follows redirects itself, on the server's origin only.
+   */
   fetch?: typeof fetch;
   /** Time limit of one attempt, in milliseconds. Default 60,000. */
   timeoutMs?: number;
+  /**
+   * The most bytes of one answer the client reads (decoded, after any gzip), in bytes. Default 16 MiB.
+   * A longer answer is an OxpResponseTooLargeError, its reading stopped at the limit.
+   */
+  maxResponseBytes?: number;
   retry?: RetryOptions;
   /** `flat` (default) or `envelope`, the 1.0 draft's `{"request": ...}` form, for older servers. */
   wire?: "flat" | "envelope";
@@ -76,7 +92,10 @@ export interface OxpClient {
    * breaks the spec. Retries keep the same call_id.
    */
   callTool(request: CallToolRequest, options?: CallOptions): Promise<CallToolResponse>;
-  /** GET a challenge's check_url once. */
+  /**
+   * GET a challenge's check_url once. A check_url on another origin than the server's is an
+   * OxpCrossOriginError and is never requested: polling sends the server's credentials.
+   */
   checkAuthorization(challenge: ToolAuthorizationChallenge, options?: CallOptions): Promise<ChallengeStatus>;
   /** Polls a challenge's check_url until it is completed or failed (or the signal aborts). */
   waitForAuthorization(
@@ -130,7 +149,8 @@ function retryAfter(headers: Headers): number | undefined {
 }
 
 /**
- * Creates a client for one Tool Server. Every request sends `OXP-Version: 1.0`.
+ * Creates a client for one Tool Server. Every request sends `OXP-Version: 1.0`. Credentials and
+ * bodies go to the server's origin only: a redirect elsewhere is an OxpCrossOriginError, not followed.
  *
  * @example
  * const client = createClient({ baseUrl: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
@@ -140,7 +160,12 @@ function retryAfter(headers: Headers): number | undefined {
 export function createClient(options: ClientOptions): OxpClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const doFetch = options.fetch ?? globalThis.fetch;
-  const api = createFetchClient<paths>({ baseUrl, fetch: (request) => doFetch(request) });
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!(Number.isInteger(maxResponseBytes) && maxResponseBytes > 0))
+    throw new RangeError("maxResponseBytes must be a positive whole number of bytes");
+  const guarded = guardedFetch((request) => doFetch(request), { maxResponseBytes });
+  // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
+  const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxAttempts = Math.max(1, Math.floor(options.retry?.maxAttempts ?? 3));
   const maxDelayMs = options.retry?.maxDelayMs ?? 10_000;
@@ -279,13 +304,29 @@ export function createClient(options: ClientOptions): OxpClient {
 
     async checkAuthorization(challenge, callOptions = {}) {
       if (!challenge.check_url) throw new OxpProtocolError("The challenge has no check_url to poll", 0);
+      if (!sameOrigin(challenge.check_url, baseUrl)) {
+        const serverOrigin = originOf(baseUrl) ?? baseUrl;
+        const other = originOf(challenge.check_url, `${baseUrl}/`);
+        throw new OxpCrossOriginError(
+          `The challenge's check_url is on ${other ?? "no origin"}, not on the server's origin ${serverOrigin}: the client does not poll it, since polling sends the server's credentials`,
+          0,
+          serverOrigin,
+          other,
+        );
+      }
       const url = new URL(challenge.check_url, `${baseUrl}/`).toString();
       return withRetries(async (signal) => {
-        const response = await send(
-          async (attemptSignal) => doFetch(url, { headers: await headers(), signal: attemptSignal }),
-          signal,
-        );
-        const body = await response.json().catch(() => undefined);
+        const { response, text } = await send(async (attemptSignal) => {
+          const request = new Request(url, { headers: await headers(), signal: attemptSignal, redirect: "manual" });
+          const answer = await guarded(request);
+          return { response: answer, text: await answer.text() };
+        }, signal);
+        let body: unknown;
+        try {
+          body = text === "" ? undefined : JSON.parse(text);
+        } catch {
+          body = text;
+        }
         if (!response.ok) return failure(response, body);
         if (!answers.challengeStatus(body)) {
           throw new OxpProtocolError(

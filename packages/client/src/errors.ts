@@ -116,6 +116,41 @@ export class OxpProtocolError extends OxpLocalError {
   }
 }
 
+/**
+ * The server sent the client to another origin: a redirect (3xx with a Location elsewhere) or a challenge
+ * whose check_url is elsewhere. The client refuses: its credentials and request bodies go to the
+ * server's origin only. Nothing was sent to the other origin. Not retried.
+ */
+export class OxpCrossOriginError extends OxpProtocolError {
+  override name = "OxpCrossOriginError";
+
+  constructor(
+    message: string,
+    /** The status of the redirect; 0 for a check_url. */
+    status: number,
+    /** The origin of the server the client was made for. */
+    readonly serverOrigin: string,
+    /** The origin the server pointed at; undefined when a browser hid it (an opaque redirect). */
+    readonly otherOrigin: string | undefined,
+  ) {
+    super(message, status);
+  }
+}
+
+/** An answer longer than the client's `maxResponseBytes`: its reading stopped there (or before, by Content-Length). Not retried. */
+export class OxpResponseTooLargeError extends OxpProtocolError {
+  override name = "OxpResponseTooLargeError";
+
+  constructor(
+    /** The status of the answer. */
+    status: number,
+    /** The limit, in bytes (decoded, after any Content-Encoding). */
+    readonly limitBytes: number,
+  ) {
+    super(`The answer is larger than the client accepts (maxResponseBytes: ${limitBytes} bytes)`, status);
+  }
+}
+
 // Neither family: failures of a tool or of a model, which the client turns into errors on request.
 
 /** A typed binding's call whose tool failed (`success: false` in a 200); `error` is the response's ToolError. */

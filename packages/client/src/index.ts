@@ -21,15 +21,18 @@ export {
   errorFromResponse,
   OxpAuthenticationError,
   OxpConnectionError,
+  OxpCrossOriginError,
   OxpError,
   OxpLocalError,
   OxpModelCallError,
   OxpProtocolError,
   OxpResponseError,
+  OxpResponseTooLargeError,
   OxpServerError,
   OxpTimeoutError,
   OxpToolCallError,
   OxpValidationError,
 } from "./errors.js";
+export { DEFAULT_MAX_RESPONSE_BYTES, MAX_REDIRECTS, sameOrigin } from "./guarded-fetch.js";
 export type { JwtOptions } from "./jwt.js";
 export { normalizeToolDefinition } from "./tool-schemas.js";

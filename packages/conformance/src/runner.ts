@@ -81,7 +81,8 @@ export async function runConformance(options: RunOptions): Promise<Report> {
     if (options.apiKey) return { "OXP-API-Key": options.apiKey };
     if (options.jwtSecret) {
       if (!jwt || jwt.until < Date.now()) {
-        const claims: Record<string, unknown> = { exp: Math.floor(Date.now() / 1000) + 300 };
+        // A sub names the kit as the caller: a server refuses a JWT without one.
+        const claims: Record<string, unknown> = { sub: "oxp-conformance", exp: Math.floor(Date.now() / 1000) + 300 };
         if (options.jwtAudience) claims.aud = options.jwtAudience;
         jwt = { token: await signJwt(options.jwtSecret, claims), until: Date.now() + 120_000 };
       }

@@ -7,6 +7,7 @@ import {
   type Credentials,
   canConnect,
   clientFor,
+  DEFAULT_JWT_SUBJECT,
   defaultServerUrl,
   type PageConfig,
   readPageConfig,
@@ -70,6 +71,10 @@ function ConnectionForm(props: {
       <label>
         JWT audience
         <input type="text" {...field("jwtAudience")} />
+      </label>
+      <label>
+        JWT subject
+        <input type="text" {...field("jwtSubject")} />
       </label>
       <button type="submit" disabled={connection.state === "connecting"}>
         {needsReload ? "Open server" : "Connect"}
@@ -144,7 +149,13 @@ function ToolList(props: { tools: ToolDefinition[]; selected: string | undefined
 export function App() {
   const config = useMemo(readPageConfig, []);
   const initial = useMemo<Credentials>(
-    () => ({ serverUrl: defaultServerUrl(config, window.location), apiKey: "", jwtSecret: "", jwtAudience: "" }),
+    () => ({
+      serverUrl: defaultServerUrl(config, window.location),
+      apiKey: "",
+      jwtSecret: "",
+      jwtAudience: "",
+      jwtSubject: DEFAULT_JWT_SUBJECT,
+    }),
     [config],
   );
   const [credentials, setCredentials] = useState<Credentials>(initial);

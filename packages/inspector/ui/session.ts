@@ -1,5 +1,5 @@
 /** The page's link to a server: clients of @otc/client with a fetch that records each exchange, masked, for the history. */
-import { type ClientOptions, createClient, type OxpClient } from "@otc/client";
+import { type ClientOptions, createClient, type OxpClient, sameOrigin } from "@otc/client";
 
 /** What the user typed to reach a server. Kept in React state only: never stored, never sent elsewhere. */
 export interface Credentials {
@@ -7,7 +7,12 @@ export interface Credentials {
   apiKey: string;
   jwtSecret: string;
   jwtAudience: string;
+  /** The JWT's `sub`: servers key a caller's stored results and held tokens by it, and refuse JWTs without one. */
+  jwtSubject: string;
 }
+
+/** The JWT subject the form starts with. */
+export const DEFAULT_JWT_SUBJECT = "oxp-inspector";
 
 /** One HTTP exchange as the history shows it, with every credential masked. */
 export interface Exchange {
@@ -65,11 +70,8 @@ export function canConnect(url: string, config: PageConfig, location: Location):
  * able to have them sent anywhere else.
  */
 export function canPoll(checkUrl: string, serverUrl: string): boolean {
-  try {
-    return new URL(checkUrl, `${serverUrl}/`).origin === new URL(serverUrl).origin;
-  } catch {
-    return false;
-  }
+  // The client's own check: it refuses to poll anywhere else too.
+  return sameOrigin(checkUrl, serverUrl);
 }
 
 /** True for an http(s) URL: the only kind the page opens for a challenge (never `javascript:` or `data:`). */
@@ -187,6 +189,8 @@ export function clientFor(credentials: Credentials, record: (exchange: Exchange)
   if (credentials.jwtSecret) {
     options.jwt = {
       secret: credentials.jwtSecret,
+      // An emptied field falls back to the default: a JWT without a sub is refused.
+      subject: credentials.jwtSubject || DEFAULT_JWT_SUBJECT,
       ...(credentials.jwtAudience ? { audience: credentials.jwtAudience } : {}),
     };
   }

@@ -19,11 +19,14 @@ import {
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
+  OxpCrossOriginError,
   OxpProtocolError,
+  OxpResponseTooLargeError,
   OxpServerError,
   OxpTimeoutError,
   OxpValidationError,
   type RetryOptions,
+  sameOrigin,
 } from "@otc/client";
 import {
   type CallToolRequest,
@@ -49,7 +52,7 @@ export interface McpBridgeOptions {
   url: string;
   /** Sent to the OXP server in `OXP-API-Key`; never shown to the MCP client. */
   apiKey?: string;
-  /** Sign HS256 JWTs for the OXP server; never shown to the MCP client. */
+  /** Sign HS256 JWTs (with `subject` as their `sub`) for the OXP server; never shown to the MCP client. */
   jwt?: JwtOptions;
   /** `latest` (default): one MCP tool per OXP tool, its highest version. `all`: older versions too, with a `_vX_Y_Z` suffix. */
   toolVersions?: "latest" | "all";
@@ -67,7 +70,10 @@ export interface McpBridgeOptions {
    * whole call, however many challenges it has (the elicitations and the polling). Default 300,000.
    */
   authorizationWaitMs?: number;
-  /** How often the authorization's check_url is polled, in ms. Default 1,000. */
+  /**
+   * How often the authorization's check_url is polled, in ms. Default 1,000. A check_url on another
+   * origin than `url`'s is never polled (polling sends the credentials): the call ends with the link.
+   */
   authorizationPollMs?: number;
   /** Time limit of one OXP request, in ms (the client's `timeoutMs`). */
   timeoutMs?: number;
@@ -202,6 +208,18 @@ export function errorToCallToolResult(error: unknown): CallToolResult {
       can_retry: true,
     });
   }
+  if (error instanceof OxpResponseTooLargeError) {
+    return errorResult("The tool server's answer was too large: the bridge stopped reading it.", {
+      status: error.status,
+      can_retry: false,
+    });
+  }
+  if (error instanceof OxpCrossOriginError) {
+    return errorResult("The tool server sent the bridge to another server, which the bridge does not follow.", {
+      status: error.status,
+      can_retry: false,
+    });
+  }
   if (error instanceof OxpProtocolError) {
     return errorResult("The tool server's answer did not follow the protocol.", {
       status: error.status,
@@ -324,7 +342,11 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         return authorizationResult(challenges, "The tool needs an authorization.");
       }
       if (answer.action !== "accept") return authorizationResult(challenges, "The authorization was not accepted.");
-      if (!challenge.check_url) return authorizationResult(challenges, "The tool needs an authorization.");
+      // Without a check_url on the server's own origin there is nothing the bridge may poll: the user
+      // completes the authorization and calls again.
+      if (!challenge.check_url || !sameOrigin(challenge.check_url, options.url)) {
+        return authorizationResult(challenges, "The tool needs an authorization.");
+      }
       let status: string;
       try {
         status = await client.waitForAuthorization(challenge, { signal: bounded, intervalMs: pollMs });
@@ -410,6 +432,8 @@ function errorText(error: unknown): string {
   if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
     return "The tool server could not be reached or did not answer in time";
   }
+  if (error instanceof OxpResponseTooLargeError) return "The tool server's answer was too large";
+  if (error instanceof OxpCrossOriginError) return "The tool server sent the bridge to another server";
   if (error instanceof OxpProtocolError) return "The tool server's answer did not follow the protocol";
   return "The bridge failed";
 }

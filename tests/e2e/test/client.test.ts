@@ -259,7 +259,11 @@ describe("authentication", () => {
     const locked = await startDemo({ auth: { jwt: { secret: "s".repeat(32), audiences: ["demo"] } } });
     try {
       const { seen, fetch } = recordingFetch();
-      const client = createClient({ baseUrl: locked.url, fetch, jwt: { secret: "s".repeat(32), audience: "demo" } });
+      const client = createClient({
+        baseUrl: locked.url,
+        fetch,
+        jwt: { secret: "s".repeat(32), audience: "demo", subject: "e2e-agent" },
+      });
       await client.listTools();
       await client.callTool({ tool_id: "Calculator.Add", input: { a: 1, b: 1 } });
       const [first, second] = seen.map((request) => request.headers.get("authorization"));
@@ -267,8 +271,11 @@ describe("authentication", () => {
       expect(second).toBe(first);
       const payload = JSON.parse(Buffer.from((first ?? "").split(".")[1] ?? "", "base64url").toString());
       expect(payload.aud).toBe("demo");
+      expect(payload.sub).toBe("e2e-agent");
       expect(payload.exp - payload.iat).toBe(300);
-      expect(() => createClient({ baseUrl: locked.url, jwt: { secret: "x", ttlSeconds: 901 } })).toThrow(RangeError);
+      expect(() => createClient({ baseUrl: locked.url, jwt: { secret: "x", subject: "a", ttlSeconds: 901 } })).toThrow(
+        RangeError,
+      );
     } finally {
       await locked.close();
     }

@@ -1,5 +1,7 @@
 // `otc mcp` (packages/cli/src/mcp-command.ts) in-process: usage errors, and `serve --transport http` until stopped.
 
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mcpCommand } from "@otc/cli";
 import { createDemoApp } from "@otc/demo/app";
 import { listen, type RunningServer } from "@otc/server";
@@ -22,6 +24,10 @@ function io(env: Record<string, string | undefined> = {}) {
     },
   };
 }
+
+/** The claims of a JWT, read without checking its signature (the test only looks at what was sent). */
+const decodeJwt = (token: string): Record<string, unknown> =>
+  JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString());
 
 let demo: RunningServer;
 beforeAll(async () => {
@@ -153,5 +159,45 @@ describe("otc mcp", () => {
       await jwtDemo.close();
     }
     expect(run.out.stderr).not.toContain(secret);
+  });
+
+  it("signs JWTs with a sub: otc-mcp by default, OXP_JWT_SUBJECT or --jwt-subject when given", async () => {
+    // A bare server that shows what the bridge sends it.
+    const seen: IncomingHttpHeaders[] = [];
+    const oxp = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { "content-type": "application/json" }).end('{"items": []}');
+    });
+    await new Promise<void>((resolve) => oxp.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(oxp.address() as AddressInfo).port}`;
+    const subjectOf = async (args: string[], env: Record<string, string>) => {
+      const run = io({ OXP_JWT_SECRET: "a-jwt-secret-for-the-sub-test", ...env });
+      const stop = new AbortController();
+      const exit = mcpCommand(["serve", "--url", url, "--transport", "http", "--port", "0", ...args], run.io, {
+        signal: stop.signal,
+      });
+      try {
+        await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/\/mcp/);
+        const client = mcpClient();
+        await connectHttp(client, /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string);
+        await client.listTools();
+        await client.close();
+      } finally {
+        stop.abort();
+        await exit;
+      }
+      return decodeJwt((seen.at(-1)?.authorization ?? "").replace(/^Bearer /, "")).sub;
+    };
+    try {
+      expect(await subjectOf([], {})).toBe("otc-mcp");
+      expect(await subjectOf([], { OXP_JWT_SUBJECT: "mail-agent" })).toBe("mail-agent");
+      expect(await subjectOf(["--jwt-subject", "flag-agent"], { OXP_JWT_SUBJECT: "mail-agent" })).toBe("flag-agent");
+      const empty = io({ OXP_JWT_SECRET: "s" });
+      expect(await mcpCommand(["serve", "--url", url, "--jwt-subject="], empty.io)).toBe(2);
+      expect(empty.out.stderr).toMatch(/--jwt-subject must not be empty/);
+    } finally {
+      oxp.closeAllConnections();
+      await new Promise((resolve) => oxp.close(resolve));
+    }
   });
 });

@@ -1,0 +1,125 @@
+// The bridge in front of a hostile OXP server on loopback: a check_url or a redirect to another origin, an endless answer.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY } from "@otc/mcp";
+import { afterEach, describe, expect, it } from "vitest";
+import { mcpClient, textOf } from "./harness.js";
+
+const API_KEY = "bridge-key-for-the-oxp-server-only";
+
+/** A loopback server answering with `handle`, recording each request's method, path and headers. */
+async function rawServer(handle: (req: IncomingMessage, res: ServerResponse) => unknown) {
+  const hits: { method: string; url: string; headers: IncomingMessage["headers"] }[] = [];
+  const server = createServer(async (req, res) => {
+    for await (const _chunk of req);
+    hits.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
+    await handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  opened.push(close);
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
+}
+
+const opened: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((close) => close()));
+});
+
+/** Resolves once `res` takes more (drain) or never will (close). */
+function writable(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done).off("close", done);
+      resolve();
+    };
+    res.on("drain", done).on("close", done);
+  });
+}
+
+const json = (res: ServerResponse, status: number, body: unknown) =>
+  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+
+const mailTool = {
+  id: "Mail.Read@1.0.0",
+  name: "Mail_Read",
+  version: "1.0.0",
+  description: "Reads mail.",
+  input_schema: { type: "object", properties: {} },
+  output_schema: null,
+};
+
+/** An MCP client that accepts every URL elicitation, connected in-process to a bridge for `url`. */
+async function bridged(url: string, elicited: string[] = []) {
+  const client = mcpClient(async (request) => {
+    elicited.push((request.params as { url: string }).url);
+    return { action: "accept" };
+  });
+  const bridge = createMcpBridge({ url, apiKey: API_KEY, authorizationPollMs: 10, authorizationWaitMs: 5_000 });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await bridge.createServer().connect(serverSide);
+  await client.connect(clientSide);
+  opened.push(() => client.close());
+  return client;
+}
+
+describe("the bridge and a hostile OXP server", () => {
+  it("never polls a check_url on another origin: the user gets the link, that origin gets nothing", async () => {
+    const elsewhere = await rawServer((_req, res) => json(res, 200, { status: "completed" }));
+    const oxp = await rawServer((req, res) => {
+      if (req.url === "/tools") return json(res, 200, { items: [mailTool] });
+      return json(res, 400, {
+        message: "Authorization required",
+        missing_requirements: {
+          authorization: [{ id: "google", url: `${elsewhere.url}/consent`, check_url: `${elsewhere.url}/status` }],
+        },
+      });
+    });
+    const elicited: string[] = [];
+    const client = await bridged(oxp.url, elicited);
+    const result = await client.callTool({ name: "Mail_Read", arguments: {} });
+    expect(elicited).toEqual([`${elsewhere.url}/consent`]);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^The tool needs an authorization\. Ask the user to open this link/);
+    expect(result._meta?.[AUTHORIZATION_META_KEY]).toEqual([{ id: "google", url: `${elsewhere.url}/consent` }]);
+    expect(elsewhere.hits).toEqual([]);
+    expect(oxp.hits.map((hit) => `${hit.method} ${hit.url}`)).toEqual(["GET /tools", "POST /tools/call"]);
+  });
+
+  it("does not follow a redirect to another origin, and says so without naming it", async () => {
+    const elsewhere = await rawServer((_req, res) => json(res, 200, { items: [mailTool] }));
+    const oxp = await rawServer((req, res) => {
+      if (req.url === "/tools") return json(res, 200, { items: [mailTool] });
+      return res.writeHead(307, { location: `${elsewhere.url}/tools/call` }).end();
+    });
+    const client = await bridged(oxp.url);
+    const result = await client.callTool({ name: "Mail_Read", arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe("The tool server sent the bridge to another server, which the bridge does not follow.");
+    expect(result._meta?.[ERROR_META_KEY]).toEqual({ status: 307, can_retry: false });
+    expect(textOf(result)).not.toContain(elsewhere.url);
+    expect(elsewhere.hits).toEqual([]);
+  });
+
+  it("stops reading an endless tool list, and says it was too large", async () => {
+    let written = 0;
+    const oxp = await rawServer(async (_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      res.write('{"items": [');
+      while (written < 100 * 1024 * 1024 && !res.destroyed) {
+        written += chunk.length;
+        if (!res.write(chunk)) await writable(res);
+      }
+      res.end();
+    });
+    const client = await bridged(oxp.url);
+    await expect(client.listTools()).rejects.toThrow("The tool server's answer was too large");
+    expect(written).toBeLessThan(48 * 1024 * 1024);
+  });
+});
