@@ -4,6 +4,7 @@ import Form from "@rjsf/core";
 import type { RJSFSchema } from "@rjsf/utils";
 import validator from "@rjsf/validator-ajv8";
 import { type FormEvent, useEffect, useMemo, useState } from "react";
+import { ErrorBoundary, messageOf } from "./error-boundary.js";
 import type { HistoryEntry } from "./History.js";
 import { describe, fromError, fromResponse, type Outcome, toErrorSchema } from "./outcome.js";
 import { type Credentials, canOpen, canPoll, clientFor, type Exchange, newCallId } from "./session.js";
@@ -281,11 +282,54 @@ function buildContext(tool: ToolDefinition, fields: ContextFields): CallToolCont
   return Object.keys(context).length ? context : undefined;
 }
 
-export function ToolView(props: {
+/** The definition as JSON for a fallback, whatever it holds. */
+function definitionText(tool: ToolDefinition): string {
+  try {
+    return JSON.stringify(tool, null, 2);
+  } catch (error) {
+    return `(the definition cannot be shown: ${messageOf(error)})`;
+  }
+}
+
+/** What the page shows for a tool whose view failed to render: the error and the definition as the server sent it. */
+function BrokenTool({ tool, error }: { tool: ToolDefinition; error: unknown }) {
+  return (
+    <div className="tool-view">
+      <section className="definition" aria-label="Tool error">
+        <h2>{String(tool.id)}</h2>
+        <p role="alert" className="bad">
+          This tool cannot be shown: {messageOf(error)}
+        </p>
+        <details open>
+          <summary>Definition (JSON)</summary>
+          <section aria-label="Tool definition">
+            <pre>{definitionText(tool)}</pre>
+          </section>
+        </details>
+      </section>
+    </div>
+  );
+}
+
+type ToolViewProps = {
   tool: ToolDefinition;
   credentials: Credentials;
   onRecord: (entry: HistoryEntry) => void;
-}) {
+};
+
+/**
+ * One tool. A definition the page cannot render (a schema the form builder chokes on, from a server that
+ * ignores the spec) shows an error in place of this tool only: the tool list and the other tools keep working.
+ */
+export function ToolView(props: ToolViewProps) {
+  return (
+    <ErrorBoundary fallback={(error) => <BrokenTool tool={props.tool} error={error} />}>
+      <ToolViewBody {...props} />
+    </ErrorBoundary>
+  );
+}
+
+function ToolViewBody(props: ToolViewProps) {
   const { tool, credentials, onRecord } = props;
   const schema = useMemo(() => formSchema(tool), [tool]);
   const [mode, setMode] = useState<"form" | "json">("form");
@@ -422,28 +466,42 @@ export function ToolView(props: {
         </div>
         {mode === "form" ? (
           <div role="tabpanel" aria-label="Form">
-            <Form
-              schema={schema}
-              validator={validator}
-              formData={formData}
-              onChange={(event) => setFormData((event.formData ?? {}) as Input)}
-              onSubmit={(event) => call((event.formData ?? {}) as Input)}
-              noValidate={!validateFirst}
-              noHtml5Validate
-              showErrorList={false}
-              extraErrors={extraErrors}
-              idPrefix="input"
+            {/* rjsf throws while rendering a schema it cannot follow (a nested $ref, say): the JSON input still works. */}
+            <ErrorBoundary
+              fallback={(error) => (
+                <div className="form-error">
+                  <p role="alert" className="bad">
+                    The form cannot be built from this tool's input schema: {messageOf(error)}
+                  </p>
+                  <button type="button" onClick={() => switchMode("json")}>
+                    Write the input as JSON
+                  </button>
+                </div>
+              )}
             >
-              <label className="inline">
-                <input
-                  type="checkbox"
-                  checked={validateFirst}
-                  onChange={(event) => setValidateFirst(event.target.checked)}
-                />
-                Check the input against the schema in the page before sending
-              </label>
-              {callButton}
-            </Form>
+              <Form
+                schema={schema}
+                validator={validator}
+                formData={formData}
+                onChange={(event) => setFormData((event.formData ?? {}) as Input)}
+                onSubmit={(event) => call((event.formData ?? {}) as Input)}
+                noValidate={!validateFirst}
+                noHtml5Validate
+                showErrorList={false}
+                extraErrors={extraErrors}
+                idPrefix="input"
+              >
+                <label className="inline">
+                  <input
+                    type="checkbox"
+                    checked={validateFirst}
+                    onChange={(event) => setValidateFirst(event.target.checked)}
+                  />
+                  Check the input against the schema in the page before sending
+                </label>
+                {callButton}
+              </Form>
+            </ErrorBoundary>
           </div>
         ) : (
           <form role="tabpanel" aria-label="JSON" onSubmit={submitJson}>

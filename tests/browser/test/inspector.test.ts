@@ -1,4 +1,7 @@
-/** The Inspector and the API reference in Chromium, against the demo Tool Server: list, call, errors, challenges, API keys, /docs offline. */
+/** The Inspector and the API reference in Chromium, against the demo Tool Server (list, call, errors, challenges, API keys, /docs offline) and a server whose catalog breaks the spec. */
+import { createServer as createHttpServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { inspector } from "@otc/inspector";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DemoServer, description, field, launchBrowser, screenshot, startDemo, watchPolicy } from "./harness.js";
@@ -285,6 +288,8 @@ describe("the Inspector with a JWT secret", () => {
     const jwt = tokens[0]?.split(" ")[2] ?? "";
     const claims = JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString());
     expect(claims.aud).toBe("oxp-tests");
+    // The form's default subject: a server refuses a JWT without a sub.
+    expect(claims.sub).toBe("oxp-inspector");
     expect(tokens.join(" ")).not.toContain(JWT_SECRET);
 
     const history = page.getByRole("list", { name: "Calls" });
@@ -321,6 +326,103 @@ describe("the API reference at /docs", () => {
     await screenshot(page, "08-docs", false);
     expect(blocked).toEqual([]);
     expect(failed).toEqual([]);
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+});
+
+describe("the Inspector against a server whose catalog breaks the spec", () => {
+  /** A catalog no @otc/server would list: one tool's input schema has a nested $ref that points nowhere. */
+  const catalog = [
+    {
+      id: "Bad.Ref@1.0.0",
+      name: "Bad_Ref",
+      version: "1.0.0",
+      description: "A tool whose input schema has a nested $ref.",
+      input_schema: { type: "object", properties: { a: { description: "A.", $ref: "#/$defs/missing" } } },
+      output_schema: {},
+    },
+    {
+      id: "Good.Echo@1.0.0",
+      name: "Good_Echo",
+      version: "1.0.0",
+      description: "Echoes its input.",
+      input_schema: {
+        type: "object",
+        properties: { text: { type: "string", description: "What to echo." } },
+        required: ["text"],
+      },
+      output_schema: {},
+    },
+  ];
+  let server: Server;
+  let url: string;
+  const calls: { tool_id?: string; input?: unknown }[] = [];
+
+  beforeAll(async () => {
+    const pages = inspector();
+    server = createHttpServer((req, res) => {
+      const path = req.url ?? "";
+      if (/^\/(inspector|docs)(\/|$|\?)/.test(path)) return pages(req, res);
+      const answer = (status: number, body: unknown) => {
+        res.writeHead(status, { "Content-Type": "application/json", "OXP-Version": "1.0" });
+        res.end(JSON.stringify(body));
+      };
+      if (req.method === "POST" && path === "/tools/call") {
+        let text = "";
+        req.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        req.on("end", () => {
+          const body = JSON.parse(text) as { call_id: string; tool_id: string; input: unknown };
+          calls.push(body);
+          answer(200, { call_id: body.call_id, duration: 1, success: true, value: { echoed: body.input } });
+        });
+        return;
+      }
+      if (req.method === "GET" && /^\/tools(\?|$)/.test(path)) return answer(200, { items: catalog });
+      answer(404, { message: "Not found" });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  // rule: definitions.self-contained (a client facing a server that breaks it)
+  test("shows an error for the tool whose schema the form cannot follow; the rest of the page keeps working", async () => {
+    const page = await context.newPage();
+    const violations = watchPolicy(page);
+    await page.goto(`${url}/inspector`);
+    await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
+    await choose(page, "Bad.Ref@1.0.0");
+    const broken = page
+      .getByRole("alert")
+      .filter({ hasText: "The form cannot be built from this tool's input schema" });
+    await broken.waitFor();
+    expect(await broken.textContent()).toContain("#/$defs/missing");
+    await screenshot(page, "11-broken-schema");
+    // The definition is still shown, and the input can still be written as JSON and sent.
+    expect(JSON.parse((await page.getByLabel("Tool definition").textContent()) ?? "").id).toBe("Bad.Ref@1.0.0");
+    await page.getByRole("button", { name: "Write the input as JSON" }).click();
+    await page.getByLabel("Input JSON").fill('{"a": 1}');
+    await page.getByRole("button", { name: "Call tool" }).click();
+    await result(page).getByText("Success").waitFor();
+    expect(calls.at(-1)).toMatchObject({ tool_id: "Bad.Ref@1.0.0", input: { a: 1 } });
+
+    // The other tool's form works as before, and the broken one shows its error again, alone.
+    await choose(page, "Good.Echo@1.0.0");
+    expect(await page.getByRole("alert").count()).toBe(0);
+    await field(page, "text").fill("hi");
+    await page.getByRole("button", { name: "Call tool" }).click();
+    await result(page).getByText("Success").waitFor();
+    expect(calls.at(-1)).toMatchObject({ tool_id: "Good.Echo@1.0.0", input: { text: "hi" } });
+    await choose(page, "Bad.Ref@1.0.0");
+    await broken.waitFor();
+    await page.getByRole("heading", { name: "OXP Inspector" }).waitFor();
+    expect(await page.getByRole("navigation", { name: "Tools" }).getByRole("button").count()).toBe(2);
     expect(violations).toEqual([]);
     await page.close();
   });

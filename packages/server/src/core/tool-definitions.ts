@@ -16,25 +16,37 @@ import type { Tool } from "./tool.js";
 const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"]);
 /** Keywords whose values are data, not subschemas. */
 const DATA = new Set(["enum", "const", "examples", "default"]);
-const FORBIDDEN = new Set(["$ref", "$defs", "definitions", "$dynamicRef"]);
+/** References: refused in data too, because a reference resolver (a code generator's, say) follows them anywhere. */
+const REFERENCES = new Set(["$ref", "$dynamicRef", "$recursiveRef"]);
+const FORBIDDEN = new Set([...REFERENCES, "$defs", "definitions"]);
+/** json-schema-to-typescript's extensions (`tsType`, `tsEnumNames`...): it copies some into the code it writes. */
+const CODEGEN_EXTENSION = /^ts[A-Z]/;
 
-/** The path of the first keyword in a schema (at any depth) for which `matches` holds. */
+/**
+ * The path of the first member of a schema (at any depth) for which `matches` holds. `data` is true for the
+ * members of `enum`, `const`, `examples` and `default` values, where every key is a member, never a keyword.
+ */
 function findKeyword(
   schema: unknown,
-  matches: (key: string, value: unknown) => boolean,
+  matches: (key: string, value: unknown, data: boolean) => boolean,
   path = "",
+  data = false,
 ): string | undefined {
   if (Array.isArray(schema)) {
     for (const [i, item] of schema.entries()) {
-      const found = findKeyword(item, matches, `${path}/${i}`);
+      const found = findKeyword(item, matches, `${path}/${i}`, data);
       if (found) return found;
     }
     return undefined;
   }
   if (typeof schema !== "object" || schema === null) return undefined;
   for (const [key, value] of Object.entries(schema)) {
-    if (matches(key, value)) return `${path}/${key}`;
-    if (DATA.has(key)) continue;
+    if (matches(key, value, data)) return `${path}/${key}`;
+    if (data || DATA.has(key)) {
+      const found = findKeyword(value, matches, `${path}/${key}`, true);
+      if (found) return found;
+      continue;
+    }
     const children =
       NAME_MAPS.has(key) && typeof value === "object" && value !== null ? Object.entries(value) : [["", value]];
     for (const [name, sub] of children) {
@@ -94,13 +106,16 @@ export function checkToolDefinition(
     ["input_schema", definition.input_schema],
     ["output_schema", definition.output_schema],
   ] as const) {
-    const forbidden = findKeyword(schema, (key) => FORBIDDEN.has(key));
+    const forbidden = findKeyword(schema, (key, _value, data) => (data ? REFERENCES : FORBIDDEN).has(key));
     if (forbidden) refuse(`${field} must be self-contained, but has ${forbidden}`);
+    const extension = findKeyword(schema, (key, _value, data) => !data && CODEGEN_EXTENSION.test(key));
+    if (extension)
+      refuse(`${field} uses a code generator's extension keyword, which no server publishes, at ${extension}`);
     if (schema === null) continue;
     // Ajv would skip an unknown format silently; a tool author expects it checked.
     const format = findKeyword(
       schema,
-      (key, value) => key === "format" && typeof value === "string" && !knownFormats.has(value),
+      (key, value, data) => !data && key === "format" && typeof value === "string" && !knownFormats.has(value),
     );
     if (format) refuse(`${field} uses a format this server does not know, at ${format}`);
     try {

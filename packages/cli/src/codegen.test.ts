@@ -1,0 +1,455 @@
+// `otc codegen` against hostile catalogs, served by real servers on loopback: the bindings declare types and nothing else.
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ToolDefinition } from "@otc/types";
+import { compile } from "json-schema-to-typescript";
+import ts from "typescript";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { EXIT, run } from "./cli.js";
+import { generateBindings, NO_REFERENCES } from "./codegen.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
+
+/** What no generated file holds raw: controls (but line feed), line and paragraph separators, bidirectional overrides. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these are the characters the tests look for
+const UNSAFE = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** A server on 127.0.0.1 that answers every request with `answer(path)` as JSON and records every request's path. */
+async function serve(answer: (path: string) => unknown): Promise<{ url: string; paths: string[]; server: Server }> {
+  const paths: string[] = [];
+  const server = createServer((req, res) => {
+    paths.push(req.url ?? "");
+    res.writeHead(200, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(answer(req.url ?? "")));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths, server };
+}
+
+/** Runs `otc` in process; resolves with its exit code and what it printed. */
+async function otc(args: string[]) {
+  let stdout = "";
+  let stderr = "";
+  const code = await run(args, {
+    stdout: (text) => {
+      stdout += text;
+    },
+    stderr: (text) => {
+      stderr += text;
+    },
+    env: {},
+  });
+  return { code, stdout, stderr };
+}
+
+const definition = (id: string, input_schema: object, output_schema: object | null = null): ToolDefinition =>
+  ({
+    id,
+    name: id.split("@")[0]?.replace(".", "_") ?? "",
+    description: `The ${id} tool.`,
+    version: id.split("@")[1] ?? "",
+    input_schema,
+    output_schema,
+  }) as ToolDefinition;
+
+/**
+ * What a generated file is made of, read by TypeScript's parser: every top-level statement must be the import of
+ * `@otc/client`, an exported type or interface, `toolIds` or `createTools` exactly as the generator writes them;
+ * nowhere an `import(...)` (expression or type). Returns the exported names; throws on anything else.
+ */
+function exportsOf(code: string): string[] {
+  const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+  const names: string[] = [];
+  const exported = (node: ts.Node) =>
+    ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
+  for (const statement of file.statements) {
+    const text = statement.getText(file);
+    if (ts.isImportDeclaration(statement)) {
+      expect(text).toBe('import { type BoundTools, bindTools, type OxpClient } from "@otc/client";');
+    } else if ((ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) && exported(statement)) {
+      names.push(statement.name.text);
+    } else if (ts.isVariableStatement(statement) && exported(statement)) {
+      expect(text).toMatch(/^export const toolIds = \[[\s"\w.@,]*\] as const;$/);
+      names.push("toolIds");
+    } else if (ts.isFunctionDeclaration(statement) && exported(statement)) {
+      expect(text).toBe(
+        "export function createTools(client: OxpClient): BoundTools<Tools> {\n  return bindTools<Tools>(client, toolIds);\n}",
+      );
+      names.push("createTools");
+    } else {
+      throw new Error(`the bindings hold a statement no catalog may add: ${text.slice(0, 200)}`);
+    }
+  }
+  const visit = (node: ts.Node): void => {
+    if (
+      ts.isImportTypeNode(node) ||
+      (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)
+    )
+      throw new Error(`the bindings import something: ${node.getText(file)}`);
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  return names;
+}
+
+/**
+ * Every comment of a generated file, as TypeScript's scanner sees them: a block comment holds no `*\/` but its
+ * own end, and no comment holds a line terminator other than `\n` (a `//` comment none), a control character
+ * or a bidirectional override.
+ */
+function commentsOf(code: string): string[] {
+  const scanner = ts.createScanner(ts.ScriptTarget.ES2022, false, ts.LanguageVariant.Standard, code);
+  const comments: string[] = [];
+  for (let kind = scanner.scan(); kind !== ts.SyntaxKind.EndOfFileToken; kind = scanner.scan()) {
+    if (kind === ts.SyntaxKind.SingleLineCommentTrivia || kind === ts.SyntaxKind.MultiLineCommentTrivia) {
+      comments.push(scanner.getTokenText());
+    }
+  }
+  for (const comment of comments) {
+    if (comment.startsWith("/*")) expect(comment.indexOf("*/"), comment).toBe(comment.length - 2);
+    else expect(comment, comment).not.toMatch(/\n/);
+    expect(comment, comment).not.toMatch(UNSAFE);
+  }
+  return comments;
+}
+
+/** Type-checks a generated file with `--strict` and more, against @otc/client's sources; resolves with the errors. */
+function typeErrors(code: string, dir: string): string[] {
+  const file = path.join(dir, "typecheck.ts");
+  const host = ts.createCompilerHost({});
+  const { readFile, fileExists } = host;
+  // The file exists only in memory: nothing is written where another program could pick it up.
+  host.readFile = (name) => (path.resolve(name) === file ? code : readFile(name));
+  host.fileExists = (name) => path.resolve(name) === file || fileExists(name);
+  const program = ts.createProgram({
+    rootNames: [file],
+    host,
+    options: {
+      strict: true,
+      noEmit: true,
+      module: ts.ModuleKind.ESNext,
+      moduleResolution: ts.ModuleResolutionKind.Bundler,
+      target: ts.ScriptTarget.ES2022,
+      noUncheckedIndexedAccess: true,
+      exactOptionalPropertyTypes: true,
+      noUnusedLocals: true,
+      skipLibCheck: true,
+      types: [],
+      paths: {
+        "@otc/client": [path.join(repoRoot, "packages/client/src/index.ts")],
+        "@otc/types": [path.join(repoRoot, "packages/types/src/index.ts")],
+      },
+    },
+  });
+  const source = program.getSourceFile(file);
+  return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) =>
+    ts.flattenDiagnosticMessageText(d.messageText, "\n"),
+  );
+}
+
+/** Imports a generated file in a child process (transpiled, with a stand-in @otc/client); resolves with its exit code. */
+async function importInChild(code: string, dir: string): Promise<{ code: number; output: string }> {
+  const js = ts.transpileModule(code, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: true },
+  }).outputText;
+  const client = path.join(dir, "node_modules/@otc/client");
+  await mkdir(client, { recursive: true });
+  await writeFile(
+    path.join(client, "package.json"),
+    JSON.stringify({ name: "@otc/client", type: "module", exports: "./index.js" }),
+  );
+  await writeFile(path.join(client, "index.js"), "export const bindTools = () => ({});\n");
+  await writeFile(path.join(dir, "tools.mjs"), js);
+  return new Promise((resolve) => {
+    execFile(process.execPath, ["tools.mjs"], { cwd: dir, timeout: 20_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+let hostile: Awaited<ReturnType<typeof serve>>;
+/** Another host a catalog may point a `$ref` at: it must never be asked anything. */
+let elsewhere: Awaited<ReturnType<typeof serve>>;
+let catalog: ToolDefinition[] = [];
+let tmp: string;
+
+beforeAll(async () => {
+  [hostile, elsewhere, tmp] = await Promise.all([
+    serve((url) => (url.startsWith("/tools") ? { items: catalog } : {})),
+    serve(() => ({ type: "number", description: "A schema from another host." })),
+    mkdtemp(path.join(os.tmpdir(), "otc-codegen-hostile-")),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([
+    ...[hostile, elsewhere].map((s) => s && new Promise((resolve) => s.server.close(resolve))),
+    tmp && rm(tmp, { recursive: true, force: true }),
+  ]);
+});
+beforeEach(() => {
+  hostile.paths.length = 0;
+  elsewhere.paths.length = 0;
+});
+
+describe("otc codegen --from a hostile server", () => {
+  // rules: definitions.client-codegen-safe, definitions.no-codegen-extensions
+  it("writes only types from a schema with generator extensions and a pattern that closes its comment", async () => {
+    const marker = path.join(tmp, "pwned");
+    const pwned = `${hostile.url}/pwned`;
+    catalog = [
+      definition(
+        "Evil.Inject@1.0.0",
+        {
+          type: "object",
+          properties: {
+            a: {
+              type: "string",
+              description: "A.",
+              // What json-schema-to-typescript copies into the output word for word.
+              tsType: `string; }\nimport("node:fs").then((fs) => fs.writeFileSync(${JSON.stringify(marker)}, "1"));\nfetch("${pwned}/tsType");\nexport interface Dummy {\n  x?: string`,
+            },
+            b: { type: "string", description: "B.", enum: ["x", "y"], tsEnumNames: ["X", "Y"] },
+            c: { type: "object", description: "C.", extends: { tsType: `unknown; fetch("${pwned}/extends")` } },
+          },
+        },
+        // The generator escapes only the first `*/` of a pattern it writes into a comment.
+        { type: "object", patternProperties: { [`x*/ */ } fetch("${pwned}/pattern"); export interface Q { /*`]: {} } },
+      ),
+    ];
+    const out = path.join(tmp, "inject.ts");
+    expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+    const code = await readFile(out, "utf8");
+    expect(exportsOf(code)).toEqual([
+      "EvilInjectV1_0_0Input",
+      "EvilInjectV1_0_0Output",
+      "Tools",
+      "toolIds",
+      "createTools",
+    ]);
+    commentsOf(code);
+    expect(code).toContain("  a?: string;\n");
+    expect(code).toContain('  b?: "x" | "y";\n');
+    expect(typeErrors(code, tmp)).toEqual([]);
+    const imported = await importInChild(code, path.join(tmp, "child"));
+    expect(imported, imported.output).toMatchObject({ code: 0 });
+    expect(existsSync(marker)).toBe(false);
+    expect(hostile.paths).toEqual(["/tools"]);
+  }, 60_000);
+
+  // rule: definitions.client-codegen-safe
+  it("keeps hostile property names, enum values and descriptions inside their keys, strings and comments", async () => {
+    const names = [
+      '"; } fetch("x"); //',
+      "back\\slash",
+      "*/ end",
+      "new\nline",
+      "sep\u2028arator\u2029",
+      "__proto__",
+      "constructor",
+      "bidi\u202eevil",
+    ];
+    const values = ['"*/ \u2028 x', 'a\\"b', "\r\n", "*/\u2029/*"];
+    const text = "Ends */ a comment /* and\r\nlines\rin\u2028every\u2029way \u202e\u001b[31m with controls.";
+    catalog = [
+      {
+        ...definition("Evil.Text@1.0.0", {
+          type: "object",
+          properties: Object.fromEntries(names.map((name) => [name, { type: "string", description: text }])),
+          required: ["__proto__"],
+        }),
+        description: `${text} More.`,
+      },
+      definition("Evil.Values@1.0.0", {
+        type: "object",
+        properties: { v: { description: text, enum: [...values, { "*/": "\u2028", ["__proto__"]: 1 }] } },
+      }),
+    ];
+    const out = path.join(tmp, "text.ts");
+    expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+    const code = await readFile(out, "utf8");
+    expect(exportsOf(code)).toEqual([
+      "EvilTextV1_0_0Input",
+      "EvilTextV1_0_0Output",
+      "EvilValuesV1_0_0Input",
+      "EvilValuesV1_0_0Output",
+      "Tools",
+      "toolIds",
+      "createTools",
+    ]);
+    const comments = commentsOf(code);
+    // What JSON.stringify leaves raw in a quoted key or a string literal is escaped there too.
+    expect(code).not.toMatch(UNSAFE);
+    expect(comments).toContain("// Evil.Text@1.0.0: Ends */ a comment /* and");
+    expect(comments.filter((comment) => comment.includes("Ends *\\/ a comment /\\* and\n"))).toHaveLength(
+      names.length + 1,
+    );
+    expect(typeErrors(code, tmp)).toEqual([]);
+    // The names and values are what the catalog says, as TypeScript reads them.
+    const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+    const declaration = (name: string) =>
+      file.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name) as ts.InterfaceDeclaration;
+    const keys = declaration("EvilTextV1_0_0Input").members.map((member) =>
+      member.name && (ts.isStringLiteral(member.name) || ts.isIdentifier(member.name)) ? member.name.text : "?",
+    );
+    expect(keys).toEqual(names);
+    const property = declaration("EvilValuesV1_0_0Input").members[0] as ts.PropertySignature;
+    const union = property.type as ts.UnionTypeNode;
+    const literals = union.types
+      .filter((type): type is ts.LiteralTypeNode => ts.isLiteralTypeNode(type))
+      .map((type) => (type.literal as ts.StringLiteral).text);
+    expect(literals).toEqual(values);
+  }, 60_000);
+
+  // rules: definitions.client-codegen-safe, definitions.self-contained
+  it.each([
+    ["a path", (secrets: string) => ({ type: "array", items: { $ref: secrets } }), "/properties/a/items/$ref"],
+    ["a file: URL", (secrets: string) => ({ anyOf: [{ $ref: `file://${secrets}` }] }), "/properties/a/anyOf/0/$ref"],
+    ["an http URL", () => ({ not: { $ref: `${elsewhere.url}/schema.json` } }), "/properties/a/not/$ref"],
+    ["an enum's data", (secrets: string) => ({ enum: [{ $ref: secrets }] }), "/properties/a/enum/0/$ref"],
+    [
+      "a default",
+      () => ({ type: "string", default: { $ref: `${elsewhere.url}/default` } }),
+      "/properties/a/default/$ref",
+    ],
+    ["a pointer", () => ({ items: { $ref: "#/properties/b" } }), "/properties/a/items/$ref"],
+  ])("refuses a nested $ref to %s, naming the tool and the place, and follows none", async (_case, schema, at) => {
+    const secret = "API_KEY=sk-live-0d4c8e1f";
+    const secrets = path.join(tmp, "secrets.json");
+    await writeFile(secrets, JSON.stringify({ type: "string", description: secret }));
+    catalog = [
+      definition("Evil.Ref@1.0.0", {
+        type: "object",
+        properties: { a: { description: "A.", ...schema(secrets) }, b: { type: "string", description: "B." } },
+      }),
+    ];
+    const out = path.join(tmp, "ref.ts");
+    await rm(out, { force: true });
+    const result = await otc(["codegen", "--from", hostile.url, "--out", out]);
+    expect(result).toMatchObject({ code: EXIT.protocol, stdout: "" });
+    expect(result.stderr).toBe(
+      `otc: tool "Evil.Ref@1.0.0" is refused: input_schema has $ref at ${JSON.stringify(at)} (otc codegen follows no reference: a tool's schemas are self-contained)\n`,
+    );
+    expect(existsSync(out)).toBe(false);
+    expect(elsewhere.paths).toEqual([]);
+  });
+
+  // rule: definitions.client-codegen-safe
+  it("gives json-schema-to-typescript no way to read a file or fetch a URL, should a $ref get past the walk", async () => {
+    const secrets = path.join(tmp, "secrets.json");
+    await writeFile(secrets, JSON.stringify({ type: "string", description: "API_KEY=sk-live-0d4c8e1f" }));
+    for (const $ref of [secrets, `file://${secrets}`, "secrets.json", `${elsewhere.url}/schema.json`, "#/$defs/a"]) {
+      const schema = { type: "object", properties: { a: { $ref } }, $defs: { a: { type: "string" } } } as const;
+      await expect(compile(schema, "X", { $refOptions: NO_REFERENCES, cwd: tmp }), $ref).rejects.toThrow(
+        /Refs should have been resolved/,
+      );
+    }
+    expect(elsewhere.paths).toEqual([]);
+  });
+});
+
+describe("a catalog file otc codegen refuses", () => {
+  /** Writes a catalog file and runs codegen on it; resolves with what `otc` said and whether the output exists. */
+  async function fromFile(tools: unknown[]) {
+    const from = path.join(tmp, "catalog.json");
+    const out = path.join(tmp, "refused.ts");
+    await rm(out, { force: true });
+    await writeFile(from, JSON.stringify({ items: tools }));
+    const result = await otc(["codegen", "--from", from, "--out", out]);
+    return { ...result, written: existsSync(out) };
+  }
+
+  const nested = (depth: number): object =>
+    depth === 0 ? { type: "string" } : { type: "array", items: nested(depth - 1) };
+
+  // rule: definitions.client-codegen-safe
+  it.each<[string, unknown, RegExp]>([
+    [
+      "a minItems that closes its comment",
+      definition("Evil.Count@1.0.0", {
+        type: "object",
+        properties: {
+          d: { type: "array", description: "D.", items: {}, minItems: '0 */ }; fetch("http://127.0.0.1:9"); /*' },
+        },
+      }),
+      /^otc: tool "Evil.Count@1.0.0" is refused: input_schema has a minItems that is not a non-negative integer at "\/properties\/d\/minItems"\n$/,
+    ],
+    [
+      "a type that is no JSON Schema type",
+      definition("Evil.Type@1.0.0", { type: "object", properties: { t: { type: "any; fetch()", description: "T." } } }),
+      /input_schema has a type that is not one of JSON Schema's seven at "\/properties\/t\/type"/,
+    ],
+    [
+      "a schema nested too deep",
+      definition("Evil.Deep@1.0.0", { type: "object" }, nested(129)),
+      /output_schema nests deeper than 128 levels at "(\/items){30}/,
+    ],
+    [
+      "an id that is no tool id",
+      definition('Evil.Id@1.0.0"] as const; fetch("http://127.0.0.1:9"); //', {}),
+      /^otc: the catalog has a tool id that is not Toolkit.Tool@x.y.z: "Evil.Id@1.0.0\\"] as const; fetch\(/,
+    ],
+    [
+      "an id without its version",
+      definition("Evil.Latest", {}),
+      /^otc: the catalog has a tool id that is not Toolkit.Tool@x.y.z: "Evil.Latest"\n$/,
+    ],
+  ])("refuses %s, naming the tool and the place", async (_case, tool, message) => {
+    const result = await fromFile([tool]);
+    expect(result).toMatchObject({ code: EXIT.protocol, stdout: "", written: false });
+    expect(result.stderr).toMatch(message);
+  });
+
+  // rule: definitions.client-codegen-safe
+  it("refuses two tools that would get the same type name", async () => {
+    expect(await fromFile([definition("A.B_c@1.0.0", {}), definition("A.BC@1.0.0", {})])).toMatchObject({
+      code: EXIT.protocol,
+      stderr: 'otc: tools "A.B_c@1.0.0" and "A.BC@1.0.0" would both be named ABCV1_0_0\n',
+      written: false,
+    });
+    expect(await fromFile([definition("A.B@1.0.0", {}), definition("A.B@1.0.0", {})])).toMatchObject({
+      stderr: 'otc: the catalog lists tool "A.B@1.0.0" twice\n',
+      written: false,
+    });
+  });
+});
+
+describe("generateBindings", () => {
+  // rule: definitions.client-codegen-safe
+  it("writes the source into its header comment without a control or bidirectional character", async () => {
+    const code = await generateBindings([], "tools\u202e\u001b[2Jnj.json\u2028fetch()");
+    expect(code.split("\n")[0]).toBe("// Generated by otc codegen from tools[2Jnj.json — do not edit.");
+    commentsOf(code);
+  });
+
+  // rule: definitions.client-codegen-safe
+  it("writes bounded arrays as tuples only where that stays small", async () => {
+    const code = await generateBindings(
+      [
+        definition("Arrays.Bounded@1.0.0", {
+          type: "object",
+          properties: {
+            two: { type: "array", items: { type: "string" }, minItems: 2, description: "Two or more." },
+            many: { type: "array", items: { type: "string" }, minItems: 50, description: "Fifty or more." },
+            nested: {
+              type: "array",
+              items: { type: "array", items: { type: "number" }, minItems: 3 },
+              minItems: 3,
+              description: "Three lists or more.",
+            },
+          },
+          required: ["two", "many", "nested"],
+        }),
+      ],
+      "arrays.json",
+    );
+    expect(code).toContain("  two: [string, string, ...string[]];\n");
+    expect(code).toContain("  many: string[];\n");
+    expect(code).toContain("  nested: [number[], number[], number[], ...number[][]];\n");
+  });
+});
