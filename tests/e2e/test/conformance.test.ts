@@ -29,13 +29,13 @@ describe.each(["express", "node"] as const)("the demo on the %s adapter passes e
       "with authentication off",
       { defaultTimeoutMs: 500 },
       {},
-      ["auth.required", "auth.api-key", "auth.jwt.valid", "auth.jwt.refused"],
+      ["auth.required", "auth.api-key", "auth.jwt.valid", "auth.jwt.refused", "auth.jwt.subject"],
     ],
     [
       "with an API key",
       { defaultTimeoutMs: 500, auth: { apiKeys: [API_KEY] } },
       { apiKey: API_KEY },
-      ["auth.jwt.valid", "auth.jwt.refused"],
+      ["auth.jwt.valid", "auth.jwt.refused", "auth.jwt.subject"],
     ],
     [
       "with JWTs and an audience",

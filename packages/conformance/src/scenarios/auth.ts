@@ -6,6 +6,9 @@ import { type Context, check, checkError, checkStatus, need, type Scenario } fro
 
 const now = () => Math.floor(Date.now() / 1000);
 
+/** The `sub` of the kit's valid tokens: a server refuses a JWT that names no client (docs/protocol.md 5). */
+const SUBJECT = "oxp-conformance";
+
 /** An HS256 JWT with exactly these claims. */
 export function signJwt(secret: string, claims: Record<string, unknown>): Promise<string> {
   return new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT" }).sign(new TextEncoder().encode(secret));
@@ -75,7 +78,7 @@ export const authScenarios: Scenario[] = [
     title: "A valid HS256 JWT is admitted",
     async run(ctx) {
       const secret = need(ctx.auth.jwtSecret, "no JWT secret given");
-      const claims: Record<string, unknown> = { exp: now() + 300 };
+      const claims: Record<string, unknown> = { sub: "oxp-conformance", exp: now() + 300 };
       if (ctx.auth.jwtAudience) claims.aud = ctx.auth.jwtAudience;
       checkStatus(await tools(ctx, { Authorization: `Bearer ${await signJwt(secret, claims)}` }), 200);
     },
@@ -88,21 +91,47 @@ export const authScenarios: Scenario[] = [
     title: "Expired, exp-less, too long-lived, alg none, HS512, badly signed and wrong-aud JWTs are 401s",
     async run(ctx) {
       const secret = need(ctx.auth.jwtSecret, "no JWT secret given");
+      // Each token is valid but for the one thing named, so its 401 can only be for that.
       const aud = ctx.auth.jwtAudience ? { aud: ctx.auth.jwtAudience } : {};
+      const base = { ...aud, sub: SUBJECT };
       const cases: [string, string][] = [
-        ["expired", await signJwt(secret, { ...aud, exp: now() - 300 })],
-        ["without exp", await signJwt(secret, { ...aud, sub: "x" })],
-        ["exp 20 minutes ahead", await signJwt(secret, { ...aud, exp: now() + 1_200 })],
-        ["alg none", rawJwt(secret, { alg: "none", typ: "JWT" }, { ...aud, exp: now() + 300 })],
-        ["alg HS512", rawJwt(secret, { alg: "HS512", typ: "JWT" }, { ...aud, exp: now() + 300 }, "sha512")],
-        ["signed with another secret", await signJwt(`${secret}-other`, { ...aud, exp: now() + 300 })],
+        ["expired", await signJwt(secret, { ...base, exp: now() - 300 })],
+        ["without exp", await signJwt(secret, base)],
+        ["exp 20 minutes ahead", await signJwt(secret, { ...base, exp: now() + 1_200 })],
+        ["alg none", rawJwt(secret, { alg: "none", typ: "JWT" }, { ...base, exp: now() + 300 })],
+        ["alg HS512", rawJwt(secret, { alg: "HS512", typ: "JWT" }, { ...base, exp: now() + 300 }, "sha512")],
+        ["signed with another secret", await signJwt(`${secret}-other`, { ...base, exp: now() + 300 })],
         [
           "with an aud the server does not allow",
-          await signJwt(secret, { exp: now() + 300, aud: "oxp-conformance-nobody" }),
+          await signJwt(secret, { sub: SUBJECT, exp: now() + 300, aud: "oxp-conformance-nobody" }),
         ],
       ];
       for (const [what, token] of cases)
         checkUnauthorized(await tools(ctx, { Authorization: `Bearer ${token}` }), what);
+    },
+  },
+  {
+    id: "auth.jwt.subject",
+    section: "5",
+    rules: ["auth.jwt-subject", "auth.principal-identity"],
+    level: "MUST",
+    title: "A JWT without sub, or with an empty, non-string or over-long sub, is a 401",
+    async run(ctx) {
+      const secret = need(ctx.auth.jwtSecret, "no JWT secret given");
+      const aud = ctx.auth.jwtAudience ? { aud: ctx.auth.jwtAudience } : {};
+      const token = (sub: unknown) =>
+        signJwt(secret, { ...aud, exp: now() + 300, ...(sub === undefined ? {} : { sub }) });
+      // The control: the same token with a proper sub is admitted.
+      checkStatus(await tools(ctx, { Authorization: `Bearer ${await token(SUBJECT)}` }), 200);
+      const cases: [string, unknown][] = [
+        ["without sub", undefined],
+        ["with an empty sub", ""],
+        ["with a numeric sub", 5],
+        ["with an object sub", { id: SUBJECT }],
+        ["with a sub of 257 characters", "s".repeat(257)],
+      ];
+      for (const [what, sub] of cases)
+        checkUnauthorized(await tools(ctx, { Authorization: `Bearer ${await token(sub)}` }), what);
     },
   },
 ];

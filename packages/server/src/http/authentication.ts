@@ -1,16 +1,62 @@
-/** Server authentication (docs/protocol.md section 5): API keys and HS256 JWTs; any one valid credential admits. */
-import { createSecretKey, hash, timingSafeEqual } from "node:crypto";
-import { errors as joseErrors, jwtVerify } from "jose";
+/** Server authentication (docs/protocol.md section 5): API keys, HS256 JWTs and public-key JWTs; any one valid credential admits. */
+import { createPublicKey, createSecretKey, hash, type KeyObject, timingSafeEqual } from "node:crypto";
+import { isIP } from "node:net";
+import {
+  type CryptoKey,
+  createRemoteJWKSet,
+  customFetch,
+  decodeProtectedHeader,
+  type FetchImplementation,
+  type JWTPayload,
+  type JWTVerifyOptions,
+  errors as joseErrors,
+  jwtVerify,
+  type ProtectedHeaderParameters,
+} from "jose";
+import type { Logger } from "pino";
 import { setBounded } from "../core/bounded-map.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
+
+/** The JWT algorithms a server can accept: HS256 with the shared secret, the others with public keys. */
+export type JwtAlgorithm = "HS256" | "RS256" | "ES256" | "EdDSA";
+
+const PUBLIC_KEY_ALGORITHMS = ["RS256", "ES256", "EdDSA"] as const;
+type PublicKeyAlgorithm = (typeof PUBLIC_KEY_ALGORITHMS)[number];
 
 /** How the server authenticates clients. Both methods may be on; with neither, authentication is off. */
 export interface AuthenticationOptions {
   /** Accepted API keys, sent in `OXP-API-Key` (or as a bearer token, as the draft's clients do). */
   apiKeys?: readonly string[];
+  /** JWTs, sent as bearer tokens. At least one of `secret`, `publicKeys` and `jwksUrl`; several may be on at once. */
   jwt?: {
-    /** The shared HS256 secret. */
-    secret: string;
+    /** The shared HS256 secret (the protocol's baseline). */
+    secret?: string;
+    /**
+     * Public keys in PEM (SPKI, `-----BEGIN PUBLIC KEY-----`). Each key verifies one algorithm, from its type:
+     * RSA (2048 bits or more) RS256, EC P-256 ES256, Ed25519 EdDSA. Every key of a token's `alg` is tried.
+     */
+    publicKeys?: readonly string[];
+    /**
+     * A JSON Web Key Set's URL (https; http only to a loopback address), e.g. an identity provider's
+     * `jwks_uri`. Fetched on the first token, cached, fetched again for an unknown `kid` (at most once per
+     * `jwksCooldownSeconds`) or once the set is older than `jwksMaxAgeSeconds`. Requires `issuer`.
+     */
+    jwksUrl?: string;
+    /** How long after a fetch an unknown `kid` cannot cause another, in seconds. Default 30. */
+    jwksCooldownSeconds?: number;
+    /** How long a fetched key set is used before it is fetched again, in seconds. Default 600. */
+    jwksMaxAgeSeconds?: number;
+    /** How long a fetch of the key set may take, body included, in milliseconds. Default 3000. */
+    jwksTimeoutMs?: number;
+    /**
+     * The `iss` a token verified with a public key must carry (one, or any of a list); such a token without
+     * `iss` is refused. HS256 tokens are the secret holder's own and are not checked against it.
+     */
+    issuer?: string | readonly string[];
+    /** The algorithms accepted. Default: HS256 with a `secret`, RS256, ES256 and EdDSA with public keys. */
+    algorithms?: readonly JwtAlgorithm[];
+    /** The claim naming the client, a non-empty string of at most 256 characters. Default `sub`. */
+    principalClaim?: string;
     /** Audiences a token's `aud` may name; a token with an `aud` outside them is refused. */
     audiences?: readonly string[];
     /** How far ahead `exp` may be, in seconds. Default 900 (15 minutes). */
@@ -24,6 +70,14 @@ export interface AuthenticationOptions {
 const VERIFIED_JWT_CACHE_SIZE = 10_000;
 /** Longer tokens are verified every time, not remembered: the cache stays within a few megabytes. */
 const VERIFIED_JWT_MAX_LENGTH = 2_048;
+/** The longest principal claim and `iss` admitted, as for the protocol's other identifiers. */
+const CLAIM_MAX_LENGTH = 256;
+/** The largest key set read from `jwksUrl`: a few dozen keys with their certificates fit many times over. */
+const JWKS_MAX_BYTES = 128 * 1024;
+/** After a failed fetch of the key set, new tokens needing it get a 503 for this long instead of another fetch. */
+const JWKS_RETRY_AFTER_SECONDS = 5;
+// C0, DEL and C1: a principal is a key part in stores and may be logged.
+const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
@@ -38,19 +92,203 @@ function unauthorized(developerMessage: string): WireError {
   });
 }
 
+/** A PEM public key and the one algorithm it verifies; ServerConfigError when unusable. */
+function importPublicKey(pem: string, index: number): { key: KeyObject; alg: PublicKeyAlgorithm } {
+  const where = `jwt.publicKeys[${index}]`;
+  // createPublicKey would quietly derive the public half: a private key has no place in a server's config.
+  if (typeof pem !== "string" || /PRIVATE KEY-----/.test(pem)) {
+    throw new ServerConfigError(`${where} must be a PEM public key, not a private key`);
+  }
+  let key: KeyObject;
+  try {
+    key = createPublicKey(pem);
+  } catch {
+    throw new ServerConfigError(`${where} is not a PEM public key`);
+  }
+  const details = key.asymmetricKeyDetails;
+  if (key.asymmetricKeyType === "rsa" && (details?.modulusLength ?? 0) >= 2048) return { key, alg: "RS256" };
+  if (key.asymmetricKeyType === "ec" && details?.namedCurve === "prime256v1") return { key, alg: "ES256" };
+  if (key.asymmetricKeyType === "ed25519") return { key, alg: "EdDSA" };
+  throw new ServerConfigError(
+    `${where} is not a usable key: RSA of 2048 bits or more (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)`,
+  );
+}
+
+/** The parsed `jwksUrl`: https, or http to a loopback address (a key set read in the clear could be replaced). */
+function jwksUrlOf(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ServerConfigError("jwt.jwksUrl is not a URL");
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const loopback = host === "localhost" || (isIP(host) === 4 && host.startsWith("127.")) || host === "::1";
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
+    throw new ServerConfigError("jwt.jwksUrl must be an https URL (http only to a loopback address)");
+  }
+  if (url.username || url.password) throw new ServerConfigError("jwt.jwksUrl must not carry credentials");
+  return url;
+}
+
+function nonNegative(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value < 0) throw new ServerConfigError(`jwt.${name} must be a non-negative number`);
+  return value;
+}
+
+/** The 503 for a key set that cannot be read: the server's own dependency failed, not the client's token. */
+function keySetUnavailable(): WireError {
+  return new WireError("unavailable", "The server cannot check credentials right now", {
+    developerMessage: "The server could not fetch the JSON Web Key Set its JWTs are verified with; retry shortly.",
+    headers: { "Retry-After": String(JWKS_RETRY_AFTER_SECONDS) },
+  });
+}
+
+/** Thrown by the bounded fetch while the last failure is recent: no new request goes out. */
+class KeySetBackoff extends Error {}
+
+/**
+ * The key set at `url` through jose's createRemoteJWKSet (caching, refetch on an unknown `kid` after the
+ * cooldown), its fetch bounded in bytes and time, and paused for a few seconds after a failure.
+ * `keysFor` answers the keys that may have signed a token: none for an unknown `kid`; a 503 when the
+ * set cannot be read.
+ */
+function remoteKeySet(
+  url: URL,
+  timing: { cooldownMs: number; maxAgeMs: number; timeoutMs: number },
+  logger: Pick<Logger, "warn"> | undefined,
+) {
+  let failedUntil = 0;
+  const boundedFetch: FetchImplementation = async (href, init) => {
+    if (Date.now() < failedUntil) throw new KeySetBackoff();
+    const response = await fetch(href, init);
+    if (response.status !== 200 || !response.body) {
+      await response.body?.cancel();
+      return new Response(null, { status: response.status === 200 ? 502 : response.status });
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      // Leaving the loop cancels the stream.
+      if (size > JWKS_MAX_BYTES) throw new Error(`the key set is larger than ${JWKS_MAX_BYTES} bytes`);
+      chunks.push(chunk);
+    }
+    return new Response(Buffer.concat(chunks), { status: 200 });
+  };
+  const keySet = createRemoteJWKSet(url, {
+    cooldownDuration: timing.cooldownMs,
+    cacheMaxAge: timing.maxAgeMs,
+    timeoutDuration: timing.timeoutMs,
+    [customFetch]: boundedFetch,
+  });
+  const where = `${url.origin}${url.pathname}`;
+
+  return {
+    async keysFor(header: ProtectedHeaderParameters): Promise<CryptoKey[]> {
+      try {
+        return [await keySet(header)];
+      } catch (error) {
+        if (error instanceof joseErrors.JWKSNoMatchingKey) return [];
+        if (error instanceof joseErrors.JWKSMultipleMatchingKeys) {
+          // No `kid`, several keys of its `alg`: each is tried.
+          const keys: CryptoKey[] = [];
+          for await (const key of error) keys.push(key);
+          return keys;
+        }
+        if (!(error instanceof KeySetBackoff) && Date.now() >= failedUntil) {
+          // Logged once per failure, not once per request that waited for it.
+          failedUntil = Date.now() + JWKS_RETRY_AFTER_SECONDS * 1000;
+          const reason = error instanceof Error ? error.message : String(error);
+          logger?.warn({ jwks_url: where, err: reason }, "the JWT key set could not be fetched");
+        }
+        throw keySetUnavailable();
+      }
+    },
+  };
+}
+
 /** Builds the check run on every authenticated request; undefined when authentication is off. */
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
+  logger?: Pick<Logger, "warn">,
 ): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
   const keys = (options?.apiKeys ?? []).map((key) => {
     if (key.length === 0) throw new ServerConfigError("API keys must not be empty");
     return digest(key);
   });
   const jwt = options?.jwt;
-  if (jwt && jwt.secret.length === 0) throw new ServerConfigError("The JWT secret must not be empty");
   if (keys.length === 0 && !jwt) return undefined;
+  if (jwt?.secret !== undefined && jwt.secret.length === 0) {
+    throw new ServerConfigError("The JWT secret must not be empty");
+  }
   // The key is prepared once; jose would otherwise import the raw secret on every verification.
-  const secret = jwt ? createSecretKey(Buffer.from(jwt.secret, "utf8")) : undefined;
+  const secret = jwt?.secret ? createSecretKey(Buffer.from(jwt.secret, "utf8")) : undefined;
+  const publicKeys = (jwt?.publicKeys ?? []).map(importPublicKey);
+  const jwksUrl = jwt?.jwksUrl === undefined ? undefined : jwksUrlOf(jwt.jwksUrl);
+  if (jwt && !secret && publicKeys.length === 0 && !jwksUrl) {
+    throw new ServerConfigError("jwt needs a secret, publicKeys or a jwksUrl");
+  }
+  const withPublicKeys = publicKeys.length > 0 || jwksUrl !== undefined;
+
+  const issuers = jwt?.issuer === undefined ? undefined : [jwt.issuer].flat();
+  if (
+    issuers?.length === 0 ||
+    issuers?.some((iss) => typeof iss !== "string" || iss.length === 0 || iss.length > CLAIM_MAX_LENGTH)
+  ) {
+    throw new ServerConfigError(
+      `jwt.issuer must be a string of 1 to ${CLAIM_MAX_LENGTH} characters, or a non-empty list of them`,
+    );
+  }
+  if (issuers && !withPublicKeys) {
+    throw new ServerConfigError("jwt.issuer checks tokens signed with a public key: set publicKeys or jwksUrl");
+  }
+  if (jwksUrl && !issuers) {
+    // A provider's key set signs tokens for every one of its tenants: `iss` says whose this one is.
+    throw new ServerConfigError("jwt.jwksUrl needs jwt.issuer, the iss its tokens must carry");
+  }
+
+  const algorithms = new Set<string>(
+    jwt?.algorithms ?? [...(secret ? ["HS256"] : []), ...(withPublicKeys ? PUBLIC_KEY_ALGORITHMS : [])],
+  );
+  for (const alg of algorithms) {
+    // `none`, and HS256 with anything but the secret, are never accepted: nothing here can name them.
+    if (alg !== "HS256" && !(PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(alg)) {
+      throw new ServerConfigError(`jwt.algorithms: ${alg} is not supported (HS256, RS256, ES256, EdDSA)`);
+    }
+    if (alg === "HS256" ? !secret : !withPublicKeys) {
+      throw new ServerConfigError(
+        `jwt.algorithms: ${alg} needs ${alg === "HS256" ? "a secret" : "publicKeys or a jwksUrl"}`,
+      );
+    }
+  }
+  if (jwt && algorithms.size === 0) throw new ServerConfigError("jwt.algorithms must not be empty");
+  if (secret && !algorithms.has("HS256")) {
+    throw new ServerConfigError("jwt.secret is set but HS256 is not in jwt.algorithms");
+  }
+  publicKeys.forEach(({ alg }, index) => {
+    if (!algorithms.has(alg)) {
+      throw new ServerConfigError(`jwt.publicKeys[${index}] is an ${alg} key, and ${alg} is not in jwt.algorithms`);
+    }
+  });
+
+  const principalClaim = jwt?.principalClaim ?? "sub";
+  if (typeof principalClaim !== "string" || principalClaim.length === 0) {
+    throw new ServerConfigError("jwt.principalClaim must be a non-empty claim name");
+  }
+  const keySet =
+    jwksUrl &&
+    remoteKeySet(
+      jwksUrl,
+      {
+        cooldownMs: nonNegative(jwt?.jwksCooldownSeconds, 30, "jwksCooldownSeconds") * 1000,
+        maxAgeMs: nonNegative(jwt?.jwksMaxAgeSeconds, 600, "jwksMaxAgeSeconds") * 1000,
+        timeoutMs: Math.ceil(nonNegative(jwt?.jwksTimeoutMs, 3_000, "jwksTimeoutMs")),
+      },
+      logger,
+    );
+
   /** Tokens that passed every check, with their principal and `exp`: a hit only needs `exp` checked again. */
   const verified = new Map<string, { principal: Principal; exp: number }>();
   const maxLifetime = jwt?.maxLifetimeSeconds ?? 900;
@@ -77,23 +315,99 @@ export function createAuthenticator(
     throw unauthorized("the JWT has expired");
   };
 
-  const verifyNewJwt = async (token: string): Promise<Principal> => {
-    if (!secret) throw unauthorized("JWT authentication is not enabled on this server");
-    let payload: Awaited<ReturnType<typeof jwtVerify>>["payload"];
+  /** The payload when `key` signed the token and its claims hold; undefined when another key signed it. */
+  const verifyWith = async (
+    token: string,
+    key: KeyObject | CryptoKey,
+    options: JWTVerifyOptions,
+  ): Promise<JWTPayload | undefined> => {
     try {
-      ({ payload } = await jwtVerify(token, secret, {
-        algorithms: ["HS256"],
-        requiredClaims: ["exp"],
-        clockTolerance: tolerance,
-      }));
+      return (await jwtVerify(token, key, options)).payload;
     } catch (error) {
-      const reason =
+      if (error instanceof joseErrors.JWSSignatureVerificationFailed) return undefined;
+      throw unauthorized(
         error instanceof joseErrors.JWTExpired
           ? "the JWT has expired"
           : error instanceof joseErrors.JWTClaimValidationFailed
-            ? `the JWT's ${error.claim} claim is not acceptable`
-            : "the bearer token is not a valid HS256 JWT signed with this server's secret";
-      throw unauthorized(reason);
+            ? `the JWT's ${error.claim} claim is missing or not acceptable`
+            : "the bearer token is not a valid JWT",
+      );
+    }
+  };
+
+  /** The verified payload of a public-key token: this server's PEM keys of its `alg` first, then the key set's. */
+  const verifyWithPublicKey = async (
+    token: string,
+    header: ProtectedHeaderParameters,
+    alg: PublicKeyAlgorithm,
+  ): Promise<JWTPayload | undefined> => {
+    const options: JWTVerifyOptions = {
+      algorithms: [alg],
+      requiredClaims: ["exp"],
+      clockTolerance: tolerance,
+      ...(issuers ? { issuer: issuers } : {}),
+    };
+    for (const entry of publicKeys) {
+      if (entry.alg !== alg) continue;
+      const payload = await verifyWith(token, entry.key, options);
+      if (payload) return payload;
+    }
+    for (const key of keySet ? await keySet.keysFor(header) : []) {
+      const payload = await verifyWith(token, key, options);
+      if (payload) return payload;
+    }
+    return undefined;
+  };
+
+  /** Who a verified payload names: its principal claim, qualified by `iss` for a public-key token. */
+  const principalOf = (payload: JWTPayload, publicKey: boolean): Principal => {
+    const name = payload[principalClaim];
+    if (typeof name !== "string" || name.length === 0) {
+      throw unauthorized(`the JWT has no ${principalClaim} claim: a non-empty string naming the client is required`);
+    }
+    if (name.length > CLAIM_MAX_LENGTH) {
+      throw unauthorized(`the JWT's ${principalClaim} claim is longer than ${CLAIM_MAX_LENGTH} characters`);
+    }
+    if (CONTROL_CHARACTER.test(name)) throw unauthorized(`the JWT's ${principalClaim} claim has control characters`);
+    // The secret holder names its clients alone: `jwt:<sub>`, as the protocol's HS256 baseline has it.
+    if (!publicKey) return `jwt:${name}`;
+    const { iss } = payload;
+    if (iss !== undefined && (typeof iss !== "string" || iss.length > CLAIM_MAX_LENGTH)) {
+      throw unauthorized(`the JWT's iss claim must be a string of at most ${CLAIM_MAX_LENGTH} characters`);
+    }
+    // Each issuer names its own clients: two issuers' `alice` are two principals, and adding an issuer
+    // renames nobody. JSON keeps the pair unambiguous; the prefix keeps it apart from `jwt:` and `api-key:`.
+    return `jwt-iss:${JSON.stringify([iss ?? null, name])}`;
+  };
+
+  const verifyNewJwt = async (token: string): Promise<Principal> => {
+    let header: ProtectedHeaderParameters;
+    try {
+      header = decodeProtectedHeader(token);
+    } catch {
+      throw unauthorized("the bearer token is not a valid JWT");
+    }
+    const { alg } = header;
+    // The token's `alg` picks the key kind, and only among those configured: an HS256 token is only ever
+    // checked with the secret, never with a public key taken as one.
+    if (typeof alg !== "string" || !algorithms.has(alg)) {
+      throw unauthorized(`the JWT's alg is not one this server accepts (${[...algorithms].join(", ")})`);
+    }
+    const publicKey = alg !== "HS256";
+    const payload = publicKey
+      ? await verifyWithPublicKey(token, header, alg as PublicKeyAlgorithm)
+      : secret &&
+        (await verifyWith(token, secret, {
+          algorithms: ["HS256"],
+          requiredClaims: ["exp"],
+          clockTolerance: tolerance,
+        }));
+    if (!payload) {
+      throw unauthorized(
+        publicKey
+          ? "the JWT's signature does not verify with any of this server's public keys"
+          : "the JWT's signature does not verify with this server's secret",
+      );
     }
     const now = Math.floor(Date.now() / 1000);
     if (typeof payload.exp !== "number" || payload.exp - now > maxLifetime + tolerance) {
@@ -103,7 +417,8 @@ export function createAuthenticator(
       const named = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
       if (!named.some((aud) => audiences.has(aud))) throw unauthorized("the JWT's aud is not an allowed audience");
     }
-    const principal = `jwt:${typeof payload.sub === "string" ? payload.sub : ""}`;
+    const principal = principalOf(payload, publicKey);
+    // A token signed with a key its set has since dropped stays admitted until its `exp` (15 minutes at most).
     if (token.length <= VERIFIED_JWT_MAX_LENGTH) {
       setBounded(verified, token, { principal, exp: payload.exp }, VERIFIED_JWT_CACHE_SIZE);
     }
