@@ -137,6 +137,38 @@ function pretty(text: string): string {
   }
 }
 
+/** The most of an answer's body the history keeps: a hostile server's 100 MB answer must not fill the page. */
+const HISTORY_BODY_BYTES = 256 * 1024;
+
+/** The first `max` bytes of a body as text, with a marker when there was more; the rest is never read. */
+async function headOf(response: Response, max: number): Promise<string> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let cut = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    size += value.byteLength;
+    if (size > max) {
+      cut = true;
+      await reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  const bytes = new Uint8Array(Math.min(size, max));
+  let at = 0;
+  for (const chunk of chunks) {
+    const part = chunk.subarray(0, Math.min(chunk.byteLength, bytes.byteLength - at));
+    bytes.set(part, at);
+    at += part.byteLength;
+  }
+  const text = new TextDecoder().decode(bytes);
+  return cut ? `${text}\n... (the history keeps the first ${max} bytes of this answer)` : text;
+}
+
 /** A fetch that hands every exchange, masked, to `record` before the client reads the answer. */
 function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
   return async (input, init) => {
@@ -162,7 +194,7 @@ function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
       });
       throw error;
     }
-    const responseBody = await response.clone().text();
+    const responseBody = await headOf(response.clone(), HISTORY_BODY_BYTES);
     record({
       ...base,
       status: response.status,

@@ -343,6 +343,14 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
       output_schema: {},
     },
     {
+      id: "Big.Answer@1.0.0",
+      name: "Big_Answer",
+      version: "1.0.0",
+      description: "Answers with 20 MB.",
+      input_schema: { type: "object", properties: {} },
+      output_schema: {},
+    },
+    {
       id: "Good.Echo@1.0.0",
       name: "Good_Echo",
       version: "1.0.0",
@@ -376,6 +384,23 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
         req.on("end", () => {
           const body = JSON.parse(text) as { call_id: string; tool_id: string; input: unknown };
           calls.push(body);
+          if (body.tool_id === "Big.Answer@1.0.0") {
+            // 20 MB, streamed as the page reads it: more than the client reads (16 MiB) or the history keeps.
+            res.writeHead(200, { "Content-Type": "application/json", "OXP-Version": "1.0" });
+            res.on("error", () => {});
+            res.write(`{"call_id":${JSON.stringify(body.call_id)},"duration":1,"success":true,"value":"`);
+            const chunk = "A".repeat(64 * 1024);
+            let sent = 0;
+            const more = () => {
+              while (sent < 320 && !res.destroyed) {
+                sent++;
+                if (!res.write(chunk)) return void res.once("drain", more);
+              }
+              if (!res.destroyed) res.end('"}');
+            };
+            more();
+            return;
+          }
           answer(200, { call_id: body.call_id, duration: 1, success: true, value: { echoed: body.input } });
         });
         return;
@@ -422,8 +447,28 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
     await choose(page, "Bad.Ref@1.0.0");
     await broken.waitFor();
     await page.getByRole("heading", { name: "OXP Inspector" }).waitFor();
-    expect(await page.getByRole("navigation", { name: "Tools" }).getByRole("button").count()).toBe(2);
+    expect(await page.getByRole("navigation", { name: "Tools" }).getByRole("button").count()).toBe(3);
     expect(violations).toEqual([]);
+    await page.close();
+  });
+
+  test("keeps only the head of a huge answer in its history, and fails the call", async () => {
+    const page = await context.newPage();
+    await page.goto(`${url}/inspector`);
+    await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
+    await choose(page, "Big.Answer@1.0.0");
+    await page.getByRole("button", { name: "Call tool" }).click();
+    const history = page.getByRole("list", { name: "Calls" });
+    await history.getByText("Big.Answer@1.0.0", { exact: true }).click();
+    const raw = (await history.getByLabel("Raw response").first().textContent()) ?? "";
+    expect(raw).toMatch(/^HTTP 200\n/);
+    expect(raw).toContain("the history keeps the first 262144 bytes of this answer");
+    expect(raw.length).toBeLessThan(300_000);
+    // The call fails (in Chromium a body cut short by the client reads as a failed fetch), the page lives on.
+    await result(page)
+      .getByText(/larger than the client accepts|Could not reach/)
+      .waitFor();
+    await page.getByRole("heading", { name: "OXP Inspector" }).waitFor();
     await page.close();
   });
 });
