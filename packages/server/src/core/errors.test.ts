@@ -11,6 +11,7 @@ describe("WIRE_ERROR_STATUS", () => {
     ["payload_too_large", 413],
     ["unsupported_media_type", 415],
     ["invalid_input", 422],
+    ["too_many_requests", 429],
     ["internal", 500],
     ["unavailable", 503],
   ])("%s is %i", (kind, status) => {
@@ -19,7 +20,7 @@ describe("WIRE_ERROR_STATUS", () => {
   });
 
   it("has no row this test does not pin", () => {
-    expect(Object.keys(WIRE_ERROR_STATUS)).toHaveLength(9);
+    expect(Object.keys(WIRE_ERROR_STATUS)).toHaveLength(10);
   });
 });
 

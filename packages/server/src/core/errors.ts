@@ -10,6 +10,7 @@ export const WIRE_ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   invalid_input: 422,
+  too_many_requests: 429,
   internal: 500,
   unavailable: 503,
 } as const;
@@ -51,7 +52,7 @@ function restoreStack(): void {
 }
 
 /**
- * An error answered with a JSON body before any tool runs (400, 401, 404, 405, 413, 415, 422, 503).
+ * An error answered with a JSON body before any tool runs (400, 401, 404, 405, 413, 415, 422, 429, 503).
  * Anything else thrown on the way is turned into an `internal` one by the HTTP adapter.
  */
 export class WireError extends Error {

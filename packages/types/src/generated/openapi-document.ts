@@ -347,7 +347,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           },
           "503": {
-            description: "The server is starting or draining and takes no calls.",
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -823,7 +823,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           },
           "503": {
-            description: "The server is starting or draining and takes no calls.",
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -911,7 +911,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "Call a tool",
-        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n",
+        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails. A client with too many calls running, or whose calls take more than its share\nof the server's time to check, is answered 429 with `Retry-After`.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n",
         parameters: [
           {
             name: "OXP-Version",
@@ -1754,8 +1754,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               }
             }
           },
+          "429": {
+            description: "This client (its principal, or its address when it is anonymous) has too many calls running, or its calls took more than its share of the server's time to check. `Retry-After` says when to try again; the body of the refused request may be left unread, and the connection then closes.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "Retry-After": {
+                description: "Seconds to wait before retrying.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
           "503": {
-            description: "The server is starting or draining and takes no calls.",
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -2153,7 +2239,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           },
           "503": {
-            description: "The server is starting or draining and takes no calls.",
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -2804,8 +2890,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           }
         }
       },
+      TooManyRequests: {
+        description: "This client (its principal, or its address when it is anonymous) has too many calls running, or its calls took more than its share of the server's time to check. `Retry-After` says when to try again; the body of the refused request may be left unread, and the connection then closes.",
+        headers: {
+          "OXP-Version": {
+            description: "The OXP version the server speaks.",
+            required: true,
+            schema: {
+              type: "string",
+              const: "1.0"
+            }
+          },
+          "Retry-After": {
+            description: "Seconds to wait before retrying.",
+            required: true,
+            schema: {
+              type: "string"
+            }
+          }
+        },
+        content: {
+          "application/json": {
+            schema: {
+              title: "ServerErrorResponse",
+              description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+              type: "object",
+              properties: {
+                message: {
+                  description: "Says what went wrong, fit to show the user or the model.",
+                  type: "string"
+                },
+                developer_message: {
+                  description: "Details for logs and developers; never shown to the user or the model.",
+                  type: "string"
+                },
+                missing_requirements: {
+                  title: "MissingRequirements",
+                  description: "The tool requirements the call did not meet.",
+                  type: "object",
+                  properties: {
+                    authorization: {
+                      description: "Authorization challenges the user must complete before the call can succeed.",
+                      type: "array",
+                      items: {
+                        title: "ToolAuthorizationChallenge",
+                        description: "An authorization the user must complete before a tool can run.",
+                        type: "object",
+                        properties: {
+                          id: {
+                            description: "The challenge's id.",
+                            type: "string",
+                            minLength: 1
+                          },
+                          url: {
+                            description: "Where the user completes the authorization.",
+                            type: "string",
+                            format: "uri"
+                          },
+                          check_url: {
+                            description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                            type: "string",
+                            format: "uri"
+                          }
+                        },
+                        required: [
+                          "id",
+                          "url"
+                        ],
+                        additionalProperties: false
+                      }
+                    },
+                    user_id: {
+                      description: "True when the call must name the end user in context.user_id.",
+                      type: "boolean"
+                    }
+                  },
+                  additionalProperties: false
+                }
+              },
+              required: [
+                "message"
+              ],
+              additionalProperties: false
+            }
+          }
+        }
+      },
       ServiceUnavailable: {
-        description: "The server is starting or draining and takes no calls.",
+        description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
         headers: {
           "OXP-Version": {
             description: "The OXP version the server speaks.",

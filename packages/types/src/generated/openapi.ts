@@ -58,7 +58,8 @@ export interface paths {
          *     (400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the
          *     tool's requirements (400, with `missing_requirements` where they apply); the input against
          *     the tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the
-         *     tool fails.
+         *     tool fails. A client with too many calls running, or whose calls take more than its share
+         *     of the server's time to check, is answered 429 with `Retry-After`.
          *
          *     A body with a top-level `request` object is the 1.0 draft's envelope; it is answered in
          *     the same envelope. `call_id` is an idempotency key: repeating a call returns the stored
@@ -456,7 +457,19 @@ export interface components {
                 "application/json": components["schemas"]["ValidationErrorResponse"];
             };
         };
-        /** @description The server is starting or draining and takes no calls. */
+        /** @description This client (its principal, or its address when it is anonymous) has too many calls running, or its calls took more than its share of the server's time to check. `Retry-After` says when to try again; the body of the refused request may be left unread, and the connection then closes. */
+        TooManyRequests: {
+            headers: {
+                "OXP-Version": components["headers"]["OxpVersion"];
+                /** @description Seconds to wait before retrying. */
+                "Retry-After": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServerErrorResponse"];
+            };
+        };
+        /** @description The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again. */
         ServiceUnavailable: {
             headers: {
                 "OXP-Version": components["headers"]["OxpVersion"];
@@ -564,6 +577,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidInput"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
