@@ -1,12 +1,15 @@
 // Hostile clients against the demo Tool Server: memory, CPU and idempotency attacks measured side by side with legitimate traffic.
 // Usage: `npm run bench:hostile` or `node bench/hostile-clients.mjs [SECONDS=60] [--demo PATH/TO/apps/demo/dist/main.js]
-// [--flood N=12000] [--heap MB]`. SECONDS per attack (5 is a smoke run); not part of `npm test`. Each phase starts the
-// demo server as its own child process (RSS is its own), loads it over loopback, bounded in time, and kills it after.
+// [--flood N=12000] [--heap MB] [--adapter node|express] [--only PHASE,...]`. SECONDS per attack (5 is a smoke run);
+// not part of `npm test`. Each phase starts the demo server as its own child process (RSS is its own), loads it over
+// loopback, bounded in time, and kills it after. Attackers call from 127.0.0.2 (the whole 127.0.0.0/8 is loopback),
+// legitimate traffic from 127.0.0.1: with authentication off the server tells clients apart by address.
 // It measures and reports; it exits 0 whatever it finds, non-zero only when the bench itself fails.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -25,6 +28,25 @@ const flag = (name) => {
 const DEMO = flag("--demo") ?? fileURLToPath(new URL("../apps/demo/dist/main.js", import.meta.url));
 const FLOOD_MIN = Number(flag("--flood") ?? 12_000);
 const HEAP_MB = flag("--heap");
+const ADAPTER = flag("--adapter") ?? "node";
+const ONLY = flag("--only")?.split(",");
+const PHASES = [
+  "baseline",
+  "memory",
+  "challenges",
+  "cpu",
+  "idempotency",
+  "wide",
+  "orphans",
+  "challenge-fill",
+  "slowloris",
+];
+if (!["node", "express"].includes(ADAPTER)) throw new Error("--adapter is node or express");
+for (const name of ONLY ?? []) if (!PHASES.includes(name)) throw new Error(`--only takes ${PHASES.join(", ")}`);
+/** Whether a phase runs (all of them unless --only names some; the baseline always). */
+const runs = (name) => name === "baseline" || !ONLY || ONLY.includes(name);
+/** Where attackers call from: another loopback address than the legitimate load's. */
+const ATTACKER_ADDRESS = "127.0.0.2";
 const DURATION_S = Number(argv[0] ?? 60);
 if (!(DURATION_S > 0) || !(FLOOD_MIN > 0))
   throw new Error("usage: node bench/hostile-clients.mjs [SECONDS] [--demo PATH]");
@@ -78,6 +100,7 @@ async function startServer({ auth = false } = {}) {
       PORT: "0",
       HOST: "127.0.0.1",
       LOG_LEVEL: "silent",
+      OXP_ADAPTER: ADAPTER,
       ...(auth ? { OXP_JWT_SECRET: JWT_SECRET } : {}),
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -283,8 +306,12 @@ async function cannon(server, monitor, options, signal, onAnswer) {
  * or, with `rate`, one request every 1/rate s (open loop) with at most `maxInFlight` unanswered. `parts(i)` gives
  * the body's Buffers. Stops after `seconds`, or when `signal` aborts; what is still unanswered then is cut.
  */
-async function attacker(server, monitor, { parts, connections = 1, rate, maxInFlight = 8, seconds, signal }) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: rate ? maxInFlight : connections });
+async function attacker(
+  server,
+  monitor,
+  { parts, connections = 1, rate, maxInFlight = 8, seconds, signal, localAddress = ATTACKER_ADDRESS },
+) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: rate ? maxInFlight : connections, localAddress });
   const stats = { sent: 0, skipped: 0, codes: {}, latencies: [] };
   const stopper = new AbortController();
   const done = () => stopper.signal.aborted;
@@ -532,6 +559,156 @@ async function idempotencyAttack(server, monitor, seconds, signal) {
   return { first, retry, sleepFirst, sleepDup, duplicateAfter, codes, answered, floodSeconds: floods[0].seconds };
 }
 
+/** The issue's wide body: 60,000 keys in `input` (878 KB); the server's value bound refuses it before parsing. */
+const wide60k = (() => {
+  const input = { a: 1, b: 2 };
+  for (let i = 0; i < 60_000; i++) input[`k${i}`] = i;
+  return [Buffer.from(JSON.stringify({ tool_id: "Calculator.Add", input }))];
+})();
+/** The costliest body within the default bounds: 9,500 keys of 100 characters (1 MiB, under 10,000 values). */
+const wideAtBounds = (() => {
+  const input = { a: 1, b: 2 };
+  for (let i = 0; i < 9_500; i++) input[`${"k".repeat(94)}${String(i).padStart(6, "0")}`] = i;
+  return [Buffer.from(JSON.stringify({ tool_id: "Calculator.Add", input }))];
+})();
+/** Attack 4: one connection sending wide bodies back to back, as fast as the answers come. */
+const wideAttack = (parts) => async (server, monitor, seconds, signal) => {
+  const stats = await attacker(server, monitor, { parts: () => parts, connections: 1, seconds, signal });
+  return { ...stats, p50: quantile(stats.latencies, 0.5), p99: quantile(stats.latencies, 0.99) };
+};
+
+/**
+ * Attack 5: System.Sleep calls (30 s) whose clients hang up as soon as the request is written, `ORPHANS` of them
+ * from 64 sockets at a time; with `callIds`, each with a new call_id (such runs go on: the server bounds them).
+ * Then a victim on another address calls with a call_id: it must be served, not refused for a full store.
+ */
+const ORPHANS = 15_000;
+const orphanAttack = (callIds) => async (server, monitor, seconds, signal) => {
+  const { hostname, port } = new URL(server.url);
+  const deadline = Date.now() + seconds * 1000;
+  let sent = 0;
+  let failed = 0;
+  const one = () =>
+    new Promise((resolve) => {
+      const body = JSON.stringify({
+        tool_id: "System.Sleep",
+        ...(callIds ? { call_id: `orphan-${RUN}-${sent}` } : {}),
+        input: { ms: 30_000 },
+      });
+      sent++;
+      const socket = net.connect({ host: hostname, port: Number(port), localAddress: ATTACKER_ADDRESS });
+      socket.once("error", () => {
+        failed++;
+        resolve();
+      });
+      socket.once("connect", () => {
+        socket.write(
+          `POST /tools/call HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+          () => {
+            // Long enough for the server to read the call and start its run, then gone.
+            setTimeout(() => {
+              socket.destroy();
+              monitor.attack();
+              resolve();
+            }, 20);
+          },
+        );
+      });
+    });
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (sent < ORPHANS && Date.now() < deadline && !signal.aborted) await one();
+    }),
+  );
+  const victim = await call(server, { tool_id: "Calculator.Add", call_id: `victim-${RUN}`, input: { a: 1, b: 2 } });
+  return { sent, failed, victim: victim.status, victimText: victim.text.slice(0, 160) };
+};
+
+/**
+ * Attack 6: one principal (a JWT) starts challenges for a new user_id each, at full rate; then another principal's
+ * Gmail call must still get its own challenge (400 with missing_requirements), never a 503.
+ */
+async function challengeFillAttack(server, monitor, seconds, signal) {
+  const filler = await bearer("filler");
+  const request = json({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "fill-[<id>]" } });
+  request.headers = { ...request.headers, ...filler };
+  const flood = await cannon(
+    server,
+    monitor,
+    { connections: CONNECTIONS, duration: seconds, requests: [request] },
+    signal,
+  );
+  const victim = await call(
+    server,
+    { tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "victim-user" } },
+    await bearer("victim"),
+  );
+  return { ...flood, victim: victim.status, victimText: victim.text.slice(0, 160) };
+}
+
+/**
+ * Attack 7: `SLOW_SOCKETS` connections from the attacker's address that (a) trickle header bytes, one a second,
+ * or (b) send one whole request, then sit idle; each is reopened at once when the server closes it. Meanwhile a
+ * prober on 127.0.0.1 asks GET /health every 100 ms (2 s timeout each): how many answers come back, how fast.
+ */
+const SLOW_SOCKETS = 1_100;
+const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
+  const { hostname, port } = new URL(server.url);
+  const deadline = Date.now() + seconds * 1000;
+  const live = new Set();
+  let opened = 0;
+  let closedByServer = 0;
+  const open = () => {
+    if (Date.now() >= deadline || signal.aborted) return;
+    opened++;
+    const socket = net.connect({ host: hostname, port: Number(port), localAddress: ATTACKER_ADDRESS });
+    live.add(socket);
+    let timer;
+    socket.on("error", () => {});
+    socket.on("data", () => {});
+    socket.once("close", () => {
+      clearInterval(timer);
+      live.delete(socket);
+      closedByServer++;
+      // Reopened at once (within a second for the idle kind), as the issue's attacker does.
+      setTimeout(open, mode === "idle" ? 1_000 : 0);
+    });
+    socket.once("connect", () => {
+      if (mode === "idle") {
+        socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}:${port}\r\n\r\n`);
+        return;
+      }
+      socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}:${port}\r\n`);
+      timer = setInterval(() => socket.write("X"), 1_000);
+    });
+  };
+  for (let i = 0; i < SLOW_SOCKETS; i++) open();
+  const probes = { ok: 0, failed: 0, latencies: [] };
+  while (Date.now() < deadline && !signal.aborted) {
+    const sent = performance.now();
+    try {
+      const response = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) });
+      await response.text();
+      if (response.status === 200) {
+        probes.ok++;
+        probes.latencies.push(performance.now() - sent);
+      } else probes.failed++;
+    } catch {
+      probes.failed++;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const stillOpen = live.size;
+  for (const socket of live) socket.destroy();
+  return {
+    opened,
+    closedByServer: closedByServer - stillOpen,
+    stillOpen,
+    probes: { ...probes, p50: quantile(probes.latencies, 0.5), p99: quantile(probes.latencies, 0.99) },
+    codes: {},
+  };
+};
+
 // ---- report ----------------------------------------------------------------------------------------------------
 const started = Date.now();
 const clock = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
@@ -593,57 +770,65 @@ const seconds = (x) => `${(x / 1000).toFixed(2)} s`;
 async function main() {
   console.log(
     `OXP hostile clients: ${DURATION_S} s per attack, loopback, ${process.version}, ${os.cpus().length} CPUs, ` +
-      `legit load ${CONNECTIONS} connections of Calculator.Add`,
+      `legit load ${CONNECTIONS} connections of Calculator.Add from 127.0.0.1, attackers from ${ATTACKER_ADDRESS}, ${ADAPTER} adapter`,
   );
   console.log(`demo: ${DEMO} (child process${HEAP_MB ? `, --max-old-space-size=${HEAP_MB}` : ", default heap"})`);
 
   const baseline = await phase("Baseline: legitimate traffic only", DURATION_S);
   printPhase(baseline);
 
-  const memory = await phase(
-    `Attack 1a, memory: Greeting.Hello with a ${int(NAME_CHARS)}-char name and a new call_id each, 4 connections`,
-    DURATION_S,
-    memoryAttack,
-  );
-  printPhase(memory);
-  console.log(
-    `  attack: ${int(memory.attack.sent)} sent, ${int(memory.attack.answered)} answered (${codesText(memory.attack.codes)}), ` +
-      `${int(memory.attack.answered / memory.monitor.seconds)}/s, latency p50 ${ms(memory.attack.p50)} p99 ${ms(memory.attack.p99)}`,
-  );
+  let memory;
+  let challenges;
+  let firstRate = Number.NaN;
+  let lastRate = Number.NaN;
+  if (runs("memory") || runs("challenges")) {
+    memory = await phase(
+      `Attack 1a, memory: Greeting.Hello with a ${int(NAME_CHARS)}-char name and a new call_id each, 4 connections`,
+      DURATION_S,
+      memoryAttack,
+    );
+    printPhase(memory);
+    console.log(
+      `  attack: ${int(memory.attack.sent)} sent, ${int(memory.attack.answered)} answered (${codesText(memory.attack.codes)}), ` +
+        `${int(memory.attack.answered / memory.monitor.seconds)}/s, latency p50 ${ms(memory.attack.p50)} p99 ${ms(memory.attack.p99)}`,
+    );
 
-  const challenges = await phase(
-    `Attack 1b, memory: Gmail.GetEmails with a new user_id each (a challenge each), ${CONNECTIONS} connections`,
-    HALF_S,
-    challengeAttack,
-  );
-  printPhase(challenges);
-  const rates = challenges.monitor.timeline(1).map((row) => row.attack);
-  const edge = Math.max(1, Math.floor(rates.length / 5));
-  const firstRate = rates.slice(0, edge).reduce((a, b) => a + b, 0) / edge;
-  const lastRate = rates.slice(-edge).reduce((a, b) => a + b, 0) / edge;
-  console.log(
-    `  attack: ${int(challenges.attack.answered)} answered (${codesText(challenges.attack.codes)}), ` +
-      `${int(challenges.attack.answered / challenges.monitor.seconds)}/s; first fifth ${int(firstRate)}/s, last fifth ${int(lastRate)}/s (${ratio(lastRate, firstRate)})`,
-  );
+    challenges = await phase(
+      `Attack 1b, memory: Gmail.GetEmails with a new user_id each (a challenge each), ${CONNECTIONS} connections`,
+      HALF_S,
+      challengeAttack,
+    );
+    printPhase(challenges);
+    const rates = challenges.monitor.timeline(1).map((row) => row.attack);
+    const edge = Math.max(1, Math.floor(rates.length / 5));
+    firstRate = rates.slice(0, edge).reduce((a, b) => a + b, 0) / edge;
+    lastRate = rates.slice(-edge).reduce((a, b) => a + b, 0) / edge;
+    console.log(
+      `  attack: ${int(challenges.attack.answered)} answered (${codesText(challenges.attack.codes)}), ` +
+        `${int(challenges.attack.answered / challenges.monitor.seconds)}/s; first fifth ${int(firstRate)}/s, last fifth ${int(lastRate)}/s (${ratio(lastRate, firstRate)})`,
+    );
+  }
+  let cpuPaced;
+  let cpuFull;
+  if (runs("cpu")) {
+    cpuPaced = await phase(
+      `Attack 2a, CPU: 2 attackers x 3.5 r/s of "Greeting.Hello@" + ${int(VERSION_DIGITS)} nines`,
+      DURATION_S,
+      cpuAttack(3.5),
+    );
+    printPhase(cpuPaced);
+    const cpuText = (a) =>
+      `  attack: ${int(a.sent)} sent (${int(a.skipped)} ticks skipped: 8 in flight), ${int(a.answered)} answered (${codesText(a.codes)}), latency p50 ${ms(a.p50)} p99 ${ms(a.p99)}`;
+    console.log(cpuText(cpuPaced.attack));
 
-  const cpuPaced = await phase(
-    `Attack 2a, CPU: 2 attackers x 3.5 r/s of "Greeting.Hello@" + ${int(VERSION_DIGITS)} nines`,
-    DURATION_S,
-    cpuAttack(3.5),
-  );
-  printPhase(cpuPaced);
-  const cpuText = (a) =>
-    `  attack: ${int(a.sent)} sent (${int(a.skipped)} ticks skipped: 8 in flight), ${int(a.answered)} answered (${codesText(a.codes)}), latency p50 ${ms(a.p50)} p99 ${ms(a.p99)}`;
-  console.log(cpuText(cpuPaced.attack));
-
-  const cpuFull = await phase(
-    "Attack 2b, CPU: the same at full rate (2 attackers x 2 connections, back to back)",
-    HALF_S,
-    cpuAttack(undefined),
-  );
-  printPhase(cpuFull);
-  console.log(cpuText(cpuFull.attack));
-
+    cpuFull = await phase(
+      "Attack 2b, CPU: the same at full rate (2 attackers x 2 connections, back to back)",
+      HALF_S,
+      cpuAttack(undefined),
+    );
+    printPhase(cpuFull);
+    console.log(cpuText(cpuFull.attack));
+  }
   const idempotencyPhase = async (label, auth) => {
     const idem = await phase(
       `Attack 3${label}, idempotency: call_id store flooded (${CONNECTIONS} connections, at least ${int(FLOOD_MIN)} distinct call_ids), ${auth ? "the flooder and the victim are two principals (JWT subs)" : "authentication off: flooder and victim are the one principal"}`,
@@ -686,8 +871,87 @@ async function main() {
       `8 s Sleep ${dupRanAgain ? "RAN TWICE" : "ran once"} (duplicate answered in ${seconds(dupTook)})`;
     return { idem, verdict };
   };
-  const twoPrincipals = await idempotencyPhase("a", true);
-  const onePrincipal = await idempotencyPhase("b", false);
+  const twoPrincipals = runs("idempotency") ? await idempotencyPhase("a", true) : undefined;
+  const onePrincipal = runs("idempotency") ? await idempotencyPhase("b", false) : undefined;
+
+  const wideText = (w) =>
+    `  attack: ${int(w.sent)} sent, ${int(w.answered)} answered (${codesText(w.codes)}), latency p50 ${ms(w.p50)} p99 ${ms(w.p99)}`;
+  let wideIssue;
+  let wideBounds;
+  if (runs("wide")) {
+    wideIssue = await phase(
+      "Attack 4a, CPU: one connection of 60,000-key bodies (878 KB) back to back",
+      DURATION_S,
+      wideAttack(wide60k),
+    );
+    printPhase(wideIssue);
+    console.log(wideText(wideIssue.attack));
+    wideBounds = await phase(
+      `Attack 4b, CPU: one connection of 1 MiB bodies at the bounds (9,500 keys of 100 characters) back to back`,
+      DURATION_S,
+      wideAttack(wideAtBounds),
+    );
+    printPhase(wideBounds);
+    console.log(wideText(wideBounds.attack));
+  }
+
+  const orphanText = (o) =>
+    `  attack: ${int(o.sent)} calls sent and hung up on (${int(o.failed)} failed to connect); then a victim's call with a call_id: HTTP ${o.victim} ${o.victimText}`;
+  let orphansPlain;
+  let orphansKeyed;
+  if (runs("orphans")) {
+    orphansPlain = await phase(
+      `Attack 5a, orphans: ${int(ORPHANS)} System.Sleep (30 s) calls without call_id, clients hang up at once`,
+      HALF_S,
+      orphanAttack(false),
+    );
+    printPhase(orphansPlain);
+    console.log(orphanText(orphansPlain.attack));
+    orphansKeyed = await phase(
+      `Attack 5b, orphans: ${int(ORPHANS)} System.Sleep (30 s) calls with a new call_id each, clients hang up at once`,
+      HALF_S,
+      orphanAttack(true),
+    );
+    printPhase(orphansKeyed);
+    console.log(orphanText(orphansKeyed.attack));
+  }
+
+  let challengeFill;
+  if (runs("challenge-fill")) {
+    challengeFill = await phase(
+      `Attack 6, challenges: one JWT principal starts a challenge per new user_id at full rate (${CONNECTIONS} connections)`,
+      HALF_S,
+      challengeFillAttack,
+      { auth: true },
+    );
+    printPhase(challengeFill);
+    const c = challengeFill.attack;
+    console.log(
+      `  attack: ${int(c.answered)} answered (${codesText(c.codes)}); then another principal's Gmail call: HTTP ${c.victim} ${c.victimText}`,
+    );
+  }
+
+  const slowText = (a) =>
+    `  attack: ${int(a.opened)} sockets opened, ${int(a.closedByServer)} closed by the server, ${int(a.stillOpen)} open at the end; ` +
+    `/health probes from 127.0.0.1: ${int(a.probes.ok)} ok, ${int(a.probes.failed)} failed, p50 ${ms(a.probes.p50)} p99 ${ms(a.probes.p99)}`;
+  let slowTrickle;
+  let slowIdle;
+  if (runs("slowloris")) {
+    slowTrickle = await phase(
+      `Attack 7a, slowloris: ${int(SLOW_SOCKETS)} sockets trickling a header byte a second, reopened when closed`,
+      HALF_S,
+      slowlorisAttack("trickle"),
+    );
+    printPhase(slowTrickle);
+    console.log(slowText(slowTrickle.attack));
+    slowIdle = await phase(
+      `Attack 7b, slowloris: ${int(SLOW_SOCKETS)} sockets idle after one request, reopened a second after being closed`,
+      HALF_S,
+      slowlorisAttack("idle"),
+    );
+    printPhase(slowIdle);
+    console.log(slowText(slowIdle.attack));
+  }
 
   const base = baseline.legit;
   const rows = [
@@ -695,9 +959,16 @@ async function main() {
     ["1b memory: challenges", challenges],
     ["2a CPU: 2 x 3.5 r/s", cpuPaced],
     ["2b CPU: full rate", cpuFull],
-    ["3a idempotency, 2 principals", twoPrincipals.idem],
-    ["3b idempotency, auth off", onePrincipal.idem],
-  ];
+    ["3a idempotency, 2 principals", twoPrincipals?.idem],
+    ["3b idempotency, auth off", onePrincipal?.idem],
+    ["4a wide: 60,000 keys", wideIssue],
+    ["4b wide: 1 MiB at the bounds", wideBounds],
+    ["5a orphans, no call_id", orphansPlain],
+    ["5b orphans, call_ids", orphansKeyed],
+    ["6 challenges, 2 principals", challengeFill],
+    ["7a slowloris: trickle", slowTrickle],
+    ["7b slowloris: idle", slowIdle],
+  ].filter(([, p]) => p !== undefined);
   console.log(
     `\n== Summary: ratios to the baseline (${int(base.rps)} legit calls/s, p99 ${ms(base.p99)}, RSS peak ${mb(baseline.rss.peak)})`,
   );
@@ -712,9 +983,40 @@ async function main() {
         `${mb(p.rss.start).padStart(11)}${mb(p.rss.peak).padStart(10)}${mb(p.rss.end).padStart(10)}  ${p.death ? `DIED at ${p.death.at.toFixed(1)} s` : "alive"}`,
     );
   }
-  console.log(
-    `  CPU attack: legit calls/s paced ${ratio(cpuPaced.legit.rps, base.rps)}, full rate ${ratio(cpuFull.legit.rps, base.rps)}`,
-  );
+  if (cpuPaced && cpuFull) {
+    console.log(
+      `  CPU attack: legit calls/s paced ${ratio(cpuPaced.legit.rps, base.rps)}, full rate ${ratio(cpuFull.legit.rps, base.rps)}`,
+    );
+  }
+  if (wideIssue && wideBounds) {
+    const worst = Math.min(wideIssue.legit.rps, wideBounds.legit.rps) / base.rps;
+    console.log(
+      `  wide bodies, one connection: legit calls/s ${ratio(wideIssue.legit.rps, base.rps)} (60,000 keys), ${ratio(wideBounds.legit.rps, base.rps)} (1 MiB at the bounds); ` +
+        `target at least 0.50x: ${worst >= 0.5 ? "met" : "MISSED"}`,
+    );
+  }
+  if (orphansPlain && orphansKeyed) {
+    console.log(
+      `  orphans: RSS peak ${mb(orphansPlain.rss.peak)} without call_id, ${mb(orphansKeyed.rss.peak)} with; victim's call_id call HTTP ${orphansPlain.attack.victim} / ${orphansKeyed.attack.victim}`,
+    );
+  }
+  if (challengeFill) {
+    console.log(`  challenge fill: the other principal's challenge HTTP ${challengeFill.attack.victim} (400 = served)`);
+  }
+  for (const [label, slow] of [
+    ["trickle", slowTrickle],
+    ["idle", slowIdle],
+  ]) {
+    if (!slow) continue;
+    const p = slow.attack.probes;
+    console.log(
+      `  slowloris (${label}): /health ${pct(p.ok / Math.max(1, p.ok + p.failed))} answered, p99 ${ms(p.p99)}`,
+    );
+  }
+  if (!memory || !challenges) {
+    console.log(`  total runtime ${clock()}`);
+    return;
+  }
   const perCall = (memory.rss.peak - memory.rss.start) / Math.max(1, memory.attack.answered);
   console.log(
     `  memory attack: RSS peak/start ${ratio(memory.rss.peak, memory.rss.start)} (baseline ${ratio(baseline.rss.peak, baseline.rss.start)}), ` +
@@ -723,9 +1025,13 @@ async function main() {
       `challenges: ${int(challenges.attack.codes["400"] ?? 0)} started, RSS peak/start ${ratio(challenges.rss.peak, challenges.rss.start)}, ` +
       `attacker rate last/first fifth ${ratio(lastRate, firstRate)}`,
   );
-  console.log(`  idempotency, two principals: ${twoPrincipals.verdict}`);
-  console.log(`  idempotency, authentication off (one principal): ${onePrincipal.verdict}`);
-  console.log("  (3a's legitimate load authenticates with a JWT too, so its ratio includes the cost of verifying it)");
+  if (twoPrincipals && onePrincipal) {
+    console.log(`  idempotency, two principals: ${twoPrincipals.verdict}`);
+    console.log(`  idempotency, authentication off (one principal): ${onePrincipal.verdict}`);
+    console.log(
+      "  (3a's legitimate load authenticates with a JWT too, so its ratio includes the cost of verifying it)",
+    );
+  }
   console.log(`  total runtime ${clock()}`);
 }
 

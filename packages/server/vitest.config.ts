@@ -3,7 +3,13 @@ import { defineConfig } from "vitest/config";
 import { sourceAliases } from "../../vitest.sources.js";
 
 /** Tests of one adapter's own features (Express pages and mounting; node pages), or that name their adapter: run once. */
-const ONCE = ["test/pages.test.ts", "test/logging-and-mounting.test.ts", "test/node-handler.test.ts"];
+const ONCE = [
+  "test/pages.test.ts",
+  "test/logging-and-mounting.test.ts",
+  "test/node-handler.test.ts",
+  // listen() alone: the adapter makes no difference to it.
+  "test/slowloris.test.ts",
+];
 
 export default defineConfig({
   resolve: { alias: sourceAliases },

@@ -1,4 +1,5 @@
 /** `npm start`: runs the demo Tool Server, configured from the environment. */
+import { readFileSync } from "node:fs";
 import { createLogger, listen } from "@otc/server/node";
 import type { DemoOptions } from "./demo.js";
 
@@ -21,16 +22,51 @@ const options: DemoOptions = {
 };
 // Challenge links name this base URL; without it, the address a request came in on.
 if (env.OXP_PUBLIC_URL) options.publicUrl = env.OXP_PUBLIC_URL;
+// Host names served besides IP addresses, localhost and OXP_PUBLIC_URL's (DNS-rebinding protection), or "any".
+const allowedHosts = env.OXP_ALLOWED_HOSTS?.trim();
+if (allowedHosts === "any") options.allowedHosts = "any";
+else if (allowedHosts) {
+  const names = allowedHosts.split(",").map((name) => name.trim());
+  const bad = names.find((name) => !/^\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/i.test(name));
+  if (bad !== undefined) {
+    console.error(
+      `OXP_ALLOWED_HOSTS takes comma-separated host names without scheme or port (.example.com for a domain), or 'any'; got '${bad.slice(0, 64)}'`,
+    );
+    process.exit(2);
+  }
+  options.allowedHosts = names;
+}
 const apiKeys = env.OXP_API_KEY ? [env.OXP_API_KEY] : [];
 const jwtSecret = env.OXP_JWT_SECRET;
-if (apiKeys.length > 0 || jwtSecret) {
+// JWTs signed with a public key: an identity provider's key set, or a PEM key file.
+const jwksUrl = env.OXP_JWT_JWKS_URL;
+const publicKeyFile = env.OXP_JWT_PUBLIC_KEY_FILE;
+const jwtOn = Boolean(jwtSecret || jwksUrl || publicKeyFile);
+if (apiKeys.length > 0 || jwtOn) {
   options.auth = { apiKeys };
-  if (jwtSecret) {
-    const audiences = (env.OXP_JWT_AUDIENCES ?? "")
-      .split(",")
-      .map((audience) => audience.trim())
-      .filter(Boolean);
-    options.auth.jwt = { secret: jwtSecret, audiences };
+  if (jwtOn) {
+    const list = (name: string) =>
+      (env[name] ?? "")
+        .split(",")
+        .map((item) => item.trim())
+        .filter(Boolean);
+    const issuers = list("OXP_JWT_ISSUER");
+    let publicKey: string | undefined;
+    if (publicKeyFile) {
+      try {
+        publicKey = readFileSync(publicKeyFile, "utf8");
+      } catch (error) {
+        console.error(`Cannot read OXP_JWT_PUBLIC_KEY_FILE '${publicKeyFile}': ${(error as Error).message}`);
+        process.exit(2);
+      }
+    }
+    options.auth.jwt = {
+      audiences: list("OXP_JWT_AUDIENCES"),
+      ...(jwtSecret ? { secret: jwtSecret } : {}),
+      ...(jwksUrl ? { jwksUrl } : {}),
+      ...(publicKey ? { publicKeys: [publicKey] } : {}),
+      ...(issuers.length > 0 ? { issuer: issuers } : {}),
+    };
   }
 }
 
@@ -102,7 +138,7 @@ const { url } = await listen(app, { host, port, handleSignals: true }).catch((er
   }
   process.exit(1);
 });
-const auth = [apiKeys.length > 0 && "API key", jwtSecret && "JWT"].filter(Boolean).join(" + ") || "off";
+const auth = [apiKeys.length > 0 && "API key", jwtOn && "JWT"].filter(Boolean).join(" + ") || "off";
 console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth}; adapter: ${adapter}; state: ${state})`);
 console.log(`  GET  ${url}/tools        lists the tools`);
 console.log(`  POST ${url}/tools/call   calls one`);

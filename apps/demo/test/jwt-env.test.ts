@@ -1,46 +1,16 @@
 // The demo process's public-key JWT settings from the environment (OXP_JWT_JWKS_URL, OXP_JWT_ISSUER, OXP_JWT_PUBLIC_KEY_FILE).
-import { type ChildProcess, spawn } from "node:child_process";
 import { generateKeyPairSync, type KeyObject, sign } from "node:crypto";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ADAPTER, send } from "./harness.js";
+import { startDemoProcess, stopDemoProcesses } from "./demo-process.js";
+import { send } from "./harness.js";
 
-const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist");
 const ISSUER = "https://idp.example";
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
-});
-
-/** Starts dist/main.js with `env`; resolves with its URL once it listens, or with its exit code and output. */
-async function startProcess(env: Record<string, string>): Promise<{ url?: string; code?: number; output: string }> {
-  const child = spawn(process.execPath, [path.join(dist, "main.js")], {
-    env: { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn", OXP_ADAPTER: ADAPTER, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let output = "";
-  child.stdout.on("data", (chunk) => {
-    output += chunk;
-  });
-  child.stderr.on("data", (chunk) => {
-    output += chunk;
-  });
-  const exited = once(child, "exit").then(([code]) => ({ code: code as number, output }));
-  const deadline = Date.now() + 15_000;
-  while (!/listening on (http:\/\/\S+)/.test(output)) {
-    if (child.exitCode !== null) return exited;
-    if (Date.now() > deadline) throw new Error(`the demo did not start: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return { url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output };
-}
+afterEach(stopDemoProcesses);
 
 /** A compact JWT signed with node:crypto: ES256 (P-256, raw r||s) or EdDSA (Ed25519). */
 function jwt(alg: "ES256" | "EdDSA", key: KeyObject, claims: Record<string, unknown>, kid?: string): string {
@@ -88,7 +58,7 @@ afterAll(async () => {
 describe("the demo process with public-key JWTs", () => {
   // rules: auth.jwt-public-keys, auth.jwt-subject
   it("takes a key set, its issuer and a PEM key file from the environment", async () => {
-    const { url, output } = await startProcess({
+    const { url, output } = await startDemoProcess({
       OXP_JWT_JWKS_URL: jwksUrl,
       OXP_JWT_ISSUER: ISSUER,
       OXP_JWT_PUBLIC_KEY_FILE: pemFile,
@@ -105,10 +75,10 @@ describe("the demo process with public-key JWTs", () => {
 
   // rule: auth.jwt-public-keys
   it("refuses to start with a key set but no issuer, or a key file it cannot read", async () => {
-    const noIssuer = await startProcess({ OXP_JWT_JWKS_URL: jwksUrl });
+    const noIssuer = await startDemoProcess({ OXP_JWT_JWKS_URL: jwksUrl });
     expect(noIssuer.code).not.toBe(0);
     expect(noIssuer.output).toContain("jwt.jwksUrl needs jwt.issuer");
-    const noFile = await startProcess({ OXP_JWT_PUBLIC_KEY_FILE: path.join(dir, "missing.pem") });
+    const noFile = await startDemoProcess({ OXP_JWT_PUBLIC_KEY_FILE: path.join(dir, "missing.pem") });
     expect(noFile.code).toBe(2);
     expect(noFile.output).toContain("Cannot read OXP_JWT_PUBLIC_KEY_FILE");
   });

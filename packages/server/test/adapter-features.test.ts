@@ -213,7 +213,7 @@ describe("JWTs verified once", () => {
 
   // rule: auth.jwt-hs256-only
   it("never admits a token that differs from a remembered one, even in its signature alone", async () => {
-    const token = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 300 })
+    const token = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 300, sub: "agent" })
       .setProtectedHeader({ alg: "HS256" })
       .sign(new TextEncoder().encode(SECRET));
     expect((await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
@@ -410,7 +410,7 @@ describe("what both adapters judge the same way", () => {
     const huge = await receive(
       Number(port),
       Buffer.from(
-        `POST /tools/call HTTP/1.1\r\nHost: x\r\nOXP-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
+        `POST /tools/call HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
       ),
       false,
     );
@@ -424,7 +424,9 @@ describe("what both adapters judge the same way", () => {
     const ask = (target: string) =>
       receive(
         Number(port),
-        Buffer.from(`GET ${target} HTTP/1.1\r\nHost: x\r\nOXP-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`),
+        Buffer.from(
+          `GET ${target} HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`,
+        ),
         false,
       );
     expect((await ask(`http://127.0.0.1:${port}/tools`)).status).toBe(200);

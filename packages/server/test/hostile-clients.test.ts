@@ -169,7 +169,8 @@ describe("finding 3: nobody acts for another principal's user", () => {
           port,
           method: "POST",
           path: "/tools/call",
-          headers: { host: "evil.example", "content-type": "application/json", ...keyOne },
+          // A name the server answers to (on loopback, foreign names are refused: limits.allowed-hosts), but not its address.
+          headers: { host: "localhost:1", "content-type": "application/json", ...keyOne },
         },
         (res) => {
           let body = "";

@@ -93,12 +93,12 @@ describe("large and deep bodies", () => {
   });
 
   // rule: limits.no-5xx-for-requests
-  it("answers a large valid-looking input within the limit with a 422, quickly", async () => {
+  // rule: limits.body-values
+  it("answers a wide input past the value bound with a 400, and one within it with a 422, quickly", async () => {
     const started = Date.now();
-    const reply = await callTool(server.baseUrl, {
-      tool_id: "Calculator.Add",
-      input: Object.fromEntries(Array.from({ length: 30_000 }, (_, i) => [`k${i}`, i])),
-    });
+    const wide = (keys: number) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i]));
+    expectError(await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wide(30_000) }), 400);
+    const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wide(9_000) });
     expectError(reply, 422);
     expect(Object.keys(reply.body.parameter_errors).length).toBeLessThanOrEqual(50);
     expect(Date.now() - started).toBeLessThan(5_000);

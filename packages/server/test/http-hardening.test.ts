@@ -226,10 +226,31 @@ describe.concurrent("time limits on receiving a request", () => {
   });
 });
 
+describe("a long path in a 404", () => {
+  // rules: limits.quoted-strings, endpoints.unknown-route
+  it("quotes a 12,000-character path cut to 64 characters with the marker", async () => {
+    const server = await startServer();
+    try {
+      const path = `/${"a".repeat(12_000)}`;
+      const reply = await send(`${server.baseUrl}${path}`);
+      expect(reply.status).toBe(404);
+      expect(reply.headers.get("oxp-version")).toBe("1.0");
+      expect(reply.text.length).toBeLessThan(300);
+      expect(reply.body.developer_message).toBe(
+        `Nothing is served at GET ${path.slice(0, 64)}...(11937 more characters).`,
+      );
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("the connection cap", () => {
   // rule: limits.http-timeouts
   it("closes a 6th connection while 5 are held, and serves again once they close", async () => {
-    const server = await startServer({}, { maxConnections: 5 });
+    // Pending connections may fill the cap here: the newcomer meets the cap itself, not the allowances
+    // (slowloris.test.ts), which would close a held connection for it.
+    const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
     const held: Socket[] = [];
     try {
       for (let i = 0; i < 5; i++) held.push(await open(server.baseUrl));

@@ -11,25 +11,25 @@ import {
   validateCallToolRequest,
 } from "@otc/types";
 import { WireError } from "./errors.js";
+import { DEFAULT_MAX_DEPTH, tooDeep } from "./json-limits.js";
 import { checkEnvelopeSchema } from "./protocol-version.js";
+
+export { DEFAULT_MAX_DEPTH };
 
 /** The message of every 400 for a body or parameter that breaks the spec. */
 export const SPEC_MISMATCH_MESSAGE = "The request does not match the OXP specification";
 
-/** How deep a body may nest when nothing else is said. */
-export const DEFAULT_MAX_DEPTH = 64;
-
-/** Throws a 400 when a value nests deeper than `max` arrays/objects. Iterative: a hostile body cannot overflow the stack. */
+/**
+ * Throws a 400 when a parsed value nests deeper than `max` arrays/objects. Iterative: a hostile body cannot
+ * overflow the stack. The HTTP adapters check a body's bytes with `scanJson` instead, before parsing it; this is
+ * for a value that arrives already parsed.
+ */
 export function checkDepth(value: unknown, max: number): void {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop() as [unknown, number];
     if (typeof node !== "object" || node === null) continue;
-    if (depth > max) {
-      throw new WireError("bad_request", "The request body is nested too deeply", {
-        developerMessage: `Objects and arrays may nest at most ${max} levels deep.`,
-      });
-    }
+    if (depth > max) throw tooDeep(max);
     for (const child of Object.values(node))
       if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
   }
@@ -68,6 +68,11 @@ export function parseCallBody(
   maxDepth = DEFAULT_MAX_DEPTH,
 ): { request: CallToolRequest; envelope: boolean } {
   checkDepth(body, maxDepth);
+  return checkCallBody(body);
+}
+
+/** {@link parseCallBody} for a body whose depth is already bounded (its bytes passed `scanJson`). */
+export function checkCallBody(body: unknown): { request: CallToolRequest; envelope: boolean } {
   if (isEnvelope(body)) {
     checkEnvelopeSchema(body.$schema);
     if (!validateCallToolEnvelope(body)) {

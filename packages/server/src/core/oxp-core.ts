@@ -52,6 +52,16 @@ export interface OxpCoreOptions {
   logger?: CoreLogger;
   /** Told of every call's start and end and of every challenge started, e.g. to count them as metrics. */
   observer?: CallObserver;
+  /**
+   * The most tool runs in progress at once, those of clients that went away but whose call_id keeps them going
+   * included. Past it a call is answered 503 with `Retry-After`. Default 1,024.
+   */
+  maxRunningCalls?: number;
+  /**
+   * The most tool runs in progress at once for one client ({@link CallMeta.client}: the principal, or the
+   * address of an anonymous caller). Past it a call is answered 429 with `Retry-After`. Default 128.
+   */
+  maxRunningCallsPerClient?: number;
 }
 
 /** How a call ended, for logs and metrics: the tool's outcome, or `rejected` when it was answered 4xx/5xx before running. */
@@ -64,6 +74,7 @@ export type CallOutcome =
   | "invalid_output"
   | "replayed"
   | "still_running"
+  | "disconnected"
   | "rejected";
 
 /** One finished call, as a {@link CallObserver} sees it. */
@@ -100,7 +111,28 @@ export interface CallMeta {
   baseUrl: string;
   /** Told how this call ended, after the core's observer (e.g. to annotate the call's trace span). */
   onEnd?: (event: CallEvent) => void;
+  /**
+   * Who the limits on running calls count this call against. Default: the principal. The HTTP adapters give an
+   * anonymous caller's address, so that with authentication off one client cannot take every other's share.
+   */
+  client?: string;
+  /**
+   * How many values the body held (`scanJson`'s count). Above {@link ALL_ERRORS_MAX_VALUES} an invalid input is
+   * explained by its first error only: explaining every error of a hostile input costs more than it tells.
+   */
+  bodyValues?: number;
+  /** Told how many milliseconds the core spent checking the input, for the adapter's per-client budget. */
+  charge?(ms: number): void;
+  /**
+   * Calls `onGone` when the client goes away before its answer is sent; returns a function that stops watching.
+   * A run without a call_id is then aborted through its AbortSignal: nobody could collect its answer. A run with
+   * a call_id goes on, and its answer is kept for a retry.
+   */
+  watchClient?(onGone: () => void): () => void;
 }
+
+/** Above this many values in a body, an invalid input is explained by its first error only (see {@link CallMeta.bodyValues}). */
+export const ALL_ERRORS_MAX_VALUES = 1_000;
 
 /** The path, below the base URL, of a challenge's check_url (the id follows): the spec's path without `/{challenge_id}`. */
 export const CHALLENGE_CHECK_PATH = AUTHORIZATION_CHALLENGES_PATH_TEMPLATE.replace("/{challenge_id}", "");
@@ -120,6 +152,11 @@ function canonicalJson(value: unknown): string {
 }
 
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
+
+function positiveInteger(name: string, value: number): number {
+  if (!(Number.isSafeInteger(value) && value > 0)) throw new ServerConfigError(`${name} must be a positive integer`);
+  return value;
+}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Why a call that got past its checks ended as it did. */
@@ -146,6 +183,10 @@ class ToolTimeout extends Error {
 
 class ShuttingDown extends Error {
   override name = "ShuttingDown";
+}
+
+class ClientGone extends Error {
+  override name = "ClientGone";
 }
 
 /** How long an abandoned run's hold on its call_id lasts unless renewed (it is, while this process runs it). */
@@ -214,6 +255,11 @@ function failedRun(call: { callId: string; started: number }, error: unknown, un
     const toolError = { message: "The server is shutting down", developer_message: error.message, can_retry: true };
     return failedWith(call, toolError, "shutdown", unsettled);
   }
+  if (error instanceof ClientGone) {
+    // Nobody reads this answer: it is for the log line and the metrics.
+    const toolError = { message: "The client went away", developer_message: error.message, can_retry: true };
+    return failedWith(call, toolError, "disconnected", unsettled);
+  }
   if (error instanceof OxpToolError) return failedWith(call, error.toToolError(), "tool_error");
   return failedWith(
     call,
@@ -280,6 +326,10 @@ export class OxpCore {
   private readonly running = new Map<string, Promise<CallToolResponse>>();
   /** Tool runs in progress, for {@link abortAll}. */
   private readonly active = new Set<ActiveRun>();
+  private readonly maxRunning: number;
+  private readonly maxRunningPerClient: number;
+  /** Runs in progress by client, for the per-client bound (an entry only while it is above 0). */
+  private readonly runningByClient = new Map<string, number>();
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools);
@@ -301,6 +351,8 @@ export class OxpCore {
     this.secrets = options.secrets ?? {};
     this.logger = options.logger ?? silentLogger;
     this.observer = options.observer;
+    this.maxRunning = positiveInteger("maxRunningCalls", options.maxRunningCalls ?? 1_024);
+    this.maxRunningPerClient = positiveInteger("maxRunningCallsPerClient", options.maxRunningCallsPerClient ?? 128);
   }
 
   /** The GET /tools body. */
@@ -371,13 +423,21 @@ export class OxpCore {
             throw error;
           });
       const input = request.input ?? {};
-      const errors = registered.input.errors(input);
+      const checking = meta.charge ? performance.now() : 0;
+      const errors = registered.input.errors(
+        input,
+        meta.bodyValues === undefined || meta.bodyValues <= ALL_ERRORS_MAX_VALUES,
+      );
+      if (meta.charge) meta.charge(performance.now() - checking);
       if (errors) {
         throw new WireError("invalid_input", "Some input parameters are invalid", {
           parameterErrors: toParameterErrors(errors),
         });
       }
       const tool = registered;
+      const client = meta.client ?? meta.principal;
+      // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
+      const watched = request.call_id === undefined ? meta : undefined;
       const run = (callId: string) =>
         this.run(tool, input, {
           callId,
@@ -386,6 +446,8 @@ export class OxpCore {
           ...resolved,
           extra: request.context ?? {},
           started,
+          client,
+          watched,
         });
       // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
       const ran = this.idempotent(request, registered, meta, input, run);
@@ -653,9 +715,13 @@ export class OxpCore {
       secrets: Record<string, string>;
       extra: Record<string, unknown>;
       started: number;
+      client: string;
+      /** The meta whose client is watched: a run is aborted when its client goes away. */
+      watched: CallMeta | undefined;
     },
   ): RunResult | Promise<RunResult> {
     const { tool, definition } = registered;
+    this.checkRunningBounds(call.client);
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
     // Made when the tool first reads its signal or logger: most tools never do, and each costs per call.
     let controller: AbortController | undefined;
@@ -719,17 +785,47 @@ export class OxpCore {
         raced,
       };
       this.active.add(active);
+      this.runningByClient.set(call.client, (this.runningByClient.get(call.client) ?? 0) + 1);
+      let unwatch: (() => void) | undefined;
       try {
+        unwatch = call.watched?.watchClient?.(() =>
+          stop(new ClientGone("The client closed its connection before the tool finished")),
+        );
         result = await raced;
       } catch (error) {
         // A run that has not settled when given up on still holds its call_id until it does.
         return failedRun(call, error, settled ? undefined : running);
       } finally {
         clearTimeout(timer);
+        unwatch?.();
         this.active.delete(active);
+        const left = (this.runningByClient.get(call.client) ?? 1) - 1;
+        if (left > 0) this.runningByClient.set(call.client, left);
+        else this.runningByClient.delete(call.client);
       }
       return this.settle(registered, call, result);
     })();
+  }
+
+  /**
+   * Refuses a new run when the runs in progress are at a bound: the client's own (429) or the server's (503).
+   * Only runs still pending count (a synchronous tool finishes before another call is read), those of clients
+   * that went away but whose call_id keeps them going included.
+   */
+  private checkRunningBounds(client: string): void {
+    if (this.active.size === 0) return;
+    if ((this.runningByClient.get(client) ?? 0) >= this.maxRunningPerClient) {
+      throw new WireError("too_many_requests", "Too many of your calls are running", {
+        developerMessage: `At most ${this.maxRunningPerClient} calls of one client run at once; retry when one has finished.`,
+        headers: { "Retry-After": "1" },
+      });
+    }
+    if (this.active.size >= this.maxRunning) {
+      throw new WireError("unavailable", "The server is running as many calls as it can", {
+        developerMessage: `At most ${this.maxRunning} calls run at once; retry shortly.`,
+        headers: { "Retry-After": "1" },
+      });
+    }
   }
 
   /** The response for what a tool returned: its value as JSON, checked against the tool's output_schema. */

@@ -8,8 +8,9 @@ import corsMiddleware from "cors";
 import Negotiator from "negotiator";
 import type { Logger } from "pino";
 import vary from "vary";
-import { DEFAULT_MAX_DEPTH, SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
+import { SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits } from "../core/json-limits.js";
 import {
   type CallEvent,
   type CallMeta,
@@ -19,7 +20,9 @@ import {
   type OxpCoreOptions,
 } from "../core/oxp-core.js";
 import { unsupportedVersion } from "../core/protocol-version.js";
+import type { AllowedHosts, HostCheck } from "./allowed-hosts.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
+import { ClientBudget, type FairnessOptions } from "./client-budget.js";
 import { createLogger } from "./logger.js";
 
 /** The options both adapters take (each adds its own kind of `pages`). */
@@ -28,6 +31,14 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
   auth?: AuthenticationOptions;
   /** Bodies nested deeper than this are refused with a 400. Default 64. */
   maxDepth?: number;
+  /** Bodies holding more values than this (object members and array items in all) are refused with a 400. Default 10,000. */
+  maxValues?: number;
+  /**
+   * How much of the server's time one client's calls may take to parse and check before further calls of its
+   * are answered 429 with `Retry-After` (a client is the principal, or an anonymous caller's address), or
+   * `false` for no such limit. Default: a quarter of the server's time, after a burst of 250 ms.
+   */
+  fairness?: FairnessOptions | false;
   /** The largest request body, in bytes or as `"1mb"`. Default 1 MiB. */
   bodyLimit?: number | string;
   /** Validate every response against the spec too (a mismatch becomes a 500). For tests; default false. */
@@ -37,6 +48,13 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
    * address the request came in on; never the request's `Host` header, which a client controls.
    */
   publicUrl?: string;
+  /**
+   * The `Host` names requests may carry, against DNS rebinding: names such as `tools.example.com`,
+   * `.example.com` for a domain and its subdomains, or `"any"`. IP addresses, `localhost`, `*.localhost`
+   * and `publicUrl`'s host are always accepted; any other name gets a 400. Default: checked only on
+   * requests that arrive on a loopback address; a list checks every request.
+   */
+  allowedHosts?: AllowedHosts;
   /** Cross-origin access for browser pages served elsewhere; off by default. */
   cors?: CorsOptions;
   /** Honour W3C `traceparent` headers as trace ids. Default true. */
@@ -74,14 +92,35 @@ export function adapterRuntime(options: AdapterOptions) {
     logger,
     telemetry,
     core: new OxpCore({ ...coreOptions, ...(logger ? { logger } : {}), ...(observer ? { observer } : {}) }),
-    authenticate: createAuthenticator(options.auth),
+    authenticate: createAuthenticator(options.auth, logger),
     lifecycle: { ready: true, draining: false, inFlight: 0 } as OxpLifecycle,
     tracing: options.tracing ?? true,
     maxDepth: options.maxDepth ?? DEFAULT_MAX_DEPTH,
+    jsonLimits: jsonLimits(options),
+    budget: options.fairness === false ? undefined : new ClientBudget(options.fairness),
     publicUrl: options.publicUrl?.replace(/\/+$/, ""),
     limit: bodyLimitBytes(options.bodyLimit),
     cors: createCorsHandler(options.cors),
   };
+}
+
+function jsonLimits(options: AdapterOptions): JsonLimits {
+  const limits = {
+    maxDepth: options.maxDepth ?? DEFAULT_MAX_DEPTH,
+    maxValues: options.maxValues ?? DEFAULT_MAX_VALUES,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!(Number.isSafeInteger(value) && value > 0)) throw new ServerConfigError(`${name} must be a positive integer`);
+  }
+  return limits;
+}
+
+/**
+ * Who the per-client limits (the fairness budget, running calls) count a request against: its principal, or
+ * its address when the principal is `anonymous`, so that with authentication off one caller has its own share.
+ */
+export function clientOf(principal: string, req: IncomingMessage): string {
+  return principal === "anonymous" ? `address:${req.socket.remoteAddress ?? "unknown"}` : principal;
 }
 
 /** The observer the core gets: the `observer` option and the telemetry's, both told of everything. */
@@ -272,27 +311,69 @@ export function writeJson(
   res.end(text);
 }
 
+/** What {@link RequestCallMeta} is made from. */
+export interface RequestCallMetaInit {
+  principal: string;
+  /** Who the per-client limits count the call against ({@link clientOf}). */
+  client: string;
+  req: IncomingMessage;
+  res: ServerResponse;
+  tracing: boolean;
+  publicUrl: string | undefined;
+  /** Where the app is mounted (Express's `req.baseUrl`), for the base URL. */
+  mountPath?: string;
+  /** The fairness budget the input check is charged to. */
+  budget: ClientBudget | undefined;
+  /** How many values the body held (`scanJson`'s count). */
+  bodyValues: number | undefined;
+}
+
 /**
- * A call's meta from an HTTP request: its principal and `traceparent`'s trace id (when tracing is on), and a
- * base URL (the public URL, else the address the socket was reached on, plus the mount path) looked up only
- * when a challenge reads it, not for every call.
+ * A call's meta from an HTTP request: its principal and client, `traceparent`'s trace id (when tracing is on),
+ * a base URL (the public URL, else the address the socket was reached on, plus the mount path) looked up only
+ * when a challenge reads it, the fairness budget its input check is charged to, and a watch on its connection.
  */
 export class RequestCallMeta implements CallMeta {
+  readonly principal: string;
+  readonly client: string;
   readonly traceId: string | undefined;
+  readonly bodyValues: number | undefined;
   onEnd?: CallMeta["onEnd"];
   private readonly socket: Socket;
-  constructor(
-    readonly principal: string,
-    req: IncomingMessage,
-    tracing: boolean,
-    private readonly publicUrl: string | undefined,
-    private readonly mountPath = "",
-  ) {
-    this.traceId = tracing ? traceIdOf(firstHeader(req.headers.traceparent)) : undefined;
-    this.socket = req.socket;
+  private readonly res: ServerResponse;
+  private readonly publicUrl: string | undefined;
+  private readonly mountPath: string;
+  private readonly budget: ClientBudget | undefined;
+  constructor(init: RequestCallMetaInit) {
+    this.principal = init.principal;
+    this.client = init.client;
+    this.traceId = init.tracing ? traceIdOf(firstHeader(init.req.headers.traceparent)) : undefined;
+    this.bodyValues = init.bodyValues;
+    this.socket = init.req.socket;
+    this.res = init.res;
+    this.publicUrl = init.publicUrl;
+    this.mountPath = init.mountPath ?? "";
+    this.budget = init.budget;
   }
   get baseUrl(): string {
     return this.publicUrl ?? `${localOrigin(this.socket)}${this.mountPath}`;
+  }
+  charge(ms: number): void {
+    this.budget?.charge(this.client, ms);
+  }
+  /** Calls `onGone` if the connection closes before the answer is written; returns the function that stops watching. */
+  watchClient(onGone: () => void): () => void {
+    const res = this.res;
+    if (res.destroyed) {
+      // Gone before the run began: its `close` has passed.
+      queueMicrotask(onGone);
+      return () => {};
+    }
+    const listener = () => {
+      if (!res.writableFinished) onGone();
+    };
+    res.once("close", listener);
+    return () => res.off("close", listener);
   }
 }
 
@@ -300,12 +381,14 @@ export const firstHeader = (value: string | string[] | undefined) => (Array.isAr
 
 /**
  * The check every request passes first: exactly one Host (RFC 9112 3.2; `listen` leaves it to the app,
- * to answer in JSON), and no new work while draining. Returns the error to answer with, if any.
+ * to answer in JSON), a Host the `allowedHosts` option accepts (`hostAllowed`, from `createHostCheck`),
+ * and no new work while draining. Returns the error to answer with, if any.
  */
 export function admissionError(
   req: IncomingMessage,
   lifecycle: OxpLifecycle,
   res: ServerResponse,
+  hostAllowed?: HostCheck,
 ): WireError | undefined {
   let hosts = 0;
   const raw = req.rawHeaders;
@@ -313,6 +396,12 @@ export function admissionError(
   if (hosts > 1 || (hosts === 0 && req.httpVersion === "1.1")) {
     return new WireError("bad_request", "The request must carry exactly one Host header", {
       developerMessage: `It carried ${hosts}.`,
+    });
+  }
+  if (hostAllowed && !hostAllowed(req)) {
+    // A 400, which the spec declares on every route: the request names a server this is not.
+    return new WireError("bad_request", "The request's Host does not name this server", {
+      developerMessage: `Host '${shorten(req.headers.host ?? "")}' is not among the server's allowedHosts.`,
     });
   }
   if (lifecycle.draining) {

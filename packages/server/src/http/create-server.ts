@@ -1,17 +1,26 @@
 /** The Express 5 adapter: the HTTP contract (auth, versions, bodies, spec validation, errors) around the core. */
 
 import { OXP_VERSION, openapiDocument } from "@otc/types";
-import express, { type ErrorRequestHandler, type Express, type RequestHandler, type Response } from "express";
+import express, {
+  type ErrorRequestHandler,
+  type Express,
+  type Request,
+  type RequestHandler,
+  type Response,
+} from "express";
 import * as OpenApiValidator from "express-openapi-validator";
 import type { Logger } from "pino";
-import { type CallBody, checkDepth, unwrapCallBody, wrapResponse } from "../core/call-body.js";
+import { type CallBody, unwrapCallBody, wrapResponse } from "../core/call-body.js";
 import { shorten, WireError } from "../core/errors.js";
+import { scanJson } from "../core/json-limits.js";
 import { CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
+import { createHostCheck } from "./allowed-hosts.js";
 import {
   type AdapterOptions,
   adapterRuntime,
   admissionError,
   checkBodyFraming,
+  clientOf,
   firstHeader,
   healthAnswer,
   isJsonType,
@@ -52,7 +61,7 @@ const EXPRESS_ROUTES = ROUTES.map((route) => ({ ...route, path: route.path.repla
  */
 export function createServer(options: ServerOptions): OxpApp {
   const { pages: _pages, ...adapterOptions } = options;
-  const { logger, telemetry, core, authenticate, lifecycle, tracing, maxDepth, publicUrl, limit, cors } =
+  const { logger, telemetry, core, authenticate, lifecycle, tracing, jsonLimits, budget, publicUrl, limit, cors } =
     adapterRuntime(adapterOptions);
 
   const validateResponses = options.validateResponses ?? false;
@@ -67,10 +76,11 @@ export function createServer(options: ServerOptions): OxpApp {
   // With neither CORS nor pages to come between them, admission and authentication share one layer: a router
   // step less per request.
   const oneLayer = !cors && pages.length === 0;
+  const hostAllowed = createHostCheck(options.allowedHosts, options.publicUrl);
   app.use((req, res, next) => {
     res.setHeader("OXP-Version", OXP_VERSION);
     trackInFlight(lifecycle, res);
-    const refused = admissionError(req, lifecycle, res);
+    const refused = admissionError(req, lifecycle, res, hostAllowed);
     if (refused || !oneLayer) next(refused);
     else guard(req, res, next);
   });
@@ -117,7 +127,17 @@ export function createServer(options: ServerOptions): OxpApp {
   if (!oneLayer) app.use(guard);
 
   // Framing (declared length, encoding, charset) is checked first, as the node:http adapter does: nothing inflated.
-  const jsonBody = express.json({ limit, strict: false, type: () => true, inflate: false });
+  // The bytes' shape bounds are checked before body-parser parses them (its `verify` hook sees the raw body).
+  const jsonBody = express.json({
+    limit,
+    strict: false,
+    type: () => true,
+    inflate: false,
+    verify: (req: Request, _res, bytes) => {
+      req.oxpChecking = performance.now();
+      req.oxpBodyValues = scanJson(bytes, jsonLimits);
+    },
+  });
   app.post("/tools/call", (req, res, next) => {
     if (!isJsonType(req.headers["content-type"])) {
       next(
@@ -127,13 +147,18 @@ export function createServer(options: ServerOptions): OxpApp {
       );
       return;
     }
+    const client = clientOf(req.oxpPrincipal ?? "anonymous", req);
+    req.oxpClient = client;
     try {
       checkBodyFraming(req, limit);
+      // Before the body is read: a client over its share of the server's time waits its turn (429).
+      budget?.admit(client);
     } catch (error) {
       next(error);
       return;
     }
     jsonBody(req, res, (error?: unknown) => {
+      if (budget && req.oxpChecking !== undefined) budget.charge(client, performance.now() - req.oxpChecking);
       try {
         if (error) throw error;
         if (req.body === undefined) {
@@ -141,8 +166,6 @@ export function createServer(options: ServerOptions): OxpApp {
             developerMessage: "Send a CallToolRequest.",
           });
         }
-        // The one check the spec cannot state, before the contract validator: a hostile depth never reaches it.
-        checkDepth(req.body, maxDepth);
         next();
       } catch (failure) {
         next(failure);
@@ -202,7 +225,17 @@ export function createServer(options: ServerOptions): OxpApp {
     try {
       // express-openapi-validator passed the body as CallToolRequest or CallToolEnvelope.
       const { request, envelope } = unwrapCallBody(req.body as CallBody);
-      const meta = new RequestCallMeta(req.oxpPrincipal ?? "anonymous", req, tracing, publicUrl, req.baseUrl);
+      const meta = new RequestCallMeta({
+        principal: req.oxpPrincipal ?? "anonymous",
+        client: req.oxpClient ?? clientOf(req.oxpPrincipal ?? "anonymous", req),
+        req,
+        res,
+        tracing,
+        publicUrl,
+        mountPath: req.baseUrl,
+        budget,
+        bodyValues: req.oxpBodyValues,
+      });
       const response = telemetry?.traceCall
         ? await telemetry.traceCall(req, res, (onEnd) => {
             meta.onEnd = onEnd;
@@ -227,7 +260,9 @@ export function createServer(options: ServerOptions): OxpApp {
 
   app.use((req, _res, next) => {
     next(
-      new WireError("not_found", "Not found", { developerMessage: `Nothing is served at ${req.method} ${req.path}.` }),
+      new WireError("not_found", "Not found", {
+        developerMessage: `Nothing is served at ${req.method} ${shorten(req.path)}.`,
+      }),
     );
   });
 
@@ -239,6 +274,12 @@ declare module "express-serve-static-core" {
   interface Request {
     /** Who the request was authenticated as (`anonymous` when authentication is off). */
     oxpPrincipal?: string;
+    /** Who the per-client limits count the request against (`clientOf`). */
+    oxpClient?: string;
+    /** How many values the call body held (`scanJson`'s count). */
+    oxpBodyValues?: number;
+    /** When the call body's check began (`performance.now()`), to charge its time to the client's budget. */
+    oxpChecking?: number;
   }
 }
 

@@ -8,10 +8,11 @@ import {
   type Server,
   STATUS_CODES,
 } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { OXP_VERSION } from "@otc/types";
 import { ServerConfigError } from "../core/errors.js";
+import { ConnectionAllowances } from "./connection-allowances.js";
 import type { OxpRuntime } from "./contract.js";
 import type { OxpApp } from "./create-server.js";
 
@@ -31,6 +32,20 @@ export interface ListenOptions {
   requestTimeoutMs?: number;
   /** Connections open at once; further ones are closed as they arrive. Default 1,024. */
   maxConnections?: number;
+  /**
+   * Connections one client address (an IPv6 /64) may hold at once. Past it, its oldest pending
+   * connection is closed for the newcomer; when all of them are working on requests, the newcomer is.
+   * Default 256. Behind a reverse proxy every connection comes from the proxy: raise it to `maxConnections`.
+   */
+  maxConnectionsPerAddress?: number;
+  /**
+   * Pending connections (that have not sent a whole request yet, or sit idle between requests) held at
+   * once, all addresses together. Past it, the oldest pending connection of the address holding most is
+   * closed for the newcomer. Default half of `maxConnections` (512), so requests always find room.
+   */
+  maxPendingConnections?: number;
+  /** Pending connections one address may hold at once; past it, its own oldest is closed for the newcomer. Default 64. */
+  maxPendingConnectionsPerAddress?: number;
   /**
    * The runtime (`oxpApp.oxp`) of the OXP app mounted inside `app`, when `app` is a host app of your
    * own: its lifecycle is what start-up and shutdown drive. Not needed when `app` is the OXP app itself.
@@ -80,6 +95,12 @@ function rawAnswer(status: number, message: string, headers: Record<string, stri
   return `${lines.join("\r\n")}\r\n\r\n${body}`;
 }
 
+function countOption(name: string, value: number | undefined, fallback: number): number {
+  const count = value ?? fallback;
+  if (!(Number.isInteger(count) && count > 0)) throw new RangeError(`${name} must be a positive integer`);
+  return count;
+}
+
 function timeoutOption(name: string, value: number | undefined, fallback: number): number {
   const ms = value ?? fallback;
   if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
@@ -117,6 +138,14 @@ export async function listen(app: OxpApp | RequestListener, options: ListenOptio
   if (!(Number.isInteger(maxConnections) && maxConnections > 0)) {
     throw new RangeError("maxConnections must be a positive integer");
   }
+  const allowances = new ConnectionAllowances(
+    {
+      perAddress: countOption("maxConnectionsPerAddress", options.maxConnectionsPerAddress, 256),
+      pending: countOption("maxPendingConnections", options.maxPendingConnections, Math.ceil(maxConnections / 2)),
+      pendingPerAddress: countOption("maxPendingConnectionsPerAddress", options.maxPendingConnectionsPerAddress, 64),
+    },
+    (socket) => (socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST],
+  );
   const limits = [headersTimeout, requestTimeout].filter((ms) => ms > 0);
   const server = createHttpServer(
     {
@@ -132,6 +161,8 @@ export async function listen(app: OxpApp | RequestListener, options: ListenOptio
     app,
   );
   server.maxConnections = maxConnections;
+  // Within the cap, no address, and no crowd of connections that never finish a request, holds every slot.
+  server.on("connection", (socket: Socket) => allowances.admit(socket));
 
   // Sockets answered outside a ServerResponse, still open so the client can read the answer.
   const lingering = new Set<Duplex>();

@@ -12,15 +12,18 @@ import {
   validateToolListResponse,
   validateValidationErrorResponse,
 } from "@otc/types";
-import { parseCallBody, wrapResponse } from "../core/call-body.js";
-import { WireError } from "../core/errors.js";
+import { checkCallBody, wrapResponse } from "../core/call-body.js";
+import { shorten, WireError } from "../core/errors.js";
+import { scanJson } from "../core/json-limits.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
+import { createHostCheck } from "./allowed-hosts.js";
 import {
   type AdapterOptions,
   adapterRuntime,
   admissionError,
   bodyTooLarge,
   checkBodyFraming,
+  clientOf,
   firstHeader,
   healthAnswer,
   isJsonType,
@@ -52,7 +55,7 @@ export interface HandlerOptions extends AdapterOptions {
 export type OxpHandler = RequestListener & { readonly oxp: OxpRuntime };
 
 /** Reads a request body (its framing already checked) up to `limit` bytes; a 413 once past it. */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -73,7 +76,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     };
     // Nothing follows `end`: the listeners go with the request, unremoved.
     const onEnd = () => {
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
     };
     const onError = (error: Error) => {
       cleanup();
@@ -86,7 +89,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
 }
 
 /** Parses a JSON body (any JSON value; a leading BOM tolerated); 400 when it is empty or not JSON. */
-function parseJson(text: string): unknown {
+function parseJson(bytes: Buffer): unknown {
+  const text = bytes.toString("utf8");
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   try {
     return JSON.parse(body);
@@ -130,7 +134,7 @@ function responseValidator(
  */
 export function createHandler(options: HandlerOptions): OxpHandler {
   const { pages: _pages, ...adapterOptions } = options;
-  const { logger, telemetry, core, authenticate, lifecycle, tracing, maxDepth, publicUrl, limit, cors } =
+  const { logger, telemetry, core, authenticate, lifecycle, tracing, jsonLimits, budget, publicUrl, limit, cors } =
     adapterRuntime(adapterOptions);
   const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
   const validateResponses = options.validateResponses ?? false;
@@ -202,11 +206,25 @@ export function createHandler(options: HandlerOptions): OxpHandler {
       });
     }
     checkBodyFraming(req, limit);
-    const body = parseJson(await readBody(req, limit));
-    // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
-    checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
-    const { request, envelope } = parseCallBody(body, maxDepth);
-    const meta = new RequestCallMeta(principal, req, tracing, publicUrl);
+    // Before the body is read: a client over its share of the server's time waits its turn (429).
+    const client = clientOf(principal, req);
+    budget?.admit(client);
+    const bytes = await readBody(req, limit);
+    const checking = performance.now();
+    let bodyValues: number;
+    let parsed: ReturnType<typeof checkCallBody>;
+    try {
+      // Shape bounds on the bytes first: a hostile shape is refused before JSON.parse builds it.
+      bodyValues = scanJson(bytes, jsonLimits);
+      const body = parseJson(bytes);
+      // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
+      checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+      parsed = checkCallBody(body);
+    } finally {
+      budget?.charge(client, performance.now() - checking);
+    }
+    const { request, envelope } = parsed;
+    const meta = new RequestCallMeta({ principal, client, req, res, tracing, publicUrl, budget, bodyValues });
     const response: CallToolResponse = telemetry?.traceCall
       ? await telemetry.traceCall(req, res, (onEnd) => {
           meta.onEnd = onEnd;
@@ -282,7 +300,7 @@ export function createHandler(options: HandlerOptions): OxpHandler {
             req,
             res,
             new WireError("not_found", "Not found", {
-              developerMessage: `Nothing is served at ${req.method} ${path === undefined ? "this target" : path.slice(0, 256)}.`,
+              developerMessage: `Nothing is served at ${req.method} ${path === undefined ? "this target" : shorten(path)}.`,
             }),
           ),
         (error) => fail(req, res, error),
@@ -302,10 +320,11 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     serveRoute(req, res, route).catch((error: unknown) => fail(req, res, error));
   };
 
+  const hostAllowed = createHostCheck(options.allowedHosts, options.publicUrl);
   const handler: RequestListener = (req, res) => {
     // Answers written here carry OXP-Version through `send`; pages and CORS get it set up front (see below).
     trackInFlight(lifecycle, res);
-    const refused = admissionError(req, lifecycle, res);
+    const refused = admissionError(req, lifecycle, res, hostAllowed);
     if (refused) {
       fail(req, res, refused);
       return;

@@ -1,0 +1,160 @@
+/** Per-address connection allowances for `listen` (docs/protocol.md 7, `[limits.connection-allowances]`): slowloris churns its own sockets. */
+import type { IncomingMessage } from "node:http";
+import { isIPv6, type Socket } from "node:net";
+
+/** The allowances, each a positive integer. */
+export interface AllowanceLimits {
+  /** Connections one address (an IPv6 /64) may hold at once. */
+  perAddress: number;
+  /** Pending connections (see {@link isPending}) the server holds at once, all addresses together. */
+  pending: number;
+  /** Pending connections one address may hold at once. */
+  pendingPerAddress: number;
+}
+
+/** Where a tracked socket keeps the key of its address group. */
+const GROUP = Symbol("oxp.addressGroup");
+/** Where a tracked socket keeps when it was admitted (`performance.now()`). */
+const OPENED = Symbol("oxp.opened");
+
+/**
+ * How long a pending connection is left alone by the pending allowances: a burst of fresh connections
+ * (200 fetches at once from one client) is pending only until its requests are read, and must not be
+ * reset for it. A slowloris socket is older than this. The per-address cap applies whatever the age.
+ */
+const PENDING_GRACE_MS = 1_000;
+
+type Tracked = Socket & {
+  [GROUP]?: string;
+  [OPENED]?: number;
+  _httpMessage?: object | null;
+};
+
+/**
+ * True while a connection is not working on a whole request: it has not finished sending one (headers
+ * and body), or its answer went out and it sits idle waiting for the next. Such a connection costs the
+ * server nothing but its slot, so it is the one to give up when a newcomer needs room.
+ */
+function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined): boolean {
+  // Node's ServerResponse sits in `_httpMessage` from the request's headers until its answer is flushed.
+  return !lastRequest?.complete || !socket._httpMessage;
+}
+
+/**
+ * The key connections are counted under: the IPv4 address, or the /64 prefix of an IPv6 one (one
+ * subscriber usually holds a whole /64, and could otherwise take a fresh address per connection).
+ */
+export function addressGroup(address: string | undefined): string {
+  if (address === undefined) return "";
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1] as string;
+  if (!isIPv6(address)) return address;
+  const bare = address.replace(/%.*$/, "").toLowerCase();
+  const [head = "", tail] = bare.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
+}
+
+/**
+ * Admits each new connection within the allowances. When one is full the newcomer is let in and the
+ * oldest pending connection that fills it is closed instead: a connection that never finishes a request
+ * first, then an idle one. A slowloris from one address thus only recycles its own sockets, and a fresh
+ * client (from that address too) gets in and is answered before its turn to be closed comes. Only when
+ * an address holds its whole allowance in connections working on requests is its newcomer closed.
+ */
+export class ConnectionAllowances {
+  private readonly groups = new Map<string, Set<Socket>>();
+  private count = 0;
+
+  constructor(
+    private readonly limits: AllowanceLimits,
+    /** The last request a socket carried (set by `listen` on every request). */
+    private readonly lastRequestOf: (socket: Socket) => IncomingMessage | undefined,
+  ) {}
+
+  /** Takes a new connection in, closing older pending ones as the allowances require; false when it was closed itself. */
+  admit(socket: Socket): boolean {
+    const key = addressGroup(socket.remoteAddress);
+    let group = this.groups.get(key);
+    if (group === undefined) {
+      group = new Set();
+      this.groups.set(key, group);
+    }
+    const now = performance.now();
+    if (group.size >= this.limits.perAddress && !this.evictFrom(group, now, 0)) {
+      socket.destroy();
+      return false;
+    }
+    if (this.pendingIn(group) >= this.limits.pendingPerAddress) this.evictFrom(group, now, PENDING_GRACE_MS);
+    // Counting pending connections everywhere costs a pass over all of them: only when there are enough.
+    if (this.count >= this.limits.pending) this.enforceTotal(now);
+
+    const tracked = socket as Tracked;
+    tracked[GROUP] = key;
+    tracked[OPENED] = now;
+    // An eviction above may have emptied the group, and so dropped it from the map.
+    this.groups.set(key, group);
+    group.add(socket);
+    this.count++;
+    socket.once("close", () => this.forget(tracked));
+    return true;
+  }
+
+  private forget(socket: Tracked): void {
+    const key = socket[GROUP];
+    const group = key === undefined ? undefined : this.groups.get(key);
+    if (key === undefined || !group?.delete(socket)) return;
+    this.count--;
+    if (group.size === 0) this.groups.delete(key);
+  }
+
+  private pendingIn(group: Set<Socket>): number {
+    let pending = 0;
+    for (const socket of group) if (isPending(socket, this.lastRequestOf(socket))) pending++;
+    return pending;
+  }
+
+  /** When pending connections fill the server's allowance, closes the oldest of the address holding most. */
+  private enforceTotal(now: number): void {
+    let total = 0;
+    let heaviest: Set<Socket> | undefined;
+    let most = 0;
+    for (const group of this.groups.values()) {
+      const pending = this.pendingIn(group);
+      total += pending;
+      if (pending > most) {
+        most = pending;
+        heaviest = group;
+      }
+    }
+    if (heaviest && total >= this.limits.pending) this.evictFrom(heaviest, now, PENDING_GRACE_MS);
+  }
+
+  /**
+   * Closes the group's oldest connection without a whole request, else its oldest idle one, among those
+   * open for at least `minAgeMs`; false if there is none (all are working, or younger).
+   */
+  private evictFrom(group: Set<Socket>, now: number, minAgeMs: number): boolean {
+    let idle: Socket | undefined;
+    for (const socket of group) {
+      // Insertion order is age order: past the first young one, all are younger.
+      if (now - ((socket as Tracked)[OPENED] ?? 0) < minAgeMs) break;
+      const last = this.lastRequestOf(socket);
+      if (!last?.complete) return this.evict(socket as Tracked);
+      if (idle === undefined && !(socket as Tracked)._httpMessage) idle = socket;
+    }
+    return idle !== undefined && this.evict(idle as Tracked);
+  }
+
+  private evict(socket: Tracked): true {
+    // Forgotten now, not on `close`: the newcomer's count must already see the room made.
+    this.forget(socket);
+    socket.destroy();
+    return true;
+  }
+}

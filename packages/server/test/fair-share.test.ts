@@ -1,0 +1,293 @@
+// Issue 20, findings 2 and 4 replayed against a real server: wide bodies, one client starving the rest, runs that outlive their connections.
+import { request as httpRequest } from "node:http";
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { defineTool, listen, type RunningServer, type ServerOptions, type Tool } from "../src/index.js";
+import { callTool, expectError, expectHealthy, makeServer, type Reply, startServer } from "./harness.js";
+import { testTools } from "./tools.js";
+
+/** A POST /tools/call sent from a chosen loopback address (the whole 127.0.0.0/8 reaches this machine). */
+function callFrom(
+  from: string,
+  baseUrl: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply & { connection: string | undefined }> {
+  const payload = Buffer.from(typeof body === "string" ? body : JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${baseUrl}/tools/call`,
+      {
+        method: "POST",
+        localAddress: from,
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": payload.length, ...headers },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          const replyHeaders = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (typeof value === "string") replyHeaders.set(name, value);
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: replyHeaders,
+            body: text ? JSON.parse(text) : undefined,
+            text,
+            connection: res.headers.connection,
+          });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+/** An input object with `count` keys besides `a` and `b`. */
+function wideInput(count: number): Record<string, number> {
+  const input: Record<string, number> = { a: 1, b: 2 };
+  for (let i = 0; i < count; i++) input[`k${i}`] = i;
+  return input;
+}
+
+const servers: RunningServer[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+/** A tool that waits until aborted (or `ms`), counting its runs and aborts. */
+function waiter(counts: { started: number; aborted: number; finished: number }, ms = 10_000): Tool {
+  return defineTool({
+    toolkit: "Slow",
+    name: "Wait",
+    version: "1.0.0",
+    description: "Waits, then answers; stops when aborted.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    outputSchema: { type: "string" },
+    timeoutMs: 30_000,
+    run: (_input, { signal }) => {
+      counts.started++;
+      return new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          counts.finished++;
+          resolve("done");
+        }, ms);
+        signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            counts.aborted++;
+            reject(signal.reason);
+          },
+          { once: true },
+        );
+      });
+    },
+  }) as Tool;
+}
+
+async function serve(options: ServerOptions): Promise<RunningServer> {
+  const running = await listen(makeServer({ logger: false, validateResponses: true, ...options }), { port: 0 });
+  servers.push(running);
+  return running;
+}
+
+/** Sends a call on a raw socket from `from` and leaves the socket open, unread; the caller destroys it. */
+function hangingCall(baseUrl: string, body: unknown, from = "127.0.0.2"): Socket {
+  const { hostname, port } = new URL(baseUrl);
+  const payload = JSON.stringify(body);
+  const socket = connect({ host: hostname, port: Number(port), localAddress: from });
+  socket.on("error", () => {});
+  socket.write(
+    `POST /tools/call HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+  );
+  return socket;
+}
+
+async function until(check: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe("finding 2: wide bodies", () => {
+  // rule: limits.body-values
+  it("refuses a body with more values than its bound with a 400, before parsing it", async () => {
+    const server = await startServer({ logger: false });
+    try {
+      // The issue's attack: 60,000 keys in `input`, 878 KB, under the 1 MiB limit.
+      const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(60_000) });
+      expectError(reply, 400);
+      expect(reply.body.message).toBe("The request body holds too many values");
+      expect(reply.body.developer_message).toContain("10000");
+      await expectHealthy(server.baseUrl);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // rule: limits.body-values
+  it("takes the bound as an option", async () => {
+    const server = await startServer({ logger: false, maxValues: 50 });
+    try {
+      expectError(await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(60) }), 400);
+      const fits = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: 1, b: [1, 2] } });
+      expectError(fits, 422);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // rule: call.input-422
+  it("explains a large invalid input by its first error only: no error object per hostile key", async () => {
+    const server = await startServer({ logger: false });
+    try {
+      const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(5_000) });
+      expectError(reply, 422);
+      expect(Object.keys(reply.body.parameter_errors)).toHaveLength(1);
+      // A small input still has every problem explained.
+      const small = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: "1", b: "2", c: 3 } });
+      expectError(small, 422);
+      expect(Object.keys(small.body.parameter_errors).sort()).toEqual(["a", "b", "c"]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe("finding 2: one client cannot starve the rest", () => {
+  // rule: limits.fair-share
+  it("answers a client over its share 429 with Retry-After, before reading its body, while others are served", async () => {
+    const server = await serve({
+      tools: testTools({ value: 0 }),
+      // A small budget, so that a few wide bodies use it up on any machine.
+      fairness: { share: 0.02, burstMs: 10 },
+    });
+    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+    const seen: number[] = [];
+    let refused: (Reply & { connection: string | undefined }) | undefined;
+    for (let i = 0; i < 200 && !refused; i++) {
+      const reply = await callFrom("127.0.0.2", server.url, hostile);
+      seen.push(reply.status);
+      if (reply.status === 429) refused = reply;
+    }
+    expect(refused, `statuses: ${seen.join(",")}`).toBeDefined();
+    if (!refused) return;
+    expectError(refused, 429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(refused.connection).toBe("close");
+    expect(seen.slice(0, -1).every((status) => status === 422)).toBe(true);
+    // Another client is not charged for it.
+    const other = await callFrom("127.0.0.3", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+    expect(other.status, other.text).toBe(200);
+    // The refused client's budget drains: it is served again once Retry-After has passed.
+    await new Promise((resolve) => setTimeout(resolve, Number(refused.headers.get("retry-after")) * 1000 + 100));
+    const later = await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+    expect(later.status, later.text).toBe(200);
+  });
+
+  // rule: limits.fair-share
+  it("counts an authenticated client by its principal, wherever it calls from", async () => {
+    const server = await serve({
+      tools: testTools({ value: 0 }),
+      auth: { apiKeys: ["key-one", "key-two"] },
+      fairness: { share: 0.02, burstMs: 10 },
+    });
+    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+    let status = 0;
+    for (let i = 0; i < 200 && status !== 429; i++) {
+      // The same key from two addresses is one client.
+      const from = i % 2 === 0 ? "127.0.0.2" : "127.0.0.4";
+      status = (await callFrom(from, server.url, hostile, { "OXP-API-Key": "key-one" })).status;
+    }
+    expect(status).toBe(429);
+    const other = await callFrom(
+      "127.0.0.2",
+      server.url,
+      { tool_id: "Calculator.Add", input: { a: 1, b: 2 } },
+      {
+        "OXP-API-Key": "key-two",
+      },
+    );
+    expect(other.status, other.text).toBe(200);
+  });
+
+  it("can be turned off", async () => {
+    const server = await serve({ tools: testTools({ value: 0 }), fairness: false });
+    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+    for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+  });
+});
+
+describe("finding 4: runs do not outlive their connections", () => {
+  // rule: limits.orphan-runs-aborted
+  it("aborts a run without a call_id once its client hangs up", async () => {
+    const counts = { started: 0, aborted: 0, finished: 0 };
+    const server = await serve({ tools: [waiter(counts)] });
+    const sockets = Array.from({ length: 40 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }));
+    await until(() => counts.started === 40);
+    for (const socket of sockets) socket.destroy();
+    await until(() => counts.aborted === 40, 3_000);
+    expect(counts.finished).toBe(0);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
+  // rule: limits.orphan-runs-aborted
+  it("lets a run with a call_id finish when its client hangs up, and keeps its answer for the retry", async () => {
+    const counts = { started: 0, aborted: 0, finished: 0 };
+    const server = await serve({ tools: [waiter(counts, 300)] });
+    const sockets = Array.from({ length: 5 }, (_, i) =>
+      hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` }),
+    );
+    await until(() => counts.started === 5);
+    for (const socket of sockets) socket.destroy();
+    await until(() => counts.finished === 5, 3_000);
+    expect(counts.aborted).toBe(0);
+    for (let i = 0; i < 5; i++) {
+      const retry = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` });
+      expect(retry.status, retry.text).toBe(200);
+      expect(retry.body).toMatchObject({ call_id: `orphan-${i}`, success: true, value: "done" });
+    }
+    expect(counts.started).toBe(5);
+  });
+
+  // rule: limits.running-calls-bounded
+  it("bounds the runs in progress per client (429) and in total (503), orphans with call_ids included", async () => {
+    const counts = { started: 0, aborted: 0, finished: 0 };
+    const server = await serve({
+      tools: [waiter(counts), ...testTools({ value: 0 })],
+      maxRunningCallsPerClient: 3,
+      maxRunningCalls: 5,
+    });
+    // The issue's attack: calls with call_ids whose clients hang up at once keep running.
+    const orphans = Array.from({ length: 3 }, (_, i) =>
+      hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `held-${i}` }, "127.0.0.2"),
+    );
+    await until(() => counts.started === 3);
+    for (const socket of orphans) socket.destroy();
+    const mine = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: "one-more" });
+    expectError(mine, 429);
+    expect(mine.headers.get("retry-after")).toBe("1");
+    // A synchronous tool is refused too while the client is at its bound: the bound is on the client's calls.
+    expectError(await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } }), 429);
+    // Another client still runs calls, up to the server's total.
+    const others = Array.from({ length: 2 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }, "127.0.0.3"));
+    await until(() => counts.started === 5);
+    const full = await callFrom("127.0.0.4", server.url, { tool_id: "Slow.Wait" });
+    expectError(full, 503);
+    expect(full.headers.get("retry-after")).toBe("1");
+    for (const socket of others) socket.destroy();
+    await until(() => counts.aborted === 2);
+    // A run's slot is freed when it ends: the other client is served again.
+    expect((await callFrom("127.0.0.4", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } })).status).toBe(
+      200,
+    );
+    expect(counts.finished).toBe(0);
+  });
+});
