@@ -23,6 +23,7 @@ import { unsupportedVersion } from "../core/protocol-version.js";
 import type { AllowedHosts, HostCheck } from "./allowed-hosts.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
 import { ClientBudget, type FairnessOptions } from "./client-budget.js";
+import { addressGroup } from "./connection-allowances.js";
 import { createLogger } from "./logger.js";
 
 /** The options both adapters take (each adds its own kind of `pages`). */
@@ -117,10 +118,12 @@ function jsonLimits(options: AdapterOptions): JsonLimits {
 
 /**
  * Who the per-client limits (the fairness budget, running calls) count a request against: its principal, or
- * its address when the principal is `anonymous`, so that with authentication off one caller has its own share.
+ * its address (an IPv6 /64) when the principal is `anonymous`, so that with authentication off one caller has its
+ * own share.
  */
 export function clientOf(principal: string, req: IncomingMessage): string {
-  return principal === "anonymous" ? `address:${req.socket.remoteAddress ?? "unknown"}` : principal;
+  // An IPv6 client counts by its /64, as for connections: one subscriber can take a fresh address per request.
+  return principal === "anonymous" ? `address:${addressGroup(req.socket.remoteAddress)}` : principal;
 }
 
 /** The observer the core gets: the `observer` option and the telemetry's, both told of everything. */
