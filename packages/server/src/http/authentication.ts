@@ -169,11 +169,15 @@ function remoteKeySet(
     }
     const chunks: Uint8Array[] = [];
     let size = 0;
-    for await (const chunk of response.body) {
-      size += chunk.byteLength;
-      // Leaving the loop cancels the stream.
-      if (size > JWKS_MAX_BYTES) throw new Error(`the key set is larger than ${JWKS_MAX_BYTES} bytes`);
-      chunks.push(chunk);
+    // A reader, not `for await`: DOM's ReadableStream type (which a page's type check brings in) has no async iterator.
+    const reader = response.body.getReader();
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      size += chunk.value.byteLength;
+      if (size > JWKS_MAX_BYTES) {
+        await reader.cancel().catch(() => {});
+        throw new Error(`the key set is larger than ${JWKS_MAX_BYTES} bytes`);
+      }
+      chunks.push(chunk.value);
     }
     return new Response(Buffer.concat(chunks), { status: 200 });
   };
