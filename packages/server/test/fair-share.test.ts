@@ -194,6 +194,24 @@ describe("finding 2: one client cannot starve the rest", () => {
   });
 
   // rule: limits.fair-share
+  it("charges the whole call, not only its parsing: valid calls that are cheap to parse but costly to answer", async () => {
+    // A 900 KB name parses in about a millisecond, but checking it, running the tool, storing and writing the
+    // 900 KB answer cost several times that: a share above the parsing alone is still overrun.
+    const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.3, burstMs: 20 } });
+    const name = "x".repeat(900_000);
+    const seen: number[] = [];
+    for (let i = 0; i < 100 && seen.at(-1) !== 429; i++) {
+      const reply = await callFrom("127.0.0.2", server.url, {
+        tool_id: "Greeting.Hello@1",
+        call_id: `big-${i}`,
+        input: { name },
+      });
+      seen.push(reply.status);
+    }
+    expect(seen.at(-1), `statuses: ${seen.join(",")}`).toBe(429);
+  });
+
+  // rule: limits.fair-share
   it("counts an authenticated client by its principal, wherever it calls from", async () => {
     const server = await serve({
       tools: testTools({ value: 0 }),

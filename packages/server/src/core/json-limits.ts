@@ -35,41 +35,65 @@ const CLOSE_ARRAY = 0x5d;
  * scanJson(bytes, { maxDepth: 64, maxValues: 100_000 }); // throws a 400 WireError past either bound
  */
 export function scanJson(bytes: Uint8Array, limits: JsonLimits): number {
-  const { maxDepth, maxValues } = limits;
-  const length = bytes.length;
-  let depth = 0;
-  let values = 0;
-  let i = 0;
-  while (i < length) {
-    const byte = bytes[i] as number;
-    if (byte === QUOTE) {
-      i = stringEnd(bytes, i + 1);
-      continue;
-    }
-    if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
-      if (++depth > maxDepth) throw tooDeep(maxDepth);
-      if (++values > maxValues) throw tooMany(maxValues);
-    } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
-      depth--;
-    } else if (byte === COMMA && ++values > maxValues) {
-      throw tooMany(maxValues);
-    }
-    i++;
-  }
-  return values;
+  const scanner = new JsonScanner(limits);
+  scanner.push(bytes);
+  return scanner.values;
 }
 
-/** The index after the quote that closes the string whose first character is at `from` (the length when none does). */
-function stringEnd(bytes: Uint8Array, from: number): number {
-  let at = from;
-  for (;;) {
-    const quote = bytes.indexOf(QUOTE, at);
-    if (quote === -1) return bytes.length;
-    // A quote preceded by an odd number of backslashes is escaped.
-    let backslashes = 0;
-    for (let k = quote - 1; k >= from && bytes[k] === BACKSLASH; k--) backslashes++;
-    if ((backslashes & 1) === 0) return quote + 1;
-    at = quote + 1;
+/**
+ * {@link scanJson} over a body that arrives in chunks: each chunk is judged as it comes, so a body past a bound
+ * is refused after the bytes that break it, not after all of it has been read.
+ */
+export class JsonScanner {
+  /** Values counted so far. */
+  values = 0;
+  private depth = 0;
+  private inString = false;
+  /** Backslashes that ended the previous chunk inside a string: their parity says whether the next byte is escaped. */
+  private carry = 0;
+
+  constructor(private readonly limits: JsonLimits) {}
+
+  /** Scans the next chunk; throws a 400 WireError once the body is past a bound. */
+  push(bytes: Uint8Array): void {
+    const { maxDepth, maxValues } = this.limits;
+    const length = bytes.length;
+    let i = 0;
+    while (i < length) {
+      if (this.inString) {
+        const quote = bytes.indexOf(QUOTE, i);
+        const end = quote === -1 ? length : quote;
+        // The backslashes right before the quote (or the chunk's end), with those the last chunk ended on.
+        let run = 0;
+        let k = end - 1;
+        while (k >= i && bytes[k] === BACKSLASH) {
+          run++;
+          k--;
+        }
+        if (k < i) run += this.carry;
+        this.carry = 0;
+        if (quote === -1) {
+          this.carry = run;
+          return;
+        }
+        i = quote + 1;
+        // A quote after an odd number of backslashes is escaped: the string goes on.
+        if ((run & 1) === 0) this.inString = false;
+        continue;
+      }
+      const byte = bytes[i] as number;
+      if (byte === QUOTE) {
+        this.inString = true;
+      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+        if (++this.depth > maxDepth) throw tooDeep(maxDepth);
+        if (++this.values > maxValues) throw tooMany(maxValues);
+      } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
+        this.depth--;
+      } else if (byte === COMMA && ++this.values > maxValues) {
+        throw tooMany(maxValues);
+      }
+      i++;
+    }
   }
 }
 

@@ -121,7 +121,11 @@ export interface CallMeta {
    * explained by its first error only: explaining every error of a hostile input costs more than it tells.
    */
   bodyValues?: number;
-  /** Told how many milliseconds the core spent checking the input, for the adapter's per-client budget. */
+  /**
+   * Told of the milliseconds the core spends on this call where the adapter cannot measure them, for the
+   * adapter's per-client budget: work done after a wait (a run once its call_id is claimed, checking an
+   * asynchronous tool's value, storing the answer). The adapter measures what `call` does before its first wait.
+   */
   charge?(ms: number): void;
   /**
    * Calls `onGone` when the client goes away before its answer is sent; returns a function that stops watching.
@@ -423,12 +427,10 @@ export class OxpCore {
             throw error;
           });
       const input = request.input ?? {};
-      const checking = meta.charge ? performance.now() : 0;
       const errors = registered.input.errors(
         input,
         meta.bodyValues === undefined || meta.bodyValues <= ALL_ERRORS_MAX_VALUES,
       );
-      if (meta.charge) meta.charge(performance.now() - checking);
       if (errors) {
         throw new WireError("invalid_input", "Some input parameters are invalid", {
           parameterErrors: toParameterErrors(errors),
@@ -437,7 +439,7 @@ export class OxpCore {
       const tool = registered;
       const client = meta.client ?? meta.principal;
       // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
-      const watched = request.call_id === undefined ? meta : undefined;
+      const abortOnHangUp = request.call_id === undefined;
       const run = (callId: string) =>
         this.run(tool, input, {
           callId,
@@ -447,7 +449,8 @@ export class OxpCore {
           extra: request.context ?? {},
           started,
           client,
-          watched,
+          meta,
+          abortOnHangUp,
         });
       // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
       const ran = this.idempotent(request, registered, meta, input, run);
@@ -603,12 +606,23 @@ export class OxpCore {
     }
     const id = recordKey(key);
     // Through the Promise constructor: a run that throws at once still releases its claim (below).
-    const pending = new Promise<RunResult>((resolve) => resolve(run(callId))).then(async (result) => {
+    // After the store's answer the adapter no longer measures: the run's synchronous work is charged here.
+    const pending = new Promise<RunResult>((resolve) => {
+      const running = meta.charge ? performance.now() : 0;
+      try {
+        resolve(run(callId));
+      } finally {
+        meta.charge?.(performance.now() - running);
+      }
+    }).then(async (result) => {
       const { response, unsettled } = result;
       try {
         if (unsettled) this.holdWhileUnsettled(key, fingerprint, unsettled);
         else if (response.success || response.error.can_retry !== true) {
-          await this.store.complete(key, { fingerprint, response }, this.retentionMs);
+          const storing = meta.charge ? performance.now() : 0;
+          const stored = this.store.complete(key, { fingerprint, response }, this.retentionMs);
+          meta.charge?.(performance.now() - storing);
+          await stored;
         } else {
           // Not kept (a retry must run again), but duplicates waiting on other instances share it.
           await this.store.release(key, response);
@@ -716,8 +730,9 @@ export class OxpCore {
       extra: Record<string, unknown>;
       started: number;
       client: string;
-      /** The meta whose client is watched: a run is aborted when its client goes away. */
-      watched: CallMeta | undefined;
+      meta: CallMeta;
+      /** Abort the run when its client goes away (a call without a call_id: nobody could collect its answer). */
+      abortOnHangUp: boolean;
     },
   ): RunResult | Promise<RunResult> {
     const { tool, definition } = registered;
@@ -788,9 +803,11 @@ export class OxpCore {
       this.runningByClient.set(call.client, (this.runningByClient.get(call.client) ?? 0) + 1);
       let unwatch: (() => void) | undefined;
       try {
-        unwatch = call.watched?.watchClient?.(() =>
-          stop(new ClientGone("The client closed its connection before the tool finished")),
-        );
+        if (call.abortOnHangUp) {
+          unwatch = call.meta.watchClient?.(() =>
+            stop(new ClientGone("The client closed its connection before the tool finished")),
+          );
+        }
         result = await raced;
       } catch (error) {
         // A run that has not settled when given up on still holds its call_id until it does.
@@ -803,7 +820,14 @@ export class OxpCore {
         if (left > 0) this.runningByClient.set(call.client, left);
         else this.runningByClient.delete(call.client);
       }
-      return this.settle(registered, call, result);
+      // After an asynchronous tool the adapter no longer measures: checking and copying the value is charged here.
+      if (!call.meta.charge) return this.settle(registered, call, result);
+      const settling = performance.now();
+      try {
+        return this.settle(registered, call, result);
+      } finally {
+        call.meta.charge(performance.now() - settling);
+      }
     })();
   }
 

@@ -1,8 +1,8 @@
-/** A per-client budget of the server's time spent parsing and checking call bodies, so one client cannot starve the rest. */
+/** A per-client budget of the server's time spent on calls, so one client cannot starve the rest. */
 import { ServerConfigError, WireError } from "../core/errors.js";
 
 /**
- * How much of the server's time one client's calls may take to parse and check (protocol 7,
+ * How much of the server's time one client's calls may take: parsing, checking, running, answering (protocol 7,
  * `[limits.fair-share]`). A client is the authenticated principal, or the address of an anonymous one.
  */
 export interface FairnessOptions {
@@ -21,7 +21,7 @@ interface Debt {
 }
 
 /**
- * A leaky bucket of work per client: each call's parse-and-check time is added to its client's debt, which
+ * A leaky bucket of work per client: the time each call costs the event loop is added to its client's debt, which
  * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` is refused (429) until
  * it drains, before its body is read. One connection sending hostile 1 MiB bodies back to back thus gets at
  * most `share` of the server, where it took nearly all of it (issue 20: legitimate traffic fell from 2,570 to
@@ -64,7 +64,7 @@ export class ClientBudget {
     if (over <= 0) return;
     const seconds = Math.max(1, Math.ceil(over / this.share / 1000));
     throw new WireError("too_many_requests", "Too many requests: slow down", {
-      developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time to check; retry in ${seconds} s.`,
+      developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time; retry in ${seconds} s.`,
       // The body is not read: the connection cannot carry another request after it.
       headers: { "Retry-After": String(seconds), Connection: "close" },
     });

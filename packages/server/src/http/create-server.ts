@@ -225,9 +225,10 @@ export function createServer(options: ServerOptions): OxpApp {
     try {
       // express-openapi-validator passed the body as CallToolRequest or CallToolEnvelope.
       const { request, envelope } = unwrapCallBody(req.body as CallBody);
+      const client = req.oxpClient ?? clientOf(req.oxpPrincipal ?? "anonymous", req);
       const meta = new RequestCallMeta({
         principal: req.oxpPrincipal ?? "anonymous",
-        client: req.oxpClient ?? clientOf(req.oxpPrincipal ?? "anonymous", req),
+        client,
         req,
         res,
         tracing,
@@ -236,13 +237,19 @@ export function createServer(options: ServerOptions): OxpApp {
         budget,
         bodyValues: req.oxpBodyValues,
       });
-      const response = telemetry?.traceCall
-        ? await telemetry.traceCall(req, res, (onEnd) => {
+      // What the core does before its first wait is measured here; what it does after one, it charges itself.
+      const calling = performance.now();
+      const answer = telemetry?.traceCall
+        ? telemetry.traceCall(req, res, (onEnd) => {
             meta.onEnd = onEnd;
             return core.call(request, meta);
           })
-        : await core.call(request, meta);
+        : core.call(request, meta);
+      budget?.charge(client, performance.now() - calling);
+      const response = await answer;
+      const answering = performance.now();
       sendJson(res, 200, wrapResponse(response, envelope));
+      budget?.charge(client, performance.now() - answering);
     } catch (error) {
       next(error);
     }

@@ -14,7 +14,7 @@ import {
 } from "@otc/types";
 import { checkCallBody, wrapResponse } from "../core/call-body.js";
 import { shorten, WireError } from "../core/errors.js";
-import { scanJson } from "../core/json-limits.js";
+import { JsonScanner } from "../core/json-limits.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
 import { createHostCheck } from "./allowed-hosts.js";
 import {
@@ -54,8 +54,12 @@ export interface HandlerOptions extends AdapterOptions {
 /** A node:http request listener serving OXP, with its runtime for `listen`. */
 export type OxpHandler = RequestListener & { readonly oxp: OxpRuntime };
 
-/** Reads a request body (its framing already checked) up to `limit` bytes; a 413 once past it. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads a request body (its framing already checked) up to `limit` bytes, its shape judged chunk by chunk as it
+ * comes: a 413 once past the limit, a 400 once past a shape bound; either way the rest is never read. The time
+ * spent judging it is added to `spent.ms`.
+ */
+function readBody(req: IncomingMessage, limit: number, scanner: JsonScanner, spent: { ms: number }): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -71,6 +75,19 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         req.pause();
         reject(bodyTooLarge(limit));
         return;
+      }
+      const started = performance.now();
+      try {
+        scanner.push(chunk);
+      } catch (error) {
+        cleanup();
+        req.pause();
+        // What is left of the body is not read: the connection cannot carry another request.
+        if (error instanceof WireError) error.details.headers = { ...error.details.headers, Connection: "close" };
+        reject(error);
+        return;
+      } finally {
+        spent.ms += performance.now() - started;
       }
       chunks.push(chunk);
     };
@@ -209,29 +226,50 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     // Before the body is read: a client over its share of the server's time waits its turn (429).
     const client = clientOf(principal, req);
     budget?.admit(client);
-    const bytes = await readBody(req, limit);
-    const checking = performance.now();
-    let bodyValues: number;
+    // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
+    const scanner = new JsonScanner(jsonLimits);
+    const spent = { ms: 0 };
     let parsed: ReturnType<typeof checkCallBody>;
     try {
-      // Shape bounds on the bytes first: a hostile shape is refused before JSON.parse builds it.
-      bodyValues = scanJson(bytes, jsonLimits);
-      const body = parseJson(bytes);
-      // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
-      checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
-      parsed = checkCallBody(body);
+      const bytes = await readBody(req, limit, scanner, spent);
+      const checking = performance.now();
+      try {
+        const body = parseJson(bytes);
+        // Step 3 of docs/protocol.md 3.3, after size and media type: the version, then the body's shape.
+        checkOxpVersionHeader(firstHeader(req.headers["oxp-version"]));
+        parsed = checkCallBody(body);
+      } finally {
+        spent.ms += performance.now() - checking;
+      }
     } finally {
-      budget?.charge(client, performance.now() - checking);
+      budget?.charge(client, spent.ms);
     }
     const { request, envelope } = parsed;
-    const meta = new RequestCallMeta({ principal, client, req, res, tracing, publicUrl, budget, bodyValues });
-    const response: CallToolResponse = telemetry?.traceCall
-      ? await telemetry.traceCall(req, res, (onEnd) => {
+    const meta = new RequestCallMeta({
+      principal,
+      client,
+      req,
+      res,
+      tracing,
+      publicUrl,
+      budget,
+      bodyValues: scanner.values,
+    });
+    // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
+    // without a call_id) is measured here; what it does after a wait, it charges through the meta.
+    const calling = performance.now();
+    const answer: Promise<CallToolResponse> = telemetry?.traceCall
+      ? telemetry.traceCall(req, res, (onEnd) => {
           meta.onEnd = onEnd;
           return core.call(request, meta);
         })
-      : await core.call(request, meta);
+      : core.call(request, meta);
+    budget?.charge(client, performance.now() - calling);
+    const response = await answer;
+    const answering = performance.now();
     send(res, 200, JSON.stringify(wrapResponse(response, envelope)), "call", envelope);
+    // Serializing and writing a large answer is the client's cost too.
+    budget?.charge(client, performance.now() - answering);
   };
 
   const serveRoute = async (req: IncomingMessage, res: ServerResponse, route: ProtocolRoute) => {
