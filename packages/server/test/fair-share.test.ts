@@ -92,7 +92,9 @@ function waiter(counts: { started: number; aborted: number; finished: number }, 
 }
 
 async function serve(options: ServerOptions): Promise<RunningServer> {
-  const running = await listen(makeServer({ logger: false, validateResponses: true, ...options }), { port: 0 });
+  // Responses are not checked against the spec here: on Express that check runs in the answer's write, which the
+  // budget charges, and it compiles on first use: the first client to call would pay for it.
+  const running = await listen(makeServer({ logger: false, ...options }), { port: 0 });
   servers.push(running);
   return running;
 }
@@ -162,18 +164,23 @@ describe("finding 2: wide bodies", () => {
   });
 });
 
+/** A cheap call from another address: the server then knows other clients are calling. */
+const nudge = (baseUrl: string, headers: Record<string, string> = {}, from = "127.0.0.3") =>
+  callFrom(from, baseUrl, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } }, headers);
+
 describe("finding 2: one client cannot starve the rest", () => {
   // rule: limits.fair-share
   it("answers a client over its share 429 with Retry-After, before reading its body, while others are served", async () => {
     const server = await serve({
       tools: testTools({ value: 0 }),
-      // A small budget, so that a few wide bodies use it up on any machine.
-      fairness: { share: 0.02, burstMs: 10 },
+      // A small budget, so that a few wide bodies use it up on any machine, and cheap calls never do.
+      fairness: { share: 0.1, burstMs: 20 },
     });
     const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
     const seen: number[] = [];
     let refused: (Reply & { connection: string | undefined }) | undefined;
     for (let i = 0; i < 200 && !refused; i++) {
+      expect((await nudge(server.url)).status).toBe(200);
       const reply = await callFrom("127.0.0.2", server.url, hostile);
       seen.push(reply.status);
       if (reply.status === 429) refused = reply;
@@ -201,6 +208,7 @@ describe("finding 2: one client cannot starve the rest", () => {
     const name = "x".repeat(900_000);
     const seen: number[] = [];
     for (let i = 0; i < 100 && seen.at(-1) !== 429; i++) {
+      await nudge(server.url);
       const reply = await callFrom("127.0.0.2", server.url, {
         tool_id: "Greeting.Hello@1",
         call_id: `big-${i}`,
@@ -216,13 +224,14 @@ describe("finding 2: one client cannot starve the rest", () => {
     const server = await serve({
       tools: testTools({ value: 0 }),
       auth: { apiKeys: ["key-one", "key-two"] },
-      fairness: { share: 0.02, burstMs: 10 },
+      fairness: { share: 0.1, burstMs: 20 },
     });
     const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
     let status = 0;
     for (let i = 0; i < 200 && status !== 429; i++) {
       // The same key from two addresses is one client.
       const from = i % 2 === 0 ? "127.0.0.2" : "127.0.0.4";
+      await nudge(server.url, { "OXP-API-Key": "key-two" }, from);
       status = (await callFrom(from, server.url, hostile, { "OXP-API-Key": "key-one" })).status;
     }
     expect(status).toBe(429);
@@ -246,10 +255,26 @@ describe("finding 2: one client cannot starve the rest", () => {
     expect(clientOf("api-key:0", from("127.0.0.1"))).toBe(clientOf("api-key:0", from("127.0.0.9")));
   });
 
+  // rule: limits.fair-share
+  it("lets a client alone on the server use all of it, and holds it to its share once another calls", async () => {
+    const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.02, burstMs: 10 } });
+    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+    // Far past its share, but nobody else is calling: a batch job against a private server is not throttled.
+    for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+    expect((await nudge(server.url)).status).toBe(200);
+    const refused = await callFrom("127.0.0.2", server.url, hostile);
+    expectError(refused, 429);
+    // Its debt was capped: the wait is a second at most.
+    expect(refused.headers.get("retry-after")).toBe("1");
+  });
+
   it("can be turned off", async () => {
     const server = await serve({ tools: testTools({ value: 0 }), fairness: false });
     const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
-    for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+    for (let i = 0; i < 30; i++) {
+      await nudge(server.url);
+      expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+    }
   });
 });
 

@@ -20,26 +20,37 @@ interface Debt {
   at: number;
 }
 
+/** How recently another client must have been served for a client to be held to its share, in milliseconds. */
+const OTHERS_ACTIVE_MS = 1_000;
+
 /**
  * A leaky bucket of work per client: the time each call costs the event loop is added to its client's debt, which
- * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` is refused (429) until
- * it drains, before its body is read. One connection sending hostile 1 MiB bodies back to back thus gets at
- * most `share` of the server, where it took nearly all of it (issue 20: legitimate traffic fell from 2,570 to
- * 3-13 calls/s), while a client that stays under its share never sees a refusal. The cost on every call is
- * two clock reads and a map lookup.
+ * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` while other clients are
+ * being served (one was, within the last second) is refused (429) until it drains, before its body is read. One
+ * connection sending hostile 1 MiB bodies back to back thus gets at most `share` of the server while others call,
+ * where it took nearly all of it (issue 20: legitimate traffic fell to 3-13 calls/s); a client alone on the server
+ * may use all of it, and a client that stays under its share never sees a refusal. Debt is capped at a second's
+ * share past the burst, so a client that had the server to itself waits at most a second once others arrive. The
+ * cost on every call is two clock reads and a map lookup.
  */
 export class ClientBudget {
   private readonly debts = new Map<string, Debt>();
   private readonly share: number;
   private readonly burstMs: number;
   private readonly maxClients: number;
+  /** The most debt a client carries: a second's share past the burst, so no refusal asks for more than a second. */
+  private readonly maxDebt: number;
 
   private readonly now: () => number;
+  /** The most recent client charged, and the one before it (another): enough to tell whether others are calling. */
+  private latest: { client: string; at: number } | undefined;
+  private previous: { client: string; at: number } | undefined;
 
   constructor(options: FairnessOptions = {}, now: () => number = () => performance.now()) {
     this.share = options.share ?? 0.25;
     this.burstMs = options.burstMs ?? 250;
     this.maxClients = options.maxClients ?? 10_000;
+    this.maxDebt = this.burstMs + 1_000 * this.share;
     this.now = now;
     if (!(this.share > 0 && this.share <= 1))
       throw new ServerConfigError("fairness.share must be above 0 and at most 1");
@@ -56,12 +67,19 @@ export class ClientBudget {
     return Math.max(0, debt.ms - (now - debt.at) * this.share);
   }
 
-  /** Throws a 429 with `Retry-After` when `client` is over its budget; cheap when it is not. */
+  /** Whether a client other than `client` was charged within the last {@link OTHERS_ACTIVE_MS}. */
+  private othersActive(client: string, now: number): boolean {
+    const other = this.latest?.client === client ? this.previous : this.latest;
+    return other !== undefined && now - other.at < OTHERS_ACTIVE_MS;
+  }
+
+  /** Throws a 429 with `Retry-After` when `client` is over its budget while others call; cheap when it is not. */
   admit(client: string): void {
     const debt = this.debts.get(client);
     if (debt === undefined) return;
-    const over = this.owed(debt, this.now()) - this.burstMs;
-    if (over <= 0) return;
+    const now = this.now();
+    const over = this.owed(debt, now) - this.burstMs;
+    if (over <= 0 || !this.othersActive(client, now)) return;
     const seconds = Math.max(1, Math.ceil(over / this.share / 1000));
     throw new WireError("too_many_requests", "Too many requests: slow down", {
       developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time; retry in ${seconds} s.`,
@@ -73,13 +91,18 @@ export class ClientBudget {
   /** Adds `ms` of work to `client`'s debt. */
   charge(client: string, ms: number): void {
     const now = this.now();
+    if (this.latest?.client === client) this.latest.at = now;
+    else {
+      this.previous = this.latest;
+      this.latest = { client, at: now };
+    }
     const debt = this.debts.get(client);
     if (debt !== undefined) {
-      debt.ms = this.owed(debt, now) + ms;
+      debt.ms = Math.min(this.owed(debt, now) + ms, this.maxDebt);
       debt.at = now;
       return;
     }
-    this.debts.set(client, { ms, at: now });
+    this.debts.set(client, { ms: Math.min(ms, this.maxDebt), at: now });
     if (this.debts.size > this.maxClients) this.evict(now);
   }
 
