@@ -14,7 +14,6 @@ import { coldStart, wallTime } from "./lib/cold.mjs";
 import { measure, median, pinCores, startServer } from "./lib/harness.mjs";
 import { notApplicable, QUICK_SCENARIOS, quickRuns, RATIOS, requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
 import { LARGE_CATALOG, wireToolList } from "./stacks/catalog.mjs";
-import { hasCreateHandler } from "./stacks/ours-native.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values: opts } = parseArgs({
@@ -306,9 +305,6 @@ const fixed = (value, digits = 0) =>
   Number.isFinite(value)
     ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
     : "-";
-const nativeNote = hasCreateHandler
-  ? "`createHandler` + `listen` from @otc/server"
-  : "stand-in: @otc/server does not export `createHandler` yet, so OxpCore behind node:http (bench/stacks/core-standin.mjs)";
 const cpu = os.cpus();
 const lines = [
   `# OXP server benchmark${QUICK ? " (--quick: a smoke run, not figures to quote)" : ""}`,
@@ -318,7 +314,7 @@ const lines = [
   `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ajv ${version("ajv")}`,
   `- Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections; warm-up ${WARMUP} s per row, then ${ROUNDS} interleaved round(s) x ${SECONDS} s; medians over rounds`,
   `- Pinning: ${pinning.why}`,
-  `- Native adapter: ${nativeNote}`,
+  "- Native adapter: `createHandler` + `listen` from @otc/server",
   `- ETag on GET /tools: ${ctx.etags.size > 0 ? `sent by ${[...new Set([...ctx.etags.keys()].map((key) => key.split("/")[0]))].join(", ")}` : "not sent yet, so no 304 row"}`,
   "- CPU/req: the server's own process.cpuUsage() (user + system) over the window, read in the server over IPC, divided by the answers; peak RSS: the server process's maxRSS",
   "- Catalogs: the demo's (" +
@@ -330,7 +326,7 @@ const lines = [
   "| --- | ---: | ---: | :---: | ---: |",
   ...ratios.map(
     (ratio) =>
-      `| ${ratio.label}${!hasCreateHandler && ratio.label.includes("native") ? " (stand-in)" : ""} | ${fixed(ratio.value, 2)}x | ${ratio.op} ${ratio.target}x | ${ratio.pass === undefined ? "?" : ratio.pass ? "pass" : "FAIL"} | ${ratio.metric === "cpu" ? "calls/s" : "CPU"} ${fixed(ratio.other, 2)}x |`,
+      `| ${ratio.label} | ${fixed(ratio.value, 2)}x | ${ratio.op} ${ratio.target}x | ${ratio.pass === undefined ? "?" : ratio.pass ? "pass" : "FAIL"} | ${ratio.metric === "cpu" ? "calls/s" : "CPU"} ${fixed(ratio.other, 2)}x |`,
   ),
   "",
   "## Rows",
@@ -384,7 +380,7 @@ writeFileSync(
     {
       quick: QUICK,
       settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, pinning: pinning.why },
-      nativeAdapter: hasCreateHandler ? "createHandler" : "stand-in",
+      nativeAdapter: "createHandler",
       results: results.map(({ samples: _samples, ...result }) => result),
       ratios,
       cold,

@@ -1,6 +1,6 @@
 // Throughput of the OXP server, side by side in one run: the Express adapter as deployed, the same
-// with response validation (as the tests run it), and the protocol core behind a bare node:http
-// adapter. Each server runs in its own process; autocannon loads it over loopback, bounded in time.
+// with response validation (as the tests run it), and the node:http adapter (createHandler). Each
+// server runs in its own process; autocannon loads it over loopback, bounded in time.
 // Run with `npm run bench` (it builds first); `node bench/server-throughput.mjs SECONDS` sets the seconds per row.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -41,7 +41,7 @@ async function load(url, request) {
   };
 }
 
-const modes = ["express", "express-validated", "core"];
+const modes = ["express", "express-validated", "node"];
 const results = {};
 for (const mode of modes) {
   const { child, url } = await start(mode);

@@ -11,7 +11,6 @@ import type { ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   DEFAULT_JWT_SUBJECT,
-  EXIT,
   formatTools,
   levenshtein,
   nearest,
@@ -21,6 +20,7 @@ import {
   terminalSafe,
 } from "./cli.js";
 import { generateBindings, typeNameOf } from "./codegen.js";
+import { EXIT } from "./io.js";
 
 /** The claims of a JWT, read without checking its signature (the test only looks at what was sent). */
 const decodeJwt = (token: string): Record<string, unknown> =>

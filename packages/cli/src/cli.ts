@@ -26,25 +26,7 @@ import {
   type ToolDefinition,
 } from "@otc/types";
 import { generateBindings } from "./codegen.js";
-
-/** Exit codes, one per kind of outcome; `otc --help` lists them. */
-export const EXIT = {
-  ok: 0,
-  toolFailed: 1,
-  usage: 2,
-  connection: 3,
-  authentication: 4,
-  refused: 5,
-  invalidInput: 6,
-  protocol: 7,
-} as const;
-
-/** Where the command writes, and what it reads from its environment. */
-export interface Io {
-  stdout(text: string): void;
-  stderr(text: string): void;
-  env: Record<string, string | undefined>;
-}
+import { EXIT, type Io } from "./io.js";
 
 export const HELP = `otc: talk to an OXP (Open eXecution Protocol) Tool Server
 

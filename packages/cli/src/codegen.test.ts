@@ -11,8 +11,9 @@ import type { ToolDefinition } from "@otc/types";
 import { compile } from "json-schema-to-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { EXIT, run } from "./cli.js";
+import { run } from "./cli.js";
 import { generateBindings, NO_REFERENCES } from "./codegen.js";
+import { EXIT } from "./io.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 

@@ -3,7 +3,8 @@
  * that build on them. Every export here is public API; nothing else in src is.
  */
 
-export { EXIT, type Io, run } from "./cli.js";
+export { run } from "./cli.js";
 export { generateBindings, typeNameOf } from "./codegen.js";
 export { type InspectOptions, inspectCommand } from "./inspect-command.js";
+export { EXIT, type Io } from "./io.js";
 export { MCP_HELP, type McpCommandRuntime, mcpCommand } from "./mcp-command.js";

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { inspector } from "@otc/inspector";
-import type { Io } from "./cli.js";
+import { EXIT, type Io } from "./io.js";
 import { stopped } from "./stopped.js";
 
 /** The port `otc inspect` listens on by default: fixed, so a server's CORS settings can name the page's origin once. */
@@ -107,11 +107,11 @@ export async function inspectCommand(argv: readonly string[], io: Io, options: I
     args = parse(argv);
   } catch (error) {
     io.stderr(`otc: ${(error as Error).message}\nRun 'otc inspect --help' for usage.\n`);
-    return 2;
+    return EXIT.usage;
   }
   if (args.help) {
     io.stdout(INSPECT_HELP);
-    return 0;
+    return EXIT.ok;
   }
   const { url: target, port, host, open } = args;
   let handler: ReturnType<typeof inspector>;
@@ -120,7 +120,7 @@ export async function inspectCommand(argv: readonly string[], io: Io, options: I
   } catch (error) {
     // The page accepts only a plain http(s) origin (it goes into its Content-Security-Policy).
     io.stderr(`otc: ${(error as Error).message}\nRun 'otc inspect --help' for usage.\n`);
-    return 2;
+    return EXIT.usage;
   }
   const server: Server = createServer((req, res) => {
     // The bare address leads to the page, already pointed at the server.
@@ -146,7 +146,7 @@ export async function inspectCommand(argv: readonly string[], io: Io, options: I
         ? `otc: port ${port} on ${host} is in use: pick another, e.g. otc inspect ${target} --port 0\n`
         : `otc: cannot listen on ${host}:${port} (${code ?? (error as Error).message})\n`,
     );
-    return 2;
+    return EXIT.usage;
   }
   const address = server.address() as AddressInfo;
   const origin = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
@@ -167,5 +167,5 @@ export async function inspectCommand(argv: readonly string[], io: Io, options: I
   await stopped(options.signal);
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return 0;
+  return EXIT.ok;
 }

@@ -9,7 +9,7 @@ import {
   serveHttp,
   serveStdio,
 } from "@otc/mcp";
-import { EXIT, type Io } from "./cli.js";
+import { EXIT, type Io } from "./io.js";
 import { stopped } from "./stopped.js";
 
 /** The `sub` of the JWTs `otc mcp serve` signs when neither --jwt-subject nor OXP_JWT_SUBJECT names one. */

@@ -1,0 +1,20 @@
+/** What every `otc` command shares: where it writes (`Io`) and its exit codes (`EXIT`), apart from the commands so none imports another. */
+
+/** Exit codes, one per kind of outcome; `otc --help` lists them. */
+export const EXIT = {
+  ok: 0,
+  toolFailed: 1,
+  usage: 2,
+  connection: 3,
+  authentication: 4,
+  refused: 5,
+  invalidInput: 6,
+  protocol: 7,
+} as const;
+
+/** Where the command writes, and what it reads from its environment. */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
