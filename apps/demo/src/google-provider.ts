@@ -1,5 +1,5 @@
 /** The demo's `google` authorization provider: a consent page on the demo server stands in for Google. */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
@@ -12,6 +12,8 @@ import {
   type TokenStore,
   WireError,
 } from "@otc/server/node";
+import { constantTimeEqual } from "@otc/types";
+import escapeHtml from "escape-html";
 import express, { type RequestHandler, type Response, type Router } from "express";
 
 /** Where the demo serves consent pages, below the server's base URL. */
@@ -56,10 +58,6 @@ const SECURITY_HEADERS = {
   "Referrer-Policy": "no-referrer",
   "X-Content-Type-Options": "nosniff",
 } as const;
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
-
-const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest();
 
 /**
  * A consent page's failure to reach the challenge or token store (Redis down, say) as a 503 JSON
@@ -218,9 +216,8 @@ export class DemoGoogleProvider implements AuthorizationProvider {
         const form = (req.body ?? {}) as Record<string, unknown>;
         const csrf = typeof form.csrf === "string" ? form.csrf : "";
         // Refused before the action is read: a form posted from another site decides nothing.
-        // Compared by SHA-256 digest, so the comparison is constant time whatever the submitted length.
         const expected = csrfOf(challenge);
-        if (expected === "" || !timingSafeEqual(sha256(csrf), sha256(expected))) {
+        if (expected === "" || !constantTimeEqual(csrf, expected)) {
           answer(
             res,
             403,

@@ -66,7 +66,7 @@ describe("the consent form", () => {
     expectSecurityHeaders(page);
     expect(page.text).toContain("Google");
     expect(page.text).toContain("https://www.googleapis.com/auth/gmail.readonly");
-    expect(page.text).toContain("&#60;b&#62;ann&#60;/b&#62;");
+    expect(page.text).toContain("&lt;b&gt;ann&lt;/b&gt;");
     expect(page.text).not.toContain("<b>ann</b>");
     expect(Buffer.from(await csrfOf(challenge.url), "base64url")).toHaveLength(32);
   });

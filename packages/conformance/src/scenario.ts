@@ -1,7 +1,7 @@
 /** What a scenario is, what it runs with, and the checks scenarios share. */
 import { allSchemas, formatSchemaErrors, type ToolDefinition } from "@otc/types";
-import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import { createAjv } from "@otc/types/ajv";
+import type { ValidateFunction } from "ajv/dist/2020.js";
 import type { Fixture } from "./fixture.js";
 import { type Answer, type Http, header } from "./http.js";
 
@@ -52,8 +52,7 @@ export function need<T>(value: T | undefined, reason: string): T {
   return value;
 }
 
-const ajv = new Ajv2020({ allErrors: false, schemas: [...allSchemas] });
-addFormats.default(ajv);
+const ajv = createAjv({ schemas: allSchemas });
 const validators = new Map<string, ValidateFunction>();
 
 /** Fails unless `value` matches the spec's schema titled `title` (formats included). */

@@ -5,6 +5,9 @@ import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { openapiDocument } from "@otc/types";
+import escapeHtml from "escape-html";
+import Negotiator from "negotiator";
+import vary from "vary";
 
 /** Options of {@link inspector}. */
 export interface InspectorOptions {
@@ -87,7 +90,6 @@ const DOCS_POLICY = [
   "base-uri 'none'",
 ].join("; ");
 
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 /** JSON safe inside a `<script type="application/json">`: no `<` can close the element. */
 const scriptJson = (value: unknown) => JSON.stringify(value).replace(/</g, "\\u003c");
 
@@ -150,21 +152,14 @@ function load(distDir: string): Built | undefined {
 }
 
 /**
- * True when the request's Accept-Encoding admits gzip: named (or `*`) with a q-value above 0. An
- * explicit `gzip;q=0` refuses it even when `*` is accepted.
+ * True when the request's Accept-Encoding prefers gzip to sending the file as is (negotiator weighs the q-values:
+ * an explicit `gzip;q=0` refuses it even when `*` is accepted). `x-gzip` is read as `gzip`, its alias (RFC 9110
+ * section 8.4.1.3), which negotiator does not know.
  */
 function acceptsGzip(req: IncomingMessage): boolean {
-  let gzip: number | undefined;
-  let any: number | undefined;
-  for (const entry of String(req.headers["accept-encoding"] ?? "").split(",")) {
-    const [coding = "", ...params] = entry.split(";").map((part) => part.trim().toLowerCase());
-    const q = params.find((param) => /^q\s*=/.test(param));
-    const weight = q === undefined ? 1 : Number(q.replace(/^q\s*=\s*/, ""));
-    const quality = Number.isFinite(weight) ? weight : 0;
-    if (coding === "gzip" || coding === "x-gzip") gzip = Math.max(gzip ?? 0, quality);
-    else if (coding === "*") any = Math.max(any ?? 0, quality);
-  }
-  return (gzip ?? any ?? 0) > 0;
+  const accept = req.headers["accept-encoding"];
+  const headers = { "accept-encoding": accept?.replace(/\bx-gzip\b/gi, "gzip") };
+  return new Negotiator({ headers }).encoding(["gzip", "identity"]) === "gzip";
 }
 
 function securityHeaders(res: ServerResponse, policy: string): void {
@@ -178,7 +173,8 @@ function securityHeaders(res: ServerResponse, policy: string): void {
 function send(req: IncomingMessage, res: ServerResponse, asset: Asset, cache: string): void {
   res.setHeader("Content-Type", asset.type);
   res.setHeader("Cache-Control", cache);
-  res.setHeader("Vary", "Accept-Encoding");
+  // Added to what an earlier handler set (CORS varies by Origin), not in place of it.
+  vary(res, "Accept-Encoding");
   let body = asset.body;
   // Small files are not worth a gzip header; Scalar's bundle shrinks from 4 MB to about 1 MB.
   if (asset.body.length > 1024 && acceptsGzip(req)) {

@@ -247,7 +247,7 @@ describe("on a plain node:http server", () => {
     }
   });
 
-  it("gzips only when Accept-Encoding admits it: q=0 refuses, * with q above 0 accepts", async () => {
+  it("gzips only when Accept-Encoding prefers it: q=0 refuses, * with q above 0 accepts, identity can win", async () => {
     const html = await (await fetch(`${plain.url}/inspector`)).text();
     const script = assetUrls(html).find((url) => url.endsWith(".js")) as string;
     for (const [accept, gzipped] of [
@@ -260,6 +260,11 @@ describe("on a plain node:http server", () => {
       ["GZIP", true],
       ["*;q=0.1", true],
       ["x-gzip", true],
+      ["gzip;q=0, x-gzip", true],
+      ["x-gzip;q=0, *", false],
+      // The client would rather have the file as is.
+      ["gzip;q=0.5, identity", false],
+      ["identity;q=0.1, gzip;q=0.2", true],
     ] as const) {
       const answer = await rawGet(`${plain.url}${script}`, { "accept-encoding": accept });
       expect(answer.status).toBe(200);
@@ -402,6 +407,28 @@ describe("options and mounting", () => {
       expect((await fetch(`${url}/tools`, { headers: { "OXP-Version": "1.0" } })).status).toBe(401);
     } finally {
       await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it("adds Accept-Encoding to the Vary: Origin of the server's CORS, on both adapters, rather than replacing it", async () => {
+    const options = { tools: [], logger: false, cors: { origins: ["http://app.example"] } } as const;
+    const express = await listen(createServer({ ...options, pages: [inspector()] }), { port: 0 });
+    const node = await listen(createHandler({ ...options, pages: [inspector()] }), { port: 0 });
+    try {
+      for (const running of [express, node]) {
+        const page = await fetch(`${running.url}/inspector`, { headers: { Origin: "http://app.example" } });
+        const script = assetUrls(await page.text()).find((url) => url.endsWith(".js")) as string;
+        for (const path of ["/inspector", script, "/docs", "/docs/openapi.json"]) {
+          const response = await fetch(`${running.url}${path}`, { headers: { Origin: "http://app.example" } });
+          expect(response.status, path).toBe(200);
+          expect(response.headers.get("access-control-allow-origin"), path).toBe("http://app.example");
+          const vary = (response.headers.get("vary") ?? "").split(/\s*,\s*/).map((field) => field.toLowerCase());
+          expect(vary, path).toEqual(expect.arrayContaining(["origin", "accept-encoding"]));
+        }
+      }
+    } finally {
+      await express.close();
+      await node.close();
     }
   });
 

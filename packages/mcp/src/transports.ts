@@ -1,11 +1,11 @@
 /** The bridge's transports, both the SDK's: stdio, and streamable HTTP in stateless mode on node:http. */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { McpBridge } from "./bridge.js";
 
 /** A bridge served over stdio. */
@@ -73,14 +73,10 @@ function sendJson(res: ServerResponse, status: number, message: string, headers:
   res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify({ message }));
 }
 
-// Both sides are hashed first so that timingSafeEqual compares equal lengths and the time taken
-// says nothing about the token's length either.
-const digest = (text: string) => createHash("sha256").update(text).digest();
-
 /** Whether the request carries `Authorization: Bearer <token>`, compared in constant time. */
-function hasToken(req: IncomingMessage, expected: Buffer): boolean {
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? "");
-  return timingSafeEqual(digest(match?.[1] ?? ""), expected) && match !== null;
+function hasToken(req: IncomingMessage, expected: string): boolean {
+  const sent = parseBearer(req.headers.authorization);
+  return sent !== undefined && constantTimeEqual(sent, expected);
 }
 
 /**
@@ -107,7 +103,6 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       `listening on ${host} (not a loopback address) needs a token: anyone reaching the endpoint would use the bridge's OXP credentials`,
     );
   }
-  const expected = token === undefined ? undefined : digest(token);
   // Set from the `listening` event, before any connection can be read; until then a loopback bridge
   // refuses rather than serve a request whose Host was not checked.
   let allowedHosts: Set<string> | undefined;
@@ -119,7 +114,7 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
         return sendJson(res, 403, "Forbidden: the Host header does not name this bridge");
       }
     }
-    if (expected && !hasToken(req, expected)) {
+    if (token !== undefined && !hasToken(req, token)) {
       return sendJson(res, 401, "A bearer token is required", { "www-authenticate": 'Bearer realm="otc-mcp"' });
     }
     const pathname = new URL(req.url ?? "/", "http://localhost").pathname;

@@ -1,7 +1,9 @@
-/** OXP 1.0 types, JSON Schemas and the bundled OpenAPI document, generated from the project's spec/. */
+/** OXP 1.0 types, JSON Schemas and the bundled OpenAPI document, generated from the project's spec/; and the small helpers every OXP package shares. */
 import type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
 import type { paths } from "./generated/openapi.js";
 
+export { parseBearer } from "./bearer.js";
+export { constantTimeEqual } from "./constant-time.js";
 export { ENVELOPE_SCHEMA } from "./envelope.js";
 export type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
 export type { CallToolEnvelope } from "./generated/call-tool-envelope.js";

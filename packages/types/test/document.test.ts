@@ -1,8 +1,7 @@
 // Checks the bundled OpenAPI document and the schema consts that @otc/types ships.
 import { createSpecAjv, loadExamples, loadSchemaFiles } from "@otc/spec";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
+import { createAjv } from "../src/ajv.js";
 import * as validators from "../src/generated/validators.js";
 import { allSchemas, OXP_ROUTES, OXP_VERSION, openapiDocument, SUPPORTED_OXP_VERSIONS } from "../src/index.js";
 
@@ -83,8 +82,7 @@ describe("openapiDocument", () => {
 describe("the dereferenced component schemas", () => {
   // The bundler rewrites refs, hoists $defs and merges siblings; the result must judge every
   // example exactly as the source schema files do.
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats.default(ajv);
+  const ajv = createAjv({ allErrors: true });
   const examples = loadExamples();
 
   it.each([...new Set(examples.map((example) => example.schemaName))])(

@@ -36,7 +36,7 @@ let savedStackLimit: number | undefined;
 
 /**
  * Passes `message` through with stack capture off until {@link restoreStack}. A client's mistake (4xx) needs no
- * stack, nobody reads it, and capturing one was a fifth of the cost of a 422 (bench/). Called in the
+ * stack, nobody reads it, and capturing one was a large part of the cost of a 422 (bench/results/notes.md). Called in the
  * arguments of `super`, so that it applies to the Error constructor itself.
  */
 function withoutStack(message: string): string {

@@ -295,7 +295,7 @@ export type CallLogLine = {
 /**
  * Where a logger may offer to write a call's line itself, at info level, exactly as its `info` would
  * (`createLogger`'s does): that line is the hottest write of a server, and a line of known shape costs
- * microseconds less than pino's generic path (bench/).
+ * less than pino's generic path (bench/results/notes.md).
  */
 export const WRITE_CALL_LINE: unique symbol = Symbol.for("@otc/server.writeCallLine");
 

@@ -7,8 +7,8 @@ import {
   ToolDefinitionSchema,
   unwrapInputSchema,
 } from "@otc/types";
-import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormats from "ajv-formats";
+import { createAjv } from "@otc/types/ajv";
+import type { Ajv2020 } from "ajv/dist/2020.js";
 import { ServerConfigError } from "./errors.js";
 import type { Tool } from "./tool.js";
 
@@ -76,9 +76,7 @@ let definitionValidator: ReturnType<Ajv2020["compile"]> | undefined;
 /** Validates a ToolDefinition against the spec's schema (compiled once per process). */
 function validateAgainstSpec(definition: ToolDefinition): string | undefined {
   if (!definitionValidator) {
-    const ajv = new Ajv2020({ allErrors: true, schemas: [...allSchemas] });
-    addFormats.default(ajv);
-    definitionValidator = ajv.getSchema(ToolDefinitionSchema.$id);
+    definitionValidator = createAjv({ allErrors: true, schemas: allSchemas }).getSchema(ToolDefinitionSchema.$id);
   }
   if (!definitionValidator || definitionValidator(definition)) return undefined;
   return formatSchemaErrors(definitionValidator.errors, { root: "/" });

@@ -7,8 +7,9 @@ import {
   resolveToolVersion,
   type ToolDefinition,
 } from "@otc/types";
+import { createAjv } from "@otc/types/ajv";
 import { ServerConfigError } from "./errors.js";
-import { createToolAjv, SchemaValidator } from "./input-validation.js";
+import { SchemaValidator } from "./input-validation.js";
 import type { Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition } from "./tool-definitions.js";
 
@@ -39,8 +40,9 @@ export class ToolRegistry {
   private readonly found = new Map<string, { found: true; registered: RegisteredTool }>();
 
   constructor(tools: readonly Tool[]) {
-    const fast = createToolAjv(false);
-    const full = createToolAjv(true);
+    // One Ajv for the cheap first-error pass, one for the all-errors pass that explains a failure.
+    const fast = createAjv();
+    const full = createAjv({ allErrors: true });
     const knownFormats = new Set(Object.keys(fast.formats));
     for (const tool of tools) {
       const definition = toToolDefinition(tool);

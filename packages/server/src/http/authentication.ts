@@ -1,6 +1,7 @@
 /** Server authentication (docs/protocol.md section 5): API keys, HS256 JWTs and public-key JWTs; any one valid credential admits. */
-import { createPublicKey, createSecretKey, hash, type KeyObject, timingSafeEqual } from "node:crypto";
+import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
 import { isIP } from "node:net";
+import { constantTimeEqual, parseBearer } from "@otc/types";
 import {
   type CryptoKey,
   createRemoteJWKSet,
@@ -81,9 +82,6 @@ const CONTROL_CHARACTER = /\p{Cc}/u;
 
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
-
-// The one-shot hash: no Hash object per request.
-const digest = (value: string) => hash("sha256", value, "buffer");
 
 function unauthorized(developerMessage: string): WireError {
   return new WireError("unauthorized", "Authentication required", {
@@ -218,10 +216,8 @@ export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<Logger, "warn">,
 ): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
-  const keys = (options?.apiKeys ?? []).map((key) => {
-    if (key.length === 0) throw new ServerConfigError("API keys must not be empty");
-    return digest(key);
-  });
+  const keys = [...(options?.apiKeys ?? [])];
+  if (keys.some((key) => key.length === 0)) throw new ServerConfigError("API keys must not be empty");
   const jwt = options?.jwt;
   if (keys.length === 0 && !jwt) return undefined;
   if (jwt?.secret !== undefined && jwt.secret.length === 0) {
@@ -301,10 +297,9 @@ export function createAuthenticator(
 
   /** The index of the matching API key, comparing against every key in constant time. */
   const matchKey = (candidate: string): number => {
-    const hashed = digest(candidate);
     let found = -1;
     keys.forEach((key, index) => {
-      if (timingSafeEqual(key, hashed) && found === -1) found = index;
+      if (constantTimeEqual(candidate, key) && found === -1) found = index;
     });
     return found;
   };
@@ -435,7 +430,7 @@ export function createAuthenticator(
       const index = matchKey(apiKey);
       if (index !== -1) return `api-key:${index}`;
     }
-    const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization ?? "")?.[1];
+    const bearer = parseBearer(authorization);
     if (bearer !== undefined) {
       // A remembered JWT first (synchronously: the common case costs no hash and no promise). Only a token that
       // matched no API key is ever remembered, and the keys never change: the answer is the one the keys would give.

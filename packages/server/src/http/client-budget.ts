@@ -28,7 +28,7 @@ const OTHERS_ACTIVE_MS = 1_000;
  * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` while other clients are
  * being served (one was, within the last second) is refused (429) until it drains, before its body is read. One
  * connection sending hostile 1 MiB bodies back to back thus gets at most `share` of the server while others call,
- * where it took nearly all of it (issue 20: legitimate traffic fell to 3-13 calls/s); a client alone on the server
+ * where it took nearly all of it (issue 20); a client alone on the server
  * may use all of it, and a client that stays under its share never sees a refusal. Debt is capped at a second's
  * share past the burst, so a client that had the server to itself waits at most a second once others arrive. The
  * cost on every call is two clock reads and a map lookup.

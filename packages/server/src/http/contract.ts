@@ -20,6 +20,7 @@ import {
   type OxpCoreOptions,
 } from "../core/oxp-core.js";
 import { unsupportedVersion } from "../core/protocol-version.js";
+import { parseTraceparent } from "../core/traceparent.js";
 import type { AllowedHosts, HostCheck } from "./allowed-hosts.js";
 import { type AuthenticationOptions, createAuthenticator } from "./authentication.js";
 import { ClientBudget, type FairnessOptions } from "./client-budget.js";
@@ -35,7 +36,7 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
   /** Bodies holding more values than this (object members and array items in all) are refused with a 400. Default 10,000. */
   maxValues?: number;
   /**
-   * How much of the server's time one client's calls may take to parse and check before further calls of its
+   * How much of the server's time one client's calls may take (parsing, checking, running, answering) before further calls of its
    * are answered 429 with `Retry-After` (a client is the principal, or an anonymous caller's address), or
    * `false` for no such limit. Default: a quarter of the server's time, after a burst of 250 ms.
    */
@@ -273,17 +274,6 @@ export function bodyTooLarge(limit: number): WireError {
 export const isJsonType = (contentType: string | undefined) =>
   contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim());
 
-/**
- * The trace id of a W3C traceparent header (`00-<trace id>-<span id>-<flags>`). Version `ff` is
- * invalid; a later version may append fields after the flags, which are ignored.
- */
-export function traceIdOf(header: string | undefined): string | undefined {
-  if (header === undefined) return undefined;
-  const match = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/.exec(header.trim());
-  if (!match || match[1] === "ff" || (match[1] === "00" && match[4] !== undefined)) return undefined;
-  return /^0+$/.test(match[2] as string) || /^0+$/.test(match[3] as string) ? undefined : match[2];
-}
-
 /** `http://address:port` of the socket's local end: where this server was reached, whatever `Host` says. */
 export function localOrigin(socket: Socket): string {
   const address = (socket.localAddress ?? "127.0.0.1").replace(/^::ffff:(?=\d+\.)/, "");
@@ -295,7 +285,7 @@ export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
 /**
  * Writes a JSON answer in one `writeHead` and one `end`, `OXP-Version` included: Express's `res.json` costs
- * ~15 us more per call (its content-type, charset and ETag handling), and headers given together skip the
+ * more per call (its content-type, charset and ETag handling: bench/results/notes.md), and headers given together skip the
  * merge with `setHeader`'s.
  */
 export function writeJson(
@@ -350,7 +340,7 @@ export class RequestCallMeta implements CallMeta {
   constructor(init: RequestCallMetaInit) {
     this.principal = init.principal;
     this.client = init.client;
-    this.traceId = init.tracing ? traceIdOf(firstHeader(init.req.headers.traceparent)) : undefined;
+    this.traceId = init.tracing ? parseTraceparent(firstHeader(init.req.headers.traceparent))?.traceId : undefined;
     this.bodyValues = init.bodyValues;
     this.socket = init.req.socket;
     this.res = init.res;

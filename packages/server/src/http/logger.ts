@@ -51,7 +51,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /**
  * Writes a call's line as `logger.info(line, "tool call")` would with the settings above, field for field
- * (logger.test.ts compares the two), without pino's generic path: ~3.5 us less per call under load (bench/).
+ * (logger.test.ts compares the two), without pino's generic path, which costs more per call (bench/results/notes.md).
  */
 function callLineWriter(logger: Logger, destination: DestinationStream): (line: CallLogLine) => void {
   const info = pino.levels.values.info as number;
@@ -84,8 +84,8 @@ function flushBatches(): void {
  * Standard output in batches of about 4 KiB, flushed at least every 250 ms and when the process exits: not one
  * system call per line (under load, a write per call cost more than the call). The lines are joined once per
  * batch; sonic-boom's own `minLength` re-measures its whole buffer on every line. sonic-boom still does each
- * write, synchronously as is pino's default (an asynchronous one goes through libuv's thread pool, ~3 us more
- * per call under load, bench/), retrying where the pipe is full.
+ * write, synchronously as is pino's default (an asynchronous one goes through libuv's thread pool, which costs
+ * more per call under load: bench/results/notes.md), retrying where the pipe is full.
  */
 function batchedStdout(): DestinationStream & { flush(done?: () => void): void } {
   const out = pino.destination({ dest: 1, sync: true });

@@ -1,6 +1,6 @@
 /** Prometheus metrics of an OXP server (prom-client, given by the caller): calls, latency, calls in flight, replays, challenges, and the page serving them. */
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { ServerConfigError, WireError } from "../core/errors.js";
@@ -46,8 +46,6 @@ export interface Metrics {
 
 /** The label every call of no tool served here is counted under: the requested string is client-controlled. */
 const UNKNOWN_TOOL = "unknown";
-
-const digest = (value: string) => createHash("sha256").update(value, "utf8").digest();
 
 /** Builds the metrics in the registry and the page that serves them. */
 export function createMetrics(
@@ -116,15 +114,14 @@ export function createMetrics(
     challengeStarted: (providerId) => challenges.inc({ provider: providerId.split(".", 1)[0] ?? providerId }),
   };
 
-  const expected = options.token === undefined ? undefined : digest(options.token);
+  const expected = options.token;
   /** Why the request's credential is refused, or undefined when it is admitted. */
   const refusal = (req: IncomingMessage): string | undefined => {
-    if (!expected) return undefined;
+    if (expected === undefined) return undefined;
     const header = firstHeader(req.headers.authorization);
-    const match = /^Bearer +(\S+) *$/i.exec(header ?? "");
-    if (!match?.[1]) return header === undefined ? "no Authorization header" : "not a bearer token";
-    // Equal-length digests, so the comparison takes the same time whatever the token sent.
-    return timingSafeEqual(digest(match[1]), expected) ? undefined : "wrong metrics token";
+    const token = parseBearer(header);
+    if (token === undefined) return header === undefined ? "no Authorization header" : "not a bearer token";
+    return constantTimeEqual(token, expected) ? undefined : "wrong metrics token";
   };
 
   const page: PageHandler = (req, res, next) => {

@@ -2,6 +2,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Context, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import type { CallEvent, CallOutcome } from "../core/oxp-core.js";
+import { parseTraceparent } from "../core/traceparent.js";
 import { firstHeader, type Telemetry } from "../http/contract.js";
 
 /** @opentelemetry/api's module, loaded by `createTelemetry` only when tracing is asked for. */
@@ -28,9 +29,6 @@ const TRACE_ID_ATTRIBUTE_MAX = 128;
  */
 const FAILED_OUTCOMES: ReadonlySet<CallOutcome> = new Set(["error", "timeout", "invalid_output", "shutdown"]);
 
-/** W3C Trace Context `traceparent`: version, trace id, parent id, flags, and for later versions more after a dash. */
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-
 /** The `traceparent` header naming a span. */
 export function formatTraceparent(spanContext: SpanContext): string {
   const flags = (spanContext.traceFlags & 0xff).toString(16).padStart(2, "0");
@@ -43,11 +41,10 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
 
   /** The request's trace context, parsed as W3C Trace Context (for when no global propagator is registered). */
   const remoteSpanContext = (headers: IncomingHttpHeaders): SpanContext | undefined => {
-    const match = TRACEPARENT.exec(firstHeader(headers.traceparent)?.trim() ?? "");
-    if (!match) return undefined;
-    const [, version, traceId = "", spanId = "", flags = "00", rest] = match;
-    if (version === "ff" || (version === "00" && rest !== undefined)) return undefined;
-    const spanContext: SpanContext = { traceId, spanId, traceFlags: Number.parseInt(flags, 16), isRemote: true };
+    const parsed = parseTraceparent(firstHeader(headers.traceparent));
+    if (!parsed) return undefined;
+    const { traceId, parentId: spanId, traceFlags } = parsed;
+    const spanContext: SpanContext = { traceId, spanId, traceFlags, isRemote: true };
     if (!api.isSpanContextValid(spanContext)) return undefined;
     const state = Array.isArray(headers.tracestate) ? headers.tracestate.join(",") : headers.tracestate;
     if (state) spanContext.traceState = api.createTraceState(state);
