@@ -11,7 +11,7 @@ const { paths } = readJson<{ compilerOptions: { paths: Record<string, [string]> 
 
 // Every entry point a workspace package exports needs a source path: one left out would resolve to a
 // stale (or missing) dist without a word.
-const missing = ["packages", "apps"].flatMap((dir) =>
+const missing = ["packages", "apps", "tests"].flatMap((dir) =>
   readdirSync(root(dir)).flatMap((name) => {
     const manifest = readJson<{ name: string; exports?: Record<string, unknown> }>(`./${dir}/${name}/package.json`);
     return Object.keys(manifest.exports ?? {})

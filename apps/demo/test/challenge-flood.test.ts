@@ -2,8 +2,8 @@
 import { createHmac } from "node:crypto";
 import { createRedisState } from "@otc/redis";
 import { type ChallengeStore, MemoryChallengeStore, type TokenStore } from "@otc/server";
+import { startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedisServer } from "../../../packages/redis/test/redis-server.js";
 import type { DemoOptions } from "../src/demo.js";
 import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
 

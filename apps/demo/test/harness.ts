@@ -1,4 +1,4 @@
-// Test harness: the real demo app on 127.0.0.1 port 0, responses checked against the spec, logs captured; the requests and assertions are @otc/server's test harness's.
+// Test harness: the real demo app on 127.0.0.1 port 0, responses checked against the spec, logs captured; the requests and assertions are @otc/test-helpers's.
 import { Writable } from "node:stream";
 import { createLogger, type ListenOptions, listen } from "@otc/server";
 import { createDemoApp, type DemoApp, type DemoOptions } from "../src/app.js";
@@ -11,7 +11,7 @@ export {
   expectSchema,
   type Reply,
   send,
-} from "../../../packages/server/test/harness.js";
+} from "@otc/test-helpers/http";
 
 /** A running demo server. */
 export interface Running {

@@ -1,7 +1,5 @@
 // A property over raw sockets against the whole demo process (protocol routes and consent pages): every answer is safe (no 5xx, JSON errors, no stack or path, OXP-Version); malformed HTTP is the server's, in packages/server/test/malformed-http.test.ts.
 import { gzipSync } from "node:zlib";
-import fc from "fast-check";
-import { afterAll, beforeAll, describe, it } from "vitest";
 import {
   describeAnswer,
   escaped,
@@ -17,7 +15,9 @@ import {
   shown,
   token,
   weighted,
-} from "../../../packages/server/test/raw-http.js";
+} from "@otc/test-helpers/raw-http";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { callTool, expectHealthy, type Running, send, startDemo } from "./harness.js";
 
 const API_KEY = "hostile-process-test-key";

@@ -1,7 +1,7 @@
 // Finding 9a of issue 20 against the running demo: a lone surrogate ("\ud800", valid JSON) in call_id or user_id is answered as any other id, with the state in memory or in a real redis-server: no 503, no error log, and under a key of its own.
 import { createRedisState } from "@otc/redis";
+import { startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedisServer } from "../../../packages/redis/test/redis-server.js";
 import type { DemoOptions } from "../src/demo.js";
 import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
 

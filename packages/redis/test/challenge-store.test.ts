@@ -1,9 +1,9 @@
 // RedisChallengeStore against a real redis-server: the same bounds as the in-memory store (per owner, per principal, in total), shared by several connections.
 import { ChallengeStoreFullError } from "@otc/server";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisChallengeStore, type RedisChallengeStoreOptions, RedisUnavailableError } from "../src/index.js";
-import { type RedisServer, startRedisServer } from "./redis-server.js";
 
 let server: RedisServer;
 let admin: Redis;

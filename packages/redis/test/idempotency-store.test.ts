@@ -1,5 +1,6 @@
 // RedisIdempotencyStore against a real redis-server: atomic claims across connections, TTLs, bounds, pub/sub waits, outages.
 import { IdempotencyStoreFullError } from "@otc/server";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import type { CallToolResponse } from "@otc/types";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,7 +10,6 @@ import {
   RedisIdempotencyStore,
   RedisUnavailableError,
 } from "../src/index.js";
-import { type RedisServer, startRedisServer } from "./redis-server.js";
 import { startTcpProxy } from "./tcp-proxy.js";
 
 let server: RedisServer;

@@ -1,8 +1,8 @@
 // createRedisState: three stores on one connection, from a URL or a caller's client, closed as documented; errors carry no secrets.
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisState, RedisUnavailableError } from "../src/index.js";
-import { type RedisServer, startRedisServer } from "./redis-server.js";
 
 let server: RedisServer;
 

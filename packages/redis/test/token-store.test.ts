@@ -1,8 +1,8 @@
 // RedisTokenStore against a real redis-server: what is kept, for how long, and under which key.
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisTokenStore, RedisUnavailableError } from "../src/index.js";
-import { type RedisServer, startRedisServer } from "./redis-server.js";
 
 let server: RedisServer;
 let admin: Redis;

@@ -1,6 +1,7 @@
 // What both adapters add around the contract: the tool list's ETag, CORS, remembered JWTs, shared-state faults as 503, the call observer.
 import { get as httpGet, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import { gunzipSync } from "node:zlib";
+import { receive } from "@otc/test-helpers/raw-http";
 import { SignJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -16,7 +17,6 @@ import {
   type TokenOwner,
 } from "../src/index.js";
 import { callTool, expectError, expectHealthy, makeServer, type Running, send, startServer } from "./harness.js";
-import { receive } from "./raw-http.js";
 import { testTools } from "./tools.js";
 
 const SECRET = "another-shared-secret-of-32-bytes-or-more";

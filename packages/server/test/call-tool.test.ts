@@ -135,10 +135,13 @@ describe("input validation (docs/protocol.md 3.3 step 6)", () => {
       input: { name: "Ann", language: "de" },
     });
     expect(enumReply.body.parameter_errors).toEqual({ language: 'Must be one of: "en", "fr", "es"' });
+    const before = server.counter.value;
     const range = await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 0 } });
     expect(range.body.parameter_errors).toEqual({ by: "Must be >= 1" });
     const integer = await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 1.5 } });
     expect(integer.body.parameter_errors).toEqual({ by: "Must be an integer" });
+    // Refused before the tool runs: the counter never moved.
+    expect(server.counter.value).toBe(before);
   });
 
   // rule: request.flat-shape

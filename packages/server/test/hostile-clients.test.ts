@@ -385,11 +385,15 @@ describe("finding 6: the smaller ones", () => {
   });
 
   it("keeps Counter.Increment working for everyone after a huge increment", async () => {
+    // Read before the calls: the answer is judged against what the counter must be, not what it became.
+    const before = server.counter.value;
     for (let i = 0; i < 2; i++) {
       expectError(await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 1e308 } }, keyOne), 422);
     }
+    expect(server.counter.value).toBe(before);
     const next = await callTool(server.baseUrl, { tool_id: "Counter.Increment", input: { by: 1 } }, keyOne);
-    expect(next.body).toMatchObject({ success: true, value: { value: server.counter.value } });
+    expect(next.body).toMatchObject({ success: true, value: { value: before + 1 } });
+    expect(server.counter.value).toBe(before + 1);
   });
 
   // rule: limits.auth-failures-logged

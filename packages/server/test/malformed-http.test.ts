@@ -1,7 +1,4 @@
 // A property over raw sockets: malformed HTTP, whatever its kind, gets a 4xx JSON answer with OXP-Version (never silence, a stack or a path), and the server stays healthy.
-import fc from "fast-check";
-import { afterAll, beforeAll, describe, it } from "vitest";
-import { expectHealthy, type Running, startServer } from "./harness.js";
 import {
   describeAnswer,
   header,
@@ -13,7 +10,10 @@ import {
   printable,
   receive,
   token,
-} from "./raw-http.js";
+} from "@otc/test-helpers/raw-http";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { expectHealthy, type Running, startServer } from "./harness.js";
 
 const API_KEY = "malformed-http-test-key";
 const JWT_SECRET = "malformed-http-test-secret-of-enough-length-0123456789";

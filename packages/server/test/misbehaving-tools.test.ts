@@ -1,5 +1,5 @@
-// The Express adapter with misbehaving tools: whatever a tool does, the call answers 200 and the server lives on.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// Misbehaving tools, on the adapter under test: whatever a tool does, the call answers 200 and the server lives on.
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
 import { makeServer } from "./harness.js";
 
@@ -17,6 +17,9 @@ const misbehaving = (name: string, run: Tool["run"], timeoutMs?: number): Tool =
   timeoutMs,
 });
 
+/** How many times Bad.ThrowsLater's promise has rejected: after its answer went out, with nobody waiting for it. */
+let lateRejections = 0;
+
 let running: RunningServer;
 beforeAll(async () => {
   const tools = [
@@ -27,10 +30,18 @@ beforeAll(async () => {
     misbehaving("Hangs", () => new Promise(() => {}), 100),
     misbehaving("ReturnsGarbage", () => ({ ok: "not a boolean" })),
     misbehaving("ReturnsBigInt", () => ({ ok: 1n })),
-    misbehaving("ThrowsLater", () => {
-      setTimeout(() => Promise.reject(new Error("late")).catch(() => {}), 5);
-      return { ok: true };
-    }),
+    // Given up on at its 50 ms limit, its promise rejects 100 ms later: that rejection is the server's to handle.
+    misbehaving(
+      "ThrowsLater",
+      () =>
+        new Promise((_, reject) =>
+          setTimeout(() => {
+            lateRejections++;
+            reject(new Error("late"));
+          }, 150),
+        ),
+      50,
+    ),
   ];
   running = await listen(makeServer({ tools, logger: false, validateResponses: true }), { port: 0 });
 });
@@ -52,6 +63,7 @@ describe("misbehaving tools", () => {
     ["Bad.Hangs", "The tool did not finish in time"],
     ["Bad.ReturnsGarbage", "The tool returned an invalid result"],
     ["Bad.ReturnsBigInt", "The tool returned an invalid result"],
+    ["Bad.ThrowsLater", "The tool did not finish in time"],
   ])("%s answers 200 with success false: %s", async (toolId, message) => {
     const { status, body } = await call(toolId);
     expect(status).toBe(200);
@@ -62,6 +74,30 @@ describe("misbehaving tools", () => {
     const { body } = await call("Bad.Throws");
     expect(JSON.stringify(body)).not.toMatch(/\n\s+at /);
     expect((body.error as Record<string, unknown>).developer_message).toBe("Error: kaboom at /srv/app/secret.ts:12");
+  });
+
+  it("handles the rejection of a run it gave up on: nothing unhandled, with or without a call_id", async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const before = lateRejections;
+      const calls = [{ tool_id: "Bad.ThrowsLater" }, { tool_id: "Bad.ThrowsLater", call_id: "late-1" }];
+      for (const body of calls) {
+        const response = await fetch(`${running.url}/tools/call`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        expect(await response.json()).toMatchObject({ success: false, error: { can_retry: true } });
+      }
+      await vi.waitFor(() => expect(lateRejections).toBe(before + 2), { timeout: 2_000 });
+      // Past the rejections' own microtasks and the next turn of the event loop, where Node reports unhandled ones.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", record);
+    }
   });
 
   // rule: tool-failure.always-200

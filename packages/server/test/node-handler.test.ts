@@ -1,9 +1,9 @@
 // What only the node:http adapter has: node-style pages (an Express router among them) beside the protocol routes, body limits as sizes.
+import { header, receive } from "@otc/test-helpers/raw-http";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler, listen, type PageHandler, type RunningServer } from "../src/index.js";
 import { callTool, expectError, expectHealthy, send } from "./harness.js";
-import { header, receive } from "./raw-http.js";
 import { testTools } from "./tools.js";
 
 const hello: PageHandler = (req, res, next) => {

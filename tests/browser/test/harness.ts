@@ -1,15 +1,11 @@
-/** Browser test harness: Debian's Chromium through playwright-core, and the demo Tool Server with the Inspector mounted, on port 0. */
-import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { type AddressInfo, createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
+/** Browser test harness: Chromium (@otc/test-helpers's) with this suite's time limit and screenshots, the page helpers, and the demo Tool Server with the Inspector mounted, on port 0. */
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDemoApp, type DemoOptions } from "@otc/demo/app";
 import { listen } from "@otc/server";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
-
-export const CHROMIUM = "/usr/bin/chromium";
+import { type LaunchedChromium, launchChromium } from "@otc/test-helpers/chromium";
+import type { Page } from "playwright-core";
 
 /** Where the tests write their screenshots (listed in tests/browser/.gitignore). */
 export const SCREENSHOTS = fileURLToPath(new URL("../screenshots/", import.meta.url));
@@ -27,37 +23,13 @@ export async function startDemo(options: Pick<DemoOptions, "auth" | "cors"> = {}
   return { url: running.url, close: running.close };
 }
 
-/** A fresh Chromium profile, headless. Fails (never skips) when Chromium is not installed. */
-export async function launchBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`chromium not found: install it with \`apt-get install chromium\` (looked for ${CHROMIUM})`);
-  }
-  const profile = await mkdtemp(join(tmpdir(), "otc-browser-"));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-    viewport: { width: 1280, height: 900 },
-  });
+/** A fresh Chromium profile, headless (installed first where the machine allows it; else a failure naming the command to run). */
+export async function launchBrowser(): Promise<LaunchedChromium> {
+  const browser = await launchChromium();
   // Shorter than a test's time limit, so a missing element fails with its locator named.
-  context.setDefaultTimeout(8_000);
+  browser.context.setDefaultTimeout(8_000);
   await mkdir(SCREENSHOTS, { recursive: true });
-  return {
-    context,
-    async close() {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    },
-  };
+  return browser;
 }
 
 /** Console messages that report a Content-Security-Policy violation, collected for a page. */
@@ -85,13 +57,4 @@ export async function description(page: Page, name: string): Promise<string> {
       .join(" ")
       .trim(),
   );
-}
-
-/** A port free right now on 127.0.0.1, for a server whose origin must be known before it starts. */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }

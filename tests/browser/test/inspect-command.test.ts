@@ -2,8 +2,9 @@
 
 // The CLI does not route `inspect` here yet (the lead wires it into cli.ts): the command is imported as a module.
 import { inspectCommand } from "@otc/cli";
+import { freePort } from "@otc/test-helpers/free-port";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { type DemoServer, field, freePort, launchBrowser, screenshot, startDemo, watchPolicy } from "./harness.js";
+import { type DemoServer, field, launchBrowser, screenshot, startDemo, watchPolicy } from "./harness.js";
 
 function captureIo() {
   const out: string[] = [];

@@ -3,9 +3,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@otc/client";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../../../packages/redis/test/redis-server.js";
 import { type Instance, startInstances, startToolServer } from "./cluster.js";
 import { slowTool } from "./fixtures/slow-tool.js";
 

@@ -1,9 +1,9 @@
 // Three demo instances sharing one real redis-server: a call_id runs once whichever instances get it, and challenges move between instances.
 import { createClient, OxpServerError } from "@otc/client";
 import { defineTool, OxpToolError } from "@otc/server";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../../../packages/redis/test/redis-server.js";
 import { approve, type Instance, onInstance, startInstances, startToolServer, type ToolServer } from "./cluster.js";
 
 let redis: RedisServer;

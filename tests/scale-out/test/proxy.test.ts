@@ -1,7 +1,7 @@
 // Three demo instances behind a round-robin proxy with no sticky sessions: the whole Gmail authorization flow, and exactly-once calls, through one address.
 import { createClient, OxpServerError } from "@otc/client";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedisServer } from "../../../packages/redis/test/redis-server.js";
 import { approve, type Instance, type RoundRobinProxy, startInstances, startProxy } from "./cluster.js";
 
 let redis: RedisServer;

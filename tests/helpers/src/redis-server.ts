@@ -1,6 +1,8 @@
-/** Test helper: a real `redis-server` on a free loopback port, which a test can stop and start again on that port. */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createConnection, createServer } from "node:net";
+// A real `redis-server` on a free loopback port, which a test can stop and start again on that port; installed first where it is missing and the machine allows it.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createConnection } from "node:net";
+import { freePort } from "./free-port.js";
+import { type Peer, requirePeer } from "./peers.js";
 
 /** A redis-server a test started. */
 export interface RedisServer {
@@ -15,28 +17,13 @@ export interface RedisServer {
   close(): Promise<void>;
 }
 
-const NOT_FOUND = "redis-server not found: install it with `apt-get install redis-server`";
+/** The redis-server binary: `REDIS_SERVER` if set, else the one on PATH. */
+const REDIS_SERVER: Peer = process.env.REDIS_SERVER
+  ? { name: "redis-server", binary: process.env.REDIS_SERVER, package: "redis-server", chosenBy: "REDIS_SERVER" }
+  : { name: "redis-server", binary: "redis-server", package: "redis-server" };
 
-/** The redis-server binary: `REDIS_SERVER` if set, else the one on PATH. Throws (never skips) when there is none. */
-function binary(): string {
-  const command = process.env.REDIS_SERVER || "redis-server";
-  const probe = spawnSync(command, ["--version"], { encoding: "utf8" });
-  if (probe.error || probe.status !== 0) throw new Error(NOT_FOUND);
-  return command;
-}
-
-/** A port nothing listens on now (the OS's choice for port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+// On import, not in startRedisServer: an install outlasts any hook's time limit, and loading a test file has none.
+await requirePeer(REDIS_SERVER);
 
 /** True once the server answers PING with PONG. */
 function pings(port: number): Promise<boolean> {
@@ -59,7 +46,7 @@ function pings(port: number): Promise<boolean> {
 
 /** Starts redis-server on a free loopback port, persistence off, and waits until it answers. */
 export async function startRedisServer(): Promise<RedisServer> {
-  const command = binary();
+  const command = REDIS_SERVER.binary;
   const port = await freePort();
   let child: ChildProcess | undefined;
   let output = "";

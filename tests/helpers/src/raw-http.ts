@@ -1,4 +1,4 @@
-// Raw HTTP over sockets for the hostile-request property tests (here and in apps/demo): send bytes as they are, read the one answer, and the rules every answer keeps.
+// Raw HTTP over sockets for the hostile-request property tests (packages/server and apps/demo): send bytes as they are, read the one answer, and the rules every answer keeps.
 import { connect } from "node:net";
 import fc from "fast-check";
 
