@@ -670,8 +670,8 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
       clearInterval(timer);
       live.delete(socket);
       closedByServer++;
-      // Reopened at once (within a second for the idle kind), as the issue's attacker does.
-      setTimeout(open, mode === "idle" ? 1_000 : 0);
+      // Reopened a second later, as the issue's attacker did ("reopened every second").
+      setTimeout(open, 1_000);
     });
     socket.once("connect", () => {
       if (mode === "idle") {
@@ -682,7 +682,12 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
       timer = setInterval(() => socket.write("X"), 1_000);
     });
   };
-  for (let i = 0; i < SLOW_SOCKETS; i++) open();
+  // In batches of 100 a few milliseconds apart: a burst of 1,100 SYNs at once would overflow the listen backlog
+  // (511), a kernel matter no server code changes, and stall every client's connect by a second.
+  for (let i = 0; i < SLOW_SOCKETS; i += 100) {
+    for (let j = i; j < Math.min(SLOW_SOCKETS, i + 100); j++) open();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   const probes = { ok: 0, failed: 0, latencies: [] };
   while (Date.now() < deadline && !signal.aborted) {
     const sent = performance.now();
@@ -938,7 +943,7 @@ async function main() {
   let slowIdle;
   if (runs("slowloris")) {
     slowTrickle = await phase(
-      `Attack 7a, slowloris: ${int(SLOW_SOCKETS)} sockets trickling a header byte a second, reopened when closed`,
+      `Attack 7a, slowloris: ${int(SLOW_SOCKETS)} sockets trickling a header byte a second, reopened a second after being closed`,
       HALF_S,
       slowlorisAttack("trickle"),
     );

@@ -268,6 +268,20 @@ describe("finding 2: one client cannot starve the rest", () => {
     expect(refused.headers.get("retry-after")).toBe("1");
   });
 
+  // rule: limits.fair-share
+  it("leaves a client of many cheap calls alone, whatever share of the server they take", async () => {
+    // A tiny share and no burst: a client of costly calls would be refused at once.
+    const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.001, burstMs: 0 } });
+    const statuses = new Set<number>();
+    for (let i = 0; i < 300; i++) {
+      if (i % 10 === 0) await nudge(server.url);
+      statuses.add(
+        (await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: i, b: 1 } })).status,
+      );
+    }
+    expect([...statuses]).toEqual([200]);
+  });
+
   it("can be turned off", async () => {
     const server = await serve({ tools: testTools({ value: 0 }), fairness: false });
     const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };

@@ -10,11 +10,21 @@ export interface FairnessOptions {
   share?: number;
   /** What a client may spend at once, in milliseconds, before its share applies. Default 250. */
   burstMs?: number;
+  /**
+   * A client is held to its share only while its calls cost at least this much each on average, in milliseconds:
+   * a client of many cheap calls (an agent platform, a load generator) is load, not an attack on the others, and
+   * is left to the connection limits. Default 1.
+   */
+  costlyCallMs?: number;
   /** How many clients are remembered (the most recently charged). Default 10,000. */
   maxClients?: number;
 }
 
 interface Debt {
+  /** What its calls cost each, as a moving average of the work charged between two admitted calls. */
+  perCall: number;
+  /** Work charged since its last admitted call. */
+  sinceAdmit: number;
   /** Milliseconds of work not yet paid back, as of `at`. */
   ms: number;
   at: number;
@@ -38,6 +48,7 @@ export class ClientBudget {
   private readonly share: number;
   private readonly burstMs: number;
   private readonly maxClients: number;
+  private readonly costlyCallMs: number;
   /** The most debt a client carries: a second's share past the burst, so no refusal asks for more than a second. */
   private readonly maxDebt: number;
 
@@ -50,6 +61,10 @@ export class ClientBudget {
     this.share = options.share ?? 0.25;
     this.burstMs = options.burstMs ?? 250;
     this.maxClients = options.maxClients ?? 10_000;
+    this.costlyCallMs = options.costlyCallMs ?? 1;
+    if (!(this.costlyCallMs >= 0 && Number.isFinite(this.costlyCallMs))) {
+      throw new ServerConfigError("fairness.costlyCallMs must be a number of milliseconds, 0 or more");
+    }
     this.maxDebt = this.burstMs + 1_000 * this.share;
     this.now = now;
     if (!(this.share > 0 && this.share <= 1))
@@ -77,9 +92,12 @@ export class ClientBudget {
   admit(client: string): void {
     const debt = this.debts.get(client);
     if (debt === undefined) return;
+    // Each admitted call closes the last one's account: what was charged since is about one call's cost.
+    debt.perCall = debt.perCall * 0.8 + debt.sinceAdmit * 0.2;
+    debt.sinceAdmit = 0;
     const now = this.now();
     const over = this.owed(debt, now) - this.burstMs;
-    if (over <= 0 || !this.othersActive(client, now)) return;
+    if (over <= 0 || debt.perCall < this.costlyCallMs || !this.othersActive(client, now)) return;
     const seconds = Math.max(1, Math.ceil(over / this.share / 1000));
     throw new WireError("too_many_requests", "Too many requests: slow down", {
       developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time; retry in ${seconds} s.`,
@@ -100,9 +118,10 @@ export class ClientBudget {
     if (debt !== undefined) {
       debt.ms = Math.min(this.owed(debt, now) + ms, this.maxDebt);
       debt.at = now;
+      debt.sinceAdmit += ms;
       return;
     }
-    this.debts.set(client, { ms: Math.min(ms, this.maxDebt), at: now });
+    this.debts.set(client, { ms: Math.min(ms, this.maxDebt), at: now, perCall: 0, sinceAdmit: ms });
     if (this.debts.size > this.maxClients) this.evict(now);
   }
 
