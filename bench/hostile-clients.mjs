@@ -648,7 +648,7 @@ async function challengeFillAttack(server, monitor, seconds, signal) {
 
 /**
  * Attack 7: `SLOW_SOCKETS` connections from the attacker's address that (a) trickle header bytes, one a second,
- * or (b) send one whole request, then sit idle; each is reopened at once when the server closes it. Meanwhile a
+ * or (b) send one whole request, then sit idle; each is reopened a second after the server closes it. Meanwhile a
  * prober on 127.0.0.1 asks GET /health every 100 ms (2 s timeout each): how many answers come back, how fast.
  */
 const SLOW_SOCKETS = 1_100;
