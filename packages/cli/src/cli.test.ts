@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
+import { json, writable } from "@otc/test-helpers/hostile-server";
 import type { ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -434,20 +435,6 @@ async function rawServer(handle: (req: IncomingMessage, res: ServerResponse, bod
     });
   return { url, hits, close };
 }
-
-/** Resolves once `res` takes more (drain) or never will (close). */
-function writable(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done).off("close", done);
-      resolve();
-    };
-    res.on("drain", done).on("close", done);
-  });
-}
-
-const json = (res: ServerResponse, status: number, body: unknown) =>
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 
 /** What a terminal would act on: C0 controls but \n and \t, DEL, C1 controls, bidi controls. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY } from "@otc/mcp";
+import { json, writable } from "@otc/test-helpers/hostile-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { mcpClient, textOf } from "./harness.js";
 
@@ -30,20 +31,6 @@ const opened: (() => Promise<void>)[] = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((close) => close()));
 });
-
-/** Resolves once `res` takes more (drain) or never will (close). */
-function writable(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done).off("close", done);
-      resolve();
-    };
-    res.on("drain", done).on("close", done);
-  });
-}
-
-const json = (res: ServerResponse, status: number, body: unknown) =>
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 
 const mailTool = {
   id: "Mail.Read@1.0.0",
