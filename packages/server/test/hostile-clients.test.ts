@@ -301,7 +301,9 @@ describe("finding 5: flooding the call_id store", () => {
       openGate();
       await running.close();
     }
-  });
+    // 1,200 calls through Express take about a second alone, but timed out at 20 s twice in CI runs on a 2-core
+    // machine loaded with every suite at once: what this test checks is the store's quota, not time.
+  }, 90_000);
 
   // rule: idempotency.per-principal
   it("keeps one principal's call_id from blocking, answering or revealing another's", async () => {
