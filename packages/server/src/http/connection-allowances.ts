@@ -46,6 +46,8 @@ function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined): b
  */
 export function addressGroup(address: string | undefined): string {
   if (address === undefined) return "";
+  // An IPv4 address has no colon: it is its own group, with no regular expression run (this runs on every call).
+  if (!address.includes(":")) return address;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped) return mapped[1] as string;
   if (!isIPv6(address)) return address;
