@@ -5,7 +5,7 @@ import { type ChallengeStore, MemoryChallengeStore, type TokenStore } from "@otc
 import { startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DemoOptions } from "../src/demo.js";
-import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
+import { approve, callTool, expectError, type Running, send, startDemo } from "./harness.js";
 
 const API_KEY = "flood-test-api-key";
 const JWT_SECRET = "flood-test-jwt-secret-0123456789abcdef";
@@ -51,18 +51,6 @@ async function challenge(server: Running, userId: string) {
   const [started] = reply.body.missing_requirements.authorization;
   expect(started.id).toMatch(/^google\./);
   return started as { id: string; url: string; check_url: string };
-}
-
-/** Approves a challenge on the demo's consent page, as its user would. */
-async function approve(url: string): Promise<void> {
-  const csrf = /name="csrf" value="([^"]*)"/.exec((await send(url)).text)?.[1] ?? "";
-  const posted = await send(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  expect(posted.status).toBe(303);
 }
 
 /**

@@ -1,6 +1,8 @@
 // Test harness: the real demo app on 127.0.0.1 port 0, responses checked against the spec, logs captured; the requests and assertions are @otc/test-helpers's.
 import { Writable } from "node:stream";
 import { createLogger, type ListenOptions, listen } from "@otc/server";
+import { send } from "@otc/test-helpers/http";
+import { expect } from "vitest";
 import { createDemoApp, type DemoApp, type DemoOptions } from "../src/app.js";
 import { createDemoHandler, type DemoHandler } from "../src/handler.js";
 
@@ -49,4 +51,16 @@ export async function startDemo(options: DemoOptions = {}, listenOptions: Listen
     rawLogs: () => lines.join("\n"),
     close: running.close,
   };
+}
+
+/** Approves a challenge on the demo's consent page, as its user would. */
+export async function approve(url: string): Promise<void> {
+  const csrf = /name="csrf" value="([^"]*)"/.exec((await send(url)).text)?.[1] ?? "";
+  const posted = await send(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
+    redirect: "manual",
+  });
+  expect(posted.status).toBe(303);
 }

@@ -3,7 +3,7 @@ import { createRedisState } from "@otc/redis";
 import { startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DemoOptions } from "../src/demo.js";
-import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
+import { approve, callTool, expectError, type Running, send, startDemo } from "./harness.js";
 
 /** The server's stores, and how to close them. */
 interface State {
@@ -36,18 +36,6 @@ const STATES: [string, () => Promise<State>][] = [
 
 const add = (callId: string, a: number) => ({ tool_id: "Calculator.Add", call_id: callId, input: { a, b: 1 } });
 const gmail = (userId: string) => ({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: userId } });
-
-/** Approves a challenge on the demo's consent page, as its user would. */
-async function approve(url: string): Promise<void> {
-  const csrf = /name="csrf" value="([^"]*)"/.exec((await send(url)).text)?.[1] ?? "";
-  const posted = await send(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  expect(posted.status).toBe(303);
-}
 
 describe.each(STATES)("a lone surrogate in an id, with the state %s", (_where, make) => {
   let state: State;

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
-import { json, writable } from "@otc/test-helpers/hostile-server";
+import { endlessToolList, json } from "@otc/test-helpers/hostile-server";
 import type { ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -522,17 +522,11 @@ describe("a hostile server", () => {
 
   it("otc tools: an endless answer ends in exit 7 and a clear message, read only to the client's limit", async () => {
     let written = 0;
-    const server = await rawServer(async (_req, res) => {
-      res.writeHead(200, { "content-type": "application/json" });
-      const chunk = Buffer.alloc(64 * 1024, 0x20);
-      res.write('{"items": [');
-      // 100 MB, in chunks, as fast as the client reads them: nothing of the sort is ever held here.
-      while (written < 100 * 1024 * 1024 && !res.destroyed) {
-        written += chunk.length;
-        if (!res.write(chunk)) await writable(res);
-      }
-      res.end();
-    });
+    const server = await rawServer((_req, res) =>
+      endlessToolList(res, 100 * 1024 * 1024, (total) => {
+        written = total;
+      }),
+    );
     try {
       const result = await otc(["tools", "--url", server.url]);
       expect(result).toEqual({

@@ -15,3 +15,20 @@ export function writable(res: ServerResponse): Promise<void> {
 /** Answers `status` with `body` as JSON, and nothing else (no OXP-Version: a hostile server sends what it likes). */
 export const json = (res: ServerResponse, status: number, body: unknown) =>
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
+
+/**
+ * Answers 200 with the start of a tool list and then `bytes` of spaces, written as fast as the client reads
+ * them and never held whole; `written` is told how far it got. For clients that must stop reading at their limit.
+ */
+export async function endlessToolList(res: ServerResponse, bytes: number, written: (total: number) => void) {
+  res.writeHead(200, { "content-type": "application/json" });
+  const chunk = Buffer.alloc(64 * 1024, 0x20);
+  res.write('{"items": [');
+  let total = 0;
+  while (total < bytes && !res.destroyed) {
+    total += chunk.length;
+    written(total);
+    if (!res.write(chunk)) await writable(res);
+  }
+  res.end();
+}

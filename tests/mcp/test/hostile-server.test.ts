@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY } from "@otc/mcp";
-import { json, writable } from "@otc/test-helpers/hostile-server";
+import { endlessToolList, json } from "@otc/test-helpers/hostile-server";
 import { afterEach, describe, expect, it } from "vitest";
 import { mcpClient, textOf } from "./harness.js";
 
@@ -95,16 +95,11 @@ describe("the bridge and a hostile OXP server", () => {
 
   it("stops reading an endless tool list, and says it was too large", async () => {
     let written = 0;
-    const oxp = await rawServer(async (_req, res) => {
-      res.writeHead(200, { "content-type": "application/json" });
-      const chunk = Buffer.alloc(64 * 1024, 0x20);
-      res.write('{"items": [');
-      while (written < 100 * 1024 * 1024 && !res.destroyed) {
-        written += chunk.length;
-        if (!res.write(chunk)) await writable(res);
-      }
-      res.end();
-    });
+    const oxp = await rawServer((_req, res) =>
+      endlessToolList(res, 100 * 1024 * 1024, (total) => {
+        written = total;
+      }),
+    );
     const client = await bridged(oxp.url);
     await expect(client.listTools()).rejects.toThrow("The tool server's answer was too large");
     expect(written).toBeLessThan(48 * 1024 * 1024);
