@@ -1,8 +1,10 @@
 // Sums the vitest totals of every package in a test log (standard input) into one closing line,
-// "Tests: N passed, M failed", which CI reads. Exits 1 when the log shows no test at all.
+// "Tests: N passed, M failed", which CI reads; an argument names the run after it ("Tests: ... (Node v24.21.0)"),
+// as CI runs the suite once per Node version. Exits 1 when the log shows no test at all.
 import { text } from "node:stream/consumers";
 import { stripVTControlCharacters } from "node:util";
 
+const run = process.argv[2] ? ` (${process.argv[2]})` : "";
 const log = stripVTControlCharacters(await text(process.stdin));
 let passed = 0;
 let failed = 0;
@@ -12,6 +14,6 @@ for (const [, counts] of log.matchAll(/^(?:\S+: )?\s*Tests\s+(.+?)\s+\(\d+\)\s*$
   passed += Number(/(\d+) passed/.exec(counts)?.[1] ?? 0);
   failed += Number(/(\d+) failed/.exec(counts)?.[1] ?? 0);
 }
-console.log(`${suites} test suites`);
-console.log(`Tests: ${passed} passed, ${failed} failed`);
+console.log(`${suites} test suites${run}`);
+console.log(`Tests: ${passed} passed, ${failed} failed${run}`);
 process.exitCode = suites === 0 || passed === 0 ? 1 : 0;

@@ -1,4 +1,4 @@
-// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the tests in test/ start real servers, so hooks and tests get 20 s. The HTTP contract tests run twice: on the Express adapter and on the node:http one.
+// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the tests in test/ start real servers, so hooks and tests get 20 s. The HTTP contract tests run three times: on the Express adapter, the node:http one and the fetch one.
 import { defineConfig } from "vitest/config";
 import { sourceAliases } from "../../vitest.sources.js";
 
@@ -10,6 +10,13 @@ const ONCE = [
   // listen() alone: the adapter makes no difference to it.
   "test/slowloris.test.ts",
 ];
+
+/**
+ * Tests of what a fetch host decides itself, below the handler (Node's bridge here; Bun, Deno or workerd in
+ * production): raw framing, Host counting, reading a body as it comes. The fetch handler's own share of them
+ * runs in test/fetch-handler.test.ts.
+ */
+const NOT_FETCH = ["test/host-check.test.ts", "test/http-hardening.test.ts", "test/malformed-http.test.ts"];
 
 export default defineConfig({
   resolve: { alias: sourceAliases },
@@ -25,6 +32,15 @@ export default defineConfig({
           include: ["test/**/*.test.ts"],
           exclude: ONCE,
           env: { OXP_TEST_ADAPTER: "node" },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "fetch",
+          include: ["test/**/*.test.ts"],
+          exclude: [...ONCE, ...NOT_FETCH],
+          env: { OXP_TEST_ADAPTER: "fetch" },
         },
       },
     ],

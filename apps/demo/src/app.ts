@@ -1,5 +1,5 @@
 /** Builds the demo Tool Server on the Express adapter: the catalog, the demo Google provider and its consent pages. */
-import { inspector } from "@otc/inspector";
+import { inspectorPage, readInspectorFiles } from "@otc/inspector";
 import { createServer, type OxpApp } from "@otc/server";
 import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
 
@@ -17,6 +17,7 @@ export interface DemoApp extends DemoParts {
  */
 export function createDemoApp(options: DemoOptions = {}): DemoApp {
   const { google, counter, serverOptions } = demoParts(options);
-  const app = createServer({ ...serverOptions, pages: [google.router(), inspector()] });
+  const files = options.inspectorFiles ?? readInspectorFiles;
+  const app = createServer({ ...serverOptions, pages: [google.page(), inspectorPage({ files })] });
   return { app, google, counter };
 }

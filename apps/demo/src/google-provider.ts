@@ -1,23 +1,28 @@
 /** The demo's `google` authorization provider: a consent page on the demo server stands in for Google. */
-import { randomBytes } from "node:crypto";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
   type ChallengeStore,
   ChallengeStoreFullError,
+  type FetchPage,
   MemoryChallengeStore,
   ServerConfigError,
   type StartChallengeInput,
   type StoredChallenge,
   type TokenStore,
   WireError,
-} from "@otc/server/node";
+} from "@otc/server/fetch";
 import { constantTimeEqual } from "@otc/types";
 import escapeHtml from "escape-html";
-import express, { type RequestHandler, type Response, type Router } from "express";
 
 /** Where the demo serves consent pages, below the server's base URL. */
 export const CONSENT_PATH = "/demo/authorize";
+
+/** A consent page's path: the challenge id, then an optional trailing slash (as Express's `/demo/authorize/:id` matched). */
+const CONSENT_ROUTE = new RegExp(`^${CONSENT_PATH}/([^/]+)(/?)$`);
+
+/** The largest consent form body, in bytes (`express.urlencoded`'s "1kb"): the form sends two short fields. */
+const FORM_LIMIT = 1024;
 
 /** Options of {@link DemoGoogleProvider}. */
 export interface DemoGoogleProviderOptions {
@@ -75,6 +80,112 @@ const unavailable = (cause: unknown) =>
 /** The anti-CSRF token the consent form carries, kept with the challenge so any instance can check it. */
 const csrfOf = (challenge: StoredChallenge) => challenge.data.csrf ?? "";
 
+/** `length` random bytes from the Web Crypto API, which every runtime the demo runs on has (no `node:crypto`). */
+const randomBytes = (length: number) => crypto.getRandomValues(new Uint8Array(length));
+
+/** Bytes as unpadded base64url (RFC 4648 section 5), without `Buffer`. */
+const base64url = (bytes: Uint8Array) =>
+  btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+
+/** Bytes as lower-case hexadecimal. */
+const hex = (bytes: Uint8Array) => Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+
+/** A whole consent page: the title, the body's HTML, the page's inline style (which the policy allows). */
+const html = (title: string, body: string) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>` +
+  `<meta name="viewport" content="width=device-width"><style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem}` +
+  `button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}code{background:#eee;padding:0 .25rem}</style></head><body>${body}</body></html>`;
+
+/** The consent routes' answers that are not the consent page itself: a status and the page's HTML. */
+const PAGES = {
+  notFound: [
+    404,
+    html("Not found", "<h1>No such request</h1><p>This authorization request is unknown or has expired.</p>"),
+  ],
+  forbidden: [
+    403,
+    html(
+      "Forbidden",
+      "<h1>This form cannot be accepted</h1><p>It was not sent from this authorization page. Open the page again and choose there.</p>",
+    ),
+  ],
+  badAction: [400, html("Bad request", "<h1>Choose Approve or Deny</h1>")],
+} as const;
+
+/** The consent page of a challenge: what is asked, and the form while it is pending. */
+function consentHtml(challenge: StoredChallenge): string {
+  const scopes = challenge.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join("");
+  const decided =
+    challenge.status === "pending"
+      ? `<form method="post"><input type="hidden" name="csrf" value="${escapeHtml(csrfOf(challenge))}">` +
+        `<button name="action" value="approve">Approve</button><button name="action" value="deny">Deny</button></form>`
+      : `<p>This request was <strong>${challenge.status === "completed" ? "approved" : "denied"}</strong>. You can close this page.</p>`;
+  return html(
+    "Authorize access",
+    `<h1>Authorize access to Google</h1><p>The demo Tool Server asks, on behalf of user <strong>${escapeHtml(challenge.owner.userId)}</strong>, for:</p><ul>${scopes}</ul>${decided}`,
+  );
+}
+
+/** An HTML answer of the consent routes, with their headers; a HEAD gets the headers of GET and no body. */
+function htmlResponse([status, page]: readonly [number, string], head = false): Response {
+  const body = new TextEncoder().encode(page);
+  return new Response(head ? null : body, {
+    status,
+    headers: {
+      ...SECURITY_HEADERS,
+      "Content-Type": "text/html; charset=utf-8",
+      "Content-Length": String(body.byteLength),
+    },
+  });
+}
+
+/** The one value of a form field sent exactly once; a field sent twice counts as not sent (as Express's parser made it an array). */
+function fieldOf(form: URLSearchParams, name: string): string | undefined {
+  const values = form.getAll(name);
+  return values.length === 1 ? values[0] : undefined;
+}
+
+/**
+ * The consent form's fields, as `express.urlencoded({ extended: false, limit: "1kb" })` read them: a body of another
+ * type (or none) holds no fields; a charset other than UTF-8 or ISO-8859-1, or any Content-Encoding, is a 415 (no
+ * browser compresses a form); more than {@link FORM_LIMIT} bytes is a 413, refused by its declared length before
+ * anything is read, else as soon as the bytes read pass it.
+ */
+async function readForm(request: Request): Promise<URLSearchParams> {
+  const type = request.headers.get("content-type")?.trim() ?? "";
+  if (!request.body || !/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return new URLSearchParams();
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type)?.[1]?.toLowerCase() ?? "utf-8";
+  const encoding = request.headers.get("content-encoding")?.trim().toLowerCase() || "identity";
+  if ((charset !== "utf-8" && charset !== "iso-8859-1") || encoding !== "identity") {
+    throw new WireError("unsupported_media_type", "The request body's encoding is not supported", {
+      developerMessage: "Send the consent form as UTF-8, without Content-Encoding.",
+    });
+  }
+  const tooLarge = () =>
+    new WireError("payload_too_large", "The request body is too large", {
+      developerMessage: `The consent form's limit is ${FORM_LIMIT} bytes.`,
+    });
+  if (Number(request.headers.get("content-length")) > FORM_LIMIT) throw tooLarge();
+  // Every field compared is ASCII (a base64url token, approve or deny): any other byte fails the comparison whichever
+  // charset decodes it, so UTF-8 decodes both.
+  const decoder = new TextDecoder();
+  const reader = request.body.getReader();
+  let size = 0;
+  let text = "";
+  for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+    size += chunk.value.byteLength;
+    if (size > FORM_LIMIT) {
+      reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    text += decoder.decode(chunk.value, { stream: true });
+  }
+  return new URLSearchParams(text + decoder.decode());
+}
+
 function positiveInteger(name: string, value: number | undefined): number | undefined {
   if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
     throw new ServerConfigError(`DemoGoogleProvider: ${name} must be a positive integer, got ${value}`);
@@ -116,7 +227,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       await this.store.add(input.challengeId, {
         owner: input.owner,
         scopes: input.scopes,
-        data: { csrf: randomBytes(32).toString("base64url") },
+        data: { csrf: base64url(randomBytes(32)) },
       });
     } catch (error) {
       if (!(error instanceof ChallengeStoreFullError)) throw error;
@@ -144,7 +255,7 @@ export class DemoGoogleProvider implements AuthorizationProvider {
       if (!this.tokens) throw new Error("DemoGoogleProvider has no token store: pass `tokenStore`");
       // The token is stored before the status changes, so a failing store leaves the challenge pending, not completed without a token.
       await this.tokens.set(challenge.owner, this.id, {
-        token: `demo-google-${randomBytes(12).toString("hex")}`,
+        token: `demo-google-${hex(randomBytes(12))}`,
         scopes: challenge.scopes,
         expiresAt: this.now() + 60 * 60 * 1000,
       });
@@ -153,97 +264,69 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     return this.store.decide(challengeId, approve ? "completed" : "failed");
   }
 
-  /** The consent pages: GET shows the request, POST `action=approve|deny` with the form's `csrf` token decides it. */
-  router(): Router {
-    const router = express.Router({ caseSensitive: true });
-    const page = (title: string, body: string) =>
-      `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title>` +
-      `<meta name="viewport" content="width=device-width"><style>body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem}` +
-      `button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem}code{background:#eee;padding:0 .25rem}</style></head><body>${body}</body></html>`;
-    const answer = (res: Response, status: number, title: string, body: string) => {
-      res.status(status).type("html").send(page(title, body));
+  /** The challenge a consent page names, or undefined; a failing store is the 503 of {@link unavailable}. */
+  private async challenge(id: string): Promise<StoredChallenge | undefined> {
+    try {
+      return await this.store.get(id);
+    } catch (error) {
+      throw unavailable(error);
+    }
+  }
+
+  /**
+   * Decides a challenge as its consent form asks, once the form's anti-CSRF token is checked: "decided", or the page
+   * to answer with. A form field is its string value; anything else (absent, sent twice) counts as not sent.
+   */
+  private async decideByForm(
+    id: string,
+    challenge: StoredChallenge,
+    form: { csrf?: unknown; action?: unknown },
+  ): Promise<keyof typeof PAGES | "decided"> {
+    const csrf = typeof form.csrf === "string" ? form.csrf : "";
+    // Refused before the action is read: a form posted from another site decides nothing.
+    const expected = csrfOf(challenge);
+    if (expected === "" || !constantTimeEqual(csrf, expected)) return "forbidden";
+    if (form.action !== "approve" && form.action !== "deny") return "badAction";
+    let status: ChallengeStatus | undefined;
+    try {
+      status = await this.decide(id, form.action === "approve");
+    } catch (error) {
+      throw unavailable(error);
+    }
+    return status ? "decided" : "notFound";
+  }
+
+  /**
+   * The consent pages as a fetch-style page, for every adapter and runtime: GET and HEAD show the request, POST
+   * `action=approve|deny` with the form's `csrf` token decides it and answers a 303 back to the page. Other paths and
+   * methods are passed on (undefined). A failing store, a body past 1 KiB or in another encoding are thrown as their
+   * {@link WireError} (503, 413, 415), a path segment that is not valid percent-encoding as a `URIError` (400): the
+   * server answers them in JSON.
+   *
+   * @example
+   * const google = new DemoGoogleProvider();
+   * const answer = await google.page()(new Request("http://127.0.0.1:8080/demo/authorize/google.abc"));
+   */
+  page(): FetchPage {
+    return async (request) => {
+      const { method } = request;
+      const route = CONSENT_ROUTE.exec(new URL(request.url).pathname);
+      if (!route || (method !== "GET" && method !== "HEAD" && method !== "POST")) return undefined;
+      const [, segment = "", slash] = route;
+      const id = decodeURIComponent(segment);
+      // Read before the store is asked, as Express's body parser ran before the route: a 413 needs no lookup.
+      const form = method === "POST" ? await readForm(request) : undefined;
+      const challenge = await this.challenge(id);
+      if (!challenge) return htmlResponse(PAGES.notFound, method === "HEAD");
+      if (!form) return htmlResponse([200, consentHtml(challenge)], method === "HEAD");
+      const outcome = await this.decideByForm(id, challenge, {
+        csrf: fieldOf(form, "csrf"),
+        action: fieldOf(form, "action"),
+      });
+      if (outcome !== "decided") return htmlResponse(PAGES[outcome]);
+      // Relative to the path asked for, so that it holds below whatever prefix the server is mounted under.
+      const location = `${slash ? "../" : "./"}${encodeURIComponent(id)}`;
+      return new Response(null, { status: 303, headers: { ...SECURITY_HEADERS, Location: location } });
     };
-    const notFound = (res: Response) =>
-      answer(
-        res,
-        404,
-        "Not found",
-        "<h1>No such request</h1><p>This authorization request is unknown or has expired.</p>",
-      );
-
-    // First, so that every answer below CONSENT_PATH carries them, errors from later layers included.
-    const secure: RequestHandler = (_req, res, next) => {
-      res.set(SECURITY_HEADERS);
-      next();
-    };
-    router.use(CONSENT_PATH, secure);
-
-    /** The challenge a consent page names; when there is none, the answer is given here (404, or 503 if the store fails). */
-    const find = async (id: string, res: Response, next: (error: unknown) => void) => {
-      try {
-        const challenge = await this.store.get(id);
-        if (!challenge) notFound(res);
-        return challenge;
-      } catch (error) {
-        next(unavailable(error));
-        return undefined;
-      }
-    };
-
-    router.get(`${CONSENT_PATH}/:id`, async (req, res, next) => {
-      const challenge = await find(req.params.id, res, next);
-      if (!challenge) return;
-      const scopes = challenge.scopes.map((scope) => `<li><code>${escapeHtml(scope)}</code></li>`).join("");
-      const decided =
-        challenge.status === "pending"
-          ? `<form method="post"><input type="hidden" name="csrf" value="${escapeHtml(csrfOf(challenge))}">` +
-            `<button name="action" value="approve">Approve</button><button name="action" value="deny">Deny</button></form>`
-          : `<p>This request was <strong>${challenge.status === "completed" ? "approved" : "denied"}</strong>. You can close this page.</p>`;
-      answer(
-        res,
-        200,
-        "Authorize access",
-        `<h1>Authorize access to Google</h1><p>The demo Tool Server asks, on behalf of user <strong>${escapeHtml(challenge.owner.userId)}</strong>, for:</p><ul>${scopes}</ul>${decided}`,
-      );
-    });
-
-    router.post(
-      `${CONSENT_PATH}/:id`,
-      express.urlencoded({ extended: false, limit: "1kb" }),
-      async (req, res, next) => {
-        const challenge = await find(req.params.id, res, next);
-        if (!challenge) return;
-        const form = (req.body ?? {}) as Record<string, unknown>;
-        const csrf = typeof form.csrf === "string" ? form.csrf : "";
-        // Refused before the action is read: a form posted from another site decides nothing.
-        const expected = csrfOf(challenge);
-        if (expected === "" || !constantTimeEqual(csrf, expected)) {
-          answer(
-            res,
-            403,
-            "Forbidden",
-            "<h1>This form cannot be accepted</h1><p>It was not sent from this authorization page. Open the page again and choose there.</p>",
-          );
-          return;
-        }
-        if (form.action !== "approve" && form.action !== "deny") {
-          answer(res, 400, "Bad request", "<h1>Choose Approve or Deny</h1>");
-          return;
-        }
-        let status: ChallengeStatus | undefined;
-        try {
-          status = await this.decide(req.params.id, form.action === "approve");
-        } catch (error) {
-          next(unavailable(error));
-          return;
-        }
-        if (!status) {
-          notFound(res);
-          return;
-        }
-        res.redirect(303, `${req.baseUrl}${CONSENT_PATH}/${encodeURIComponent(req.params.id)}`);
-      },
-    );
-    return router;
   }
 }

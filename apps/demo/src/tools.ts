@@ -1,5 +1,5 @@
 /** The demo's tool catalog: one tool per protocol feature a newcomer should see working. */
-import { defineTool, OxpToolError, type Tool } from "@otc/server/node";
+import { defineTool, OxpToolError, type Tool } from "@otc/server/fetch";
 
 const KNOWN_DOORBELLS = ["doorbell42", "doorbell84"];
 

@@ -113,7 +113,9 @@ describe("the consent form", () => {
     const csrf = await csrfOf(challenge.url);
     const approved = await submit(challenge.url, { action: "approve", csrf });
     expect(approved.status).toBe(303);
-    expect(approved.headers.get("location")).toBe(`/demo/authorize/${encodeURIComponent(challenge.id)}`);
+    // Relative, so that it holds below any prefix the server is mounted under: it resolves to the page itself.
+    const location = new URL(approved.headers.get("location") ?? "", challenge.url);
+    expect(location.href).toBe(new URL(`/demo/authorize/${encodeURIComponent(challenge.id)}`, challenge.url).href);
     expectSecurityHeaders(approved);
     expect(await statusOf(challenge)).toBe("completed");
 

@@ -1,4 +1,4 @@
-/** The inspector() handler on a plain node:http server and inside @otc/server's createServer: routes, headers, caching, policy, errors. */
+/** The inspector() handler on a plain node:http server and inside @otc/server's createServer and createHandler (as `nodePages`): routes, headers, caching, policy, errors. */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -374,7 +374,7 @@ describe("options and mounting", () => {
   });
 
   it("inside createServer (Express), loads nothing from the host a // path or an absolute target names", async () => {
-    const running = await listen(createServer({ tools: [], logger: false, pages: [inspector()] }), { port: 0 });
+    const running = await listen(createServer({ tools: [], logger: false, nodePages: [inspector()] }), { port: 0 });
     try {
       for (const path of ["//evil.example/inspector", "//evil.example/docs"]) {
         const response = await rawGet(running.url, {}, path);
@@ -394,7 +394,7 @@ describe("options and mounting", () => {
   });
 
   it("is one of createHandler's pages on plain node:http", async () => {
-    const handler = createHandler({ tools: [], logger: false, auth: { apiKeys: ["k-123"] }, pages: [inspector()] });
+    const handler = createHandler({ tools: [], logger: false, auth: { apiKeys: ["k-123"] }, nodePages: [inspector()] });
     const server: Server = createHttpServer(handler);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -412,8 +412,8 @@ describe("options and mounting", () => {
 
   it("adds Accept-Encoding to the Vary: Origin of the server's CORS, on both adapters, rather than replacing it", async () => {
     const options = { tools: [], logger: false, cors: { origins: ["http://app.example"] } } as const;
-    const express = await listen(createServer({ ...options, pages: [inspector()] }), { port: 0 });
-    const node = await listen(createHandler({ ...options, pages: [inspector()] }), { port: 0 });
+    const express = await listen(createServer({ ...options, nodePages: [inspector()] }), { port: 0 });
+    const node = await listen(createHandler({ ...options, nodePages: [inspector()] }), { port: 0 });
     try {
       for (const running of [express, node]) {
         const page = await fetch(`${running.url}/inspector`, { headers: { Origin: "http://app.example" } });
@@ -433,7 +433,7 @@ describe("options and mounting", () => {
   });
 
   it("is one of createServer's pages: served without authentication, and the server answers the rest", async () => {
-    const app = createServer({ tools: [], logger: false, auth: { apiKeys: ["k-123"] }, pages: [inspector()] });
+    const app = createServer({ tools: [], logger: false, auth: { apiKeys: ["k-123"] }, nodePages: [inspector()] });
     const running = await listen(app, { port: 0 });
     try {
       const page = await fetch(`${running.url}/inspector`);

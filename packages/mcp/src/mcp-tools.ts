@@ -5,7 +5,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type CallToolResult, ErrorCode, McpError, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
-import { OxpToolError, type SchemaObject, type Tool } from "@otc/server";
+import { OxpToolError, type SchemaObject, type Tool } from "@otc/server/node";
 import { byCodePoint, claimUnique, OXP_NAME, oxpToolName } from "./names.js";
 import { type JsonSchema, SchemaConversionError, toOxpInputSchema, toOxpOutputSchema } from "./schemas.js";
 

@@ -8,7 +8,7 @@ import {
   type NewChallenge,
   type StoredChallenge,
   type TokenOwner,
-} from "@otc/server";
+} from "@otc/server/node";
 import type { Redis } from "ioredis";
 import { isOutOfMemory, keyPart, parseStored, RedisConnection, type RedisConnectionOptions } from "./connection.js";
 

@@ -4,7 +4,7 @@ import {
   type IdempotencyKey,
   type IdempotencyStore,
   IdempotencyStoreFullError,
-} from "@otc/server";
+} from "@otc/server/node";
 import type { CallToolResponse } from "@otc/types";
 import type { Redis } from "ioredis";
 import {

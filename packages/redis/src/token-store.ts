@@ -1,5 +1,5 @@
 /** Held tokens in Redis, one key per (principal, user, provider), each expiring with its token. */
-import type { StoredToken, TokenOwner, TokenStore } from "@otc/server";
+import type { StoredToken, TokenOwner, TokenStore } from "@otc/server/node";
 import type { Redis } from "ioredis";
 import { keyPart, parseStored, RedisConnection, type RedisConnectionOptions } from "./connection.js";
 

@@ -46,19 +46,20 @@ export type {
 } from "./core/tool.js";
 export { defineTool, OxpToolError } from "./core/tool.js";
 export type { AuthenticationOptions, Principal } from "./http/authentication.js";
-export type {
-  AdapterOptions,
-  CorsOptions,
-  OxpLifecycle,
-  OxpRuntime,
-  PageHandler,
-  Telemetry,
-} from "./http/contract.js";
 export type { ListenOptions, RunningServer } from "./http/listen.js";
 export { listen } from "./http/listen.js";
 export { createLogger, type LoggerOptions } from "./http/logger.js";
+export type { PageHandler } from "./http/node-exchange.js";
 export type { HandlerOptions, OxpHandler } from "./http/node-handler.js";
 export { createHandler } from "./http/node-handler.js";
+export type {
+  AdapterOptions,
+  CorsOptions,
+  FetchPage,
+  OxpLifecycle,
+  OxpRuntime,
+  Telemetry,
+} from "./http/options.js";
 export {
   createTelemetry,
   DEFAULT_DURATION_BUCKETS,

@@ -7,7 +7,7 @@ import { runInNewContext } from "node:vm";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool, listen, MemoryIdempotencyStore, type RunningServer } from "../src/index.js";
-import { callTool, expectError, makeServer, type Reply, type Running, send, startServer } from "./harness.js";
+import { ADAPTER, callTool, expectError, makeServer, type Reply, type Running, send, startServer } from "./harness.js";
 import { TEST_CONSENT_PATH, testTools } from "./tools.js";
 
 const keyOne = { "OXP-API-Key": "key-one" };
@@ -213,8 +213,11 @@ describe("finding 3: nobody acts for another principal's user", () => {
       socket.on("error", reject);
     });
     expect(raw).toMatch(/^HTTP\/1\.[01] 400/);
-    expect(raw).toContain(`"url":"http://127.0.0.1:${port}${TEST_CONSENT_PATH}/`);
     expect(raw).not.toContain("undefined");
+    // A fetch host makes a URL of the request before the handler sees it, and refuses one without a Host (Node's
+    // bridge here; Bun and Deno alike): no challenge is started, so no link is built from anything.
+    if (ADAPTER === "fetch") return;
+    expect(raw).toContain(`"url":"http://127.0.0.1:${port}${TEST_CONSENT_PATH}/`);
   });
 });
 

@@ -1,5 +1,5 @@
 // Public-key JWTs (docs/protocol.md section 5): RS256, ES256 and EdDSA from PEM keys and from a key set served on loopback.
-import { generateKeyPairSync, randomUUID } from "node:crypto";
+import { createPublicKey, generateKeyPairSync, randomUUID, X509Certificate } from "node:crypto";
 import { createServer as createHttpServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT } from "jose";
@@ -324,6 +324,47 @@ describe("PEM public keys", () => {
   });
 });
 
+/** A DER element of `tag` around `parts`. */
+function der(tag: number, ...parts: Uint8Array[]): Buffer {
+  const body = Buffer.concat(parts);
+  const n = body.length;
+  const length = n < 0x80 ? [n] : n < 0x100 ? [0x81, n] : [0x82, n >> 8, n & 0xff];
+  return Buffer.concat([Buffer.from([tag, ...length]), body]);
+}
+
+/** An X.509 certificate holding `spkiPem`'s key, signed with nothing: the server only reads the key out of it. */
+function certificatePem(spkiPem: string): string {
+  const spki = Buffer.from(spkiPem.replace(/-----[^-]+-----|\s/g, ""), "base64");
+  const ecdsaWithSha256 = der(0x30, der(0x06, Buffer.from([0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02])));
+  const name = der(
+    0x30,
+    der(0x31, der(0x30, der(0x06, Buffer.from([0x55, 0x04, 0x03])), der(0x0c, Buffer.from("oxp")))),
+  );
+  const validity = der(0x30, der(0x17, Buffer.from("250101000000Z")), der(0x17, Buffer.from("350101000000Z")));
+  const version = der(0xa0, der(0x02, Buffer.from([2])));
+  const tbs = der(0x30, version, der(0x02, Buffer.from([1])), ecdsaWithSha256, name, validity, name, spki);
+  const certificate = der(0x30, tbs, ecdsaWithSha256, der(0x03, Buffer.from([0, 0])));
+  return `-----BEGIN CERTIFICATE-----\n${certificate.toString("base64")}\n-----END CERTIFICATE-----\n`;
+}
+
+describe("public keys in the other PEM forms node:crypto read", () => {
+  // rule: auth.jwt-public-keys
+  it("admits tokens verified with a PKCS#1 RSA key and with an X.509 certificate's key", async () => {
+    const pkcs1 = createPublicKey(rsaTwin.pem).export({ type: "pkcs1", format: "pem" }) as string;
+    const certificate = certificatePem(ec.pem);
+    // A certificate node:crypto reads, holding the same key.
+    expect(new X509Certificate(certificate).publicKey.export({ type: "spki", format: "pem" })).toBe(`${ec.pem}\n`);
+    const server = await startServer({ auth: { jwt: { publicKeys: [pkcs1, certificate], issuer: ISSUER } } });
+    try {
+      expect((await tools(server, await sign(rsaTwin))).status).toBe(200);
+      expect((await tools(server, await sign(ec))).status).toBe(200);
+      expectUnauthorized(await tools(server, await sign(rsa)));
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe("JWT settings refused at start", () => {
   const privatePem = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({
     type: "pkcs8",
@@ -350,6 +391,12 @@ describe("JWT settings refused at start", () => {
     ["a private key", () => ({ publicKeys: [privatePem] })],
     ["an RSA key under 2048 bits", () => ({ publicKeys: [smallRsaPem] })],
     ["an EC key on P-384", () => ({ publicKeys: [p384Pem] })],
+    ["a PEM with bytes after its key", () => ({ publicKeys: [rsa.pem.replace("-----END", "AAAA\n-----END")] })],
+    ["a certificate of a P-384 key", () => ({ publicKeys: [certificatePem(p384Pem)] })],
+    [
+      "a PEM that is no key at all",
+      () => ({ publicKeys: ["-----BEGIN CERTIFICATE REQUEST-----\nMAA=\n-----END CERTIFICATE REQUEST-----"] }),
+    ],
     ["a jwksUrl that is not a URL", () => ({ jwksUrl: "jwks.json", issuer: ISSUER })],
     ["a jwksUrl over plain http to another host", () => ({ jwksUrl: "http://idp.example/jwks.json", issuer: ISSUER })],
     ["a jwksUrl of another scheme", () => ({ jwksUrl: "file:///etc/jwks.json", issuer: ISSUER })],

@@ -34,10 +34,18 @@ beforeAll(async () => {
     (req, res, next) => expressPages(req as express.Request, res as express.Response, next),
   ];
   [running, keyed] = await Promise.all([
-    listen(createHandler({ tools: testTools(), logger: false, pages, bodyLimit: "2kb" }), { port: 0 }),
-    listen(createHandler({ tools: testTools(), logger: false, pages, auth: { apiKeys: ["node-key-0123456789"] } }), {
-      port: 0,
-    }),
+    listen(createHandler({ tools: testTools(), logger: false, nodePages: pages, bodyLimit: "2kb" }), { port: 0 }),
+    listen(
+      createHandler({
+        tools: testTools(),
+        logger: false,
+        nodePages: pages,
+        auth: { apiKeys: ["node-key-0123456789"] },
+      }),
+      {
+        port: 0,
+      },
+    ),
   ]);
 });
 afterAll(() => Promise.all([running.close(), keyed.close()]));

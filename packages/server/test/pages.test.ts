@@ -20,7 +20,7 @@ function page(): express.Router {
 
 let server: Running;
 beforeAll(async () => {
-  server = await startServer({ auth: { apiKeys: ["pages-test-key"] }, pages: [page()] });
+  server = await startServer({ auth: { apiKeys: ["pages-test-key"] }, nodePages: [page()] });
 });
 afterAll(() => server.close());
 

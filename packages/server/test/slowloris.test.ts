@@ -201,7 +201,7 @@ describe("the per-address allowances", () => {
         res.end("{}");
       }, 1_500);
     };
-    const server = await start({ pages: [slowPage as unknown as RequestHandler] }, { maxConnectionsPerAddress: 4 });
+    const server = await start({ nodePages: [slowPage as unknown as RequestHandler] }, { maxConnectionsPerAddress: 4 });
     const port = portOf(server);
     const slow = Array.from({ length: 4 }, () => get(port, ATTACKER, "/slow", 5_000));
     await sleep(300);

@@ -82,7 +82,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "validateToolVersion",
     "validateValidationErrorResponse",
   ],
-  "@otc/types/ajv": ["createAjv"],
+  "@otc/types/ajv": ["STRING_FORMATS", "createAjv"],
   "@otc/server": [
     "CHALLENGE_STORE_DEFAULTS",
     "ChallengeStoreFullError",
@@ -124,10 +124,28 @@ const PUBLIC_API: Record<string, string[]> = {
     "defineTool",
     "listen",
   ],
+  "@otc/server/fetch": [
+    "CHALLENGE_STORE_DEFAULTS",
+    "ChallengeStoreFullError",
+    "IdempotencyStoreFullError",
+    "MemoryChallengeStore",
+    "MemoryIdempotencyStore",
+    "MemoryTokenStore",
+    "OxpToolError",
+    "ServerConfigError",
+    "WireError",
+    "challengeOwnerKey",
+    "challengeStoreBounds",
+    "consoleLogger",
+    "createFetchHandler",
+    "defineTool",
+  ],
+  "@otc/server/express": ["createServer"],
   "@otc/server/core": [
     "OxpCore",
     "WIRE_ERROR_STATUS",
     "checkDepth",
+    "consoleLogger",
     "isEnvelope",
     "parseCallBody",
     "unwrapCallBody",
@@ -206,7 +224,8 @@ const PUBLIC_API: Record<string, string[]> = {
     "createRedisState",
     "failFastOptions",
   ],
-  "@otc/inspector": ["inspector"],
+  "@otc/inspector": ["inspector", "inspectorPage", "readInspectorFiles"],
+  "@otc/inspector/fetch": ["inspectorPage"],
 };
 
 /** What `npm pack --json` says of one tarball. */
@@ -285,7 +304,14 @@ beforeAll(async () => {
   project = path.join(work, "project");
   await mkdir(project);
   const root = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as Manifest;
-  const dependencies = Object.fromEntries(names.map((name) => [name, `file:${tarball(name)}`]));
+  // The server's optional peers (Express and its validator, prom-client) as a user of createServer and metrics adds them.
+  const server = JSON.parse(await readFile(path.join(repoRoot, "packages/server/package.json"), "utf8")) as {
+    peerDependencies: Record<string, string>;
+  };
+  const dependencies = {
+    ...server.peerDependencies,
+    ...Object.fromEntries(names.map((name) => [name, `file:${tarball(name)}`])),
+  };
   const devDependencies = Object.fromEntries(
     ["@types/node", "typescript"].map((name) => {
       const version = root.devDependencies?.[name];

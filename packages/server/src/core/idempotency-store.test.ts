@@ -1,7 +1,8 @@
 // The in-memory idempotency store's bounds: entries and bytes, per principal and in total, never a running call.
 import type { CallToolResponse } from "@otc/types";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./idempotency-store.js";
+import { IdempotencyStoreFullError, MemoryIdempotencyStore, utf8ByteLength } from "./idempotency-store.js";
 
 const ok = (callId: string, value: unknown = null): CallToolResponse => ({
   call_id: callId,
@@ -110,5 +111,53 @@ describe("MemoryIdempotencyStore", () => {
     const first = await store.get({ principal: "alice", callId: "k" });
     if (first?.response?.success) (first.response.value as { list: number[] }).list.push(2);
     expect((await store.get({ principal: "alice", callId: "k" }))?.response).toMatchObject({ value: { list: [1] } });
+  });
+});
+
+describe("utf8ByteLength", () => {
+  it.each<[string, string, number]>([
+    ["empty", "", 0],
+    ["ASCII", '{"a":1}', 7],
+    ["two-byte", "é", 2],
+    ["three-byte", "€", 3],
+    ["a surrogate pair", "😀", 4],
+    ["a lone high surrogate, written as U+FFFD", "\ud800", 3],
+    ["a lone low surrogate", "a\udc00b", 5],
+    ["a high surrogate at the end", "x\ud83d", 4],
+  ])("counts %s as Buffer.byteLength does", (_case, text, bytes) => {
+    expect(utf8ByteLength(text)).toBe(bytes);
+    expect(utf8ByteLength(text)).toBe(Buffer.byteLength(text));
+  });
+
+  it("measures a string longer than its scratch buffer, pairs and lone surrogates at every offset", () => {
+    for (const unit of ["😀", "é", "\ud800", "€"]) {
+      for (let pad = 0; pad < 4; pad++) {
+        const text = "a".repeat(pad) + unit.repeat(40_000);
+        expect(utf8ByteLength(text)).toBe(Buffer.byteLength(text));
+      }
+    }
+  });
+
+  it("agrees with Buffer.byteLength on any UTF-16 string", () => {
+    const units = fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 40 });
+    fc.assert(
+      fc.property(units, (codes) => {
+        const text = String.fromCharCode(...codes);
+        expect(utf8ByteLength(text)).toBe(Buffer.byteLength(text));
+      }),
+    );
+  });
+
+  it("is what a kept response costs: a response over maxResponseBytes in UTF-8 (not in characters) is not kept", async () => {
+    const response = ok("k", "€".repeat(100));
+    const size = utf8ByteLength(JSON.stringify(response));
+    const store = new MemoryIdempotencyStore({ maxResponseBytes: size - 1 });
+    await store.claim({ principal: "p", callId: "k" }, "f", 1_000);
+    await store.complete({ principal: "p", callId: "k" }, { fingerprint: "f", response }, 1_000);
+    expect(await store.get({ principal: "p", callId: "k" })).toBeUndefined();
+    const roomy = new MemoryIdempotencyStore({ maxResponseBytes: size });
+    await roomy.claim({ principal: "p", callId: "k" }, "f", 1_000);
+    await roomy.complete({ principal: "p", callId: "k" }, { fingerprint: "f", response }, 1_000);
+    expect(await roomy.get({ principal: "p", callId: "k" })).toMatchObject({ response });
   });
 });

@@ -8,5 +8,7 @@
  * const answer = wrapResponse(await core.call(request, { principal: "anonymous", baseUrl }), envelope);
  */
 export { type CallBody, checkDepth, isEnvelope, parseCallBody, unwrapCallBody, wrapResponse } from "./call-body.js";
+export { type ConsoleLoggerOptions, consoleLogger } from "./console-logger.js";
 export { WIRE_ERROR_STATUS } from "./errors.js";
-export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions } from "./oxp-core.js";
+export type { InputValidatorChoice } from "./input-validation.js";
+export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions, type ToolList } from "./oxp-core.js";

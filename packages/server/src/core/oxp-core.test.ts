@@ -1,4 +1,5 @@
 // The protocol core, exercised directly: definitions at start-up, tool failures, output checks, idempotency stores.
+import { createHash } from "node:crypto";
 import type { CallToolRequest } from "@otc/types";
 import { describe, expect, it } from "vitest";
 import { MemoryTokenStore } from "./authorization.js";
@@ -110,6 +111,17 @@ describe("tool definitions at start-up (docs/protocol.md 6)", () => {
       required: ["a"],
     });
     await expect(core.call({ tool_id: "Test.Tool", input: {} }, meta)).rejects.toMatchObject({ status: 422 });
+  });
+});
+
+describe("the tool list (GET /tools)", () => {
+  it("is made once: every call resolves to the same object, its ETag the quoted SHA-256 of its body", async () => {
+    const core = new OxpCore({ tools: [tool({ run: () => null })] });
+    const list = await core.toolList();
+    expect(await core.toolList()).toBe(list);
+    expect(JSON.parse(list.body)).toEqual(core.listTools());
+    expect(list.etag).toBe(`"${createHash("sha256").update(list.body).digest("base64url")}"`);
+    expect(Object.isFrozen(list)).toBe(true);
   });
 });
 
@@ -310,6 +322,18 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     const entry = await store.get({ principal: "anonymous", callId: "k" });
     expect(JSON.stringify(entry)).not.toContain("hunter2");
     expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  });
+
+  // rule: idempotency.shared-store
+  it("fingerprints a call as earlier versions did, so a shared store's records stay valid across an upgrade", async () => {
+    const store = new MemoryIdempotencyStore();
+    const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
+    await core.call({ tool_id: "Test.Tool", call_id: "k", input: { b: 1, a: [2] }, context: { user_id: "u" } }, meta);
+    // SHA-256 of the canonical JSON of [resolved id, input (keys sorted), user_id], in base64url.
+    const canonical = JSON.stringify(["Test.Tool@1.0.0", { a: [2], b: 1 }, "u"]);
+    expect((await store.get({ principal: "anonymous", callId: "k" }))?.fingerprint).toBe(
+      createHash("sha256").update(canonical).digest("base64url"),
+    );
   });
 
   // rule: idempotency.replay

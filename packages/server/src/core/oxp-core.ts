@@ -1,6 +1,4 @@
 /** The protocol core: lists tools and runs calls (resolution, requirements, input, idempotency, timeout, output). */
-import { createHash, hash, randomUUID } from "node:crypto";
-import { performance } from "node:perf_hooks";
 import {
   AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
   type CallToolRequest,
@@ -24,19 +22,30 @@ import {
   IdempotencyStoreFullError,
   MemoryIdempotencyStore,
 } from "./idempotency-store.js";
-import { toParameterErrors } from "./input-validation.js";
+import { type InputValidatorChoice, toParameterErrors } from "./input-validation.js";
 import { resolveRequirements, sentCredentials } from "./requirements.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
+import { sha256Base64url } from "./web-crypto.js";
 
-/** A logger the core writes one line per call to (pino's shape). */
+/** A logger the core writes one line per call to (pino's shape): a pino logger, or {@link consoleLogger}'s. */
 export interface CoreLogger extends ToolLogger {
   child(bindings: Record<string, unknown>): CoreLogger;
+  /** Whether lines of `level` are written; the call line is not even built when `info` is off. Default: all are. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /** Options of {@link OxpCore}. */
 export interface OxpCoreOptions {
   tools: readonly Tool[];
+  /**
+   * What validates tool inputs and outputs: `ajv` (compiles each schema to code: the fastest), `cfworker`
+   * (@cfworker/json-schema interprets schemas: for runtimes that refuse code generated at run time, such as
+   * Cloudflare workerd), or `auto`: Ajv where `new Function` works when the core is built, else cfworker (on
+   * workerd: Ajv for a core built at the module's top level, cfworker for one built in `fetch`). Both answer
+   * invalid input with the same `parameter_errors`. Default `auto`.
+   */
+  inputValidator?: InputValidatorChoice;
   /** Time limit for a tool that sets none, in milliseconds. Default 30,000. */
   defaultTimeoutMs?: number;
   /** Where call_id records live. Default: a {@link MemoryIdempotencyStore} with its default bounds. */
@@ -162,6 +171,13 @@ function positiveInteger(name: string, value: number): number {
   return value;
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+type Timer = ReturnType<typeof setTimeout>;
+
+/** Lets the process exit with `timer` pending, where timers can say so (Node, Bun: not workerd's numbers). */
+function unrefTimer(timer: Timer): void {
+  (timer as { unref?: () => void }).unref?.();
+}
 
 /** Why a call that got past its checks ended as it did. */
 type Outcome = Exclude<CallOutcome, "rejected">;
@@ -313,6 +329,12 @@ export const silentLogger: CoreLogger = {
   },
 };
 
+/** The GET /tools body as JSON text and its strong ETag (quoted), as {@link OxpCore.toolList} makes them. */
+export interface ToolList {
+  readonly body: string;
+  readonly etag: string;
+}
+
 /** The protocol core, free of HTTP: plain data in, plain data (or a thrown {@link WireError}) out. */
 export class OxpCore {
   readonly registry: ToolRegistry;
@@ -324,8 +346,8 @@ export class OxpCore {
   private readonly secrets: Readonly<Record<string, string>>;
   private readonly logger: CoreLogger;
   private readonly observer: CallObserver | undefined;
-  /** The GET /tools body, serialized once: the catalog never changes after construction. */
-  private toolListCache: { body: string; etag: string } | undefined;
+  /** The GET /tools body and its ETag, made once: the catalog never changes after construction. */
+  private toolListCache: Promise<ToolList> | undefined;
   /** Calls running in this process, by (principal, call_id), so a duplicate can wait for the first. */
   private readonly running = new Map<string, Promise<CallToolResponse>>();
   /** Tool runs in progress, for {@link abortAll}. */
@@ -336,7 +358,7 @@ export class OxpCore {
   private readonly runningByClient = new Map<string, number>();
 
   constructor(options: OxpCoreOptions) {
-    this.registry = new ToolRegistry(options.tools);
+    this.registry = new ToolRegistry(options.tools, options.inputValidator);
     this.defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
     if (!(this.defaultTimeoutMs > 0)) throw new ServerConfigError("defaultTimeoutMs must be a positive number");
     this.store = options.idempotencyStore ?? new MemoryIdempotencyStore();
@@ -365,13 +387,23 @@ export class OxpCore {
   }
 
   /**
-   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match`: both made once, since
-   * the catalog is fixed when the core is built.
+   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match` (the body's SHA-256). Both are made
+   * once, since the catalog is fixed when the core is built: every call resolves to the same object, which a
+   * caller may key its own caches on. A promise because Web Crypto's digest is one.
+   *
+   * @example
+   * const { body, etag } = await core.toolList();
    */
-  toolList(): { readonly body: string; readonly etag: string } {
+  toolList(): Promise<ToolList> {
     if (!this.toolListCache) {
       const body = JSON.stringify(this.listTools());
-      this.toolListCache = { body, etag: `"${createHash("sha256").update(body).digest("base64url")}"` };
+      this.toolListCache = sha256Base64url(body).then(
+        (digest): ToolList => Object.freeze({ body, etag: `"${digest}"` }),
+        (error: unknown) => {
+          this.toolListCache = undefined;
+          throw error;
+        },
+      );
     }
     return this.toolListCache;
   }
@@ -498,10 +530,7 @@ export class OxpCore {
 
   /** Whether a call's info line is read at all: it is built only then (pino's isLevelEnabled; the silent logger never). */
   private infoEnabled(): boolean {
-    return (
-      this.logger !== silentLogger &&
-      (this.logger as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.("info") !== false
-    );
+    return this.logger !== silentLogger && this.logger.isLevelEnabled?.("info") !== false;
   }
 
   /**
@@ -557,7 +586,7 @@ export class OxpCore {
     run: (callId: string) => RunResult | Promise<RunResult>,
   ): RunResult | Promise<RunResult> {
     const callId = request.call_id;
-    if (callId === undefined) return run(randomUUID());
+    if (callId === undefined) return run(crypto.randomUUID());
     return this.keyed(request, registered, meta, input, run, callId);
   }
 
@@ -571,10 +600,8 @@ export class OxpCore {
     callId: string,
   ): Promise<RunResult> {
     const key: IdempotencyKey = { principal: meta.principal, callId };
-    const fingerprint = hash(
-      "sha256",
+    const fingerprint = await sha256Base64url(
       canonicalJson([registered.definition.id, input, request.context?.user_id || null]),
-      "base64url",
     );
     const timeoutMs = registered.tool.timeoutMs ?? this.defaultTimeoutMs;
     let held: IdempotencyEntry | undefined;
@@ -648,11 +675,11 @@ export class OxpCore {
    */
   private holdWhileUnsettled(key: IdempotencyKey, fingerprint: string, unsettled: Promise<unknown>): void {
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: Timer | undefined;
     const later = (ms: number) => {
       if (settled) return;
       timer = setTimeout(hold, ms);
-      timer.unref();
+      unrefTimer(timer);
     };
     // The claim's own lifetime is nearly spent by now: a failed hold is retried within a second, not at the next renewal.
     const hold = () => {
@@ -774,7 +801,7 @@ export class OxpCore {
     return (async () => {
       let result: unknown;
       const running = Promise.resolve(returned);
-      let timer: NodeJS.Timeout | undefined;
+      let timer: Timer | undefined;
       let stop: (error: Error) => void = () => {};
       const stopped = new Promise<never>((_, reject) => {
         stop = (error) => {

@@ -1,5 +1,4 @@
 /** Checks a tool's requirements (user_id, then secrets, then authorization) and resolves what the tool gets. */
-import { randomUUID } from "node:crypto";
 import type { CallToolContext, ToolAuthorizationChallenge, ToolRequirements } from "@otc/types";
 import type { AuthorizationProvider, TokenStore } from "./authorization.js";
 import { WireError } from "./errors.js";
@@ -105,7 +104,7 @@ export async function resolveRequirements(
       unprovided.push(id);
       continue;
     }
-    const challengeId = `${provider.id}.${randomUUID()}`;
+    const challengeId = `${provider.id}.${crypto.randomUUID()}`;
     const { url } = await provider.startChallenge({
       challengeId,
       owner,

@@ -1,15 +1,13 @@
 /** Turns tools into ToolDefinitions and refuses, at start-up, any definition that breaks the protocol's rules. */
 import {
-  allSchemas,
   formatSchemaErrors,
   formatToolId,
   type ToolDefinition,
-  ToolDefinitionSchema,
   unwrapInputSchema,
+  validateToolDefinition,
 } from "@otc/types";
-import { createAjv } from "@otc/types/ajv";
-import type { Ajv2020 } from "ajv/dist/2020.js";
 import { ServerConfigError } from "./errors.js";
+import type { SchemaValidator, SchemaValidators } from "./input-validation.js";
 import type { Tool } from "./tool.js";
 
 /** Keywords whose values map names to subschemas: their keys are names, not keywords. */
@@ -71,27 +69,30 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
   return definition;
 }
 
-let definitionValidator: ReturnType<Ajv2020["compile"]> | undefined;
-
-/** Validates a ToolDefinition against the spec's schema (compiled once per process). */
+/**
+ * The first way a ToolDefinition breaks the spec's schema, if any: by the precompiled validator, which needs no
+ * code generated at run time (the spec's schemas are fixed, so they are compiled when the spec changes).
+ */
 function validateAgainstSpec(definition: ToolDefinition): string | undefined {
-  if (!definitionValidator) {
-    definitionValidator = createAjv({ allErrors: true, schemas: allSchemas }).getSchema(ToolDefinitionSchema.$id);
-  }
-  if (!definitionValidator || definitionValidator(definition)) return undefined;
-  return formatSchemaErrors(definitionValidator.errors, { root: "/" });
+  if (validateToolDefinition(definition)) return undefined;
+  return formatSchemaErrors(validateToolDefinition.errors, { root: "/" });
+}
+
+/** A definition's schemas, compiled; `undefined` for a `null` output schema. */
+export interface CompiledSchemas {
+  input: SchemaValidator;
+  output: SchemaValidator | undefined;
 }
 
 /**
- * Checks one tool's definition against docs/protocol.md section 6 and the spec's ToolDefinition schema; throws a
- * {@link ServerConfigError} naming the tool and the rule it breaks.
+ * Checks one tool's definition against docs/protocol.md section 6 and the spec's ToolDefinition schema, and compiles
+ * its schemas with `validators`; throws a {@link ServerConfigError} naming the tool and the rule it breaks.
  */
 export function checkToolDefinition(
   tool: Pick<Tool, "toolkit">,
   definition: ToolDefinition,
-  compileSchema: (schema: object) => void,
-  knownFormats: ReadonlySet<string>,
-): void {
+  validators: SchemaValidators,
+): CompiledSchemas {
   const refuse = (rule: string): never => {
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
   };
@@ -100,6 +101,7 @@ export function checkToolDefinition(
   const specProblem = validateAgainstSpec(definition);
   if (specProblem) refuse(`it does not match the ToolDefinition schema (${specProblem})`);
   if (!definition.id.endsWith(`@${definition.version}`)) refuse("its id must end in '@' and its version");
+  const compiled: Partial<Record<"input_schema" | "output_schema", SchemaValidator>> = {};
   for (const [field, schema] of [
     ["input_schema", definition.input_schema],
     ["output_schema", definition.output_schema],
@@ -110,16 +112,17 @@ export function checkToolDefinition(
     if (extension)
       refuse(`${field} uses a code generator's extension keyword, which no server publishes, at ${extension}`);
     if (schema === null) continue;
-    // Ajv would skip an unknown format silently; a tool author expects it checked.
+    // Both validators would skip an unknown format silently; a tool author expects it checked.
     const format = findKeyword(
       schema,
-      (key, value, data) => !data && key === "format" && typeof value === "string" && !knownFormats.has(value),
+      (key, value, data) => !data && key === "format" && typeof value === "string" && !validators.formats.has(value),
     );
     if (format) refuse(`${field} uses a format this server does not know, at ${format}`);
     try {
-      compileSchema(schema);
+      compiled[field] = validators.compile(schema);
     } catch (error) {
       refuse(`${field} is not a valid JSON Schema (${error instanceof Error ? error.message : String(error)})`);
     }
   }
+  return { input: compiled.input_schema as SchemaValidator, output: compiled.output_schema };
 }

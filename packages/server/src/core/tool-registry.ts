@@ -7,9 +7,13 @@ import {
   resolveToolVersion,
   type ToolDefinition,
 } from "@otc/types";
-import { createAjv } from "@otc/types/ajv";
 import { ServerConfigError } from "./errors.js";
-import { SchemaValidator } from "./input-validation.js";
+import {
+  type InputValidator,
+  type InputValidatorChoice,
+  type SchemaValidator,
+  schemaValidators,
+} from "./input-validation.js";
 import type { Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition } from "./tool-definitions.js";
 
@@ -38,16 +42,17 @@ export class ToolRegistry {
    * and each tool has a handful of spellings (`A.B`, `A.B@1`, `A.B@1.0.0`). The catalog never changes.
    */
   private readonly found = new Map<string, { found: true; registered: RegisteredTool }>();
+  /** The validator the tools' schemas were compiled with. */
+  readonly validator: InputValidator;
 
-  constructor(tools: readonly Tool[]) {
-    // One Ajv for the cheap first-error pass, one for the all-errors pass that explains a failure.
-    const fast = createAjv();
-    const full = createAjv({ allErrors: true });
-    const knownFormats = new Set(Object.keys(fast.formats));
+  /** Checks and compiles `tools` with the validator `inputValidator` names (default `auto`: see {@link InputValidatorChoice}). */
+  constructor(tools: readonly Tool[], inputValidator: InputValidatorChoice = "auto") {
+    const validators = schemaValidators(inputValidator);
+    this.validator = validators.name;
     for (const tool of tools) {
       const definition = toToolDefinition(tool);
       if (this.byId.has(definition.id)) throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
-      checkToolDefinition(tool, definition, (schema) => fast.compile(schema), knownFormats);
+      const compiled = checkToolDefinition(tool, definition, validators);
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
       }
@@ -55,9 +60,9 @@ export class ToolRegistry {
       const registered: RegisteredTool = {
         tool,
         definition,
-        input: SchemaValidator.compile(definition.input_schema, fast, full),
-        output:
-          output === null || Object.keys(output).length === 0 ? undefined : SchemaValidator.compile(output, fast, full),
+        input: compiled.input,
+        // An empty output schema accepts anything: no check at all.
+        output: output === null || Object.keys(output).length === 0 ? undefined : compiled.output,
       };
       this.byId.set(definition.id, registered);
       const qualified = formatToolId({ toolkit: tool.toolkit, tool: tool.name });

@@ -1,11 +1,14 @@
 // The Host decision of createHostCheck for requests that loopback sockets cannot stage: those arriving on other addresses.
-import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { createHostCheck, isLoopback } from "./allowed-hosts.js";
 
 /** The parts of a request the check reads: where it arrived, its target and its Host. */
-const arriving = (localAddress: string, host: string | undefined, url = "/health") =>
-  ({ url, headers: host === undefined ? {} : { host }, socket: { localAddress } }) as unknown as IncomingMessage;
+const arriving = (localAddress: string, host: string | undefined) => ({
+  host,
+  localAddress,
+  remoteAddress: "192.0.2.99",
+  connection: undefined,
+});
 
 describe("createHostCheck", () => {
   // rule: limits.allowed-hosts
@@ -34,6 +37,21 @@ describe("createHostCheck", () => {
 
   it('has nothing to check for "any"', () => {
     expect(createHostCheck("any", undefined)).toBeUndefined();
+  });
+});
+
+describe("without a local address (a fetch host)", () => {
+  // rule: limits.allowed-hosts
+  it("judges by the client's address: a loopback client reached a loopback server", () => {
+    const check = createHostCheck(undefined, undefined);
+    const from = (remoteAddress: string) => ({
+      host: "evil.example",
+      localAddress: undefined,
+      remoteAddress,
+      connection: undefined,
+    });
+    expect(check?.(from("127.0.0.1"))).toBe(false);
+    expect(check?.(from("192.0.2.7"))).toBe(true);
   });
 });
 

@@ -1,7 +1,8 @@
 /** DNS-rebinding protection: which `Host` names a request may carry (docs/protocol.md 7, `[limits.allowed-hosts]`). */
-import type { IncomingMessage } from "node:http";
-import { isIP, type Socket } from "node:net";
 import { ServerConfigError } from "../core/errors.js";
+import { isIPv4, isIPv6, isLoopback } from "./ip.js";
+
+export { isLoopback };
 
 /**
  * The `Host` names a server answers to: names such as `tools.example.com`, `.example.com` for a domain
@@ -13,7 +14,19 @@ export type AllowedHosts = readonly string[] | "any";
  * True when a request's `Host` names this server. An absolute-form target's authority is not looked at:
  * browsers never send one to a server, so a rebinding page cannot, and the server builds nothing from it.
  */
-export type HostCheck = (req: IncomingMessage) => boolean;
+export type HostCheck = (arrival: HostArrival) => boolean;
+
+/** What the Host check reads of a request. */
+export interface HostArrival {
+  /** The request's `Host` (undefined when it carries none). */
+  readonly host: string | undefined;
+  /** The address the request arrived on, when the host knows it (node:http does; a fetch host may not). */
+  readonly localAddress: string | undefined;
+  /** The client's address, standing in for the local one when that is unknown: a loopback client reached a loopback server. */
+  readonly remoteAddress: string | undefined;
+  /** An object living as long as the connection, where the check keeps the Host it accepted; undefined when none. */
+  readonly connection: object | undefined;
+}
 
 const NAME = /^\.?[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?$/i;
 
@@ -53,7 +66,7 @@ export function createHostCheck(
   const everyRequest = allowedHosts !== undefined;
 
   const nameAllowed = (name: string): boolean => {
-    if (isIP(name) === 4 || name === "localhost" || name.endsWith(".localhost") || names.has(name)) return true;
+    if (isIPv4(name) || name === "localhost" || name.endsWith(".localhost") || names.has(name)) return true;
     for (const domain of domains) if (name.endsWith(domain) || name === domain.slice(1)) return true;
     return false;
   };
@@ -61,14 +74,13 @@ export function createHostCheck(
   // The Host this check last accepted on a socket: a keep-alive connection sends the same one each time,
   // judged once. A symbol per check, as two apps on one server may allow different names.
   const accepted = Symbol("oxp.acceptedHost");
-  return (req) => {
-    const socket = req.socket as Socket & { [accepted]?: string };
-    const host = req.headers.host;
+  return ({ host, localAddress, remoteAddress, connection }) => {
+    const remembered = connection as { [accepted]?: string } | undefined;
     // HTTP/1.0 may omit Host (1.1 without one is refused before this): no name, nothing to rebind.
-    if (host === undefined || host === socket[accepted]) return true;
-    if (!everyRequest && !isLoopback(socket.localAddress)) return true;
+    if (host === undefined || host === remembered?.[accepted]) return true;
+    if (!everyRequest && !isLoopback(localAddress ?? remoteAddress)) return true;
     if (!authorityAllowed(host, nameAllowed)) return false;
-    socket[accepted] = host;
+    if (remembered) remembered[accepted] = host;
     return true;
   };
 }
@@ -77,17 +89,10 @@ export function createHostCheck(
 function authorityAllowed(authority: string, nameAllowed: (name: string) => boolean): boolean {
   if (authority.charCodeAt(0) === 91 /* [ */) {
     const end = authority.indexOf("]");
-    return end > 0 && isIP(authority.slice(1, end)) === 6 && /^(?::\d*)?$/.test(authority.slice(end + 1));
+    return end > 0 && isIPv6(authority.slice(1, end)) && /^(?::\d*)?$/.test(authority.slice(end + 1));
   }
   const colon = authority.indexOf(":");
   if (colon !== -1 && !/^\d*$/.test(authority.slice(colon + 1))) return false;
   const name = (colon === -1 ? authority : authority.slice(0, colon)).toLowerCase();
   return nameAllowed(name.endsWith(".") ? name.slice(0, -1) : name);
-}
-
-/** True for an address of this machine's loopback interface (127.0.0.0/8, ::1, or IPv4-mapped 127.x). */
-export function isLoopback(address: string | undefined): boolean {
-  return (
-    address !== undefined && (address.startsWith("127.") || address === "::1" || address.startsWith("::ffff:127."))
-  );
 }

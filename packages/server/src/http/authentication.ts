@@ -1,6 +1,7 @@
-/** Server authentication (docs/protocol.md section 5): API keys, HS256 JWTs and public-key JWTs; any one valid credential admits. */
-import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
-import { isIP } from "node:net";
+/**
+ * Server authentication (docs/protocol.md section 5): API keys, HS256 JWTs and public-key JWTs; any one valid
+ * credential admits. Web APIs only (Web Crypto, fetch), so that it runs on every runtime the fetch handler does.
+ */
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import {
   type CryptoKey,
@@ -8,15 +9,16 @@ import {
   customFetch,
   decodeProtectedHeader,
   type FetchImplementation,
+  importSPKI,
   type JWTPayload,
   type JWTVerifyOptions,
   errors as joseErrors,
   jwtVerify,
   type ProtectedHeaderParameters,
 } from "jose";
-import type { Logger } from "pino";
 import { setBounded } from "../core/bounded-map.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
+import type { CoreLogger } from "../core/oxp-core.js";
 
 /** The JWT algorithms a server can accept: HS256 with the shared secret, the others with public keys. */
 export type JwtAlgorithm = "HS256" | "RS256" | "ES256" | "EdDSA";
@@ -33,7 +35,8 @@ export interface AuthenticationOptions {
     /** The shared HS256 secret (the protocol's baseline). */
     secret?: string;
     /**
-     * Public keys in PEM (SPKI, `-----BEGIN PUBLIC KEY-----`). Each key verifies one algorithm, from its type:
+     * Public keys in PEM (SPKI, `-----BEGIN PUBLIC KEY-----`; a PKCS#1 `RSA PUBLIC KEY` or an X.509 `CERTIFICATE`,
+     * whose key is taken, also do). Each key verifies one algorithm, from its type:
      * RSA (2048 bits or more) RS256, EC P-256 ES256, Ed25519 EdDSA. Every key of a token's `alg` is tried.
      */
     publicKeys?: readonly string[];
@@ -90,26 +93,172 @@ function unauthorized(developerMessage: string): WireError {
   });
 }
 
-/** A PEM public key and the one algorithm it verifies; ServerConfigError when unusable. */
-function importPublicKey(pem: string, index: number): { key: KeyObject; alg: PublicKeyAlgorithm } {
+/** A DER element: its tag, where it starts, and where its contents start and end. */
+interface Der {
+  tag: number;
+  offset: number;
+  start: number;
+  end: number;
+}
+
+/** The DER element at `offset` of `bytes`; throws on a malformed or truncated one. */
+function readDer(bytes: Uint8Array, offset: number, limit = bytes.length): Der {
+  const tag = bytes[offset];
+  let length = bytes[offset + 1];
+  let start = offset + 2;
+  if (tag === undefined || length === undefined) throw new RangeError("truncated DER");
+  if (length & 0x80) {
+    const octets = length & 0x7f;
+    if (octets === 0 || octets > 3) throw new RangeError("unsupported DER length");
+    length = 0;
+    for (let i = 0; i < octets; i++) length = length * 256 + (bytes[start++] ?? Number.NaN);
+  }
+  const end = start + length;
+  if (!(end <= limit)) throw new RangeError("truncated DER");
+  return { tag, offset, start, end };
+}
+
+/** The elements inside a constructed DER element (a SEQUENCE's members). */
+function derChildren(bytes: Uint8Array, parent: Der): Der[] {
+  const children: Der[] = [];
+  for (let offset = parent.start; offset < parent.end; ) {
+    const child = readDer(bytes, offset, parent.end);
+    children.push(child);
+    offset = child.end;
+  }
+  return children;
+}
+
+const SEQUENCE = 0x30;
+/** An element's contents as hex, to compare object identifiers; `""` for none. */
+const hexOf = (bytes: Uint8Array, element: Der | undefined) =>
+  element
+    ? [...bytes.subarray(element.start, element.end)].map((byte) => byte.toString(16).padStart(2, "0")).join("")
+    : "";
+const hexBytes = (hex: string) => (hex.match(/../g) ?? []).map((pair) => Number.parseInt(pair, 16));
+// Object identifiers, as the hex of their DER contents.
+const RSA_ENCRYPTION = "2a864886f70d010101"; // 1.2.840.113549.1.1.1
+const EC_PUBLIC_KEY = "2a8648ce3d0201"; // 1.2.840.10045.2.1
+const P256 = "2a8648ce3d030107"; // 1.2.840.10045.3.1.7 (prime256v1)
+const ED25519 = "2b6570"; // 1.3.101.112
+
+/** A DER element of `tag` around `contents`. */
+function derElement(tag: number, contents: readonly number[]): number[] {
+  const n = contents.length;
+  const length =
+    n < 0x80
+      ? [n]
+      : n < 0x100
+        ? [0x81, n]
+        : n < 0x10000
+          ? [0x82, n >> 8, n & 0xff]
+          : [0x83, n >> 16, (n >> 8) & 0xff, n & 0xff];
+  return [tag, ...length, ...contents];
+}
+
+/**
+ * The SubjectPublicKeyInfo (DER) of a PEM public key: SPKI (`PUBLIC KEY`), PKCS#1 (`RSA PUBLIC KEY`) or an X.509
+ * certificate's (`CERTIFICATE`), the forms node:crypto's createPublicKey took.
+ */
+function spkiOf(pem: string): Uint8Array {
+  const block = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/.exec(pem);
+  if (!block) throw new RangeError("no PEM block");
+  const bytes = Uint8Array.from(atob((block[2] as string).replace(/\s+/g, "")), (char) => char.charCodeAt(0));
+  const outer = readDer(bytes, 0);
+  if (outer.tag !== SEQUENCE || outer.end !== bytes.length) throw new RangeError("not one DER SEQUENCE");
+  switch (block[1]) {
+    case "PUBLIC KEY":
+      return bytes;
+    case "RSA PUBLIC KEY": {
+      // SEQUENCE { AlgorithmIdentifier { rsaEncryption, NULL }, BIT STRING (no unused bits) { the PKCS#1 key } }.
+      const algorithm = derElement(SEQUENCE, [...derElement(0x06, [...hexBytes(RSA_ENCRYPTION)]), 0x05, 0x00]);
+      return Uint8Array.from(derElement(SEQUENCE, [...algorithm, ...derElement(0x03, [0, ...bytes])]));
+    }
+    case "CERTIFICATE": {
+      const tbs = derChildren(bytes, outer)[0];
+      if (tbs?.tag !== SEQUENCE) throw new RangeError("not a certificate");
+      const fields = derChildren(bytes, tbs);
+      // version [0] is optional; then serial, signature, issuer, validity, subject, subjectPublicKeyInfo.
+      const spki = fields[fields[0]?.tag === 0xa0 ? 6 : 5];
+      if (spki?.tag !== SEQUENCE) throw new RangeError("not a certificate");
+      return bytes.slice(spki.offset, spki.end);
+    }
+    default:
+      throw new RangeError(`a PEM ${block[1]}, not a public key`);
+  }
+}
+
+/**
+ * The one algorithm a SubjectPublicKeyInfo's key verifies: RS256 (RSA of 2048 bits or more), ES256 (EC P-256) or
+ * EdDSA (Ed25519); undefined for another key; throws for bytes that are no SubjectPublicKeyInfo.
+ */
+function algorithmOf(spki: Uint8Array): PublicKeyAlgorithm | undefined {
+  const [algorithm, key] = derChildren(spki, readDer(spki, 0));
+  if (algorithm?.tag !== SEQUENCE || key?.tag !== 0x03) throw new RangeError("not a SubjectPublicKeyInfo");
+  const [oid, parameters] = derChildren(spki, algorithm);
+  switch (hexOf(spki, oid)) {
+    case RSA_ENCRYPTION: {
+      // The BIT STRING holds RSAPublicKey { modulus, publicExponent } after its unused-bits octet.
+      const rsa = readDer(spki, key.start + 1, key.end);
+      const modulus = rsa.tag === SEQUENCE ? derChildren(spki, rsa)[0] : undefined;
+      if (modulus?.tag !== 0x02) throw new RangeError("not an RSA public key");
+      let first = modulus.start;
+      while (first < modulus.end && spki[first] === 0) first++;
+      const bits =
+        first === modulus.end ? 0 : (modulus.end - first - 1) * 8 + (spki[first] as number).toString(2).length;
+      return bits >= 2048 ? "RS256" : undefined;
+    }
+    case EC_PUBLIC_KEY:
+      return hexOf(spki, parameters) === P256 ? "ES256" : undefined;
+    case ED25519:
+      return "EdDSA";
+    default:
+      return undefined;
+  }
+}
+
+/** A configured public key: the one algorithm it verifies, and the key itself, imported on first use. */
+interface PublicKey {
+  alg: PublicKeyAlgorithm;
+  key(): Promise<CryptoKey>;
+}
+
+/** A PEM public key, checked at once (a ServerConfigError when unusable) and imported by Web Crypto on first use. */
+function publicKeyOf(pem: string, index: number): PublicKey {
   const where = `jwt.publicKeys[${index}]`;
-  // createPublicKey would quietly derive the public half: a private key has no place in a server's config.
+  // A private key has no place in a server's config (node:crypto quietly derived the public half of one).
   if (typeof pem !== "string" || /PRIVATE KEY-----/.test(pem)) {
     throw new ServerConfigError(`${where} must be a PEM public key, not a private key`);
   }
-  let key: KeyObject;
+  let spki: Uint8Array;
+  let alg: PublicKeyAlgorithm | undefined;
   try {
-    key = createPublicKey(pem);
+    spki = spkiOf(pem);
+    alg = algorithmOf(spki);
   } catch {
     throw new ServerConfigError(`${where} is not a PEM public key`);
   }
-  const details = key.asymmetricKeyDetails;
-  if (key.asymmetricKeyType === "rsa" && (details?.modulusLength ?? 0) >= 2048) return { key, alg: "RS256" };
-  if (key.asymmetricKeyType === "ec" && details?.namedCurve === "prime256v1") return { key, alg: "ES256" };
-  if (key.asymmetricKeyType === "ed25519") return { key, alg: "EdDSA" };
-  throw new ServerConfigError(
-    `${where} is not a usable key: RSA of 2048 bits or more (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)`,
-  );
+  if (!alg) {
+    throw new ServerConfigError(
+      `${where} is not a usable key: RSA of 2048 bits or more (RS256), EC P-256 (ES256) or Ed25519 (EdDSA)`,
+    );
+  }
+  let binary = "";
+  for (const byte of spki) binary += String.fromCharCode(byte);
+  const spkiPem = `-----BEGIN PUBLIC KEY-----\n${btoa(binary)}\n-----END PUBLIC KEY-----`;
+  const verified = alg;
+  // Web Crypto imports asynchronously, and a module's top level (where a worker builds its handler) should not
+  // start such work: the key is imported for the first token that names its algorithm, then kept.
+  let imported: Promise<CryptoKey> | undefined;
+  return {
+    alg,
+    key: () =>
+      (imported ??= importSPKI(spkiPem, verified).catch((error: unknown) => {
+        imported = undefined;
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new ServerConfigError(`${where} could not be imported: ${reason}`);
+      })),
+  };
 }
 
 /** The parsed `jwksUrl`: https, or http to a loopback address (a key set read in the clear could be replaced). */
@@ -121,7 +270,8 @@ function jwksUrlOf(raw: string): URL {
     throw new ServerConfigError("jwt.jwksUrl is not a URL");
   }
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  const loopback = host === "localhost" || (isIP(host) === 4 && host.startsWith("127.")) || host === "::1";
+  // The URL parser writes an IPv4 host in its canonical dotted form: no other spelling of 127.x reaches here.
+  const loopback = host === "localhost" || /^127(\.\d{1,3}){3}$/.test(host) || host === "::1";
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new ServerConfigError("jwt.jwksUrl must be an https URL (http only to a loopback address)");
   }
@@ -155,7 +305,7 @@ class KeySetBackoff extends Error {}
 function remoteKeySet(
   url: URL,
   timing: { cooldownMs: number; maxAgeMs: number; timeoutMs: number },
-  logger: Pick<Logger, "warn"> | undefined,
+  logger: Pick<CoreLogger, "warn"> | undefined,
 ) {
   let failedUntil = 0;
   const boundedFetch: FetchImplementation = async (href, init) => {
@@ -177,7 +327,13 @@ function remoteKeySet(
       }
       chunks.push(chunk.value);
     }
-    return new Response(Buffer.concat(chunks), { status: 200 });
+    const body = new Uint8Array(size);
+    let offset = 0;
+    for (const chunk of chunks) {
+      body.set(chunk, offset);
+      offset += chunk.byteLength;
+    }
+    return new Response(body, { status: 200 });
   };
   const keySet = createRemoteJWKSet(url, {
     cooldownDuration: timing.cooldownMs,
@@ -211,10 +367,13 @@ function remoteKeySet(
   };
 }
 
-/** Builds the check run on every authenticated request; undefined when authentication is off. */
+/**
+ * Builds the check run on every authenticated request; undefined when authentication is off. Throws a
+ * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched.
+ */
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
-  logger?: Pick<Logger, "warn">,
+  logger?: Pick<CoreLogger, "warn">,
 ): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
   const keys = [...(options?.apiKeys ?? [])];
   if (keys.some((key) => key.length === 0)) throw new ServerConfigError("API keys must not be empty");
@@ -223,9 +382,12 @@ export function createAuthenticator(
   if (jwt?.secret !== undefined && jwt.secret.length === 0) {
     throw new ServerConfigError("The JWT secret must not be empty");
   }
-  // The key is prepared once; jose would otherwise import the raw secret on every verification.
-  const secret = jwt?.secret ? createSecretKey(Buffer.from(jwt.secret, "utf8")) : undefined;
-  const publicKeys = (jwt?.publicKeys ?? []).map(importPublicKey);
+  const secret = jwt?.secret ? new TextEncoder().encode(jwt.secret) : undefined;
+  // Imported once, for the first HS256 token: jose would otherwise import the raw secret on every verification.
+  let secretKey: Promise<CryptoKey> | undefined;
+  const hmacKey = (bytes: Uint8Array<ArrayBuffer>) =>
+    (secretKey ??= crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]));
+  const publicKeys = (jwt?.publicKeys ?? []).map(publicKeyOf);
   const jwksUrl = jwt?.jwksUrl === undefined ? undefined : jwksUrlOf(jwt.jwksUrl);
   if (jwt && !secret && publicKeys.length === 0 && !jwksUrl) {
     throw new ServerConfigError("jwt needs a secret, publicKeys or a jwksUrl");
@@ -317,7 +479,7 @@ export function createAuthenticator(
   /** The payload when `key` signed the token and its claims hold; undefined when another key signed it. */
   const verifyWith = async (
     token: string,
-    key: KeyObject | CryptoKey,
+    key: CryptoKey,
     options: JWTVerifyOptions,
   ): Promise<JWTPayload | undefined> => {
     try {
@@ -348,7 +510,7 @@ export function createAuthenticator(
     };
     for (const entry of publicKeys) {
       if (entry.alg !== alg) continue;
-      const payload = await verifyWith(token, entry.key, options);
+      const payload = await verifyWith(token, await entry.key(), options);
       if (payload) return payload;
     }
     for (const key of keySet ? await keySet.keysFor(header) : []) {
@@ -396,7 +558,7 @@ export function createAuthenticator(
     const payload = publicKey
       ? await verifyWithPublicKey(token, header, alg as PublicKeyAlgorithm)
       : secret &&
-        (await verifyWith(token, secret, {
+        (await verifyWith(token, await hmacKey(secret), {
           algorithms: ["HS256"],
           requiredClaims: ["exp"],
           clockTolerance: tolerance,

@@ -1,6 +1,9 @@
 /** Per-address connection allowances for `listen` (docs/protocol.md 7, `[limits.connection-allowances]`): slowloris churns its own sockets. */
 import type { IncomingMessage } from "node:http";
-import { isIPv6, type Socket } from "node:net";
+import type { Socket } from "node:net";
+import { addressGroup } from "./ip.js";
+
+export { addressGroup };
 
 /** The allowances, each a positive integer. */
 export interface AllowanceLimits {
@@ -38,28 +41,6 @@ type Tracked = Socket & {
 function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined): boolean {
   // Node's ServerResponse sits in `_httpMessage` from the request's headers until its answer is flushed.
   return !lastRequest?.complete || !socket._httpMessage;
-}
-
-/**
- * The key connections are counted under: the IPv4 address, or the /64 prefix of an IPv6 one (one
- * subscriber usually holds a whole /64, and could otherwise take a fresh address per connection).
- */
-export function addressGroup(address: string | undefined): string {
-  if (address === undefined) return "";
-  // An IPv4 address has no colon: it is its own group, with no regular expression run (this runs on every call).
-  if (!address.includes(":")) return address;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1] as string;
-  if (!isIPv6(address)) return address;
-  const bare = address.replace(/%.*$/, "").toLowerCase();
-  const [head = "", tail] = bare.split("::");
-  const left = head === "" ? [] : head.split(":");
-  const right = tail === undefined || tail === "" ? [] : tail.split(":");
-  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((group) => group.replace(/^0+(?=.)/, ""))
-    .join(":")}::/64`;
 }
 
 /**

@@ -13,8 +13,7 @@ import type { Duplex } from "node:stream";
 import { OXP_VERSION } from "@otc/types";
 import { ServerConfigError } from "../core/errors.js";
 import { ConnectionAllowances } from "./connection-allowances.js";
-import type { OxpRuntime } from "./contract.js";
-import type { OxpApp } from "./create-server.js";
+import type { OxpRuntime } from "./options.js";
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
@@ -119,8 +118,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * @example
  * const { url, close } = await listen(createServer({ tools }), { port: 8080, handleSignals: true });
  */
-export async function listen(app: OxpApp | RequestListener, options: ListenOptions = {}): Promise<RunningServer> {
-  const runtime = options.oxp ?? ("oxp" in app ? app.oxp : undefined);
+export async function listen(
+  app: RequestListener & { readonly oxp?: OxpRuntime },
+  options: ListenOptions = {},
+): Promise<RunningServer> {
+  const runtime = options.oxp ?? app.oxp;
   if (!runtime) {
     throw new ServerConfigError("listen() needs an app made by createServer, or options.oxp naming the one mounted");
   }
@@ -241,10 +243,14 @@ export async function listen(app: OxpApp | RequestListener, options: ListenOptio
   const { address, port } = server.address() as AddressInfo;
   const url = `http://${address.includes(":") ? `[${address}]` : address}:${port}`;
 
-  // The validator compiles the document on its first request: make that request ours. Its own
-  // connection, closed after it: a pooled one could be reused by the process's fetch as the server
+  // An app whose first request compiles something (Express's contract validator) gets that request from here.
+  // Its own connection, closed after it: a pooled one could be reused by the process's fetch as the server
   // drops it, and would hold one of the maxConnections meanwhile.
   await new Promise<void>((resolve) => {
+    if (!runtime.warmUp) {
+      resolve();
+      return;
+    }
     const req = httpGet(
       { host: address, port, path: "/health", agent: false, headers: { Connection: "close" } },
       (res) => {

@@ -1,30 +1,9 @@
 /** Structured JSON logs (pino) with every place a credential could sit redacted. */
 import { type DestinationStream, type Logger, pino } from "pino";
+import { REDACTED, REDACTED_PATHS } from "../core/console-logger.js";
 import { type CallLogLine, WRITE_CALL_LINE } from "../core/oxp-core.js";
 
-/** Paths censored wherever they appear in a log line, should any code ever log them. */
-export const REDACTED_PATHS = [
-  "headers.authorization",
-  'headers["oxp-api-key"]',
-  "req.headers.authorization",
-  'req.headers["oxp-api-key"]',
-  "context.secrets",
-  "context.authorization",
-  // Named paths, not `*.context.secrets`: a leading wildcard triples the cost of every log line.
-  "request.context.secrets",
-  "request.context.authorization",
-  "body.context.secrets",
-  "body.context.authorization",
-  "req.body.context.secrets",
-  "req.body.context.authorization",
-  "body.request.context.secrets",
-  "body.request.context.authorization",
-  "secrets",
-  "tokens",
-  "token",
-  "apiKey",
-  "jwtSecret",
-];
+export { REDACTED_PATHS };
 
 /** Options of {@link createLogger}. */
 export interface LoggerOptions {
@@ -40,7 +19,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     // What callLineWriter writes by hand: keep the two in step.
     level: options.level ?? process.env.LOG_LEVEL ?? "info",
     base: { service: "oxp-server" },
-    redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+    redact: { paths: [...REDACTED_PATHS], censor: REDACTED },
   };
   const destination = options.destination ?? batchedStdout();
   const logger = pino(settings, destination);

@@ -1,8 +1,9 @@
 /** Telemetry for an OXP server: Prometheus metrics and OpenTelemetry traces, their libraries loaded only when asked for. */
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
-import type { PageHandler, Telemetry } from "../http/contract.js";
 import { createLogger } from "../http/logger.js";
+import { optionalPeer } from "../http/optional-peer.js";
+import type { FetchPage, Telemetry } from "../http/options.js";
 import { createMetrics, type MetricsOptions } from "./metrics.js";
 import { createCallTracer, type TracingOptions } from "./tracing.js";
 
@@ -42,14 +43,14 @@ export async function createTelemetry(options: TelemetryOptions = {}): Promise<O
   const metricsOptions = options.metrics === true ? {} : options.metrics || undefined;
   const tracingOptions = options.tracing === true ? {} : options.tracing || undefined;
   const [prom, api] = await Promise.all([
-    metricsOptions ? import("prom-client") : undefined,
+    metricsOptions ? optionalPeer(() => import("prom-client"), "prom-client", "Metrics") : undefined,
     tracingOptions ? import("@opentelemetry/api") : undefined,
   ]);
   const logger =
     options.logger === false ? undefined : (options.logger ?? (metricsOptions?.token ? createLogger() : undefined));
   const metrics = prom && metricsOptions ? createMetrics(prom, metricsOptions, logger) : undefined;
   const traceCall = api && tracingOptions ? createCallTracer(api, tracingOptions) : undefined;
-  const pages: readonly PageHandler[] = metrics ? [metrics.page] : [];
+  const pages: readonly FetchPage[] = metrics ? [metrics.page] : [];
   return {
     registry: metrics?.registry,
     ...(metrics ? { observer: metrics.observer } : {}),

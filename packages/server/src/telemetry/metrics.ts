@@ -1,11 +1,11 @@
 /** Prometheus metrics of an OXP server (prom-client, given by the caller): calls, latency, calls in flight, replays, challenges, and the page serving them. */
-import type { IncomingMessage } from "node:http";
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { ServerConfigError, WireError } from "../core/errors.js";
 import type { CallObserver } from "../core/oxp-core.js";
-import { firstHeader, type PageHandler, ROUTES } from "../http/contract.js";
+import type { FetchPage } from "../http/options.js";
+import { ROUTES } from "../http/routes.js";
 
 /** prom-client's module, loaded by `createTelemetry` only when metrics are asked for. */
 export type PromClient = typeof import("prom-client");
@@ -41,7 +41,7 @@ export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
 export interface Metrics {
   readonly registry: Registry;
   readonly observer: CallObserver;
-  readonly page: PageHandler;
+  readonly page: FetchPage;
 }
 
 /** The label every call of no tool served here is counted under: the requested string is client-controlled. */
@@ -116,46 +116,32 @@ export function createMetrics(
 
   const expected = options.token;
   /** Why the request's credential is refused, or undefined when it is admitted. */
-  const refusal = (req: IncomingMessage): string | undefined => {
+  const refusal = (request: Request): string | undefined => {
     if (expected === undefined) return undefined;
-    const header = firstHeader(req.headers.authorization);
+    const header = request.headers.get("authorization") ?? undefined;
     const token = parseBearer(header);
     if (token === undefined) return header === undefined ? "no Authorization header" : "not a bearer token";
     return constantTimeEqual(token, expected) ? undefined : "wrong metrics token";
   };
 
-  const page: PageHandler = (req, res, next) => {
-    const url = req.url ?? "/";
-    const query = url.indexOf("?");
-    if ((query === -1 ? url : url.slice(0, query)) !== path) {
-      next();
-      return;
-    }
-    const reason = refusal(req);
+  const page: FetchPage = async (request) => {
+    if (new URL(request.url).pathname !== path) return undefined;
+    const reason = refusal(request);
     if (reason) {
-      logger?.warn(
-        { reason, remote_address: req.socket.remoteAddress, method: req.method, path },
-        "metrics authentication failed",
-      );
-      next(
-        new WireError("unauthorized", "Authentication required", {
-          developerMessage: "Send the metrics token as Authorization: Bearer <token>.",
-          headers: { "WWW-Authenticate": 'Bearer realm="metrics"' },
-        }),
-      );
-      return;
+      logger?.warn({ reason, method: request.method, path }, "metrics authentication failed");
+      throw new WireError("unauthorized", "Authentication required", {
+        developerMessage: "Send the metrics token as Authorization: Bearer <token>.",
+        headers: { "WWW-Authenticate": 'Bearer realm="metrics"' },
+      });
     }
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      next(new WireError("method_not_allowed", "This method is not allowed here", { headers: { Allow: "GET, HEAD" } }));
-      return;
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      throw new WireError("method_not_allowed", "This method is not allowed here", { headers: { Allow: "GET, HEAD" } });
     }
-    registry.metrics().then((text) => {
-      res.statusCode = 200;
-      res.setHeader("Content-Type", registry.contentType);
-      res.setHeader("Content-Length", Buffer.byteLength(text));
-      res.setHeader("Cache-Control", "no-store");
-      res.end(req.method === "HEAD" ? undefined : text);
-    }, next);
+    const text = await registry.metrics();
+    return new Response(request.method === "HEAD" ? null : text, {
+      status: 200,
+      headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" },
+    });
   };
 
   return { registry, observer, page };

@@ -1,9 +1,11 @@
 /** OpenTelemetry traces of an OXP server, through @opentelemetry/api only (given by the caller): one SERVER span per tool call. */
-import type { IncomingHttpHeaders } from "node:http";
 import type { Context, Span, SpanContext, Tracer } from "@opentelemetry/api";
 import type { CallEvent, CallOutcome } from "../core/oxp-core.js";
 import { parseTraceparent } from "../core/traceparent.js";
-import { firstHeader, type Telemetry } from "../http/contract.js";
+import type { Telemetry } from "../http/options.js";
+
+/** A request's headers, names in lower case. */
+type RequestHeaders = Readonly<Record<string, string | undefined>>;
 
 /** @opentelemetry/api's module, loaded by `createTelemetry` only when tracing is asked for. */
 export type OtelApi = typeof import("@opentelemetry/api");
@@ -40,13 +42,13 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
   const tracer = options.tracer ?? api.trace.getTracer(TRACER_NAME);
 
   /** The request's trace context, parsed as W3C Trace Context (for when no global propagator is registered). */
-  const remoteSpanContext = (headers: IncomingHttpHeaders): SpanContext | undefined => {
-    const parsed = parseTraceparent(firstHeader(headers.traceparent));
+  const remoteSpanContext = (headers: RequestHeaders): SpanContext | undefined => {
+    const parsed = parseTraceparent(headers.traceparent);
     if (!parsed) return undefined;
     const { traceId, parentId: spanId, traceFlags } = parsed;
     const spanContext: SpanContext = { traceId, spanId, traceFlags, isRemote: true };
     if (!api.isSpanContextValid(spanContext)) return undefined;
-    const state = Array.isArray(headers.tracestate) ? headers.tracestate.join(",") : headers.tracestate;
+    const state = headers.tracestate;
     if (state) spanContext.traceState = api.createTraceState(state);
     return spanContext;
   };
@@ -55,7 +57,7 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
    * The parent context: the global propagator's (what the user configured), else the request's W3C
    * `traceparent`/`tracestate` read here, so they are honoured even when the user registered no propagator.
    */
-  const parentContext = (headers: IncomingHttpHeaders): Context => {
+  const parentContext = (headers: RequestHeaders): Context => {
     const extracted = api.propagation.extract(api.ROOT_CONTEXT, headers, api.defaultTextMapGetter);
     const found = api.trace.getSpanContext(extracted);
     if (found && api.isSpanContextValid(found)) return extracted;
@@ -80,8 +82,8 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
     }
   };
 
-  return async (req, res, run) => {
-    const parent = parentContext(req.headers);
+  return async (headers, answerHeaders, run) => {
+    const parent = parentContext(headers);
     const parentSpanId = api.trace.getSpanContext(parent)?.spanId;
     const span = tracer.startSpan(
       SPAN_NAME,
@@ -93,8 +95,7 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
     );
     const own = span.spanContext();
     // A no-op tracer hands back the parent's context: only a span of our own is named in the response.
-    if (api.isSpanContextValid(own) && own.spanId !== parentSpanId)
-      res.setHeader("traceparent", formatTraceparent(own));
+    if (api.isSpanContextValid(own) && own.spanId !== parentSpanId) answerHeaders.traceparent = formatTraceparent(own);
     let ended = false;
     const onEnd = (event: CallEvent) => {
       ended = true;

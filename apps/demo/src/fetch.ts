@@ -1,0 +1,31 @@
+/** Builds the demo Tool Server as a fetch handler (Bun, Deno, Cloudflare Workers, any fetch host): the same server as app.ts and handler.ts. */
+import { inspectorPage } from "@otc/inspector/fetch";
+import { createFetchHandler, type FetchHandler } from "@otc/server/fetch";
+import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
+
+export type { DemoOptions } from "./demo.js";
+
+/** The demo fetch handler and the parts tests reach into. */
+export interface DemoFetchHandler extends DemoParts {
+  handler: FetchHandler;
+}
+
+/**
+ * The demo server as one fetch handler: the OXP routes, the consent pages at /demo/authorize, and the Inspector at
+ * /inspector and /docs when `inspectorFiles` gives its files (`readInspectorFiles` where there is a file system;
+ * workerd has none). Its state (challenges, tokens, the counter) lives in memory: per process, and on Workers
+ * per isolate; pass `challengeStore` and `tokenStore` to share it.
+ *
+ * @example
+ * const { handler } = createDemoFetchHandler();
+ * Bun.serve({ fetch: handler });
+ */
+export function createDemoFetchHandler(options: DemoOptions = {}): DemoFetchHandler {
+  const { google, counter, serverOptions } = demoParts(options);
+  const files = options.inspectorFiles;
+  const handler = createFetchHandler({
+    ...serverOptions,
+    pages: files ? [google.page(), inspectorPage({ files })] : [google.page()],
+  });
+  return { handler, google, counter };
+}

@@ -1,0 +1,146 @@
+/** The fetch adapter: `(request) => Promise<Response>` for Bun, Deno, Cloudflare Workers and any fetch-based host; the pipeline does the rest. */
+import { consoleLogger } from "../core/console-logger.js";
+import { ServerConfigError } from "../core/errors.js";
+import { isIPv4, isIPv6 } from "./ip.js";
+import type { AdapterOptions, OxpRuntime } from "./options.js";
+import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf } from "./pipeline.js";
+
+/** Options of {@link createFetchHandler}: those of every adapter. */
+export type FetchHandlerOptions = AdapterOptions;
+
+/** What a host may tell of a request's connection, when it knows (Deno's `info.remoteAddr`, Bun's `server.requestIP`). */
+export interface ClientInfo {
+  /** The client's address: the per-client limits of anonymous callers count by it, and the default Host check reads it. */
+  remoteAddress?: string;
+  /** The address the request arrived on. */
+  localAddress?: string;
+  /** Where the server was reached (`http://127.0.0.1:8080`): the base of challenge links when `publicUrl` is not set. */
+  origin?: string;
+}
+
+/** A fetch handler serving OXP, with its runtime (lifecycle and core) for a host's own shutdown. */
+export type FetchHandler = ((request: Request, info?: ClientInfo) => Promise<Response>) & { readonly oxp: OxpRuntime };
+
+/**
+ * Creates a fetch handler that serves the given tools over OXP, with the same options and the same contract as
+ * `createHandler` (node:http) and `createServer` (Express). It imports no Node module: it runs on Bun
+ * (`Bun.serve({ fetch: handler })`), Deno (`Deno.serve(handler)`), Cloudflare Workers
+ * (`export default { fetch: handler }`) and Node through any fetch bridge.
+ *
+ * State kept in memory (call_id answers, challenges, tokens, the fair-share budget) is per process, and on
+ * Workers per isolate: give the stores options a shared store (e.g. Redis, or one of your own) where instances
+ * must agree.
+ *
+ * @example
+ * const handler = createFetchHandler({ tools: [add] });
+ * Deno.serve((request, info) => handler(request, { remoteAddress: info.remoteAddr.hostname }));
+ */
+export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
+  const pipeline = createPipeline(options, { defaultLogger: consoleLogger });
+  const handler = async (request: Request, info?: ClientInfo): Promise<Response> => {
+    const exchange = new FetchExchange(request, info);
+    let answer: Answer | undefined;
+    try {
+      answer = await pipeline.handle(exchange);
+    } catch (error) {
+      answer = pipeline.fail(exchange, error);
+    }
+    // Only a host page answers without an answer here, and a fetch exchange offers none.
+    return toResponse(answer ?? pipeline.fail(exchange, new Error("no answer")), request.method);
+  };
+  return Object.assign(handler, { oxp: pipeline.runtime });
+}
+
+/** The pipeline's answer as a `Response` (no body for HEAD). */
+function toResponse(answer: Answer, method: string): Response {
+  if (answer.response) return answer.response;
+  const body = method === "HEAD" || answer.body === undefined ? null : answer.body;
+  return new Response(body as ConstructorParameters<typeof Response>[0], {
+    status: answer.status,
+    headers: answer.headers,
+  });
+}
+
+/** A fetch `Request`, seen by the pipeline. */
+class FetchExchange implements Exchange {
+  readonly method: string;
+  readonly path: string | undefined;
+  readonly localAddress: string | undefined;
+  readonly remoteAddress: string | undefined;
+  readonly connection = undefined;
+  private readonly origin: string | undefined;
+  constructor(
+    private readonly request: Request,
+    info: ClientInfo | undefined,
+  ) {
+    this.method = request.method;
+    this.path = pathOf(request.url);
+    // A host's own second argument (Bun's server, Workers' env) has no such fields; only a ClientInfo does.
+    this.localAddress = typeof info?.localAddress === "string" ? info.localAddress : undefined;
+    this.remoteAddress = typeof info?.remoteAddress === "string" ? info.remoteAddress : undefined;
+    this.origin = typeof info?.origin === "string" ? info.origin : undefined;
+  }
+  header(name: string): string | undefined {
+    const value = this.request.headers.get(name);
+    if (value !== null) return value;
+    // A host that keeps Host in the URL only (the request was made in code): the URL's is the one sent.
+    return name === "host" ? new URL(this.request.url).host : undefined;
+  }
+  headers(): Readonly<Record<string, string | undefined>> {
+    const all: Record<string, string> = {};
+    this.request.headers.forEach((value, name) => {
+      all[name] = value;
+    });
+    return all;
+  }
+  hostHeaders(): number {
+    // The host parsed the request and kept one Host; a repeated one is its own to refuse.
+    return 1;
+  }
+  baseUrl(): string {
+    if (this.origin) return this.origin;
+    // The URL's host is the request's Host: a link is built from it only when it names an address (or localhost),
+    // which is then where the server was reached, never from a name a client chose.
+    const url = new URL(this.request.url);
+    const name = url.hostname.replace(/^\[|\]$/g, "");
+    if (isIPv4(name) || isIPv6(name) || name === "localhost") return url.origin;
+    throw new ServerConfigError(
+      "A challenge link needs the server's public URL: set publicUrl (a fetch host does not tell the handler its address, and links are never built from Host)",
+    );
+  }
+  async readText(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+    const body = this.request.body;
+    if (!body) return "";
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    let size = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        size += value.length;
+        if (size > limit) throw bodyTooLarge(limit);
+        inspect(value);
+        text += decoder.decode(value, { stream: true });
+      }
+    } catch (error) {
+      // What is left is never read.
+      reader.cancel().catch(() => {});
+      throw error;
+    }
+    return text + decoder.decode();
+  }
+  watchClient(onGone: () => void): () => void {
+    const signal = this.request.signal;
+    if (signal.aborted) {
+      queueMicrotask(onGone);
+      return () => {};
+    }
+    signal.addEventListener("abort", onGone, { once: true });
+    return () => signal.removeEventListener("abort", onGone);
+  }
+  toRequest(): Request {
+    return this.request;
+  }
+}

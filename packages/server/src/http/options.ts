@@ -1,0 +1,102 @@
+/** The options every adapter takes (node:http, Express, fetch) and the types they share; no runtime code. */
+import type { CallEvent, CallObserver, CoreLogger, OxpCore, OxpCoreOptions } from "../core/oxp-core.js";
+import type { AllowedHosts } from "./allowed-hosts.js";
+import type { AuthenticationOptions } from "./authentication.js";
+import type { FairnessOptions } from "./client-budget.js";
+
+/**
+ * A page served beside the protocol routes (consent pages, the Inspector, `/metrics`): it answers a request it
+ * serves, or returns undefined to pass it on. Pages run without server authentication and on every adapter;
+ * an error they throw is answered as a JSON 500. A page matches on `new URL(request.url).pathname`, which is
+ * the path below the mount point when the server is mounted under a prefix.
+ */
+export type FetchPage = (request: Request) => Response | undefined | Promise<Response | undefined>;
+
+/** The options every adapter takes. */
+export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
+  /** Server authentication; off when absent. */
+  auth?: AuthenticationOptions;
+  /** Bodies nested deeper than this are refused with a 400. Default 64. */
+  maxDepth?: number;
+  /** Bodies holding more values than this (object members and array items in all) are refused with a 400. Default 10,000. */
+  maxValues?: number;
+  /**
+   * How much of the server's time one client's calls may take (parsing, checking, running, answering) before further calls of its
+   * are answered 429 with `Retry-After` (a client is the principal, or an anonymous caller's address), or
+   * `false` for no such limit. Default: a quarter of the server's time, after a burst of 250 ms.
+   */
+  fairness?: FairnessOptions | false;
+  /** The largest request body, in bytes or as `"1mb"`. Default 1 MiB. */
+  bodyLimit?: number | string;
+  /** Validate every response against the spec too (a mismatch becomes a 500). For tests; default false. */
+  validateResponses?: boolean;
+  /**
+   * The server's public base URL for challenge links (e.g. `https://tools.example.com`). Default: the
+   * address the request came in on; never the request's `Host` header, which a client controls.
+   */
+  publicUrl?: string;
+  /**
+   * The `Host` names requests may carry, against DNS rebinding: names such as `tools.example.com`,
+   * `.example.com` for a domain and its subdomains, or `"any"`. IP addresses, `localhost`, `*.localhost`
+   * and `publicUrl`'s host are always accepted; any other name gets a 400. Default: checked only on
+   * requests that arrive on a loopback address (on a fetch host that does not tell the local address: from
+   * a loopback client); a list checks every request.
+   */
+  allowedHosts?: AllowedHosts;
+  /** Cross-origin access for browser pages served elsewhere; off by default. */
+  cors?: CorsOptions;
+  /** Honour W3C `traceparent` headers as trace ids. Default true. */
+  tracing?: boolean;
+  /**
+   * Where the server logs (pino's shape: `createLogger()` on Node, `consoleLogger()` anywhere), or `false` for
+   * none. Default: `createLogger()` on the node:http and Express adapters, `consoleLogger()` on the fetch one.
+   */
+  logger?: CoreLogger | false;
+  /** Metrics and traces (see `createTelemetry`); none by default. */
+  telemetry?: Telemetry;
+  /** Pages served beside the protocol routes, on every adapter (see {@link FetchPage}). */
+  pages?: readonly FetchPage[];
+}
+
+/** Telemetry an adapter plugs in: metrics through a call observer and a page, a trace span around each call. */
+export interface Telemetry {
+  /** Told of every call; runs beside the `observer` option. */
+  readonly observer?: CallObserver;
+  /** Pages it serves (e.g. `GET /metrics`), each guarding itself: server authentication does not apply. */
+  readonly pages?: readonly FetchPage[];
+  /**
+   * Runs one `POST /tools/call` inside a trace span: reads the request's trace headers (`headers`, names in lower
+   * case), may add answer headers (`traceparent`) to `answerHeaders`, and learns how the call ended through `onEnd`.
+   */
+  traceCall?<T>(
+    headers: Readonly<Record<string, string | undefined>>,
+    answerHeaders: Record<string, string>,
+    run: (onEnd: (event: CallEvent) => void) => Promise<T>,
+  ): Promise<T>;
+}
+
+/** Cross-origin access for browser pages served elsewhere (e.g. the OXP Inspector run against this server). Off by default. */
+export interface CorsOptions {
+  /** Origins allowed to call the server from a browser (`https://app.example.com`), or `"*"` for any. */
+  origins: readonly string[] | "*";
+  /** How long a browser may cache a preflight answer, in seconds. Default 600. */
+  maxAgeSeconds?: number;
+}
+
+/** What `listen` needs to manage a running app: readiness, draining and in-flight requests. */
+export interface OxpLifecycle {
+  /** False while warming up: `/health` answers 503. */
+  ready: boolean;
+  /** True once shutdown began: every request is answered 503. */
+  draining: boolean;
+  /** Requests in progress. */
+  inFlight: number;
+}
+
+/** What `listen` (or a host's own shutdown) manages for an OXP app: its lifecycle, and the core whose calls it can abort. */
+export interface OxpRuntime {
+  readonly lifecycle: OxpLifecycle;
+  readonly core: OxpCore;
+  /** True when the app's first request compiles something (Express's contract validator): `listen` sends it before reporting ready. */
+  readonly warmUp?: boolean;
+}

@@ -1,0 +1,695 @@
+/**
+ * The one request pipeline every adapter runs (node:http, Express, fetch). Every protocol step lives here, in the
+ * order of docs/protocol.md 3.3 (see {@link Pipeline.handle}); an adapter only translates its host's request
+ * into an {@link Exchange} and writes the {@link Answer} back. Runtime-neutral: no `node:` module.
+ */
+import { OXP_VERSION, type Validator } from "@otc/types";
+import bytes from "bytes";
+import corsMiddleware from "cors";
+import Negotiator from "negotiator";
+import vary from "vary";
+import {
+  type CallBody,
+  checkCallBody,
+  SPEC_MISMATCH_MESSAGE,
+  unwrapCallBody,
+  wrapResponse,
+} from "../core/call-body.js";
+import { ServerConfigError, shorten, WireError } from "../core/errors.js";
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits, JsonScanner } from "../core/json-limits.js";
+import { type CallMeta, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
+import { checkOxpVersionHeader } from "../core/protocol-version.js";
+import { parseTraceparent } from "../core/traceparent.js";
+import { createHostCheck } from "./allowed-hosts.js";
+import { createAuthenticator } from "./authentication.js";
+import { ClientBudget } from "./client-budget.js";
+import { addressGroup } from "./ip.js";
+import type { AdapterOptions, CorsOptions, OxpLifecycle, OxpRuntime } from "./options.js";
+import { responseValidator } from "./response-validators.js";
+import { type ProtocolRoute, protocolRouteOf, type RouteName } from "./routes.js";
+
+/** One request as an adapter hands it to the pipeline. */
+export interface Exchange {
+  /** The method, upper case as sent. */
+  readonly method: string;
+  /** The target's path below the mount point, query dropped; undefined when the target names no path. */
+  readonly path: string | undefined;
+  /** A header's value (the name in lower case), the first of several. */
+  header(name: string): string | undefined;
+  /** Every header, names in lower case: what a trace propagator may read. Asked only when tracing. */
+  headers(): Readonly<Record<string, string | undefined>>;
+  /** How many `Host` headers the request carried (RFC 9112 3.2 wants exactly one; HTTP/1.0's missing one counts as one). */
+  hostHeaders(): number;
+  /** The address the request arrived on, when the host knows it. */
+  readonly localAddress: string | undefined;
+  /** The client's address, when the host knows it. */
+  readonly remoteAddress: string | undefined;
+  /** An object living as long as the connection (where the Host check remembers its verdict), when there is one. */
+  readonly connection: object | undefined;
+  /** Where the server was reached, scheme to port plus any mount path: the base of check URLs without `publicUrl`. */
+  baseUrl(): string;
+  /**
+   * Reads the body as UTF-8 text, handing each chunk to `inspect` as it comes (which throws to refuse the
+   * rest); rejects with {@link bodyTooLarge} past `limit` bytes, leaving the rest unread.
+   */
+  readText(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string>;
+  /** Calls `onGone` if the client goes away before the answer is written; returns the function that stops watching. */
+  watchClient(onGone: () => void): () => void;
+  /** The request as a fetch `Request`, for the fetch pages (made only for a path no protocol route serves). */
+  toRequest(): Request;
+  /** The host's own pages (node-style handlers), tried before the fetch pages; true once one answered. `headers` go on its answer. */
+  hostPages?(headers: Record<string, string>): Promise<boolean>;
+}
+
+/** What the pipeline answers: a JSON answer (`body` text, or bytes of the gzipped tool list), or a page's `Response`. */
+export interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  body?: string | Uint8Array;
+  /** A page's answer; `headers` are to be added to it. */
+  response?: Response;
+}
+
+/**
+ * A host's own contract check of a request (Express: express-openapi-validator), run where the pipeline would
+ * check `OXP-Version` and the call body itself: throws what it finds wrong. The pipeline then does not check
+ * them again: one validator per path.
+ */
+export type ContractCheck = (exchange: Exchange, route: RouteName, body: unknown) => void | Promise<void>;
+
+/** What an adapter adds to the options. */
+export interface PipelineHost {
+  /** The logger when the options name none (the adapter's default). */
+  defaultLogger?: () => CoreLogger;
+  /** The host's contract check, replacing the pipeline's own version and body checks. */
+  contract?: ContractCheck;
+}
+
+/** The media type of every JSON answer. */
+export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
+/** The pipeline of one server: its runtime for `listen`, and the function that answers a request. */
+export interface Pipeline {
+  readonly runtime: OxpRuntime;
+  readonly logger: CoreLogger | undefined;
+  /**
+   * Answers one request; undefined when a host page answered it itself. The steps, in order:
+   * 1. admission: exactly one Host, a Host the server answers to, not draining (400, 400, 503);
+   * 2. CORS: a preflight is answered, other requests get their headers;
+   * 3. routing: a path that names no protocol route goes to the pages, then (authenticated) a 404;
+   * 4. `/health`: method (405), `OXP-Version`, readiness;
+   * 5. authentication (401), then the method (405 with `Allow`; HEAD wherever GET);
+   * 6. `POST /tools/call`: media type (415), framing and declared size (413, 415), the client's share (429),
+   *    the body read and bounded as it comes (413, 400), parsed (400), `OXP-Version` and the body's shape
+   *    (400), the core's call (its own steps: docs/protocol.md 3.3 from the tool's resolution on), the answer;
+   * 7. `GET /tools`: `OXP-Version`, the list with its ETag (304) and gzip;
+   * 8. a check_url: `OXP-Version`, the challenge id decoded (400), its status.
+   * Anything thrown becomes its wire error in {@link Pipeline.fail}, the one place a fault is logged.
+   */
+  handle(exchange: Exchange): Promise<Answer | undefined>;
+  /** The answer to an error: its status and JSON body, logged when it is the server's fault (5xx but 503). */
+  fail(exchange: Pick<Exchange, "method" | "path">, error: unknown, headers?: Record<string, string>): Answer;
+}
+
+/** Creates the pipeline for an adapter's options. */
+export function createPipeline(options: AdapterOptions, host: PipelineHost = {}): Pipeline {
+  const logger = options.logger === false ? undefined : (options.logger ?? host.defaultLogger?.());
+  const { logger: _logger, telemetry, pages: _pages, ...coreOptions } = options;
+  const observer = combinedObserver(options.observer, telemetry?.observer);
+  const core = new OxpCore({ ...coreOptions, ...(logger ? { logger } : {}), ...(observer ? { observer } : {}) });
+  const authenticate = createAuthenticator(options.auth, logger);
+  const lifecycle: OxpLifecycle = { ready: true, draining: false, inFlight: 0 };
+  const tracing = options.tracing ?? true;
+  const limits = jsonLimits(options);
+  const budget = options.fairness === false ? undefined : new ClientBudget(options.fairness);
+  const publicUrl = options.publicUrl?.replace(/\/+$/, "");
+  const limit = bodyLimitBytes(options.bodyLimit);
+  const cors = createCors(options.cors);
+  const hostAllowed = createHostCheck(options.allowedHosts, options.publicUrl);
+  const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
+  const validateResponses = options.validateResponses ?? false;
+  const contract = host.contract;
+
+  const fail: Pipeline["fail"] = (exchange, error, headers) => {
+    const wire = toWireError(error);
+    if (wire.status >= 500 && wire.kind !== "unavailable") {
+      const cause = wire.details.cause ?? error;
+      logger?.error(
+        {
+          err:
+            cause instanceof Error ? { name: cause.name, message: cause.message, stack: cause.stack } : String(cause),
+          method: exchange.method,
+          path: exchange.path === undefined ? undefined : shorten(exchange.path, 256),
+        },
+        wire.message,
+      );
+    }
+    return jsonAnswer(wire.status, JSON.stringify(wire.toBody()), { ...headers, ...wire.details.headers });
+  };
+
+  /** A JSON answer; with `validateResponses`, one off the spec becomes a 500. */
+  const answer = (
+    status: number,
+    text: string,
+    route: RouteName,
+    headers?: Record<string, string>,
+    envelope = false,
+  ): Answer => {
+    if (validateResponses) {
+      const validate = responseValidator(route, status, envelope);
+      if (validate && !validate(JSON.parse(text))) return offSpec(status, validate);
+    }
+    return jsonAnswer(status, text, headers);
+  };
+  const offSpec = (status: number, validate: Validator<unknown>): Answer => {
+    logger?.error({ status, errors: validate.errors }, "response does not match the OXP specification");
+    const message = "The server produced a response that does not match the OXP specification";
+    return jsonAnswer(500, JSON.stringify({ message }));
+  };
+
+  /** Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise. */
+  const principalOf = (exchange: Exchange): string | Promise<string> => {
+    if (!authenticate) return "anonymous";
+    const refused = (error: unknown) => {
+      if (error instanceof WireError && error.kind === "unauthorized") {
+        // Who tried and why, never what they sent.
+        logger?.warn(
+          { reason: error.details.developerMessage, remote_address: exchange.remoteAddress, method: exchange.method },
+          "authentication failed",
+        );
+      }
+      throw error;
+    };
+    try {
+      const principal = authenticate({
+        apiKey: exchange.header("oxp-api-key"),
+        authorization: exchange.header("authorization"),
+      });
+      return typeof principal === "string" ? principal : principal.catch(refused);
+    } catch (error) {
+      return refused(error);
+    }
+  };
+
+  /** Step 1: the check every request passes first. */
+  const admission = (exchange: Exchange): WireError | undefined => {
+    const hosts = exchange.hostHeaders();
+    if (hosts !== 1) {
+      return new WireError("bad_request", "The request must carry exactly one Host header", {
+        developerMessage: `It carried ${hosts}.`,
+      });
+    }
+    const host = exchange.header("host");
+    const { localAddress, remoteAddress, connection } = exchange;
+    if (hostAllowed && !hostAllowed({ host, localAddress, remoteAddress, connection })) {
+      // A 400, which the spec declares on every route: the request names a server this is not.
+      return new WireError("bad_request", "The request's Host does not name this server", {
+        developerMessage: `Host '${shorten(host ?? "")}' is not among the server's allowedHosts.`,
+      });
+    }
+    if (lifecycle.draining) {
+      return new WireError("unavailable", "The server is shutting down", {
+        developerMessage: "Retry on another instance.",
+        headers: { Connection: "close" },
+      });
+    }
+    return undefined;
+  };
+
+  /** Step 3, for a path no protocol route serves: the host's pages, the fetch pages, then (authenticated) a 404. */
+  const servePages = async (exchange: Exchange, headers: Record<string, string>): Promise<Answer | undefined> => {
+    if (exchange.hostPages && (await exchange.hostPages(headers))) return undefined;
+    const request = pages.length > 0 && exchange.path !== undefined ? requestOf(exchange) : undefined;
+    // A page matches on the URL's path, which resolves dot segments: `/a/../tools` would reach it as `/tools`, a
+    // protocol route it must never answer. Such a target is no page's.
+    if (request && pathOf(request.url) === exchange.path) {
+      for (const page of pages) {
+        const response = await page(request);
+        if (response) return { status: response.status, headers: {}, response: withHeaders(response, headers) };
+      }
+    }
+    await principalOf(exchange);
+    const target = exchange.path === undefined ? "this target" : shorten(exchange.path);
+    throw new WireError("not_found", "Not found", {
+      developerMessage: `Nothing is served at ${exchange.method} ${target}.`,
+    });
+  };
+
+  /** Step 6: `POST /tools/call`. */
+  const serveCall = async (exchange: Exchange, principal: string, headers: Record<string, string>): Promise<Answer> => {
+    if (!isJsonType(exchange.header("content-type"))) {
+      throw new WireError("unsupported_media_type", "The request body must be JSON", {
+        developerMessage: "Send the body with Content-Type: application/json.",
+      });
+    }
+    checkBodyFraming(exchange, limit);
+    // Before the body is read: a client over its share of the server's time waits its turn (429).
+    const client = clientOf(principal, exchange.remoteAddress);
+    budget?.admit(client);
+    // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
+    const scanner = new JsonScanner(limits);
+    let spent = 0;
+    let parsed: ReturnType<typeof checkCallBody>;
+    try {
+      const text = await exchange.readText(limit, (chunk) => {
+        const started = performance.now();
+        try {
+          scanner.push(chunk);
+        } catch (error) {
+          // What is left of the body is not read: the connection cannot carry another request.
+          if (error instanceof WireError) error.details.headers = { ...error.details.headers, Connection: "close" };
+          throw error;
+        } finally {
+          spent += performance.now() - started;
+        }
+      });
+      const checking = performance.now();
+      try {
+        const body = parseJson(text);
+        if (contract) {
+          const checked = contract(exchange, "call", body);
+          if (checked) await checked;
+          parsed = unwrapCallBody(body as CallBody);
+        } else {
+          checkOxpVersionHeader(exchange.header("oxp-version"));
+          parsed = checkCallBody(body);
+        }
+      } finally {
+        spent += performance.now() - checking;
+      }
+    } finally {
+      budget?.charge(client, spent);
+    }
+    const { request, envelope } = parsed;
+    const meta = new ExchangeCallMeta({
+      exchange,
+      principal,
+      client,
+      tracing,
+      publicUrl,
+      budget,
+      bodyValues: scanner.values,
+    });
+    // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
+    // without a call_id) is measured here; what it does after a wait, it charges through the meta.
+    const calling = performance.now();
+    const pending = telemetry?.traceCall
+      ? telemetry.traceCall(exchange.headers(), headers, (onEnd) => {
+          meta.onEnd = onEnd;
+          return core.call(request, meta);
+        })
+      : core.call(request, meta);
+    budget?.charge(client, performance.now() - calling);
+    const response = await pending;
+    const answering = performance.now();
+    const done = answer(200, JSON.stringify(wrapResponse(response, envelope)), "call", headers, envelope);
+    // Serializing a large answer is the client's cost too.
+    budget?.charge(client, performance.now() - answering);
+    return done;
+  };
+
+  /** The version check of a GET route: the host's contract check, or the pipeline's. */
+  const checkVersion = async (exchange: Exchange, route: RouteName) => {
+    if (contract) await contract(exchange, route, undefined);
+    else checkOxpVersionHeader(exchange.header("oxp-version"));
+  };
+
+  const serveRoute = async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>) => {
+    const method = exchange.method;
+    if (route.name === "health") {
+      if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
+      await checkVersion(exchange, "health");
+      const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
+      return answer(status, JSON.stringify(body), "health", headers);
+    }
+    const found = principalOf(exchange);
+    const principal = typeof found === "string" ? found : await found;
+    if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
+    if (route.name === "call") return serveCall(exchange, principal, headers);
+    await checkVersion(exchange, route.name);
+    if (route.name === "tools") return toolListAnswer(exchange, headers);
+    let challengeId: string;
+    try {
+      challengeId = decodeURIComponent(route.segment ?? "");
+    } catch (error) {
+      throw toWireError(error);
+    }
+    return answer(200, JSON.stringify(await core.checkChallenge(challengeId)), "check", headers);
+  };
+
+  /** Step 7: the tool list, serialized once per catalog and gzipped once too, or 304 when `If-None-Match` names it. */
+  const toolListAnswer = async (exchange: Exchange, base: Record<string, string>): Promise<Answer> => {
+    const headers = { ...base, Vary: vary.append(base.Vary ?? "", "Accept-Encoding") };
+    const list = await core.toolList();
+    let gzipped = gzippedLists.get(list);
+    if (gzipped === undefined) {
+      gzipped = gzipList(list);
+      gzippedLists.set(list, gzipped);
+    }
+    const small = await gzipped;
+    const condition = exchange.header("if-none-match");
+    for (const etag of small ? [list.etag, small.etag] : [list.etag]) {
+      if (ifNoneMatch(condition, etag)) {
+        return { status: 304, headers: { ...headers, "OXP-Version": OXP_VERSION, ETag: etag } };
+      }
+    }
+    const checked = answer(200, list.body, "tools", { ...headers, ETag: list.etag });
+    if (checked.status !== 200) return checked;
+    const encoding = exchange.header("accept-encoding");
+    if (
+      small &&
+      encoding &&
+      new Negotiator({ headers: { "accept-encoding": encoding } }).encoding(["gzip", "identity"]) === "gzip"
+    ) {
+      return jsonAnswer(200, small.body, { ...headers, ETag: small.etag, "Content-Encoding": "gzip" });
+    }
+    return checked;
+  };
+
+  const handle = async (exchange: Exchange): Promise<Answer | undefined> => {
+    lifecycle.inFlight++;
+    let headers: Record<string, string> = {};
+    try {
+      const refused = admission(exchange);
+      if (refused) throw refused;
+      if (cors) {
+        const verdict = cors(exchange);
+        if (verdict.preflight) return { status: 204, headers: { ...verdict.headers, "OXP-Version": OXP_VERSION } };
+        headers = verdict.headers;
+      }
+      const path = exchange.path;
+      const route = path === undefined ? undefined : protocolRouteOf(path);
+      if (!route) return await servePages(exchange, { ...headers, "OXP-Version": OXP_VERSION });
+      return await serveRoute(exchange, route, headers);
+    } catch (error) {
+      return fail(exchange, error, headers);
+    } finally {
+      lifecycle.inFlight--;
+    }
+  };
+
+  return { runtime: { lifecycle, core }, logger, handle, fail };
+}
+
+/**
+ * Who the per-client limits (the fairness budget, running calls) count a request against: its principal, or
+ * its address (an IPv6 /64) when the principal is `anonymous`, so that with authentication off one caller has its
+ * own share.
+ */
+export function clientOf(principal: string, remoteAddress: string | undefined): string {
+  return principal === "anonymous" ? `address:${addressGroup(remoteAddress)}` : principal;
+}
+
+/** The exchange as a `Request` for the pages, or undefined when its target makes no URL (`*`, a bad authority): no page's. */
+function requestOf(exchange: Exchange): Request | undefined {
+  try {
+    return exchange.toRequest();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The path of an absolute URL, query and fragment dropped, as written (not re-encoded). */
+export function pathOf(url: string): string {
+  const scheme = url.indexOf("://");
+  const start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);
+  if (start === -1) return "/";
+  let end = url.length;
+  for (const mark of ["?", "#"]) {
+    const at = url.indexOf(mark, start);
+    if (at !== -1 && at < end) end = at;
+  }
+  return url.slice(start, end);
+}
+
+/** A JSON answer with the protocol's headers. */
+function jsonAnswer(status: number, body: string | Uint8Array, headers?: Record<string, string>): Answer {
+  return {
+    status,
+    headers: headers
+      ? { ...headers, "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE }
+      : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE },
+    body,
+  };
+}
+
+function jsonLimits(options: AdapterOptions): JsonLimits {
+  const limits = {
+    maxDepth: options.maxDepth ?? DEFAULT_MAX_DEPTH,
+    maxValues: options.maxValues ?? DEFAULT_MAX_VALUES,
+  };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!(Number.isSafeInteger(value) && value > 0)) throw new ServerConfigError(`${name} must be a positive integer`);
+  }
+  return limits;
+}
+
+/** The observer the core gets: the `observer` option and the telemetry's, both told of everything. */
+export function combinedObserver(...observers: (CallObserver | undefined)[]): CallObserver | undefined {
+  const present = observers.filter((observer): observer is CallObserver => observer !== undefined);
+  if (present.length <= 1) return present[0];
+  return {
+    callStarted: () => {
+      for (const observer of present) observer.callStarted?.();
+    },
+    callEnded: (event) => {
+      for (const observer of present) observer.callEnded?.(event);
+    },
+    challengeStarted: (providerId) => {
+      for (const observer of present) observer.challengeStarted?.(providerId);
+    },
+  };
+}
+
+/** The largest body an adapter reads, in bytes, from the `bodyLimit` option (a number or a size such as `"1mb"`). */
+export function bodyLimitBytes(option: number | string | undefined): number {
+  const limit = option === undefined ? DEFAULT_BODY_LIMIT : typeof option === "string" ? bytes.parse(option) : option;
+  if (limit === null || !(Number.isFinite(limit) && limit >= 0)) {
+    throw new ServerConfigError("bodyLimit must be a number of bytes or a size such as '1mb'");
+  }
+  return limit;
+}
+
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The checks of a call body's framing before it is read: a declared length past the limit is a 413 at once
+ * (nothing is read), and a body other than UTF-8 JSON without `Content-Encoding` is a 415.
+ */
+function checkBodyFraming(exchange: Exchange, limit: number): void {
+  const declared = Number(exchange.header("content-length"));
+  if (declared > limit) throw bodyTooLarge(limit);
+  const encoding = exchange.header("content-encoding")?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") {
+    throw new WireError("unsupported_media_type", "The request body's encoding is not supported", {
+      developerMessage: "Send the body without Content-Encoding.",
+    });
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(exchange.header("content-type") ?? "")?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== "utf-8") {
+    throw new WireError("unsupported_media_type", "The request body's encoding is not supported", {
+      developerMessage: "Send the body as UTF-8 JSON (charset=utf-8, or no charset).",
+    });
+  }
+}
+
+/** The 413 for a body past `limit`; the connection closes, so what is left of the body is never read. */
+export function bodyTooLarge(limit: number): WireError {
+  return new WireError("payload_too_large", "The request body is too large", {
+    developerMessage: `The limit is ${limit} bytes.`,
+    headers: { Connection: "close" },
+  });
+}
+
+/** The spec declares one media type for request bodies: application/json, parameters (charset) allowed. */
+const isJsonType = (contentType: string | undefined) =>
+  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim());
+
+/** Parses a JSON body (any JSON value; a leading BOM tolerated); 400 when it is empty or not JSON. */
+function parseJson(text: string): unknown {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  try {
+    return JSON.parse(body);
+  } catch (error) {
+    if (/^\s*$/.test(body)) {
+      throw new WireError("bad_request", "The request has no body", { developerMessage: "Send a CallToolRequest." });
+    }
+    throw new WireError("bad_request", "The request body is not valid JSON", { cause: error });
+  }
+}
+
+function methodNotAllowed(methods: readonly string[]): WireError {
+  return new WireError("method_not_allowed", "This method is not allowed here", {
+    headers: { Allow: methods.join(", ") },
+  });
+}
+
+/**
+ * True when an `If-None-Match` header names `etag` (weak comparison, as for GET) or is `*`. Request
+ * `Cache-Control` does not matter here: it speaks to caches, and fetch() sends `no-cache` with every
+ * conditional request.
+ */
+export function ifNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === "*") return true;
+  return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+}
+
+/** Below this many bytes the tool list is sent as is: gzip would save little on it. */
+const GZIP_MIN_BYTES = 1024;
+
+/** The gzipped tool list of each catalog (keyed by the core's list), made on first request. */
+const gzippedLists = new WeakMap<object, Promise<{ body: Uint8Array; etag: string } | null>>();
+
+/** The list gzipped with the runtime's own `CompressionStream`, with an ETag of its own; null for a list too small to be worth it. */
+async function gzipList(list: { body: string; etag: string }): Promise<{ body: Uint8Array; etag: string } | null> {
+  const plain = new TextEncoder().encode(list.body);
+  if (plain.length < GZIP_MIN_BYTES) return null;
+  const stream = new Blob([plain]).stream().pipeThrough(new CompressionStream("gzip"));
+  const body = new Uint8Array(await new Response(stream).arrayBuffer());
+  return { body, etag: `${list.etag.slice(0, -1)}-gzip"` };
+}
+
+/** The request headers a browser page may send, and the response headers it may read. */
+const CORS_ALLOWED_HEADERS = [
+  "Content-Type",
+  "OXP-Version",
+  "OXP-API-Key",
+  "Authorization",
+  "traceparent",
+  "tracestate",
+];
+const CORS_EXPOSED_HEADERS = ["OXP-Version", "WWW-Authenticate", "Retry-After", "ETag", "traceparent"];
+
+/**
+ * The CORS decision (the `cors` package, run on a request and answer of its own shape): whether the request is a
+ * preflight to answer at once, and the headers for its answer. Undefined when CORS is off.
+ */
+function createCors(options: CorsOptions | undefined) {
+  if (!options) return undefined;
+  const handler = corsMiddleware({
+    origin: options.origins === "*" ? "*" : [...options.origins],
+    methods: ["GET", "HEAD", "POST"],
+    allowedHeaders: CORS_ALLOWED_HEADERS,
+    exposedHeaders: CORS_EXPOSED_HEADERS,
+    maxAge: options.maxAgeSeconds ?? 600,
+    optionsSuccessStatus: 204,
+  });
+  return (exchange: Exchange): { preflight: boolean; headers: Record<string, string> } => {
+    const headers: Record<string, string> = {};
+    let preflight = false;
+    const req = {
+      method: exchange.method,
+      headers: {
+        origin: exchange.header("origin"),
+        "access-control-request-method": exchange.header("access-control-request-method"),
+        "access-control-request-headers": exchange.header("access-control-request-headers"),
+      },
+    };
+    const res = {
+      statusCode: 200,
+      getHeader: (name: string) => headers[name],
+      setHeader: (name: string, value: string | number) => {
+        headers[name] = String(value);
+      },
+      end: () => {
+        preflight = true;
+      },
+    };
+    // With fixed origins the package decides synchronously: `next` (or `end`, for a preflight) is called before it returns.
+    handler(req as never, res as never, () => {});
+    // The package sets the preflight's Content-Length itself; the adapters frame answers their own way.
+    delete headers["Content-Length"];
+    return { preflight, headers };
+  };
+}
+
+/** A page's answer with the server's headers added (`OXP-Version`, CORS), a `Vary` of its own kept. */
+function withHeaders(response: Response, added: Record<string, string>): Response {
+  const headers = new Headers(response.headers);
+  for (const [name, value] of Object.entries(added)) {
+    const own = name === "Vary" ? headers.get("vary") : null;
+    headers.set(name, own ? vary.append(own, value) : value);
+  }
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof WireError) return error;
+  if (error instanceof URIError) {
+    return new WireError("bad_request", "The request URL is malformed", {
+      developerMessage: "A path segment is not valid percent-encoding.",
+      cause: error,
+    });
+  }
+  // Errors in the shape of the `http-errors` package, which node-style pages raise (body-parser's among them).
+  const { status, type, headers } = (typeof error === "object" && error !== null ? error : {}) as {
+    status?: unknown;
+    type?: unknown;
+    headers?: { Allow?: string };
+  };
+  if (type === "entity.too.large" || status === 413) {
+    return new WireError("payload_too_large", "The request body is too large", { cause: error });
+  }
+  if (type === "entity.parse.failed") {
+    return new WireError("bad_request", "The request body is not valid JSON", { cause: error });
+  }
+  if (type === "encoding.unsupported" || type === "charset.unsupported" || status === 415) {
+    return new WireError("unsupported_media_type", "The request body's encoding is not supported", { cause: error });
+  }
+  if (status === 405) {
+    return new WireError("method_not_allowed", "This method is not allowed here", {
+      ...(headers?.Allow ? { headers: { Allow: headers.Allow } } : {}),
+      cause: error,
+    });
+  }
+  if (status === 404) return new WireError("not_found", "Not found", { cause: error });
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return new WireError("bad_request", "The request is not valid", { cause: error });
+  }
+  return new WireError("internal", "Internal server error", { cause: error });
+}
+
+/**
+ * A call's meta from an exchange: its principal and client, `traceparent`'s trace id (when tracing is on), a base
+ * URL looked up only when a challenge reads it, the fairness budget its work is charged to, and a watch on its client.
+ */
+class ExchangeCallMeta implements CallMeta {
+  readonly principal: string;
+  readonly client: string;
+  readonly traceId: string | undefined;
+  readonly bodyValues: number;
+  onEnd?: CallMeta["onEnd"];
+  private readonly exchange: Exchange;
+  private readonly publicUrl: string | undefined;
+  private readonly budget: ClientBudget | undefined;
+  constructor(init: {
+    exchange: Exchange;
+    principal: string;
+    client: string;
+    tracing: boolean;
+    publicUrl: string | undefined;
+    budget: ClientBudget | undefined;
+    bodyValues: number;
+  }) {
+    this.exchange = init.exchange;
+    this.principal = init.principal;
+    this.client = init.client;
+    this.bodyValues = init.bodyValues;
+    this.publicUrl = init.publicUrl;
+    this.budget = init.budget;
+    this.traceId = init.tracing ? parseTraceparent(init.exchange.header("traceparent"))?.traceId : undefined;
+  }
+  get baseUrl(): string {
+    return this.publicUrl ?? this.exchange.baseUrl();
+  }
+  charge(ms: number): void {
+    this.budget?.charge(this.client, ms);
+  }
+  watchClient(onGone: () => void): () => void {
+    return this.exchange.watchClient(onGone);
+  }
+}
+
+export { SPEC_MISMATCH_MESSAGE };

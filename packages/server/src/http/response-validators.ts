@@ -1,0 +1,28 @@
+/** The spec's schema for each answer, by route and status: what the `validateResponses` option checks answers against. */
+import {
+  type Validator,
+  validateAuthorizationChallengeCheckResponse,
+  validateCallToolResponse,
+  validateCallToolResultEnvelope,
+  validateServerErrorResponse,
+  validateToolListResponse,
+  validateValidationErrorResponse,
+} from "@otc/types";
+import type { RouteName } from "./routes.js";
+
+/** The validator (precompiled from the spec) of a route's answer with `status`; undefined when the spec gives it no body. */
+export function responseValidator(route: RouteName, status: number, envelope: boolean): Validator<unknown> | undefined {
+  if (status === 304 || status === 204) return undefined;
+  if (status === 422) return validateValidationErrorResponse;
+  if (status !== 200) return validateServerErrorResponse;
+  switch (route) {
+    case "call":
+      return envelope ? validateCallToolResultEnvelope : validateCallToolResponse;
+    case "tools":
+      return validateToolListResponse;
+    case "check":
+      return validateAuthorizationChallengeCheckResponse;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,64 @@
+/** The protocol's routes, read from the spec: which path names which route, and the methods each takes. */
+import { HEALTH_PATH, OXP_ROUTES, TOOLS_CALL_PATH, TOOLS_PATH } from "@otc/types";
+import { CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
+
+/** The spec's routes with the methods each takes, HEAD wherever GET is (docs/protocol.md 1). */
+export const ROUTES: readonly { path: string; methods: readonly string[] }[] = OXP_ROUTES.map((route) => ({
+  path: route.path,
+  methods: route.methods.flatMap((method) => (method === "GET" ? ["GET", "HEAD"] : [method])),
+}));
+
+/** The name of each protocol route. */
+export type RouteName = "health" | "tools" | "call" | "check";
+
+/** A protocol route a request names: its name, the methods it takes, and (for a check_url) the raw challenge id segment. */
+export interface ProtocolRoute {
+  readonly name: RouteName;
+  readonly methods: readonly string[];
+  /** The challenge id as sent (still percent-encoded: it is decoded after authentication). */
+  readonly segment?: string;
+}
+
+const methodsOf = (path: string) => ROUTES.find((route) => route.path === path)?.methods ?? [];
+const CHECK_PREFIX = `${CHALLENGE_CHECK_PATH}/`;
+const CHECK_METHODS = methodsOf(`${CHECK_PREFIX}{challenge_id}`);
+const FIXED: ReadonlyMap<string, ProtocolRoute> = new Map(
+  (
+    [
+      [TOOLS_CALL_PATH, "call"],
+      [TOOLS_PATH, "tools"],
+      [HEALTH_PATH, "health"],
+    ] as const
+  ).map(([path, name]) => [path, Object.freeze({ name, methods: methodsOf(path) })]),
+);
+
+/**
+ * The path of a request target without its query: the origin form as sent, or the path of the absolute
+ * form a proxy may send (scheme and host dropped, nothing normalised: `..` stays `..`, as Express sees it).
+ */
+export function requestPath(target: string): string | undefined {
+  let path = target;
+  if (path.charCodeAt(0) !== 47 /* / */) {
+    const authority = /^https?:\/\/[^/?#]*/i.exec(path);
+    if (!authority) return undefined;
+    path = path.slice(authority[0].length) || "/";
+    if (path.charCodeAt(0) !== 47) path = `/${path}`;
+  }
+  const query = path.indexOf("?");
+  return query === -1 ? path : path.slice(0, query);
+}
+
+/**
+ * The protocol route a path names, or undefined: case-sensitive, one trailing slash tolerated (as
+ * Express routes match). The challenge id stays encoded: it is decoded after authentication.
+ */
+export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
+  const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.slice(0, -1) : rawPath;
+  const fixed = FIXED.get(path);
+  if (fixed) return fixed;
+  if (path.startsWith(CHECK_PREFIX)) {
+    const segment = path.slice(CHECK_PREFIX.length);
+    if (segment.length > 0 && !segment.includes("/")) return { name: "check", methods: CHECK_METHODS, segment };
+  }
+  return undefined;
+}
