@@ -209,7 +209,7 @@ describe("retries", () => {
   });
 
   it("retries a 503 (a draining server) and succeeds once it answers again", async () => {
-    const lifecycle = demo.demo.app.oxp.lifecycle;
+    const lifecycle = demo.oxp.lifecycle;
     let attempts = 0;
     const client = createClient({
       baseUrl: demo.url,

@@ -1,0 +1,68 @@
+// The demo's fetch handler on Bun, Deno and workerd (binaries from npm): the conformance kit passes in every auth mode, and Gmail's authorization challenge completes end to end.
+import { fileURLToPath } from "node:url";
+import { createClient, OxpServerError } from "@otc/client";
+import { runConformance } from "@otc/conformance";
+import { type RunningRuntime, type Runtime, startRuntime } from "@otc/test-helpers/runtimes";
+import { describe, expect, it } from "vitest";
+import { CONFORMANCE_MODES, expectConformant } from "./conformance-modes.js";
+import { decide } from "./demo.js";
+
+const ENTRY = fileURLToPath(new URL("../fixtures/demo-fetch-entry.mjs", import.meta.url));
+
+/** Runs `body` against the demo on `runtime`, and stops it whatever happens (its output in the error). */
+async function withDemo(runtime: Runtime, env: Record<string, string>, body: (url: string) => Promise<void>) {
+  const server: RunningRuntime = await startRuntime({
+    runtime,
+    entry: ENTRY,
+    env,
+    readyPath: "/health",
+    timeoutMs: 60_000,
+  });
+  try {
+    await body(server.url);
+  } catch (error) {
+    throw new Error(
+      `${runtime}: ${error instanceof Error ? error.message : String(error)}\n--- its output ---\n${server.output()}`,
+      {
+        cause: error,
+      },
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
+describe.each(["bun", "deno", "workerd"] as const)("the demo's fetch handler on %s", (runtime) => {
+  it.each(CONFORMANCE_MODES)(
+    "passes the conformance kit %s",
+    async (_mode, { kit, env, skipped }) => {
+      await withDemo(runtime, env, async (url) => {
+        const report = await runConformance({ url, ...kit, log: () => {} });
+        expectConformant(report, skipped);
+      });
+    },
+    120_000,
+  );
+});
+
+describe.each(["bun", "deno"] as const)("Gmail's authorization challenge on %s", (runtime) => {
+  it("is answered with a challenge, approved on the consent page, and the retried call succeeds", async () => {
+    await withDemo(runtime, {}, async (url) => {
+      const client = createClient({ baseUrl: url });
+      const request = {
+        tool_id: "Gmail.GetEmails",
+        input: { query: "receipt" },
+        context: { user_id: `${runtime}-user` },
+      };
+      const error = (await client.callTool(request).catch((thrown: unknown) => thrown)) as OxpServerError;
+      expect(error).toBeInstanceOf(OxpServerError);
+      const [challenge] = error.authorizationChallenges;
+      if (!challenge) throw new Error("no challenge");
+      expect(challenge.url.startsWith(`${url}/`)).toBe(true);
+      expect(await client.checkAuthorization(challenge)).toBe("pending");
+      expect(await decide(challenge.url, "approve")).toBe(303);
+      expect(await client.checkAuthorization(challenge)).toBe("completed");
+      expect(await client.callTool(request)).toMatchObject({ success: true, value: { emails: [{ id: "email_2" }] } });
+    });
+  }, 60_000);
+});
