@@ -5,9 +5,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { main, type Report, runConformance, scenarios } from "@otc/conformance";
+import { main, type Report, runConformance } from "@otc/conformance";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CONFORMANCE_MODES, expectConformant, failures, ids } from "./conformance-modes.js";
+import { CONFORMANCE_MODES, expectConformant, ids } from "./conformance-modes.js";
 import { type Demo, startDemo } from "./demo.js";
 
 describe.each(["express", "node", "fetch"] as const)("the demo on the %s adapter passes every scenario", (adapter) => {
