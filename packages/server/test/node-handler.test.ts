@@ -2,7 +2,7 @@
 import { header, receive } from "@otc/test-helpers/raw-http";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHandler, listen, type PageHandler, type RunningServer } from "../src/index.js";
+import { createHandler, createServer, listen, type PageHandler, type RunningServer } from "../src/index.js";
 import { callTool, expectError, expectHealthy, send } from "./harness.js";
 import { testTools } from "./tools.js";
 
@@ -118,5 +118,28 @@ describe("requests the node:http adapter parses itself", () => {
     );
     expect(asterisk.status).toBe(404);
     expect(header(asterisk, "oxp-version")).toBe("1.0");
+  });
+});
+
+describe("listen's warm-up", () => {
+  /** How many requests reach `app` while `listen` starts it. */
+  async function requestsDuringListen(app: ReturnType<typeof createHandler> | ReturnType<typeof createServer>) {
+    let count = 0;
+    const counted = Object.assign(
+      (req: Parameters<typeof app>[0], res: Parameters<typeof app>[1]) => {
+        count++;
+        app(req as never, res as never);
+      },
+      { oxp: app.oxp },
+    );
+    const running = await listen(counted, { port: 0 });
+    const seen = count;
+    await running.close();
+    return seen;
+  }
+
+  it("sends a first request only to an app that compiles on its first (Express's validator), never to the node:http one", async () => {
+    expect(await requestsDuringListen(createHandler({ tools: testTools(), logger: false }))).toBe(0);
+    expect(await requestsDuringListen(createServer({ tools: testTools(), logger: false }))).toBe(1);
   });
 });
