@@ -9,6 +9,9 @@ const ONCE = [
   "test/node-handler.test.ts",
   // listen() alone: the adapter makes no difference to it.
   "test/slowloris.test.ts",
+  // The fetch handler called in-process: no adapter under test.
+  "test/fetch-handler.test.ts",
+  "test/entry-points.test.ts",
 ];
 
 /**

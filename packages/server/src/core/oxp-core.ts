@@ -244,7 +244,8 @@ async function orUnavailable<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    throw error instanceof WireError ? error : sharedStateUnavailable(error);
+    // A configuration fault (no base URL to build a link from) is the server's: a 500, not a store to retry.
+    throw error instanceof WireError || error instanceof ServerConfigError ? error : sharedStateUnavailable(error);
   }
 }
 
@@ -442,7 +443,10 @@ export class OxpCore {
               providers: this.providers,
               tokens: this.tokens,
               serverSecrets: this.secrets,
-              baseUrl: meta.baseUrl,
+              // Read only when a challenge is started: an adapter may have to work it out, or refuse to.
+              get baseUrl() {
+                return meta.baseUrl;
+              },
               checkPath: CHALLENGE_CHECK_PATH,
               principal: meta.principal,
             }),

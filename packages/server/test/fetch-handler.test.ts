@@ -1,0 +1,112 @@
+// What only the fetch handler decides, called in-process with Request objects as Bun, Deno or workerd hand them over: the Host check without a local address, challenge links without publicUrl, bodies read as streams, clients that go away.
+import { describe, expect, it } from "vitest";
+import { type CallEvent, createFetchHandler, type FetchHandlerOptions } from "../src/fetch.js";
+import { TestAuthorizationProvider, testTools } from "./tools.js";
+
+const handlerOf = (options: Partial<FetchHandlerOptions> = {}) =>
+  createFetchHandler({ tools: testTools(), logger: false, fairness: false, ...options });
+
+const call = (body: unknown, init: RequestInit = {}, url = "http://127.0.0.1:8787/tools/call") =>
+  new Request(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    ...init,
+  });
+
+describe("the fetch handler's Host check", () => {
+  it("refuses a rebound name from a loopback client, and lets any name through from elsewhere", async () => {
+    const handler = handlerOf();
+    const rebound = await handler(new Request("http://evil.example/tools"), { remoteAddress: "127.0.0.1" });
+    expect(rebound.status).toBe(400);
+    expect(rebound.headers.get("oxp-version")).toBe("1.0");
+    expect(((await rebound.json()) as { message: string }).message).toMatch(/Host/);
+    expect((await handler(new Request("http://localhost:8787/tools"), { remoteAddress: "127.0.0.1" })).status).toBe(
+      200,
+    );
+    expect((await handler(new Request("http://evil.example/tools"), { remoteAddress: "192.0.2.9" })).status).toBe(200);
+  });
+
+  it("checks every request against a list, whoever sends it", async () => {
+    const handler = handlerOf({ allowedHosts: ["tools.example.com"] });
+    expect((await handler(new Request("http://evil.example/tools"))).status).toBe(400);
+    expect((await handler(new Request("https://tools.example.com/tools"))).status).toBe(200);
+  });
+});
+
+describe("challenge links on a fetch host", () => {
+  const gmail = { tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "fetch-user" } };
+
+  it("are built from publicUrl, whatever the request's Host", async () => {
+    const handler = handlerOf({
+      authorizationProviders: [new TestAuthorizationProvider()],
+      publicUrl: "https://tools.example.com/",
+    });
+    const answer = (await (await handler(call(gmail, {}, "http://evil.example/tools/call"))).json()) as {
+      missing_requirements?: { authorization?: { url: string; check_url: string }[] };
+    };
+    expect(answer.missing_requirements?.authorization?.[0]?.check_url).toMatch(/^https:\/\/tools\.example\.com\//);
+  });
+
+  it("are built from the request's URL only when it names an address, and otherwise refused as a configuration fault", async () => {
+    const handler = handlerOf({ authorizationProviders: [new TestAuthorizationProvider()] });
+    const byAddress = (await (await handler(call(gmail))).json()) as {
+      missing_requirements?: { authorization?: { check_url: string }[] };
+    };
+    expect(byAddress.missing_requirements?.authorization?.[0]?.check_url).toMatch(/^http:\/\/127\.0\.0\.1:8787\//);
+    const byName = await handler(call(gmail, {}, "http://tools.example.com/tools/call"));
+    expect(byName.status).toBe(500);
+    expect(await byName.text()).not.toContain("tools.example.com");
+  });
+
+  it("are not needed by a tool whose requirements start no challenge (a secret)", async () => {
+    const handler = handlerOf({ secrets: { TWILIO_API_KEY: "test-secret" } });
+    const sms = { tool_id: "SMS.Send", input: { to: "+15550100", message: "hi" } };
+    const answer = await handler(call(sms, {}, "http://tools.example.com/tools/call"));
+    expect(await answer.json()).toMatchObject({ success: true, value: { status: "sent" } });
+  });
+});
+
+describe("bodies and clients", () => {
+  it("refuses a streamed body past the limit with a 413 and reads no further", async () => {
+    const handler = handlerOf({ bodyLimit: 1024 });
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(
+          new TextEncoder().encode(`{"tool_id":"Calculator.Add","input":{"a":1,"b":2},"pad":"${"x".repeat(600)}`),
+        );
+        if (pulled > 50) controller.close();
+      },
+    });
+    const answer = await handler(
+      new Request("http://127.0.0.1:8787/tools/call", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+        duplex: "half",
+      } as RequestInit),
+    );
+    expect(answer.status).toBe(413);
+    expect(pulled).toBeLessThan(5);
+  });
+
+  it("aborts a run without a call_id when the client goes away (the request's signal)", async () => {
+    const events: CallEvent[] = [];
+    const handler = handlerOf({ observer: { callEnded: (event) => events.push(event) } });
+    const controller = new AbortController();
+    const answered = handler(call({ tool_id: "System.Sleep", input: { ms: 10_000 } }, { signal: controller.signal }));
+    setTimeout(() => controller.abort(), 50);
+    await answered;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(events.map((event) => event.outcome)).toEqual(["disconnected"]);
+  });
+
+  it("answers HEAD with the headers and no body", async () => {
+    const answer = await handlerOf()(new Request("http://127.0.0.1:8787/tools", { method: "HEAD" }));
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("etag")).toMatch(/^"/);
+    expect(await answer.text()).toBe("");
+  });
+});
