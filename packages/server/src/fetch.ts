@@ -2,62 +2,10 @@
  * @otc/server/fetch: serve tools over OXP 1.0 as one web-standard handler, `(request) => Promise<Response>`, on
  * Bun, Deno, Cloudflare Workers or any fetch-based host. It loads no Node module and no Express.
  */
-export type {
-  AuthorizationProvider,
-  ChallengeStatus,
-  MemoryTokenStoreOptions,
-  StartChallengeInput,
-  StoredToken,
-  TokenOwner,
-  TokenStore,
-} from "./core/authorization.js";
-export { MemoryTokenStore } from "./core/authorization.js";
-export {
-  CHALLENGE_STORE_DEFAULTS,
-  type ChallengeStore,
-  ChallengeStoreFullError,
-  type ChallengeStoreOptions,
-  challengeOwnerKey,
-  challengeStoreBounds,
-  MemoryChallengeStore,
-  type MemoryChallengeStoreOptions,
-  type NewChallenge,
-  type StoredChallenge,
-} from "./core/challenge-store.js";
-export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.js";
-export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
-export { ServerConfigError, WireError } from "./core/errors.js";
-export type {
-  IdempotencyEntry,
-  IdempotencyKey,
-  IdempotencyStore,
-  MemoryIdempotencyStoreOptions,
-} from "./core/idempotency-store.js";
-export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
-export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/oxp-core.js";
-export type {
-  OxpToolErrorOptions,
-  SchemaObject,
-  Tool,
-  ToolContext,
-  ToolInput,
-  ToolLogger,
-  ToolOutput,
-  ToolSpec,
-} from "./core/tool.js";
-export { defineTool, OxpToolError } from "./core/tool.js";
-export type { AuthenticationOptions, Principal } from "./http/authentication.js";
+export * from "./exports.js";
 export {
   type ClientInfo,
   createFetchHandler,
   type FetchHandler,
   type FetchHandlerOptions,
 } from "./http/fetch-handler.js";
-export type {
-  AdapterOptions,
-  CorsOptions,
-  FetchPage,
-  OxpLifecycle,
-  OxpRuntime,
-  Telemetry,
-} from "./http/options.js";

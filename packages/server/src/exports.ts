@@ -1,0 +1,54 @@
+/** What every runtime entry point exports (`@otc/server/node`, `/fetch`, and through `/node` the root): defining tools, stores, errors, options and the console logger. */
+export type {
+  AuthorizationProvider,
+  ChallengeStatus,
+  MemoryTokenStoreOptions,
+  StartChallengeInput,
+  StoredToken,
+  TokenOwner,
+  TokenStore,
+} from "./core/authorization.js";
+export { MemoryTokenStore } from "./core/authorization.js";
+export {
+  CHALLENGE_STORE_DEFAULTS,
+  type ChallengeStore,
+  ChallengeStoreFullError,
+  type ChallengeStoreOptions,
+  challengeOwnerKey,
+  challengeStoreBounds,
+  MemoryChallengeStore,
+  type MemoryChallengeStoreOptions,
+  type NewChallenge,
+  type StoredChallenge,
+} from "./core/challenge-store.js";
+export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.js";
+export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
+export { ServerConfigError, WireError } from "./core/errors.js";
+export type {
+  IdempotencyEntry,
+  IdempotencyKey,
+  IdempotencyStore,
+  MemoryIdempotencyStoreOptions,
+} from "./core/idempotency-store.js";
+export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
+export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/oxp-core.js";
+export type {
+  OxpToolErrorOptions,
+  SchemaObject,
+  Tool,
+  ToolContext,
+  ToolInput,
+  ToolLogger,
+  ToolOutput,
+  ToolSpec,
+} from "./core/tool.js";
+export { defineTool, OxpToolError } from "./core/tool.js";
+export type { AuthenticationOptions, Principal } from "./http/authentication.js";
+export type {
+  AdapterOptions,
+  CorsOptions,
+  FetchPage,
+  OxpLifecycle,
+  OxpRuntime,
+  Telemetry,
+} from "./http/options.js";
