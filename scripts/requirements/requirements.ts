@@ -1,7 +1,8 @@
-/** The requirements manifest: each rule of docs/protocol.md as data (id, section, behaviour), and the tests that cite them. */
+/** The requirements manifest: each rule of docs/protocol.md as data (id, section, behaviour), and the tests and scenarios that cite them. */
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -53,32 +54,95 @@ export function manifestJson(rules: readonly Requirement[]): string {
   )}\n`;
 }
 
+/** A place that cites rules: a test's `verifies(...)` call or a scenario's `rules` field. */
+export interface Citation {
+  /** The rule ids, as written. */
+  ids: string[];
+  /** Where the place starts, from 1. */
+  line: number;
+}
+
+/** What the check cannot accept in a file, at a line. */
+export interface CitationProblem {
+  line: number;
+  message: string;
+}
+
 /**
- * The rule ids a source file cites: a `// rule: a.b, c.d` comment (test files: the tests right below
- * check those rules) or a `rules: ["a.b"]` field (conformance scenarios).
+ * What a test file (`*.test.ts`) cites: the first argument of each `verifies(ids, name, fn)` and
+ * `verifies.each(table)(ids, name, fn)` (@otc/test-helpers/verifies), a string or an array of strings.
+ * A first argument the check cannot read, and a `// rule:` comment (the old form), are problems.
  */
-export function citedIds(source: string): string[] {
-  const ids: string[] = [];
-  for (const match of source.matchAll(/\/\/ rules?: ([a-z0-9.-]+(?:, *[a-z0-9.-]+)*)/g)) {
-    ids.push(...(match[1] ?? "").split(/, */));
-  }
-  for (const match of source.matchAll(/\brules: \[([^\]]*)\]/g)) {
-    for (const id of (match[1] ?? "").matchAll(/"([a-z0-9.-]+)"/g)) if (id[1]) ids.push(id[1]);
-  }
-  return ids;
+export function testCitations(source: string): { citations: Citation[]; problems: CitationProblem[] } {
+  const file = ts.createSourceFile("cites.test.ts", source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const lineOf = (node: ts.Node) => file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1;
+  const citations: Citation[] = [];
+  const problems: CitationProblem[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && isVerifies(node.expression)) {
+      const ids = literalIds(node.arguments[0]);
+      if (ids) citations.push({ ids, line: lineOf(node) });
+      else
+        problems.push({
+          line: lineOf(node),
+          message:
+            "the rule ids of verifies(...) are not a string or an array of strings written out, so no check reads them",
+        });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(file);
+  source.split("\n").forEach((text, index) => {
+    if (/\/\/ rules?: [a-z0-9]/.test(text))
+      problems.push({
+        line: index + 1,
+        message:
+          "a `// rule:` comment no longer cites a rule: declare the test with verifies(ids, name, fn) from @otc/test-helpers/verifies",
+      });
+  });
+  return { citations, problems: problems.sort((a, b) => a.line - b.line) };
+}
+
+/** `verifies` or `verifies.each(table)`: the callee of a call whose first argument is the rule ids. */
+function isVerifies(callee: ts.Expression): boolean {
+  if (ts.isIdentifier(callee)) return callee.text === "verifies";
+  return (
+    ts.isCallExpression(callee) &&
+    ts.isPropertyAccessExpression(callee.expression) &&
+    ts.isIdentifier(callee.expression.expression) &&
+    callee.expression.expression.text === "verifies"
+  );
+}
+
+/** The ids a string or an array of strings names; undefined for anything else, which the check cannot read. */
+function literalIds(node: ts.Expression | undefined): string[] | undefined {
+  if (node && ts.isStringLiteralLike(node)) return [node.text];
+  if (!node || !ts.isArrayLiteralExpression(node) || node.elements.length === 0) return undefined;
+  const ids = node.elements.map((element) => (ts.isStringLiteralLike(element) ? element.text : undefined));
+  return ids.every((id) => id !== undefined) ? ids : undefined;
+}
+
+/** What a conformance scenario file cites: each scenario's `rules: ["a.b", ...]` field. */
+export function scenarioCitations(source: string): Citation[] {
+  return [...source.matchAll(/\brules: \[([^\]]*)\]/g)].map((match) => ({
+    ids: [...(match[1] ?? "").matchAll(/"([a-z0-9.-]+)"/g)].map((id) => id[1] ?? ""),
+    line: source.slice(0, match.index).split("\n").length,
+  }));
 }
 
 /**
  * Where tests and scenarios live: every `*.test.ts` and the conformance kit's scenarios, outside
- * node_modules and dist, and outside this folder (its own tests quote the citation syntax).
+ * node_modules and dist, and outside the files that quote the citation syntax with made-up ids (this
+ * folder's tests, and those of the verifies helper).
  */
 export async function citingFiles(root: string): Promise<string[]> {
+  const quoting = [here, path.join(root, "tests/helpers/test/verifies.test.ts")];
   const found: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       if (entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".")) continue;
       const full = path.join(dir, entry.name);
-      if (full === here) continue;
+      if (quoting.includes(full)) continue;
       if (entry.isDirectory()) await walk(full);
       else if (entry.name.endsWith(".test.ts") || full.includes(`${path.sep}scenarios${path.sep}`)) found.push(full);
     }
@@ -87,16 +151,23 @@ export async function citingFiles(root: string): Promise<string[]> {
   return found.sort();
 }
 
-/** Every cited id with the files that cite it (paths relative to `root`). */
-export async function citations(root: string): Promise<Map<string, string[]>> {
+/**
+ * Every cited id with the places that cite it (`path:line`, relative to `root`), and every problem
+ * (`path:line: message`): a test file cites with verifies(...), a scenario file with `rules`.
+ */
+export async function citations(root: string): Promise<{ cited: Map<string, string[]>; problems: string[] }> {
   const cited = new Map<string, string[]>();
+  const problems: string[] = [];
   for (const file of await citingFiles(root)) {
     const relative = path.relative(root, file);
-    for (const id of citedIds(await readFile(file, "utf8"))) {
-      const files = cited.get(id) ?? [];
-      if (!files.includes(relative)) files.push(relative);
-      cited.set(id, files);
+    const source = await readFile(file, "utf8");
+    const found = file.endsWith(".test.ts")
+      ? testCitations(source)
+      : { citations: scenarioCitations(source), problems: [] };
+    for (const { ids, line } of found.citations) {
+      for (const id of ids) cited.set(id, [...(cited.get(id) ?? []), `${relative}:${line}`]);
     }
+    for (const { line, message } of found.problems) problems.push(`${relative}:${line}: ${message}`);
   }
-  return cited;
+  return { cited, problems };
 }

@@ -1,4 +1,5 @@
 // Validates every file of spec/examples against its schema: valid ones pass, invalid ones fail.
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { createSpecAjv, loadExamples, loadSchemaFiles } from "../index.js";
 
@@ -27,12 +28,27 @@ describe("spec/examples", () => {
     }
   });
 
-  // rules: response.exactly-one-outcome, response.no-extra-properties, request.flat-shape, spec.response-branches-closed, spec.requirement-items-required, spec.closed-bodies, definitions.fields, definitions.name-pattern, definitions.input-schema-flat, definitions.self-contained, definitions.id-and-version
-  it.each(examples.map((example) => [example.file, example] as const))("%s", (_file, example) => {
-    const validate = ajv.getSchema(idByTitle.get(example.schemaName) ?? "");
-    if (!validate) throw new Error(`no schema titled ${example.schemaName}`);
-    const ok = validate(example.body);
-    if (example.valid) expect(validate.errors ?? [], "a valid example passes").toEqual([]);
-    expect(ok).toBe(example.valid);
-  });
+  verifies.each(examples.map((example) => [example.file, example] as const))(
+    [
+      "response.exactly-one-outcome",
+      "response.no-extra-properties",
+      "request.flat-shape",
+      "spec.response-branches-closed",
+      "spec.requirement-items-required",
+      "spec.closed-bodies",
+      "definitions.fields",
+      "definitions.name-pattern",
+      "definitions.input-schema-flat",
+      "definitions.self-contained",
+      "definitions.id-and-version",
+    ],
+    "%s",
+    (_file, example) => {
+      const validate = ajv.getSchema(idByTitle.get(example.schemaName) ?? "");
+      if (!validate) throw new Error(`no schema titled ${example.schemaName}`);
+      const ok = validate(example.body);
+      if (example.valid) expect(validate.errors ?? [], "a valid example passes").toEqual([]);
+      expect(ok).toBe(example.valid);
+    },
+  );
 });

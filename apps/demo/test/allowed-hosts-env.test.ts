@@ -1,5 +1,6 @@
 // The demo process's DNS-rebinding protection and its setting from the environment (OXP_ALLOWED_HOSTS).
 import { request } from "node:http";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
 import { startDemoProcess, stopDemoProcesses } from "./demo-process.js";
 
@@ -18,20 +19,22 @@ function statusWithHost(url: string, host: string, path = "/tools"): Promise<num
 }
 
 describe("the demo's Host check", () => {
-  // rule: limits.allowed-hosts
-  it("with auth off on loopback, serves no page a rebound name reaches: tools, the Inspector, consent pages", async () => {
-    const { url } = await startDemoProcess({});
-    if (!url) throw new Error("the demo did not start");
-    const port = new URL(url).port;
-    for (const path of ["/tools", "/health", "/inspector", "/demo/authorize/x"]) {
-      expect(await statusWithHost(url, `rebind.evil.example:${port}`, path), path).toBe(400);
-    }
-    expect(await statusWithHost(url, `localhost:${port}`)).toBe(200);
-    expect(await statusWithHost(url, `127.0.0.1:${port}`)).toBe(200);
-  });
+  verifies(
+    "limits.allowed-hosts",
+    "with auth off on loopback, serves no page a rebound name reaches: tools, the Inspector, consent pages",
+    async () => {
+      const { url } = await startDemoProcess({});
+      if (!url) throw new Error("the demo did not start");
+      const port = new URL(url).port;
+      for (const path of ["/tools", "/health", "/inspector", "/demo/authorize/x"]) {
+        expect(await statusWithHost(url, `rebind.evil.example:${port}`, path), path).toBe(400);
+      }
+      expect(await statusWithHost(url, `localhost:${port}`)).toBe(200);
+      expect(await statusWithHost(url, `127.0.0.1:${port}`)).toBe(200);
+    },
+  );
 
-  // rule: limits.allowed-hosts
-  it("takes OXP_ALLOWED_HOSTS: names to add, or any", async () => {
+  verifies("limits.allowed-hosts", "takes OXP_ALLOWED_HOSTS: names to add, or any", async () => {
     const listed = await startDemoProcess({ OXP_ALLOWED_HOSTS: "tools.example.com, .example.org" });
     if (!listed.url) throw new Error(`the demo did not start: ${listed.output}`);
     expect(await statusWithHost(listed.url, "tools.example.com")).toBe(200);
@@ -43,8 +46,7 @@ describe("the demo's Host check", () => {
     expect(await statusWithHost(any.url, "evil.example")).toBe(200);
   });
 
-  // rule: limits.allowed-hosts
-  it("serves OXP_PUBLIC_URL's host, the name the proxy in front forwards", async () => {
+  verifies("limits.allowed-hosts", "serves OXP_PUBLIC_URL's host, the name the proxy in front forwards", async () => {
     const { url, output } = await startDemoProcess({ OXP_PUBLIC_URL: "https://tools.example.net" });
     if (!url) throw new Error(`the demo did not start: ${output}`);
     expect(await statusWithHost(url, "tools.example.net")).toBe(200);

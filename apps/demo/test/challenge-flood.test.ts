@@ -3,7 +3,8 @@ import { createHmac } from "node:crypto";
 import { createRedisState } from "@otc/redis";
 import { type ChallengeStore, MemoryChallengeStore, type TokenStore } from "@otc/server";
 import { startRedisServer } from "@otc/test-helpers/redis-server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifies } from "@otc/test-helpers/verifies";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import type { DemoOptions } from "../src/demo.js";
 import { approve, callTool, expectError, type Running, send, startDemo } from "./harness.js";
 
@@ -124,11 +125,15 @@ describe.each(STORES)("one principal's challenges never deny another principal's
     await stores?.close();
   });
 
-  // rules: requirements.challenges-per-principal, requirements.consent-challenges-bounded, limits.bounded-resources
-  it("1,600 challenges from one JWT principal, each for a new user_id, then an API key's call still gets its challenge", async () => {
-    // Without a per-principal cap the flood fills the 1,500 and every later challenge, anyone's, is a 503.
-    await replay(server, 1_600);
-    // The flooder holds its cap of 1,000 (its newest), the API-key principal its 2.
-    expect(await stores.held()).toBe(1_002);
-  }, 60_000);
+  verifies(
+    ["requirements.challenges-per-principal", "requirements.consent-challenges-bounded", "limits.bounded-resources"],
+    "1,600 challenges from one JWT principal, each for a new user_id, then an API key's call still gets its challenge",
+    async () => {
+      // Without a per-principal cap the flood fills the 1,500 and every later challenge, anyone's, is a 503.
+      await replay(server, 1_600);
+      // The flooder holds its cap of 1,000 (its newest), the API-key principal its 2.
+      expect(await stores.held()).toBe(1_002);
+    },
+    60_000,
+  );
 });

@@ -6,6 +6,7 @@ import {
   type TokenOwner,
   WireError,
 } from "@otc/server/fetch";
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { DemoGoogleProvider } from "../src/google-provider.js";
 import { GMAIL_READONLY_SCOPE } from "../src/tools.js";
@@ -77,21 +78,24 @@ function expectHtml(response: Response, status: number): void {
 const expectNoStack = (text: string) => expect(text).not.toMatch(/\n\s+at |node_modules|\/work\/|\.ts:\d+/);
 
 describe("the consent page as a fetch page", () => {
-  // rule: requirements.consent-page-safe
-  it("shows the request with a hidden anti-CSRF token and the framing and cache headers", async () => {
-    const { start, answer } = setup();
-    const challenge = await start("<b>ann</b>");
-    expect(challenge.url).toBe(`${BASE_URL}/demo/authorize/${challenge.id}`);
-    const response = await answer(new Request(challenge.url));
-    expectHtml(response, 200);
-    const text = await response.clone().text();
-    expect(response.headers.get("content-length")).toBe(String(new TextEncoder().encode(text).byteLength));
-    expect(text).toContain("Google");
-    expect(text).toContain(GMAIL_READONLY_SCOPE);
-    expect(text).toContain("&lt;b&gt;ann&lt;/b&gt;");
-    expect(text).not.toContain("<b>ann</b>");
-    expect(Buffer.from(await csrfOf(response), "base64url")).toHaveLength(32);
-  });
+  verifies(
+    "requirements.consent-page-safe",
+    "shows the request with a hidden anti-CSRF token and the framing and cache headers",
+    async () => {
+      const { start, answer } = setup();
+      const challenge = await start("<b>ann</b>");
+      expect(challenge.url).toBe(`${BASE_URL}/demo/authorize/${challenge.id}`);
+      const response = await answer(new Request(challenge.url));
+      expectHtml(response, 200);
+      const text = await response.clone().text();
+      expect(response.headers.get("content-length")).toBe(String(new TextEncoder().encode(text).byteLength));
+      expect(text).toContain("Google");
+      expect(text).toContain(GMAIL_READONLY_SCOPE);
+      expect(text).toContain("&lt;b&gt;ann&lt;/b&gt;");
+      expect(text).not.toContain("<b>ann</b>");
+      expect(Buffer.from(await csrfOf(response), "base64url")).toHaveLength(32);
+    },
+  );
 
   it("answers HEAD with the headers of GET and no body, a trailing slash as without", async () => {
     const { start, answer } = setup();
@@ -149,36 +153,39 @@ describe("the consent page as a fetch page", () => {
     expect(new URL(approved.headers.get("location") ?? "", asked).href).toBe(asked);
   });
 
-  // rule: requirements.consent-page-safe
-  it("refuses a POST without the token, with a wrong one or another challenge's, and decides nothing", async () => {
-    const { start, answer, provider } = setup();
-    const challenge = await start("bea");
-    const other = await start("bea");
-    const csrf = await csrfOf(await answer(new Request(challenge.url)));
-    const otherCsrf = await csrfOf(await answer(new Request(other.url)));
-    expect(otherCsrf).not.toBe(csrf);
-    for (const fields of [
-      { action: "approve" } as Record<string, string>,
-      { action: "approve", csrf: "" },
-      { action: "approve", csrf: `${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}` },
-      { action: "approve", csrf: "x" },
-      { action: "approve", csrf: `${csrf}${csrf}` },
-      { action: "approve", csrf: otherCsrf },
-    ]) {
-      const refused = await answer(post(challenge.url, form(fields)));
-      expectHtml(refused, 403);
-      expectNoStack(await refused.text());
-    }
-    // Sent twice, the token counts as not sent, as Express's parser made it an array.
-    expectHtml(await answer(post(challenge.url, `action=approve&csrf=${csrf}&csrf=${csrf}`)), 403);
-    // Another type of body holds no fields.
-    expectHtml(
-      await answer(post(challenge.url, form({ action: "approve", csrf }), { "content-type": "text/plain" })),
-      403,
-    );
-    expect(await provider.checkChallenge(challenge.id)).toBe("pending");
-    expect(await (await answer(new Request(challenge.url))).text()).toContain('name="csrf"');
-  });
+  verifies(
+    "requirements.consent-page-safe",
+    "refuses a POST without the token, with a wrong one or another challenge's, and decides nothing",
+    async () => {
+      const { start, answer, provider } = setup();
+      const challenge = await start("bea");
+      const other = await start("bea");
+      const csrf = await csrfOf(await answer(new Request(challenge.url)));
+      const otherCsrf = await csrfOf(await answer(new Request(other.url)));
+      expect(otherCsrf).not.toBe(csrf);
+      for (const fields of [
+        { action: "approve" } as Record<string, string>,
+        { action: "approve", csrf: "" },
+        { action: "approve", csrf: `${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}` },
+        { action: "approve", csrf: "x" },
+        { action: "approve", csrf: `${csrf}${csrf}` },
+        { action: "approve", csrf: otherCsrf },
+      ]) {
+        const refused = await answer(post(challenge.url, form(fields)));
+        expectHtml(refused, 403);
+        expectNoStack(await refused.text());
+      }
+      // Sent twice, the token counts as not sent, as Express's parser made it an array.
+      expectHtml(await answer(post(challenge.url, `action=approve&csrf=${csrf}&csrf=${csrf}`)), 403);
+      // Another type of body holds no fields.
+      expectHtml(
+        await answer(post(challenge.url, form({ action: "approve", csrf }), { "content-type": "text/plain" })),
+        403,
+      );
+      expect(await provider.checkChallenge(challenge.id)).toBe("pending");
+      expect(await (await answer(new Request(challenge.url))).text()).toContain('name="csrf"');
+    },
+  );
 
   it("refuses an action other than approve or deny with a plain 400 page", async () => {
     const { start, answer, provider } = setup();
@@ -192,22 +199,25 @@ describe("the consent page as a fetch page", () => {
     expect(await provider.checkChallenge(challenge.id)).toBe("pending");
   });
 
-  // rule: requirements.consent-page-safe
-  it("answers an unknown challenge with a plain 404 page carrying the headers", async () => {
-    const { answer } = setup();
-    const url = `${BASE_URL}/demo/authorize/google.nope`;
-    for (const request of [
-      new Request(url),
-      new Request(url, { method: "HEAD" }),
-      post(url, form({ action: "approve" })),
-    ]) {
-      const reply = await answer(request);
-      expectHtml(reply, 404);
-      const text = await reply.text();
-      if (request.method !== "HEAD") expect(text).toContain("No such request");
-      expectNoStack(text);
-    }
-  });
+  verifies(
+    "requirements.consent-page-safe",
+    "answers an unknown challenge with a plain 404 page carrying the headers",
+    async () => {
+      const { answer } = setup();
+      const url = `${BASE_URL}/demo/authorize/google.nope`;
+      for (const request of [
+        new Request(url),
+        new Request(url, { method: "HEAD" }),
+        post(url, form({ action: "approve" })),
+      ]) {
+        const reply = await answer(request);
+        expectHtml(reply, 404);
+        const text = await reply.text();
+        if (request.method !== "HEAD") expect(text).toContain("No such request");
+        expectNoStack(text);
+      }
+    },
+  );
 
   it("refuses a body past 1 KiB with a 413, by its declared length or by what arrives", async () => {
     const { start, answer, provider } = setup();

@@ -1,5 +1,6 @@
 // The demo consent page (docs/protocol.md section 4): anti-CSRF token, framing and cache headers, bounded and expiring challenges.
 import { MemoryTokenStore, type StartChallengeInput, type TokenOwner, WireError } from "@otc/server";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DemoGoogleProvider } from "../src/google-provider.js";
 import { callTool, expectError, type Reply, type Running, send, startDemo } from "./harness.js";
@@ -56,50 +57,55 @@ function expectSecurityHeaders(reply: Reply): void {
 const expectNoStack = (reply: Reply) => expect(reply.text).not.toMatch(/\n\s+at |node_modules|\/work\/|\.ts:\d+/);
 
 describe("the consent form", () => {
-  // rule: requirements.consent-page-safe
-  it("shows the request with a hidden anti-CSRF token and the framing and cache headers", async () => {
-    const challenge = await challengeFor("<b>ann</b>");
-    expect(challenge.url).toBe(`${server.baseUrl}/demo/authorize/${encodeURIComponent(challenge.id)}`);
-    const page = await send(challenge.url);
-    expect(page.status).toBe(200);
-    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
-    expectSecurityHeaders(page);
-    expect(page.text).toContain("Google");
-    expect(page.text).toContain("https://www.googleapis.com/auth/gmail.readonly");
-    expect(page.text).toContain("&lt;b&gt;ann&lt;/b&gt;");
-    expect(page.text).not.toContain("<b>ann</b>");
-    expect(Buffer.from(await csrfOf(challenge.url), "base64url")).toHaveLength(32);
-  });
+  verifies(
+    "requirements.consent-page-safe",
+    "shows the request with a hidden anti-CSRF token and the framing and cache headers",
+    async () => {
+      const challenge = await challengeFor("<b>ann</b>");
+      expect(challenge.url).toBe(`${server.baseUrl}/demo/authorize/${encodeURIComponent(challenge.id)}`);
+      const page = await send(challenge.url);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      expectSecurityHeaders(page);
+      expect(page.text).toContain("Google");
+      expect(page.text).toContain("https://www.googleapis.com/auth/gmail.readonly");
+      expect(page.text).toContain("&lt;b&gt;ann&lt;/b&gt;");
+      expect(page.text).not.toContain("<b>ann</b>");
+      expect(Buffer.from(await csrfOf(challenge.url), "base64url")).toHaveLength(32);
+    },
+  );
 
-  // rule: requirements.consent-page-safe
-  it("refuses a POST without the token or with a wrong one, and decides nothing", async () => {
-    const challenge = await challengeFor("bea");
-    const csrf = await csrfOf(challenge.url);
+  verifies(
+    "requirements.consent-page-safe",
+    "refuses a POST without the token or with a wrong one, and decides nothing",
+    async () => {
+      const challenge = await challengeFor("bea");
+      const csrf = await csrfOf(challenge.url);
 
-    const missing = await submit(challenge.url, { action: "approve" });
-    expect(missing.status).toBe(403);
-    expect(missing.headers.get("content-type")).toMatch(/^text\/html/);
-    expectSecurityHeaders(missing);
-    expectNoStack(missing);
-    expect(await statusOf(challenge)).toBe("pending");
+      const missing = await submit(challenge.url, { action: "approve" });
+      expect(missing.status).toBe(403);
+      expect(missing.headers.get("content-type")).toMatch(/^text\/html/);
+      expectSecurityHeaders(missing);
+      expectNoStack(missing);
+      expect(await statusOf(challenge)).toBe("pending");
 
-    // What a form on another site can send: it cannot read the page, so it has no token.
-    const crossSite = await submit(
-      challenge.url,
-      { action: "approve", csrf: "" },
-      { origin: "https://attacker.example", referer: "https://attacker.example/" },
-    );
-    expect(crossSite.status).toBe(403);
+      // What a form on another site can send: it cannot read the page, so it has no token.
+      const crossSite = await submit(
+        challenge.url,
+        { action: "approve", csrf: "" },
+        { origin: "https://attacker.example", referer: "https://attacker.example/" },
+      );
+      expect(crossSite.status).toBe(403);
 
-    for (const wrong of [`${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}`, "x", `${csrf}${csrf}`]) {
-      expect((await submit(challenge.url, { action: "approve", csrf: wrong })).status).toBe(403);
-    }
-    expect(await statusOf(challenge)).toBe("pending");
-    expect((await send(challenge.url)).text).toContain('name="csrf"');
-  });
+      for (const wrong of [`${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}`, "x", `${csrf}${csrf}`]) {
+        expect((await submit(challenge.url, { action: "approve", csrf: wrong })).status).toBe(403);
+      }
+      expect(await statusOf(challenge)).toBe("pending");
+      expect((await send(challenge.url)).text).toContain('name="csrf"');
+    },
+  );
 
-  // rule: requirements.consent-page-safe
-  it("does not take another challenge's token", async () => {
+  verifies("requirements.consent-page-safe", "does not take another challenge's token", async () => {
     const first = await challengeFor("cid");
     const second = await challengeFor("cid");
     const secondCsrf = await csrfOf(second.url);
@@ -142,35 +148,41 @@ describe("the consent form", () => {
     expect(await statusOf(challenge)).toBe("pending");
   });
 
-  // rule: requirements.consent-page-safe
-  it("answers an unknown challenge with a plain 404 page carrying the headers", async () => {
-    for (const reply of [
-      await send(`${server.baseUrl}/demo/authorize/google.nope`),
-      await submit(`${server.baseUrl}/demo/authorize/google.nope`, { action: "approve", csrf: "x" }),
-    ]) {
-      expect(reply.status).toBe(404);
-      expect(reply.headers.get("content-type")).toMatch(/^text\/html/);
-      expectSecurityHeaders(reply);
-      expectNoStack(reply);
-    }
-  });
+  verifies(
+    "requirements.consent-page-safe",
+    "answers an unknown challenge with a plain 404 page carrying the headers",
+    async () => {
+      for (const reply of [
+        await send(`${server.baseUrl}/demo/authorize/google.nope`),
+        await submit(`${server.baseUrl}/demo/authorize/google.nope`, { action: "approve", csrf: "x" }),
+      ]) {
+        expect(reply.status).toBe(404);
+        expect(reply.headers.get("content-type")).toMatch(/^text\/html/);
+        expectSecurityHeaders(reply);
+        expectNoStack(reply);
+      }
+    },
+  );
 });
 
 describe("pending challenges per user", () => {
-  // rule: requirements.consent-challenges-bounded
-  it("drop the same user's oldest beyond 5, and leave other users alone", async () => {
-    const other = await challengeFor("fay");
-    const mine: Challenge[] = [];
-    for (let i = 0; i < 6; i++) mine.push(await challengeFor("gus"));
-    const [oldest, ...rest] = mine;
-    if (!oldest) throw new Error("no challenge");
-    expectError(await send(oldest.check_url), 404);
-    const page = await send(oldest.url);
-    expect(page.status).toBe(404);
-    expectSecurityHeaders(page);
-    for (const challenge of rest) expect(await statusOf(challenge)).toBe("pending");
-    expect(await statusOf(other)).toBe("pending");
-  });
+  verifies(
+    "requirements.consent-challenges-bounded",
+    "drop the same user's oldest beyond 5, and leave other users alone",
+    async () => {
+      const other = await challengeFor("fay");
+      const mine: Challenge[] = [];
+      for (let i = 0; i < 6; i++) mine.push(await challengeFor("gus"));
+      const [oldest, ...rest] = mine;
+      if (!oldest) throw new Error("no challenge");
+      expectError(await send(oldest.check_url), 404);
+      const page = await send(oldest.url);
+      expect(page.status).toBe(404);
+      expectSecurityHeaders(page);
+      for (const challenge of rest) expect(await statusOf(challenge)).toBe("pending");
+      expect(await statusOf(other)).toBe("pending");
+    },
+  );
 });
 
 describe("DemoGoogleProvider bounds", () => {
@@ -185,59 +197,65 @@ describe("DemoGoogleProvider bounds", () => {
   });
   const ann = { principal: "anonymous", userId: "ann" };
 
-  // rule: requirements.consent-challenges-bounded
-  it("keys the per-user cap on principal and user id, and does not count decided challenges", async () => {
-    const provider = new DemoGoogleProvider({ maxPendingPerUser: 2 });
-    const a1 = input({ principal: "a", userId: "u" });
-    const a2 = input({ principal: "a", userId: "u" });
-    const b1 = input({ principal: "b", userId: "u" });
-    for (const started of [a1, a2, b1]) await provider.startChallenge(started);
-    expect(await provider.decide(a1.challengeId, true)).toBe("completed");
-    expect(await tokens.get(a1.owner, "google")).toMatchObject({ scopes: ["s"] });
-    expect(await tokens.get(b1.owner, "google")).toBeUndefined();
-    // a1 is decided: a's pending are a2 and a3, nothing dropped.
-    const a3 = input({ principal: "a", userId: "u" });
-    await provider.startChallenge(a3);
-    expect(await provider.checkChallenge(a1.challengeId)).toBe("completed");
-    expect(await provider.checkChallenge(a2.challengeId)).toBe("pending");
-    // One more for a drops a2, its oldest pending; b's stays.
-    await provider.startChallenge(input({ principal: "a", userId: "u" }));
-    expect(await provider.checkChallenge(a2.challengeId)).toBeUndefined();
-    expect(await provider.checkChallenge(a3.challengeId)).toBe("pending");
-    expect(await provider.checkChallenge(b1.challengeId)).toBe("pending");
-    expect(provider.size).toBe(4);
-  });
+  verifies(
+    "requirements.consent-challenges-bounded",
+    "keys the per-user cap on principal and user id, and does not count decided challenges",
+    async () => {
+      const provider = new DemoGoogleProvider({ maxPendingPerUser: 2 });
+      const a1 = input({ principal: "a", userId: "u" });
+      const a2 = input({ principal: "a", userId: "u" });
+      const b1 = input({ principal: "b", userId: "u" });
+      for (const started of [a1, a2, b1]) await provider.startChallenge(started);
+      expect(await provider.decide(a1.challengeId, true)).toBe("completed");
+      expect(await tokens.get(a1.owner, "google")).toMatchObject({ scopes: ["s"] });
+      expect(await tokens.get(b1.owner, "google")).toBeUndefined();
+      // a1 is decided: a's pending are a2 and a3, nothing dropped.
+      const a3 = input({ principal: "a", userId: "u" });
+      await provider.startChallenge(a3);
+      expect(await provider.checkChallenge(a1.challengeId)).toBe("completed");
+      expect(await provider.checkChallenge(a2.challengeId)).toBe("pending");
+      // One more for a drops a2, its oldest pending; b's stays.
+      await provider.startChallenge(input({ principal: "a", userId: "u" }));
+      expect(await provider.checkChallenge(a2.challengeId)).toBeUndefined();
+      expect(await provider.checkChallenge(a3.challengeId)).toBe("pending");
+      expect(await provider.checkChallenge(b1.challengeId)).toBe("pending");
+      expect(provider.size).toBe(4);
+    },
+  );
 
-  // rules: requirements.consent-challenges-bounded, limits.bounded-resources
-  it("refuses a challenge beyond the total with a 503 and a Retry-After, decided ones included", async () => {
-    let now = 1_000_000;
-    const provider = new DemoGoogleProvider({ maxChallenges: 3, ttlMs: 60_000, now: () => now });
-    const first = input(ann);
-    await provider.startChallenge(first);
-    now += 10_000;
-    await provider.startChallenge(input({ principal: "anonymous", userId: "bob" }));
-    await provider.startChallenge(input({ principal: "anonymous", userId: "cy" }));
-    await provider.decide(first.challengeId, false);
-    now += 10_500;
-    const refused = await provider.startChallenge(input({ principal: "anonymous", userId: "dee" })).catch((e) => e);
-    expect(refused).toBeInstanceOf(WireError);
-    expect(refused.status).toBe(503);
-    expect(refused.message).toBe("Too many authorization requests are pending");
-    expect(refused.details.headers).toEqual({ "Retry-After": "40" });
-    expect(provider.size).toBe(3);
+  verifies(
+    ["requirements.consent-challenges-bounded", "limits.bounded-resources"],
+    "refuses a challenge beyond the total with a 503 and a Retry-After, decided ones included",
+    async () => {
+      let now = 1_000_000;
+      const provider = new DemoGoogleProvider({ maxChallenges: 3, ttlMs: 60_000, now: () => now });
+      const first = input(ann);
+      await provider.startChallenge(first);
+      now += 10_000;
+      await provider.startChallenge(input({ principal: "anonymous", userId: "bob" }));
+      await provider.startChallenge(input({ principal: "anonymous", userId: "cy" }));
+      await provider.decide(first.challengeId, false);
+      now += 10_500;
+      const refused = await provider.startChallenge(input({ principal: "anonymous", userId: "dee" })).catch((e) => e);
+      expect(refused).toBeInstanceOf(WireError);
+      expect(refused.status).toBe(503);
+      expect(refused.message).toBe("Too many authorization requests are pending");
+      expect(refused.details.headers).toEqual({ "Retry-After": "40" });
+      expect(provider.size).toBe(3);
 
-    now += 39_499;
-    const soon = await provider.startChallenge(input({ principal: "anonymous", userId: "dee" })).catch((e) => e);
-    expect(soon.details.headers).toEqual({ "Retry-After": "1" });
+      now += 39_499;
+      const soon = await provider.startChallenge(input({ principal: "anonymous", userId: "dee" })).catch((e) => e);
+      expect(soon.details.headers).toEqual({ "Retry-After": "1" });
 
-    // Once the oldest expires there is room again.
-    now += 1;
-    await expect(provider.startChallenge(input({ principal: "anonymous", userId: "dee" }))).resolves.toMatchObject({
-      url: expect.stringContaining("/demo/authorize/google.test-"),
-    });
-    expect(await provider.checkChallenge(first.challengeId)).toBeUndefined();
-    expect(provider.size).toBe(3);
-  });
+      // Once the oldest expires there is room again.
+      now += 1;
+      await expect(provider.startChallenge(input({ principal: "anonymous", userId: "dee" }))).resolves.toMatchObject({
+        url: expect.stringContaining("/demo/authorize/google.test-"),
+      });
+      expect(await provider.checkChallenge(first.challengeId)).toBeUndefined();
+      expect(provider.size).toBe(3);
+    },
+  );
 
   it("lets a user at the cap replace their oldest even when the total is full", async () => {
     const provider = new DemoGoogleProvider({ maxChallenges: 2, maxPendingPerUser: 2 });
@@ -247,21 +265,24 @@ describe("DemoGoogleProvider bounds", () => {
     expect(provider.size).toBe(2);
   });
 
-  // rule: requirements.consent-challenges-bounded
-  it("expires challenges, pending or decided, after the ttl", async () => {
-    const provider = new DemoGoogleProvider({ ttlMs: 20 });
-    const pending = input(ann);
-    const decided = input({ principal: "anonymous", userId: "bob" });
-    await provider.startChallenge(pending);
-    await provider.startChallenge(decided);
-    await provider.decide(decided.challengeId, true);
-    expect(provider.size).toBe(2);
-    await new Promise((resolve) => setTimeout(resolve, 40));
-    expect(await provider.checkChallenge(pending.challengeId)).toBeUndefined();
-    expect(await provider.checkChallenge(decided.challengeId)).toBeUndefined();
-    expect(await provider.decide(pending.challengeId, true)).toBeUndefined();
-    expect(provider.size).toBe(0);
-  });
+  verifies(
+    "requirements.consent-challenges-bounded",
+    "expires challenges, pending or decided, after the ttl",
+    async () => {
+      const provider = new DemoGoogleProvider({ ttlMs: 20 });
+      const pending = input(ann);
+      const decided = input({ principal: "anonymous", userId: "bob" });
+      await provider.startChallenge(pending);
+      await provider.startChallenge(decided);
+      await provider.decide(decided.challengeId, true);
+      expect(provider.size).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      expect(await provider.checkChallenge(pending.challengeId)).toBeUndefined();
+      expect(await provider.checkChallenge(decided.challengeId)).toBeUndefined();
+      expect(await provider.decide(pending.challengeId, true)).toBeUndefined();
+      expect(provider.size).toBe(0);
+    },
+  );
 
   it("rejects options that are not positive integers", () => {
     expect(() => new DemoGoogleProvider({ ttlMs: 0 })).toThrow(/ttlMs/);

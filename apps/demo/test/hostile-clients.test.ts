@@ -1,4 +1,5 @@
 // Finding 4 of the hostile-client attacks, on the demo's consent pages: their errors are JSON with OXP-Version, without stack traces (the others: packages/server/test/hostile-clients.test.ts).
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectError, type Running, send, startDemo } from "./harness.js";
 
@@ -47,24 +48,27 @@ describe("finding 4: errors of the demo's own pages are JSON with OXP-Version, w
     expect(reply.text).not.toMatch(/URIError|decodeParam|node_modules/);
   });
 
-  // rules: endpoints.oxp-version-header, requirements.consent-page-safe
-  it("puts OXP-Version on the consent pages and their redirects", async () => {
-    const challenged = await callTool(server.baseUrl, {
-      tool_id: "Gmail.GetEmails",
-      context: { user_id: "page-user" },
-    });
-    const { url } = challenged.body.missing_requirements.authorization[0];
-    const page = await send(url);
-    expect(page.status).toBe(200);
-    expect(page.headers.get("oxp-version")).toBe("1.0");
-    const csrf = /name="csrf" value="([^"]*)"/.exec(page.text)?.[1] ?? "";
-    const redirect = await send(url, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: `action=deny&csrf=${encodeURIComponent(csrf)}`,
-      redirect: "manual",
-    });
-    expect(redirect.status).toBe(303);
-    expect(redirect.headers.get("oxp-version")).toBe("1.0");
-  });
+  verifies(
+    ["endpoints.oxp-version-header", "requirements.consent-page-safe"],
+    "puts OXP-Version on the consent pages and their redirects",
+    async () => {
+      const challenged = await callTool(server.baseUrl, {
+        tool_id: "Gmail.GetEmails",
+        context: { user_id: "page-user" },
+      });
+      const { url } = challenged.body.missing_requirements.authorization[0];
+      const page = await send(url);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("oxp-version")).toBe("1.0");
+      const csrf = /name="csrf" value="([^"]*)"/.exec(page.text)?.[1] ?? "";
+      const redirect = await send(url, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: `action=deny&csrf=${encodeURIComponent(csrf)}`,
+        redirect: "manual",
+      });
+      expect(redirect.status).toBe(303);
+      expect(redirect.headers.get("oxp-version")).toBe("1.0");
+    },
+  );
 });

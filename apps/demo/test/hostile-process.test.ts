@@ -16,8 +16,9 @@ import {
   token,
   weighted,
 } from "@otc/test-helpers/raw-http";
+import { verifies } from "@otc/test-helpers/verifies";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe } from "vitest";
 import { callTool, expectHealthy, type Running, send, startDemo } from "./harness.js";
 
 const API_KEY = "hostile-process-test-key";
@@ -633,16 +634,20 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
     if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
   }
 
-  // rules: limits.no-5xx-for-requests, endpoints.error-json, endpoints.oxp-version-header
-  it("answers any request safely: no 5xx, JSON errors, no stack or path, OXP-Version 1.0 always", {
-    timeout: 60_000,
-  }, async () => {
-    const requests = wellFormedRequests();
+  verifies(
+    ["limits.no-5xx-for-requests", "endpoints.error-json", "endpoints.oxp-version-header"],
+    "answers any request safely: no 5xx, JSON errors, no stack or path, OXP-Version 1.0 always",
+    {
+      timeout: 60_000,
+    },
+    async () => {
+      const requests = wellFormedRequests();
 
-    await fc.assert(
-      fc.asyncProperty(requests, (request) => expectSafeAnswer(request)),
-      { numRuns: 300, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
-    );
-    await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
-  });
+      await fc.assert(
+        fc.asyncProperty(requests, (request) => expectSafeAnswer(request)),
+        { numRuns: 300, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
+      );
+      await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
+    },
+  );
 });

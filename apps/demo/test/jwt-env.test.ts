@@ -5,7 +5,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { verifies } from "@otc/test-helpers/verifies";
+import { afterAll, afterEach, beforeAll, describe, expect } from "vitest";
 import { startDemoProcess, stopDemoProcesses } from "./demo-process.js";
 import { send } from "./harness.js";
 
@@ -56,30 +57,36 @@ afterAll(async () => {
 });
 
 describe("the demo process with public-key JWTs", () => {
-  // rules: auth.jwt-public-keys, auth.jwt-subject
-  it("takes a key set, its issuer and a PEM key file from the environment", async () => {
-    const { url, output } = await startDemoProcess({
-      OXP_JWT_JWKS_URL: jwksUrl,
-      OXP_JWT_ISSUER: ISSUER,
-      OXP_JWT_PUBLIC_KEY_FILE: pemFile,
-    });
-    expect(url, output).toBeDefined();
-    expect(output).toContain("authentication: JWT");
-    const tools = (token: string) => send(`${url}/tools`, { headers: { Authorization: `Bearer ${token}` } });
-    expect((await tools(jwt("ES256", ec.privateKey, claims(), "ec-1"))).status).toBe(200);
-    expect((await tools(jwt("EdDSA", ed.privateKey, claims()))).status).toBe(200);
-    expect((await tools(jwt("ES256", ec.privateKey, claims({ sub: undefined }), "ec-1"))).status).toBe(401);
-    expect((await tools(jwt("EdDSA", ed.privateKey, claims({ iss: "https://elsewhere.example" })))).status).toBe(401);
-    expect((await send(`${url}/tools`)).status).toBe(401);
-  });
+  verifies(
+    ["auth.jwt-public-keys", "auth.jwt-subject"],
+    "takes a key set, its issuer and a PEM key file from the environment",
+    async () => {
+      const { url, output } = await startDemoProcess({
+        OXP_JWT_JWKS_URL: jwksUrl,
+        OXP_JWT_ISSUER: ISSUER,
+        OXP_JWT_PUBLIC_KEY_FILE: pemFile,
+      });
+      expect(url, output).toBeDefined();
+      expect(output).toContain("authentication: JWT");
+      const tools = (token: string) => send(`${url}/tools`, { headers: { Authorization: `Bearer ${token}` } });
+      expect((await tools(jwt("ES256", ec.privateKey, claims(), "ec-1"))).status).toBe(200);
+      expect((await tools(jwt("EdDSA", ed.privateKey, claims()))).status).toBe(200);
+      expect((await tools(jwt("ES256", ec.privateKey, claims({ sub: undefined }), "ec-1"))).status).toBe(401);
+      expect((await tools(jwt("EdDSA", ed.privateKey, claims({ iss: "https://elsewhere.example" })))).status).toBe(401);
+      expect((await send(`${url}/tools`)).status).toBe(401);
+    },
+  );
 
-  // rule: auth.jwt-public-keys
-  it("refuses to start with a key set but no issuer, or a key file it cannot read", async () => {
-    const noIssuer = await startDemoProcess({ OXP_JWT_JWKS_URL: jwksUrl });
-    expect(noIssuer.code).not.toBe(0);
-    expect(noIssuer.output).toContain("jwt.jwksUrl needs jwt.issuer");
-    const noFile = await startDemoProcess({ OXP_JWT_PUBLIC_KEY_FILE: path.join(dir, "missing.pem") });
-    expect(noFile.code).toBe(2);
-    expect(noFile.output).toContain("Cannot read OXP_JWT_PUBLIC_KEY_FILE");
-  });
+  verifies(
+    "auth.jwt-public-keys",
+    "refuses to start with a key set but no issuer, or a key file it cannot read",
+    async () => {
+      const noIssuer = await startDemoProcess({ OXP_JWT_JWKS_URL: jwksUrl });
+      expect(noIssuer.code).not.toBe(0);
+      expect(noIssuer.output).toContain("jwt.jwksUrl needs jwt.issuer");
+      const noFile = await startDemoProcess({ OXP_JWT_PUBLIC_KEY_FILE: path.join(dir, "missing.pem") });
+      expect(noFile.code).toBe(2);
+      expect(noFile.output).toContain("Cannot read OXP_JWT_PUBLIC_KEY_FILE");
+    },
+  );
 });

@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
 import { ADAPTER, callTool, send } from "./harness.js";
 
@@ -37,8 +38,7 @@ async function startProcess(
 }
 
 describe("the demo process", () => {
-  // rule: limits.graceful-drain
-  it("exits 0 on SIGTERM after finishing the call in flight", async () => {
+  verifies("limits.graceful-drain", "exits 0 on SIGTERM after finishing the call in flight", async () => {
     const { child, url } = await startProcess();
     const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 300 } });
     await new Promise((resolve) => setTimeout(resolve, 50));

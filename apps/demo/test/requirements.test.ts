@@ -1,4 +1,5 @@
 // docs/protocol.md section 4 against the running demo: user_id, secrets, authorization and the challenge lifecycle.
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectError, expectSchema, type Running, send, startDemo } from "./harness.js";
 
@@ -27,15 +28,17 @@ const gmail = (context: Record<string, unknown>, callId?: string) => ({
 });
 
 describe("user_id", () => {
-  // rule: requirements.user-id
-  it.each([[{}], [{ user_id: "" }]])("is required by Gmail.GetEmails (context %j)", async (context) => {
-    const reply = await callTool(server.baseUrl, gmail(context));
-    expectError(reply, 400);
-    expect(reply.body.missing_requirements).toEqual({ user_id: true });
-  });
+  verifies.each([[{}], [{ user_id: "" }]])(
+    "requirements.user-id",
+    "is required by Gmail.GetEmails (context %j)",
+    async (context) => {
+      const reply = await callTool(server.baseUrl, gmail(context));
+      expectError(reply, 400);
+      expect(reply.body.missing_requirements).toEqual({ user_id: true });
+    },
+  );
 
-  // rules: requirements.check-order, requirements.challenge-400
-  it("is checked before authorization", async () => {
+  verifies(["requirements.check-order", "requirements.challenge-400"], "is checked before authorization", async () => {
     const reply = await callTool(server.baseUrl, gmail({ authorization: [{ id: "google", token: "t" }] }));
     expectError(reply, 400);
     expect(reply.body.missing_requirements).toEqual({ user_id: true });
@@ -43,21 +46,23 @@ describe("user_id", () => {
 });
 
 describe("secrets", () => {
-  // rules: requirements.secrets-missing, requirements.secrets-never-leak
-  it("names the missing secret id, never a value", async () => {
-    const reply = await callTool(server.baseUrl, {
-      tool_id: "SMS.Send",
-      input: { to: "1", message: "m" },
-      context: { secrets: [{ id: "OTHER", value: "s3cr3t-value" }] },
-    });
-    expectError(reply, 400);
-    expect(reply.body.developer_message).toContain("TWILIO_API_KEY");
-    expect(reply.text).not.toContain("s3cr3t-value");
-    expect(reply.body).not.toHaveProperty("missing_requirements");
-  });
+  verifies(
+    ["requirements.secrets-missing", "requirements.secrets-never-leak"],
+    "names the missing secret id, never a value",
+    async () => {
+      const reply = await callTool(server.baseUrl, {
+        tool_id: "SMS.Send",
+        input: { to: "1", message: "m" },
+        context: { secrets: [{ id: "OTHER", value: "s3cr3t-value" }] },
+      });
+      expectError(reply, 400);
+      expect(reply.body.developer_message).toContain("TWILIO_API_KEY");
+      expect(reply.text).not.toContain("s3cr3t-value");
+      expect(reply.body).not.toHaveProperty("missing_requirements");
+    },
+  );
 
-  // rule: requirements.secrets-missing
-  it("treats an empty value as missing", async () => {
+  verifies("requirements.secrets-missing", "treats an empty value as missing", async () => {
     const reply = await callTool(server.baseUrl, {
       tool_id: "SMS.Send",
       input: { to: "1", message: "m" },
@@ -66,8 +71,7 @@ describe("secrets", () => {
     expectError(reply, 400);
   });
 
-  // rule: requirements.server-held-secrets
-  it("is met by a value the server holds", async () => {
+  verifies("requirements.server-held-secrets", "is met by a value the server holds", async () => {
     const held = await startDemo({ secrets: { TWILIO_API_KEY: "server-held" } });
     try {
       const reply = await callTool(held.baseUrl, { tool_id: "SMS.Send", input: { to: "1", message: "m" } });
@@ -79,8 +83,7 @@ describe("secrets", () => {
 });
 
 describe("authorization", () => {
-  // rule: requirements.authorization-token
-  it("is met by a token in the request", async () => {
+  verifies("requirements.authorization-token", "is met by a token in the request", async () => {
     const reply = await callTool(
       server.baseUrl,
       gmail({ user_id: "ann", authorization: [{ id: "google", token: "t" }] }),
@@ -88,55 +91,66 @@ describe("authorization", () => {
     expect(reply.body).toMatchObject({ success: true });
   });
 
-  // rules: endpoints.check-url-status, requirements.challenge-400, requirements.challenge-completed-retry
-  it("runs a challenge to completion, after which the same call succeeds without a token", async () => {
-    const first = await callTool(server.baseUrl, gmail({ user_id: "bob" }, "bob-mail-1"));
-    expectError(first, 400);
-    expect(first.body.message).toBe("Authorization required");
-    const [challenge] = first.body.missing_requirements.authorization;
-    expectSchema("ToolAuthorizationChallenge", challenge);
-    expect(challenge.url.startsWith(server.baseUrl)).toBe(true);
-    expect(challenge.check_url).toBe(`${server.baseUrl}/authorization/challenges/${encodeURIComponent(challenge.id)}`);
+  verifies(
+    ["endpoints.check-url-status", "requirements.challenge-400", "requirements.challenge-completed-retry"],
+    "runs a challenge to completion, after which the same call succeeds without a token",
+    async () => {
+      const first = await callTool(server.baseUrl, gmail({ user_id: "bob" }, "bob-mail-1"));
+      expectError(first, 400);
+      expect(first.body.message).toBe("Authorization required");
+      const [challenge] = first.body.missing_requirements.authorization;
+      expectSchema("ToolAuthorizationChallenge", challenge);
+      expect(challenge.url.startsWith(server.baseUrl)).toBe(true);
+      expect(challenge.check_url).toBe(
+        `${server.baseUrl}/authorization/challenges/${encodeURIComponent(challenge.id)}`,
+      );
 
-    const pending = await send(challenge.check_url);
-    expect(pending.status).toBe(200);
-    expectSchema("AuthorizationChallengeCheckResponse", pending.body);
-    expect(pending.body).toEqual({ status: "pending" });
+      const pending = await send(challenge.check_url);
+      expect(pending.status).toBe(200);
+      expectSchema("AuthorizationChallengeCheckResponse", pending.body);
+      expect(pending.body).toEqual({ status: "pending" });
 
-    const page = await send(challenge.url);
-    expect(page.status).toBe(200);
-    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
-    expect(page.text).toContain("bob");
-    expect(page.text).toContain("https://www.googleapis.com/auth/gmail.readonly");
-    expect(page.text).toMatch(/<button name="action" value="approve">Approve<\/button>/);
-    expect(page.text).toMatch(/<button name="action" value="deny">Deny<\/button>/);
+      const page = await send(challenge.url);
+      expect(page.status).toBe(200);
+      expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(page.text).toContain("bob");
+      expect(page.text).toContain("https://www.googleapis.com/auth/gmail.readonly");
+      expect(page.text).toMatch(/<button name="action" value="approve">Approve<\/button>/);
+      expect(page.text).toMatch(/<button name="action" value="deny">Deny<\/button>/);
 
-    const approved = await decide(challenge.url, "approve");
-    expect(approved.status).toBe(303);
-    expect((await send(challenge.check_url)).body).toEqual({ status: "completed" });
+      const approved = await decide(challenge.url, "approve");
+      expect(approved.status).toBe(303);
+      expect((await send(challenge.check_url)).body).toEqual({ status: "completed" });
 
-    const retried = await callTool(server.baseUrl, gmail({ user_id: "bob" }, "bob-mail-1"));
-    expect(retried.status, retried.text).toBe(200);
-    expect(retried.body).toMatchObject({ call_id: "bob-mail-1", success: true, value: { emails: expect.any(Array) } });
+      const retried = await callTool(server.baseUrl, gmail({ user_id: "bob" }, "bob-mail-1"));
+      expect(retried.status, retried.text).toBe(200);
+      expect(retried.body).toMatchObject({
+        call_id: "bob-mail-1",
+        success: true,
+        value: { emails: expect.any(Array) },
+      });
 
-    // The token is bob's: another user still gets a challenge.
-    const carol = await callTool(server.baseUrl, gmail({ user_id: "carol" }));
-    expectError(carol, 400);
-    expect(carol.body.missing_requirements.authorization).toHaveLength(1);
-  });
+      // The token is bob's: another user still gets a challenge.
+      const carol = await callTool(server.baseUrl, gmail({ user_id: "carol" }));
+      expectError(carol, 400);
+      expect(carol.body.missing_requirements.authorization).toHaveLength(1);
+    },
+  );
 
-  // rule: endpoints.check-url-status
-  it("reports failed when the user denies, and the call stays refused", async () => {
-    const first = await callTool(server.baseUrl, gmail({ user_id: "dave" }));
-    const [challenge] = first.body.missing_requirements.authorization;
-    const denied = await decide(challenge.url, "deny");
-    expect(denied.status).toBe(303);
-    expect((await send(challenge.check_url)).body).toEqual({ status: "failed" });
-    expectError(await callTool(server.baseUrl, gmail({ user_id: "dave" })), 400);
-  });
+  verifies(
+    "endpoints.check-url-status",
+    "reports failed when the user denies, and the call stays refused",
+    async () => {
+      const first = await callTool(server.baseUrl, gmail({ user_id: "dave" }));
+      const [challenge] = first.body.missing_requirements.authorization;
+      const denied = await decide(challenge.url, "deny");
+      expect(denied.status).toBe(303);
+      expect((await send(challenge.check_url)).body).toEqual({ status: "failed" });
+      expectError(await callTool(server.baseUrl, gmail({ user_id: "dave" })), 400);
+    },
+  );
 
-  // rule: endpoints.check-url-status
-  it("answers an unknown challenge with a 404 JSON error", async () => {
+  verifies("endpoints.check-url-status", "answers an unknown challenge with a 404 JSON error", async () => {
     expectError(await send(`${server.baseUrl}/authorization/challenges/google.nope`), 404);
     expectError(await send(`${server.baseUrl}/authorization/challenges/nothing`), 404);
   });

@@ -7,10 +7,11 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { verifies } from "@otc/test-helpers/verifies";
 import type { ToolDefinition } from "@otc/types";
 import { compile } from "json-schema-to-typescript";
 import ts from "typescript";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect } from "vitest";
 import { run } from "./cli.js";
 import { generateBindings, NO_REFERENCES } from "./codegen.js";
 import { EXIT } from "./io.js";
@@ -199,116 +200,126 @@ beforeEach(() => {
 });
 
 describe("otc codegen --from a hostile server", () => {
-  // rules: definitions.client-codegen-safe, definitions.no-codegen-extensions
-  it("writes only types from a schema with generator extensions and a pattern that closes its comment", async () => {
-    const marker = path.join(tmp, "pwned");
-    const pwned = `${hostile.url}/pwned`;
-    catalog = [
-      definition(
-        "Evil.Inject@1.0.0",
-        {
-          type: "object",
-          properties: {
-            a: {
-              type: "string",
-              description: "A.",
-              // What json-schema-to-typescript copies into the output word for word.
-              tsType: `string; }\nimport("node:fs").then((fs) => fs.writeFileSync(${JSON.stringify(marker)}, "1"));\nfetch("${pwned}/tsType");\nexport interface Dummy {\n  x?: string`,
+  verifies(
+    ["definitions.client-codegen-safe", "definitions.no-codegen-extensions"],
+    "writes only types from a schema with generator extensions and a pattern that closes its comment",
+    async () => {
+      const marker = path.join(tmp, "pwned");
+      const pwned = `${hostile.url}/pwned`;
+      catalog = [
+        definition(
+          "Evil.Inject@1.0.0",
+          {
+            type: "object",
+            properties: {
+              a: {
+                type: "string",
+                description: "A.",
+                // What json-schema-to-typescript copies into the output word for word.
+                tsType: `string; }\nimport("node:fs").then((fs) => fs.writeFileSync(${JSON.stringify(marker)}, "1"));\nfetch("${pwned}/tsType");\nexport interface Dummy {\n  x?: string`,
+              },
+              b: { type: "string", description: "B.", enum: ["x", "y"], tsEnumNames: ["X", "Y"] },
+              c: { type: "object", description: "C.", extends: { tsType: `unknown; fetch("${pwned}/extends")` } },
             },
-            b: { type: "string", description: "B.", enum: ["x", "y"], tsEnumNames: ["X", "Y"] },
-            c: { type: "object", description: "C.", extends: { tsType: `unknown; fetch("${pwned}/extends")` } },
           },
+          // The generator escapes only the first `*/` of a pattern it writes into a comment.
+          {
+            type: "object",
+            patternProperties: { [`x*/ */ } fetch("${pwned}/pattern"); export interface Q { /*`]: {} },
+          },
+        ),
+      ];
+      const out = path.join(tmp, "inject.ts");
+      expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+      const code = await readFile(out, "utf8");
+      expect(exportsOf(code)).toEqual([
+        "EvilInjectV1_0_0Input",
+        "EvilInjectV1_0_0Output",
+        "Tools",
+        "toolIds",
+        "createTools",
+      ]);
+      commentsOf(code);
+      expect(code).toContain("  a?: string;\n");
+      expect(code).toContain('  b?: "x" | "y";\n');
+      expect(typeErrors(code, tmp)).toEqual([]);
+      const imported = await importInChild(code, path.join(tmp, "child"));
+      expect(imported, imported.output).toMatchObject({ code: 0 });
+      expect(existsSync(marker)).toBe(false);
+      expect(hostile.paths).toEqual(["/tools"]);
+    },
+    60_000,
+  );
+
+  verifies(
+    "definitions.client-codegen-safe",
+    "keeps hostile property names, enum values and descriptions inside their keys, strings and comments",
+    async () => {
+      const names = [
+        '"; } fetch("x"); //',
+        "back\\slash",
+        "*/ end",
+        "new\nline",
+        "sep\u2028arator\u2029",
+        "__proto__",
+        "constructor",
+        "bidi\u202eevil",
+      ];
+      const values = ['"*/ \u2028 x', 'a\\"b', "\r\n", "*/\u2029/*"];
+      const text = "Ends */ a comment /* and\r\nlines\rin\u2028every\u2029way \u202e\u001b[31m with controls.";
+      catalog = [
+        {
+          ...definition("Evil.Text@1.0.0", {
+            type: "object",
+            properties: Object.fromEntries(names.map((name) => [name, { type: "string", description: text }])),
+            required: ["__proto__"],
+          }),
+          description: `${text} More.`,
         },
-        // The generator escapes only the first `*/` of a pattern it writes into a comment.
-        { type: "object", patternProperties: { [`x*/ */ } fetch("${pwned}/pattern"); export interface Q { /*`]: {} } },
-      ),
-    ];
-    const out = path.join(tmp, "inject.ts");
-    expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
-    const code = await readFile(out, "utf8");
-    expect(exportsOf(code)).toEqual([
-      "EvilInjectV1_0_0Input",
-      "EvilInjectV1_0_0Output",
-      "Tools",
-      "toolIds",
-      "createTools",
-    ]);
-    commentsOf(code);
-    expect(code).toContain("  a?: string;\n");
-    expect(code).toContain('  b?: "x" | "y";\n');
-    expect(typeErrors(code, tmp)).toEqual([]);
-    const imported = await importInChild(code, path.join(tmp, "child"));
-    expect(imported, imported.output).toMatchObject({ code: 0 });
-    expect(existsSync(marker)).toBe(false);
-    expect(hostile.paths).toEqual(["/tools"]);
-  }, 60_000);
-
-  // rule: definitions.client-codegen-safe
-  it("keeps hostile property names, enum values and descriptions inside their keys, strings and comments", async () => {
-    const names = [
-      '"; } fetch("x"); //',
-      "back\\slash",
-      "*/ end",
-      "new\nline",
-      "sep\u2028arator\u2029",
-      "__proto__",
-      "constructor",
-      "bidi\u202eevil",
-    ];
-    const values = ['"*/ \u2028 x', 'a\\"b', "\r\n", "*/\u2029/*"];
-    const text = "Ends */ a comment /* and\r\nlines\rin\u2028every\u2029way \u202e\u001b[31m with controls.";
-    catalog = [
-      {
-        ...definition("Evil.Text@1.0.0", {
+        definition("Evil.Values@1.0.0", {
           type: "object",
-          properties: Object.fromEntries(names.map((name) => [name, { type: "string", description: text }])),
-          required: ["__proto__"],
+          properties: { v: { description: text, enum: [...values, { "*/": "\u2028", ["__proto__"]: 1 }] } },
         }),
-        description: `${text} More.`,
-      },
-      definition("Evil.Values@1.0.0", {
-        type: "object",
-        properties: { v: { description: text, enum: [...values, { "*/": "\u2028", ["__proto__"]: 1 }] } },
-      }),
-    ];
-    const out = path.join(tmp, "text.ts");
-    expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
-    const code = await readFile(out, "utf8");
-    expect(exportsOf(code)).toEqual([
-      "EvilTextV1_0_0Input",
-      "EvilTextV1_0_0Output",
-      "EvilValuesV1_0_0Input",
-      "EvilValuesV1_0_0Output",
-      "Tools",
-      "toolIds",
-      "createTools",
-    ]);
-    const comments = commentsOf(code);
-    // What JSON.stringify leaves raw in a quoted key or a string literal is escaped there too.
-    expect(code).not.toMatch(UNSAFE);
-    expect(comments).toContain("// Evil.Text@1.0.0: Ends */ a comment /* and");
-    expect(comments.filter((comment) => comment.includes("Ends *\\/ a comment /\\* and\n"))).toHaveLength(
-      names.length + 1,
-    );
-    expect(typeErrors(code, tmp)).toEqual([]);
-    // The names and values are what the catalog says, as TypeScript reads them.
-    const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
-    const declaration = (name: string) =>
-      file.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name) as ts.InterfaceDeclaration;
-    const keys = declaration("EvilTextV1_0_0Input").members.map((member) =>
-      member.name && (ts.isStringLiteral(member.name) || ts.isIdentifier(member.name)) ? member.name.text : "?",
-    );
-    expect(keys).toEqual(names);
-    const property = declaration("EvilValuesV1_0_0Input").members[0] as ts.PropertySignature;
-    const union = property.type as ts.UnionTypeNode;
-    const literals = union.types
-      .filter((type): type is ts.LiteralTypeNode => ts.isLiteralTypeNode(type))
-      .map((type) => (type.literal as ts.StringLiteral).text);
-    expect(literals).toEqual(values);
-  }, 60_000);
+      ];
+      const out = path.join(tmp, "text.ts");
+      expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+      const code = await readFile(out, "utf8");
+      expect(exportsOf(code)).toEqual([
+        "EvilTextV1_0_0Input",
+        "EvilTextV1_0_0Output",
+        "EvilValuesV1_0_0Input",
+        "EvilValuesV1_0_0Output",
+        "Tools",
+        "toolIds",
+        "createTools",
+      ]);
+      const comments = commentsOf(code);
+      // What JSON.stringify leaves raw in a quoted key or a string literal is escaped there too.
+      expect(code).not.toMatch(UNSAFE);
+      expect(comments).toContain("// Evil.Text@1.0.0: Ends */ a comment /* and");
+      expect(comments.filter((comment) => comment.includes("Ends *\\/ a comment /\\* and\n"))).toHaveLength(
+        names.length + 1,
+      );
+      expect(typeErrors(code, tmp)).toEqual([]);
+      // The names and values are what the catalog says, as TypeScript reads them.
+      const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+      const declaration = (name: string) =>
+        file.statements.find((s) => ts.isInterfaceDeclaration(s) && s.name.text === name) as ts.InterfaceDeclaration;
+      const keys = declaration("EvilTextV1_0_0Input").members.map((member) =>
+        member.name && (ts.isStringLiteral(member.name) || ts.isIdentifier(member.name)) ? member.name.text : "?",
+      );
+      expect(keys).toEqual(names);
+      const property = declaration("EvilValuesV1_0_0Input").members[0] as ts.PropertySignature;
+      const union = property.type as ts.UnionTypeNode;
+      const literals = union.types
+        .filter((type): type is ts.LiteralTypeNode => ts.isLiteralTypeNode(type))
+        .map((type) => (type.literal as ts.StringLiteral).text);
+      expect(literals).toEqual(values);
+    },
+    60_000,
+  );
 
-  // rules: definitions.client-codegen-safe, definitions.self-contained
-  it.each([
+  verifies.each([
     ["a path", (secrets: string) => ({ type: "array", items: { $ref: secrets } }), "/properties/a/items/$ref"],
     ["a file: URL", (secrets: string) => ({ anyOf: [{ $ref: `file://${secrets}` }] }), "/properties/a/anyOf/0/$ref"],
     ["an http URL", () => ({ not: { $ref: `${elsewhere.url}/schema.json` } }), "/properties/a/not/$ref"],
@@ -319,39 +330,46 @@ describe("otc codegen --from a hostile server", () => {
       "/properties/a/default/$ref",
     ],
     ["a pointer", () => ({ items: { $ref: "#/properties/b" } }), "/properties/a/items/$ref"],
-  ])("refuses a nested $ref to %s, naming the tool and the place, and follows none", async (_case, schema, at) => {
-    const secret = "API_KEY=sk-live-0d4c8e1f";
-    const secrets = path.join(tmp, "secrets.json");
-    await writeFile(secrets, JSON.stringify({ type: "string", description: secret }));
-    catalog = [
-      definition("Evil.Ref@1.0.0", {
-        type: "object",
-        properties: { a: { description: "A.", ...schema(secrets) }, b: { type: "string", description: "B." } },
-      }),
-    ];
-    const out = path.join(tmp, "ref.ts");
-    await rm(out, { force: true });
-    const result = await otc(["codegen", "--from", hostile.url, "--out", out]);
-    expect(result).toMatchObject({ code: EXIT.protocol, stdout: "" });
-    expect(result.stderr).toBe(
-      `otc: tool "Evil.Ref@1.0.0" is refused: input_schema has $ref at ${JSON.stringify(at)} (otc codegen follows no reference: a tool's schemas are self-contained)\n`,
-    );
-    expect(existsSync(out)).toBe(false);
-    expect(elsewhere.paths).toEqual([]);
-  });
-
-  // rule: definitions.client-codegen-safe
-  it("gives json-schema-to-typescript no way to read a file or fetch a URL, should a $ref get past the walk", async () => {
-    const secrets = path.join(tmp, "secrets.json");
-    await writeFile(secrets, JSON.stringify({ type: "string", description: "API_KEY=sk-live-0d4c8e1f" }));
-    for (const $ref of [secrets, `file://${secrets}`, "secrets.json", `${elsewhere.url}/schema.json`, "#/$defs/a"]) {
-      const schema = { type: "object", properties: { a: { $ref } }, $defs: { a: { type: "string" } } } as const;
-      await expect(compile(schema, "X", { $refOptions: NO_REFERENCES, cwd: tmp }), $ref).rejects.toThrow(
-        /Refs should have been resolved/,
+  ])(
+    ["definitions.client-codegen-safe", "definitions.self-contained"],
+    "refuses a nested $ref to %s, naming the tool and the place, and follows none",
+    async (_case, schema, at) => {
+      const secret = "API_KEY=sk-live-0d4c8e1f";
+      const secrets = path.join(tmp, "secrets.json");
+      await writeFile(secrets, JSON.stringify({ type: "string", description: secret }));
+      catalog = [
+        definition("Evil.Ref@1.0.0", {
+          type: "object",
+          properties: { a: { description: "A.", ...schema(secrets) }, b: { type: "string", description: "B." } },
+        }),
+      ];
+      const out = path.join(tmp, "ref.ts");
+      await rm(out, { force: true });
+      const result = await otc(["codegen", "--from", hostile.url, "--out", out]);
+      expect(result).toMatchObject({ code: EXIT.protocol, stdout: "" });
+      expect(result.stderr).toBe(
+        `otc: tool "Evil.Ref@1.0.0" is refused: input_schema has $ref at ${JSON.stringify(at)} (otc codegen follows no reference: a tool's schemas are self-contained)\n`,
       );
-    }
-    expect(elsewhere.paths).toEqual([]);
-  });
+      expect(existsSync(out)).toBe(false);
+      expect(elsewhere.paths).toEqual([]);
+    },
+  );
+
+  verifies(
+    "definitions.client-codegen-safe",
+    "gives json-schema-to-typescript no way to read a file or fetch a URL, should a $ref get past the walk",
+    async () => {
+      const secrets = path.join(tmp, "secrets.json");
+      await writeFile(secrets, JSON.stringify({ type: "string", description: "API_KEY=sk-live-0d4c8e1f" }));
+      for (const $ref of [secrets, `file://${secrets}`, "secrets.json", `${elsewhere.url}/schema.json`, "#/$defs/a"]) {
+        const schema = { type: "object", properties: { a: { $ref } }, $defs: { a: { type: "string" } } } as const;
+        await expect(compile(schema, "X", { $refOptions: NO_REFERENCES, cwd: tmp }), $ref).rejects.toThrow(
+          /Refs should have been resolved/,
+        );
+      }
+      expect(elsewhere.paths).toEqual([]);
+    },
+  );
 });
 
 describe("a catalog file otc codegen refuses", () => {
@@ -368,8 +386,7 @@ describe("a catalog file otc codegen refuses", () => {
   const nested = (depth: number): object =>
     depth === 0 ? { type: "string" } : { type: "array", items: nested(depth - 1) };
 
-  // rule: definitions.client-codegen-safe
-  it.each<[string, unknown, RegExp]>([
+  verifies.each<[string, unknown, RegExp]>([
     [
       "a minItems that closes its comment",
       definition("Evil.Count@1.0.0", {
@@ -400,14 +417,13 @@ describe("a catalog file otc codegen refuses", () => {
       definition("Evil.Latest", {}),
       /^otc: the catalog has a tool id that is not Toolkit.Tool@x.y.z: "Evil.Latest"\n$/,
     ],
-  ])("refuses %s, naming the tool and the place", async (_case, tool, message) => {
+  ])("definitions.client-codegen-safe", "refuses %s, naming the tool and the place", async (_case, tool, message) => {
     const result = await fromFile([tool]);
     expect(result).toMatchObject({ code: EXIT.protocol, stdout: "", written: false });
     expect(result.stderr).toMatch(message);
   });
 
-  // rule: definitions.client-codegen-safe
-  it("refuses two tools that would get the same type name", async () => {
+  verifies("definitions.client-codegen-safe", "refuses two tools that would get the same type name", async () => {
     expect(await fromFile([definition("A.B_c@1.0.0", {}), definition("A.BC@1.0.0", {})])).toMatchObject({
       code: EXIT.protocol,
       stderr: 'otc: tools "A.B_c@1.0.0" and "A.BC@1.0.0" would both be named ABCV1_0_0\n',
@@ -421,36 +437,42 @@ describe("a catalog file otc codegen refuses", () => {
 });
 
 describe("generateBindings", () => {
-  // rule: definitions.client-codegen-safe
-  it("writes the source into its header comment without a control or bidirectional character", async () => {
-    const code = await generateBindings([], "tools\u202e\u001b[2Jnj.json\u2028fetch()");
-    expect(code.split("\n")[0]).toBe("// Generated by otc codegen from tools[2Jnj.json — do not edit.");
-    commentsOf(code);
-  });
+  verifies(
+    "definitions.client-codegen-safe",
+    "writes the source into its header comment without a control or bidirectional character",
+    async () => {
+      const code = await generateBindings([], "tools\u202e\u001b[2Jnj.json\u2028fetch()");
+      expect(code.split("\n")[0]).toBe("// Generated by otc codegen from tools[2Jnj.json — do not edit.");
+      commentsOf(code);
+    },
+  );
 
-  // rule: definitions.client-codegen-safe
-  it("writes bounded arrays as tuples only where that stays small", async () => {
-    const code = await generateBindings(
-      [
-        definition("Arrays.Bounded@1.0.0", {
-          type: "object",
-          properties: {
-            two: { type: "array", items: { type: "string" }, minItems: 2, description: "Two or more." },
-            many: { type: "array", items: { type: "string" }, minItems: 50, description: "Fifty or more." },
-            nested: {
-              type: "array",
-              items: { type: "array", items: { type: "number" }, minItems: 3 },
-              minItems: 3,
-              description: "Three lists or more.",
+  verifies(
+    "definitions.client-codegen-safe",
+    "writes bounded arrays as tuples only where that stays small",
+    async () => {
+      const code = await generateBindings(
+        [
+          definition("Arrays.Bounded@1.0.0", {
+            type: "object",
+            properties: {
+              two: { type: "array", items: { type: "string" }, minItems: 2, description: "Two or more." },
+              many: { type: "array", items: { type: "string" }, minItems: 50, description: "Fifty or more." },
+              nested: {
+                type: "array",
+                items: { type: "array", items: { type: "number" }, minItems: 3 },
+                minItems: 3,
+                description: "Three lists or more.",
+              },
             },
-          },
-          required: ["two", "many", "nested"],
-        }),
-      ],
-      "arrays.json",
-    );
-    expect(code).toContain("  two: [string, string, ...string[]];\n");
-    expect(code).toContain("  many: string[];\n");
-    expect(code).toContain("  nested: [number[], number[], number[], ...number[][]];\n");
-  });
+            required: ["two", "many", "nested"],
+          }),
+        ],
+        "arrays.json",
+      );
+      expect(code).toContain("  two: [string, string, ...string[]];\n");
+      expect(code).toContain("  many: string[];\n");
+      expect(code).toContain("  nested: [number[], number[], number[], ...number[][]];\n");
+    },
+  );
 });

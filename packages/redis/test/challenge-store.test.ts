@@ -1,6 +1,7 @@
 // RedisChallengeStore against a real redis-server: the same bounds as the in-memory store (per owner, per principal, in total), shared by several connections.
 import { ChallengeStoreFullError } from "@otc/server";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { verifies } from "@otc/test-helpers/verifies";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisChallengeStore, type RedisChallengeStoreOptions, RedisUnavailableError } from "../src/index.js";
@@ -85,74 +86,85 @@ describe("RedisChallengeStore", () => {
     expect((await a.get(b1))?.status).toBe("pending");
   });
 
-  // rule: requirements.challenges-per-principal
-  it("caps each principal's challenges, pending or decided, over all its user ids, dropping only its own oldest", async () => {
-    const [a, b] = stores2({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
-    const [a1, b1, a2, a3, a4] = [id(), id(), id(), id(), id()];
-    await a.add(a1, { owner: owner("u1", "a"), scopes: [] });
-    await b.add(b1, { owner: owner("u1", "b"), scopes: [] });
-    await a.add(a2, { owner: owner("u2", "a"), scopes: [] });
-    await b.add(a3, { owner: owner("u3", "a"), scopes: [] });
-    await b.decide(a1, "completed");
-    // a holds 3: its fourth drops a1, decided, the oldest of its own; b's stays.
-    await a.add(a4, { owner: owner("u4", "a"), scopes: [] });
-    expect(await b.get(a1)).toBeUndefined();
-    expect((await b.get(a2))?.status).toBe("pending");
-    expect((await a.get(b1))?.status).toBe("pending");
-    // However many more a starts, from either connection, it holds 3 and the total never fills for b.
-    const more = Array.from({ length: 60 }, () => id());
-    for (const [i, c] of more.entries()) await [a, b][i % 2]?.add(c, { owner: owner(`v${i}`, "a"), scopes: [] });
-    const keyPrefix = a.keyOf("").split("challenge:")[0];
-    expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(4);
-    expect(await admin.zcard(`${keyPrefix}challenge-principal:a`)).toBe(3);
-    const [b2, b3, b4] = [id(), id(), id()];
-    await a.add(b2, { owner: owner("u2", "b"), scopes: [] });
-    await b.add(b3, { owner: owner("u3", "b"), scopes: [] });
-    for (const c of [...more.slice(-3), b1, b2, b3]) expect((await a.get(c))?.status).toBe("pending");
-    // b at its cap too: its own oldest goes, never a's.
-    await a.add(b4, { owner: owner("u4", "b"), scopes: [] });
-    expect(await b.get(b1)).toBeUndefined();
-    expect((await b.get(more.at(-3) ?? ""))?.status).toBe("pending");
-    // The dropped ones left every set: the owner's pending sets hold only live challenges.
-    expect(await admin.zcard(`${keyPrefix}challenge-owner:b:u1`)).toBe(0);
-    expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(6);
-  });
+  verifies(
+    "requirements.challenges-per-principal",
+    "caps each principal's challenges, pending or decided, over all its user ids, dropping only its own oldest",
+    async () => {
+      const [a, b] = stores2({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
+      const [a1, b1, a2, a3, a4] = [id(), id(), id(), id(), id()];
+      await a.add(a1, { owner: owner("u1", "a"), scopes: [] });
+      await b.add(b1, { owner: owner("u1", "b"), scopes: [] });
+      await a.add(a2, { owner: owner("u2", "a"), scopes: [] });
+      await b.add(a3, { owner: owner("u3", "a"), scopes: [] });
+      await b.decide(a1, "completed");
+      // a holds 3: its fourth drops a1, decided, the oldest of its own; b's stays.
+      await a.add(a4, { owner: owner("u4", "a"), scopes: [] });
+      expect(await b.get(a1)).toBeUndefined();
+      expect((await b.get(a2))?.status).toBe("pending");
+      expect((await a.get(b1))?.status).toBe("pending");
+      // However many more a starts, from either connection, it holds 3 and the total never fills for b.
+      const more = Array.from({ length: 60 }, () => id());
+      for (const [i, c] of more.entries()) await [a, b][i % 2]?.add(c, { owner: owner(`v${i}`, "a"), scopes: [] });
+      const keyPrefix = a.keyOf("").split("challenge:")[0];
+      expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(4);
+      expect(await admin.zcard(`${keyPrefix}challenge-principal:a`)).toBe(3);
+      const [b2, b3, b4] = [id(), id(), id()];
+      await a.add(b2, { owner: owner("u2", "b"), scopes: [] });
+      await b.add(b3, { owner: owner("u3", "b"), scopes: [] });
+      for (const c of [...more.slice(-3), b1, b2, b3]) expect((await a.get(c))?.status).toBe("pending");
+      // b at its cap too: its own oldest goes, never a's.
+      await a.add(b4, { owner: owner("u4", "b"), scopes: [] });
+      expect(await b.get(b1)).toBeUndefined();
+      expect((await b.get(more.at(-3) ?? ""))?.status).toBe("pending");
+      // The dropped ones left every set: the owner's pending sets hold only live challenges.
+      expect(await admin.zcard(`${keyPrefix}challenge-owner:b:u1`)).toBe(0);
+      expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(6);
+    },
+  );
 
-  // rules: requirements.challenges-per-principal, requirements.consent-challenges-bounded
-  it("with the default bounds, one principal's 12,000 challenges never deny another principal's", async () => {
-    const [a, b] = stores2();
-    const flood = Array.from({ length: 12_000 }, () => id());
-    // In order, 200 at a time (auto-pipelined), from both connections.
-    for (let from = 0; from < flood.length; from += 200) {
-      await Promise.all(
-        flood
-          .slice(from, from + 200)
-          .map((c, i) => [a, b][i % 2]?.add(c, { owner: owner(`user-${from + i}`, "jwt:a"), scopes: [] })),
+  verifies(
+    ["requirements.challenges-per-principal", "requirements.consent-challenges-bounded"],
+    "with the default bounds, one principal's 12,000 challenges never deny another principal's",
+    async () => {
+      const [a, b] = stores2();
+      const flood = Array.from({ length: 12_000 }, () => id());
+      // In order, 200 at a time (auto-pipelined), from both connections.
+      for (let from = 0; from < flood.length; from += 200) {
+        await Promise.all(
+          flood
+            .slice(from, from + 200)
+            .map((c, i) => [a, b][i % 2]?.add(c, { owner: owner(`user-${from + i}`, "jwt:a"), scopes: [] })),
+        );
+      }
+      const keyPrefix = a.keyOf("").split("challenge:")[0];
+      expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(1_000);
+      await expect(b.add(id(), { owner: owner("ann", "api-key:1"), scopes: [] })).resolves.toMatchObject({
+        status: "pending",
+      });
+      expect((await a.get(flood.at(-1) ?? ""))?.status).toBe("pending");
+      expect(await a.get(flood[0] ?? "")).toBeUndefined();
+    },
+  );
+
+  verifies(
+    "requirements.challenges-per-principal",
+    "lets a principal at its cap replace its oldest even when the total is full",
+    async () => {
+      const [a, b] = stores2({ maxChallenges: 3, maxChallengesPerPrincipal: 2 });
+      const [b1, a1, a2, a3] = [id(), id(), id(), id()];
+      await a.add(b1, { owner: owner("bob", "b"), scopes: [] });
+      await b.add(a1, { owner: owner("ann", "a"), scopes: [] });
+      await a.add(a2, { owner: owner("cy", "a"), scopes: [] });
+      await expect(b.add(id(), { owner: owner("dee", "c"), scopes: [] })).rejects.toBeInstanceOf(
+        ChallengeStoreFullError,
       );
-    }
-    const keyPrefix = a.keyOf("").split("challenge:")[0];
-    expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(1_000);
-    await expect(b.add(id(), { owner: owner("ann", "api-key:1"), scopes: [] })).resolves.toMatchObject({
-      status: "pending",
-    });
-    expect((await a.get(flood.at(-1) ?? ""))?.status).toBe("pending");
-    expect(await a.get(flood[0] ?? "")).toBeUndefined();
-  });
-
-  // rule: requirements.challenges-per-principal
-  it("lets a principal at its cap replace its oldest even when the total is full", async () => {
-    const [a, b] = stores2({ maxChallenges: 3, maxChallengesPerPrincipal: 2 });
-    const [b1, a1, a2, a3] = [id(), id(), id(), id()];
-    await a.add(b1, { owner: owner("bob", "b"), scopes: [] });
-    await b.add(a1, { owner: owner("ann", "a"), scopes: [] });
-    await a.add(a2, { owner: owner("cy", "a"), scopes: [] });
-    await expect(b.add(id(), { owner: owner("dee", "c"), scopes: [] })).rejects.toBeInstanceOf(ChallengeStoreFullError);
-    await b.decide(a2, "failed");
-    await b.add(a3, { owner: owner("eve", "a"), scopes: [] });
-    expect(await a.get(a1)).toBeUndefined();
-    expect((await a.get(a2))?.status).toBe("failed");
-    expect((await a.get(b1))?.status).toBe("pending");
-  });
+      await b.decide(a2, "failed");
+      await b.add(a3, { owner: owner("eve", "a"), scopes: [] });
+      expect(await a.get(a1)).toBeUndefined();
+      expect((await a.get(a2))?.status).toBe("failed");
+      expect((await a.get(b1))?.status).toBe("pending");
+    },
+  );
 
   it("refuses a challenge beyond the total, with when the oldest expires, unless the owner's own make room", async () => {
     const [a, b] = stores2({ maxChallenges: 3, maxPendingPerOwner: 2, ttlMs: 60_000 });
@@ -238,18 +250,21 @@ describe("RedisChallengeStore", () => {
     );
   });
 
-  // rule: limits.lone-surrogate-ids
-  it("holds challenges whose id, principal or user id has a lone surrogate, each under a key of its own", async () => {
-    const [a, b] = stores2({ maxPendingPerOwner: 1 });
-    const [lone, other, replacement] = ["google.\ud800", "google.\udc00", "google.\ufffd"];
-    await a.add(lone, { owner: owner("\ud800", "jwt:\udfff"), scopes: ["s"] });
-    await a.add(other, { owner: owner("\udc00", "jwt:\udfff"), scopes: [] });
-    await a.add(replacement, { owner: owner("\ufffd", "jwt:\udfff"), scopes: [] });
-    expect(await b.get(lone)).toMatchObject({ owner: owner("\ud800", "jwt:\udfff"), status: "pending" });
-    // Three owners, not one: the per-owner cap of 1 dropped none of them.
-    for (const c of [lone, other, replacement]) expect((await b.get(c))?.status).toBe("pending");
-    expect(await b.decide(lone, "completed")).toBe("completed");
-    expect((await a.get(other))?.status).toBe("pending");
-    expect(new Set([lone, other, replacement].map((c) => a.keyOf(c))).size).toBe(3);
-  });
+  verifies(
+    "limits.lone-surrogate-ids",
+    "holds challenges whose id, principal or user id has a lone surrogate, each under a key of its own",
+    async () => {
+      const [a, b] = stores2({ maxPendingPerOwner: 1 });
+      const [lone, other, replacement] = ["google.\ud800", "google.\udc00", "google.\ufffd"];
+      await a.add(lone, { owner: owner("\ud800", "jwt:\udfff"), scopes: ["s"] });
+      await a.add(other, { owner: owner("\udc00", "jwt:\udfff"), scopes: [] });
+      await a.add(replacement, { owner: owner("\ufffd", "jwt:\udfff"), scopes: [] });
+      expect(await b.get(lone)).toMatchObject({ owner: owner("\ud800", "jwt:\udfff"), status: "pending" });
+      // Three owners, not one: the per-owner cap of 1 dropped none of them.
+      for (const c of [lone, other, replacement]) expect((await b.get(c))?.status).toBe("pending");
+      expect(await b.decide(lone, "completed")).toBe("completed");
+      expect((await a.get(other))?.status).toBe("pending");
+      expect(new Set([lone, other, replacement].map((c) => a.keyOf(c))).size).toBe(3);
+    },
+  );
 });

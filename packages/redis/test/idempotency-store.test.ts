@@ -1,6 +1,7 @@
 // RedisIdempotencyStore against a real redis-server: atomic claims across connections, TTLs, bounds, pub/sub waits, outages.
 import { IdempotencyStoreFullError } from "@otc/server";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolResponse } from "@otc/types";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -135,20 +136,23 @@ describe("RedisIdempotencyStore", () => {
     expect((await admin.keys("*")).filter((name) => !/^(oxp|tenant-1|tenant-2):/.test(name))).toEqual([]);
   });
 
-  // rule: limits.lone-surrogate-ids
-  it("keeps a call_id or principal with a lone surrogate under a key of its own, and wakes its waiters", async () => {
-    const [a, b] = [store(), store()];
-    const lone = { principal: "jwt:\udfff", callId: "\ud800" };
-    expect(await a.claim(lone, "fp", 10_000)).toBeUndefined();
-    const waiting = b.waitFor(lone, "fp", 15_000);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    await a.complete(lone, { fingerprint: "fp", response: ok("\ud800", "done") }, 60_000);
-    expect(await waiting).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
-    expect(await b.get(lone)).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
-    for (const callId of ["\udc00", "\ufffd", "%uD800"]) {
-      expect(await b.claim({ principal: "jwt:\udfff", callId }, "other", 10_000)).toBeUndefined();
-    }
-  });
+  verifies(
+    "limits.lone-surrogate-ids",
+    "keeps a call_id or principal with a lone surrogate under a key of its own, and wakes its waiters",
+    async () => {
+      const [a, b] = [store(), store()];
+      const lone = { principal: "jwt:\udfff", callId: "\ud800" };
+      expect(await a.claim(lone, "fp", 10_000)).toBeUndefined();
+      const waiting = b.waitFor(lone, "fp", 15_000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await a.complete(lone, { fingerprint: "fp", response: ok("\ud800", "done") }, 60_000);
+      expect(await waiting).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
+      expect(await b.get(lone)).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
+      for (const callId of ["\udc00", "\ufffd", "%uD800"]) {
+        expect(await b.claim({ principal: "jwt:\udfff", callId }, "other", 10_000)).toBeUndefined();
+      }
+    },
+  );
 
   it("wakes a waiter on another connection when the key completes, without polling", async () => {
     const [a, b] = [store(), store()];

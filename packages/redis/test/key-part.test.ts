@@ -1,4 +1,5 @@
 // keyPart, which names every Redis key: it never throws (a lone surrogate included), never yields `:`, and no two strings share a result.
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { keyPart } from "../src/connection.js";
 
@@ -25,21 +26,24 @@ function samples(): string[] {
 }
 
 describe("keyPart", () => {
-  // rule: limits.lone-surrogate-ids
-  it("encodes every string, lone surrogates included, into distinct printable ASCII without `:`", () => {
-    const seen = new Map<string, string>();
-    const wrong: string[] = [];
-    for (const part of samples()) {
-      const encoded = keyPart(part);
-      if (!/^[\x21-\x39\x3b-\x7e]*$/.test(encoded)) wrong.push(`${JSON.stringify(part)} gives ${encoded}`);
-      const earlier = seen.get(encoded);
-      if (earlier !== undefined && earlier !== part)
-        wrong.push(`${JSON.stringify(earlier)} and ${JSON.stringify(part)} share ${encoded}`);
-      seen.set(encoded, part);
-    }
-    expect(wrong).toEqual([]);
-    expect(seen.size).toBeGreaterThan(0x10000);
-  });
+  verifies(
+    "limits.lone-surrogate-ids",
+    "encodes every string, lone surrogates included, into distinct printable ASCII without `:`",
+    () => {
+      const seen = new Map<string, string>();
+      const wrong: string[] = [];
+      for (const part of samples()) {
+        const encoded = keyPart(part);
+        if (!/^[\x21-\x39\x3b-\x7e]*$/.test(encoded)) wrong.push(`${JSON.stringify(part)} gives ${encoded}`);
+        const earlier = seen.get(encoded);
+        if (earlier !== undefined && earlier !== part)
+          wrong.push(`${JSON.stringify(earlier)} and ${JSON.stringify(part)} share ${encoded}`);
+        seen.set(encoded, part);
+      }
+      expect(wrong).toEqual([]);
+      expect(seen.size).toBeGreaterThan(0x10000);
+    },
+  );
 
   it("keeps the plain URI encoding of a well-formed string, so keys written before stay the same", () => {
     for (const part of ["anonymous", "jwt:a b", "api-key:0", "é\ud83d\ude00", "%uD800"]) {

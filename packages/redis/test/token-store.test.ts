@@ -1,5 +1,6 @@
 // RedisTokenStore against a real redis-server: what is kept, for how long, and under which key.
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { verifies } from "@otc/test-helpers/verifies";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisTokenStore, RedisUnavailableError } from "../src/index.js";
@@ -63,17 +64,20 @@ describe("RedisTokenStore", () => {
     expect(await tokens.get({ principal: "a:b", userId: "c" }, "p")).toBeUndefined();
   });
 
-  // rule: limits.lone-surrogate-ids
-  it("keeps a token for a user id with a lone surrogate apart from every other user's", async () => {
-    const lone = { principal: "jwt:\udfff", userId: "\ud800" };
-    await tokens.set(lone, "google", { token: "lone", scopes: [] });
-    expect(await tokens.get(lone, "google")).toMatchObject({ token: "lone" });
-    for (const userId of ["\udc00", "\ufffd", "%uD800"]) {
-      expect(await tokens.get({ principal: "jwt:\udfff", userId }, "google")).toBeUndefined();
-    }
-    await tokens.delete(lone, "google");
-    expect(await tokens.get(lone, "google")).toBeUndefined();
-  });
+  verifies(
+    "limits.lone-surrogate-ids",
+    "keeps a token for a user id with a lone surrogate apart from every other user's",
+    async () => {
+      const lone = { principal: "jwt:\udfff", userId: "\ud800" };
+      await tokens.set(lone, "google", { token: "lone", scopes: [] });
+      expect(await tokens.get(lone, "google")).toMatchObject({ token: "lone" });
+      for (const userId of ["\udc00", "\ufffd", "%uD800"]) {
+        expect(await tokens.get({ principal: "jwt:\udfff", userId }, "google")).toBeUndefined();
+      }
+      await tokens.delete(lone, "google");
+      expect(await tokens.get(lone, "google")).toBeUndefined();
+    },
+  );
 
   it("fails as a corrupt record without quoting the stored value, which may be a token", async () => {
     await admin.set(tokens.keyOf(ann, "corrupt"), '{"token":"secret-token-123');

@@ -2,6 +2,7 @@
 import { get as httpGet, type IncomingHttpHeaders } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { receive } from "@otc/test-helpers/raw-http";
+import { verifies } from "@otc/test-helpers/verifies";
 import { SignJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -37,27 +38,30 @@ describe("GET /tools and its ETag", () => {
   });
   afterAll(() => server.close());
 
-  // rule: endpoints.list-tools
-  it("serves the same list with a strong ETag, and 304 to a client that has it", async () => {
-    const first = await send(`${server.baseUrl}/tools`);
-    expect(first.status).toBe(200);
-    const etag = first.headers.get("etag");
-    expect(etag).toMatch(/^"[A-Za-z0-9_-]{20,}"$/);
-    const second = await send(`${server.baseUrl}/tools`);
-    expect(second.headers.get("etag")).toBe(etag);
-    expect(second.text).toBe(first.text);
+  verifies(
+    "endpoints.list-tools",
+    "serves the same list with a strong ETag, and 304 to a client that has it",
+    async () => {
+      const first = await send(`${server.baseUrl}/tools`);
+      expect(first.status).toBe(200);
+      const etag = first.headers.get("etag");
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]{20,}"$/);
+      const second = await send(`${server.baseUrl}/tools`);
+      expect(second.headers.get("etag")).toBe(etag);
+      expect(second.text).toBe(first.text);
 
-    const cached = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": etag as string } });
-    expect(cached.status).toBe(304);
-    expect(cached.text).toBe("");
-    expect(cached.headers.get("oxp-version")).toBe("1.0");
-    const listed = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": `"other", ${etag}` } });
-    expect(listed.status).toBe(304);
+      const cached = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": etag as string } });
+      expect(cached.status).toBe(304);
+      expect(cached.text).toBe("");
+      expect(cached.headers.get("oxp-version")).toBe("1.0");
+      const listed = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": `"other", ${etag}` } });
+      expect(listed.status).toBe(304);
 
-    const stale = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": '"not-this-one"' } });
-    expect(stale.status).toBe(200);
-    expect(stale.body.items.length).toBeGreaterThan(0);
-  });
+      const stale = await send(`${server.baseUrl}/tools`, { headers: { "If-None-Match": '"not-this-one"' } });
+      expect(stale.status).toBe(200);
+      expect(stale.body.items.length).toBeGreaterThan(0);
+    },
+  );
 });
 
 /** GET /tools as raw bytes (fetch would decompress), with the given request headers. */
@@ -189,16 +193,19 @@ describe("CORS", () => {
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
   });
 
-  // rule: endpoints.error-json
-  it("is off by default: no grant, and OPTIONS is a method the routes do not take", async () => {
-    const reply = await send(`${closed.baseUrl}/tools`, { headers: { Origin: "http://inspector.test" } });
-    expect(reply.headers.get("access-control-allow-origin")).toBeNull();
-    const preflight = await send(`${closed.baseUrl}/tools/call`, {
-      method: "OPTIONS",
-      headers: { Origin: "http://inspector.test", "Access-Control-Request-Method": "POST" },
-    });
-    expectError(preflight, 405);
-  });
+  verifies(
+    "endpoints.error-json",
+    "is off by default: no grant, and OPTIONS is a method the routes do not take",
+    async () => {
+      const reply = await send(`${closed.baseUrl}/tools`, { headers: { Origin: "http://inspector.test" } });
+      expect(reply.headers.get("access-control-allow-origin")).toBeNull();
+      const preflight = await send(`${closed.baseUrl}/tools/call`, {
+        method: "OPTIONS",
+        headers: { Origin: "http://inspector.test", "Access-Control-Request-Method": "POST" },
+      });
+      expectError(preflight, 405);
+    },
+  );
 });
 
 describe("JWTs verified once", () => {
@@ -208,27 +215,35 @@ describe("JWTs verified once", () => {
   });
   afterAll(() => server.close());
 
-  // rule: auth.jwt-claims
-  it("still refuses a remembered token once its exp (plus the tolerance) has passed", async () => {
-    const exp = Math.floor(Date.now() / 1000) - 59; // inside the 60 s tolerance for about a second
-    const token = await new SignJWT({ exp, sub: "agent" })
-      .setProtectedHeader({ alg: "HS256" })
-      .sign(new TextEncoder().encode(SECRET));
-    const headers = { Authorization: `Bearer ${token}` };
-    expect((await send(`${server.baseUrl}/tools`, { headers })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 2_100));
-    expectError(await send(`${server.baseUrl}/tools`, { headers }), 401);
-  });
+  verifies(
+    "auth.jwt-claims",
+    "still refuses a remembered token once its exp (plus the tolerance) has passed",
+    async () => {
+      const exp = Math.floor(Date.now() / 1000) - 59; // inside the 60 s tolerance for about a second
+      const token = await new SignJWT({ exp, sub: "agent" })
+        .setProtectedHeader({ alg: "HS256" })
+        .sign(new TextEncoder().encode(SECRET));
+      const headers = { Authorization: `Bearer ${token}` };
+      expect((await send(`${server.baseUrl}/tools`, { headers })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 2_100));
+      expectError(await send(`${server.baseUrl}/tools`, { headers }), 401);
+    },
+  );
 
-  // rule: auth.jwt-hs256-only
-  it("never admits a token that differs from a remembered one, even in its signature alone", async () => {
-    const token = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 300, sub: "agent" })
-      .setProtectedHeader({ alg: "HS256" })
-      .sign(new TextEncoder().encode(SECRET));
-    expect((await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(200);
-    const forged = `${token.slice(0, -4)}${token.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
-    expectError(await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${forged}` } }), 401);
-  });
+  verifies(
+    "auth.jwt-hs256-only",
+    "never admits a token that differs from a remembered one, even in its signature alone",
+    async () => {
+      const token = await new SignJWT({ exp: Math.floor(Date.now() / 1000) + 300, sub: "agent" })
+        .setProtectedHeader({ alg: "HS256" })
+        .sign(new TextEncoder().encode(SECRET));
+      expect((await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${token}` } })).status).toBe(
+        200,
+      );
+      const forged = `${token.slice(0, -4)}${token.endsWith("AAAA") ? "BBBB" : "AAAA"}`;
+      expectError(await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${forged}` } }), 401);
+    },
+  );
 });
 
 /** An idempotency store whose every operation fails while `down` is set, as a shared store does when unreachable. */
@@ -286,20 +301,33 @@ describe("shared state that cannot answer", () => {
     tokens.down = false;
   });
 
-  // rule: idempotency.shared-store
-  it("answers 503 with Retry-After, logs the fault without a stack in the answer, and recovers", async () => {
-    store.down = true;
-    const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", call_id: "c-1", input: { a: 1, b: 2 } });
-    expectError(reply, 503);
-    expect(reply.headers.get("retry-after")).toBe("1");
-    expect(reply.text).not.toContain("ECONNREFUSED");
-    expect(server.logs().some((line) => line.level === 50 && JSON.stringify(line).includes("ECONNREFUSED"))).toBe(true);
+  verifies(
+    "idempotency.shared-store",
+    "answers 503 with Retry-After, logs the fault without a stack in the answer, and recovers",
+    async () => {
+      store.down = true;
+      const reply = await callTool(server.baseUrl, {
+        tool_id: "Calculator.Add",
+        call_id: "c-1",
+        input: { a: 1, b: 2 },
+      });
+      expectError(reply, 503);
+      expect(reply.headers.get("retry-after")).toBe("1");
+      expect(reply.text).not.toContain("ECONNREFUSED");
+      expect(server.logs().some((line) => line.level === 50 && JSON.stringify(line).includes("ECONNREFUSED"))).toBe(
+        true,
+      );
 
-    store.down = false;
-    const again = await callTool(server.baseUrl, { tool_id: "Calculator.Add", call_id: "c-1", input: { a: 1, b: 2 } });
-    expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ success: true, value: 3, call_id: "c-1" });
-  });
+      store.down = false;
+      const again = await callTool(server.baseUrl, {
+        tool_id: "Calculator.Add",
+        call_id: "c-1",
+        input: { a: 1, b: 2 },
+      });
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({ success: true, value: 3, call_id: "c-1" });
+    },
+  );
 
   it("answers 503 when the token store fails while requirements are resolved", async () => {
     tokens.down = true;
@@ -380,66 +408,74 @@ describe("what both adapters judge the same way", () => {
   afterAll(() => server.close());
   const key = { "OXP-API-Key": API_KEY };
 
-  // rule: auth.guards-all-but-health
-  it("guards every protocol route, a page notwithstanding, and /health/ with its slash stays open", async () => {
-    expectError(await send(`${server.baseUrl}/tools`), 401);
-    expect((await send(`${server.baseUrl}/tools`, { headers: key })).body.items.length).toBeGreaterThan(0);
-    expect((await send(`${server.baseUrl}/health/`)).status).toBe(200);
-    // A malformed challenge id is judged after authentication.
-    expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`), 401);
-    expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`, { headers: key }), 400);
-  });
+  verifies(
+    "auth.guards-all-but-health",
+    "guards every protocol route, a page notwithstanding, and /health/ with its slash stays open",
+    async () => {
+      expectError(await send(`${server.baseUrl}/tools`), 401);
+      expect((await send(`${server.baseUrl}/tools`, { headers: key })).body.items.length).toBeGreaterThan(0);
+      expect((await send(`${server.baseUrl}/health/`)).status).toBe(200);
+      // A malformed challenge id is judged after authentication.
+      expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`), 401);
+      expectError(await send(`${server.baseUrl}/authorization/challenges/%ZZ`, { headers: key }), 400);
+    },
+  );
 
-  // rule: endpoints.error-json
-  it("answers an async page's failure in JSON without its text", async () => {
+  verifies("endpoints.error-json", "answers an async page's failure in JSON without its text", async () => {
     const reply = await send(`${server.baseUrl}/async-failure`);
     expectError(reply, 500);
     expect(reply.text).not.toContain("secret");
     await expectHealthy(server.baseUrl, key);
   });
 
-  // rule: call.body-checks
-  it("refuses compressed bodies, other charsets and a declared length past the limit before reading", async () => {
-    const body = JSON.stringify({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
-    const gzip = await callTool(server.baseUrl, body, { ...key, "Content-Encoding": "gzip" });
-    expectError(gzip, 415);
-    const utf16 = await send(`${server.baseUrl}/tools/call`, {
-      method: "POST",
-      headers: { ...key, "content-type": "application/json; charset=utf-16le" },
-      body: Buffer.from(body, "utf16le"),
-    });
-    expectError(utf16, 415);
-    const utf8 = await callTool(server.baseUrl, body, { ...key, "content-type": "application/json; charset=UTF-8" });
-    expect(utf8.body).toMatchObject({ success: true, value: 3 });
+  verifies(
+    "call.body-checks",
+    "refuses compressed bodies, other charsets and a declared length past the limit before reading",
+    async () => {
+      const body = JSON.stringify({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+      const gzip = await callTool(server.baseUrl, body, { ...key, "Content-Encoding": "gzip" });
+      expectError(gzip, 415);
+      const utf16 = await send(`${server.baseUrl}/tools/call`, {
+        method: "POST",
+        headers: { ...key, "content-type": "application/json; charset=utf-16le" },
+        body: Buffer.from(body, "utf16le"),
+      });
+      expectError(utf16, 415);
+      const utf8 = await callTool(server.baseUrl, body, { ...key, "content-type": "application/json; charset=UTF-8" });
+      expect(utf8.body).toMatchObject({ success: true, value: 3 });
 
-    const { port } = new URL(server.baseUrl);
-    const started = performance.now();
-    const huge = await receive(
-      Number(port),
-      Buffer.from(
-        `POST /tools/call HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
-      ),
-      false,
-    );
-    expect(huge.status).toBe(413);
-    expect(performance.now() - started).toBeLessThan(5_000);
-  });
-
-  // rule: endpoints.unknown-route
-  it("routes an absolute-form target by its path as sent, without resolving dot segments", async () => {
-    const { port } = new URL(server.baseUrl);
-    const ask = (target: string) =>
-      receive(
+      const { port } = new URL(server.baseUrl);
+      const started = performance.now();
+      const huge = await receive(
         Number(port),
         Buffer.from(
-          `GET ${target} HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`,
+          `POST /tools/call HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{`,
         ),
         false,
       );
-    expect((await ask(`http://127.0.0.1:${port}/tools`)).status).toBe(200);
-    // A fetch host resolves the target into a URL before the handler sees it: `/a/../tools` reaches it as `/tools`.
-    expect((await ask(`http://127.0.0.1:${port}/a/../tools`)).status).toBe(ADAPTER === "fetch" ? 200 : 404);
-  });
+      expect(huge.status).toBe(413);
+      expect(performance.now() - started).toBeLessThan(5_000);
+    },
+  );
+
+  verifies(
+    "endpoints.unknown-route",
+    "routes an absolute-form target by its path as sent, without resolving dot segments",
+    async () => {
+      const { port } = new URL(server.baseUrl);
+      const ask = (target: string) =>
+        receive(
+          Number(port),
+          Buffer.from(
+            `GET ${target} HTTP/1.1\r\nHost: localhost\r\nOXP-API-Key: ${API_KEY}\r\nConnection: close\r\n\r\n`,
+          ),
+          false,
+        );
+      expect((await ask(`http://127.0.0.1:${port}/tools`)).status).toBe(200);
+      // A fetch host resolves the target into a URL before the handler sees it: `/a/../tools` reaches it as `/tools`.
+      expect((await ask(`http://127.0.0.1:${port}/a/../tools`)).status).toBe(ADAPTER === "fetch" ? 200 : 404);
+    },
+  );
 
   it("keeps answering calls when an observer throws, and tells it of each call once", async () => {
     const before = ended;

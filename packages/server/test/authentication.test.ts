@@ -1,7 +1,8 @@
 // docs/protocol.md section 5 over HTTP: API keys, HS256 JWTs and the subject every JWT must name.
 import { createHmac } from "node:crypto";
+import { verifies } from "@otc/test-helpers/verifies";
 import { SignJWT } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
 import { callTool, expectError, type Running, send, startServer } from "./harness.js";
 
 const SECRET = "a-shared-secret-of-at-least-32-bytes!";
@@ -47,24 +48,25 @@ function expectUnauthorized(reply: Awaited<ReturnType<typeof send>>) {
 }
 
 describe("JWT", () => {
-  // rules: auth.jwt-hs256-only, auth.jwt-claims
-  it("admits a valid HS256 token, with or without an allowed aud", async () => {
-    const withAud = await sign({ exp: now() + 300, aud: "oxp-test", sub: "agent-1" });
-    expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
-    const withoutAud = await sign({ exp: now() + 300, sub: "agent-1" });
-    expect((await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
-    const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-test"], sub: "agent-1" });
-    expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
-  });
+  verifies(
+    ["auth.jwt-hs256-only", "auth.jwt-claims"],
+    "admits a valid HS256 token, with or without an allowed aud",
+    async () => {
+      const withAud = await sign({ exp: now() + 300, aud: "oxp-test", sub: "agent-1" });
+      expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
+      const withoutAud = await sign({ exp: now() + 300, sub: "agent-1" });
+      expect((await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
+      const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-test"], sub: "agent-1" });
+      expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
+    },
+  );
 
-  // rule: auth.jwt-claims
-  it("tolerates 60 s of clock skew on exp", async () => {
+  verifies("auth.jwt-claims", "tolerates 60 s of clock skew on exp", async () => {
     const justExpired = await sign({ exp: now() - 30, sub: "agent-1" });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${justExpired}` })).status).toBe(200);
   });
 
-  // rules: auth.jwt-hs256-only, auth.jwt-claims
-  it.each([
+  verifies.each([
     ["expired", () => sign({ exp: now() - 120, sub: "x" })],
     ["without exp", () => sign({ sub: "x" })],
     ["with exp more than 15 minutes ahead", () => sign({ exp: now() + 20 * 60, sub: "x" })],
@@ -74,36 +76,41 @@ describe("JWT", () => {
     ["with alg HS512", async () => rawToken({ alg: "HS512", typ: "JWT" }, { exp: now() + 300, sub: "x" }, "sha512")],
     ["with a tampered payload", async () => `${(await sign({ exp: now() + 300, sub: "x" })).slice(0, -3)}abc`],
     ["that is not a JWT", async () => "not-a-jwt"],
-  ])("refuses a token %s with a 401", async (_case, make) => {
+  ])(["auth.jwt-hs256-only", "auth.jwt-claims"], "refuses a token %s with a 401", async (_case, make) => {
     const reply = await tools(server.baseUrl, { Authorization: `Bearer ${await make()}` });
     expectUnauthorized(reply);
   });
 
-  // rule: auth.401-response
-  it("refuses a request without credentials, and says nothing about which check failed in message", async () => {
-    const reply = await tools(server.baseUrl);
-    expectUnauthorized(reply);
-    const expired = await sign({ exp: now() - 999, sub: "x" });
-    const wrong = await tools(server.baseUrl, { Authorization: `Bearer ${expired}` });
-    expect(wrong.body.message).toBe(reply.body.message);
-  });
+  verifies(
+    "auth.401-response",
+    "refuses a request without credentials, and says nothing about which check failed in message",
+    async () => {
+      const reply = await tools(server.baseUrl);
+      expectUnauthorized(reply);
+      const expired = await sign({ exp: now() - 999, sub: "x" });
+      const wrong = await tools(server.baseUrl, { Authorization: `Bearer ${expired}` });
+      expect(wrong.body.message).toBe(reply.body.message);
+    },
+  );
 
-  // rules: call.order-of-checks, auth.guards-all-but-health
-  it("guards every route but /health, and checks credentials before the body", async () => {
-    expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
-    expectUnauthorized(await send(`${server.baseUrl}/authorization/challenges/google.x`));
-    const call = await send(`${server.baseUrl}/tools/call`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: "{not json",
-    });
-    expectUnauthorized(call);
-  });
+  verifies(
+    ["call.order-of-checks", "auth.guards-all-but-health"],
+    "guards every route but /health, and checks credentials before the body",
+    async () => {
+      expect((await send(`${server.baseUrl}/health`)).status).toBe(200);
+      expectUnauthorized(await send(`${server.baseUrl}/authorization/challenges/google.x`));
+      const call = await send(`${server.baseUrl}/tools/call`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{not json",
+      });
+      expectUnauthorized(call);
+    },
+  );
 });
 
 describe("JWT subject", () => {
-  // rules: auth.jwt-subject, auth.401-response
-  it.each([
+  verifies.each([
     ["without sub", { exp: now() + 300 }],
     ["with an empty sub", { exp: now() + 300, sub: "" }],
     ["with a numeric sub", { exp: now() + 300, sub: 5 }],
@@ -111,79 +118,88 @@ describe("JWT subject", () => {
     ["with a list sub", { exp: now() + 300, sub: ["agent-1"] }],
     ["with a sub over 256 characters", { exp: now() + 300, sub: "a".repeat(257) }],
     ["with a control character in sub", { exp: now() + 300, sub: "agent\u0000-1" }],
-  ])("refuses a token %s with a 401 whose developer_message names the claim", async (_case, claims) => {
-    const reply = await tools(server.baseUrl, { Authorization: `Bearer ${await sign(claims)}` });
-    expectUnauthorized(reply);
-    expect(reply.body.developer_message).toMatch(/\bsub\b/);
-  });
+  ])(
+    ["auth.jwt-subject", "auth.401-response"],
+    "refuses a token %s with a 401 whose developer_message names the claim",
+    async (_case, claims) => {
+      const reply = await tools(server.baseUrl, { Authorization: `Bearer ${await sign(claims)}` });
+      expectUnauthorized(reply);
+      expect(reply.body.developer_message).toMatch(/\bsub\b/);
+    },
+  );
 
-  // rule: auth.jwt-subject
-  it("admits a sub of 256 characters, and not one of 257", async () => {
+  verifies("auth.jwt-subject", "admits a sub of 256 characters, and not one of 257", async () => {
     const longest = await sign({ exp: now() + 300, sub: "a".repeat(256) });
     expect((await tools(server.baseUrl, { Authorization: `Bearer ${longest}` })).status).toBe(200);
     const tooLong = await sign({ exp: now() + 300, sub: "a".repeat(257) });
     expectUnauthorized(await tools(server.baseUrl, { Authorization: `Bearer ${tooLong}` }));
   });
 
-  // rules: auth.principal-identity, idempotency.per-principal
-  it("gives no shared principal to a token without sub and one with sub 5: neither runs, nor replays the other", async () => {
-    // Both were once admitted as the principal `jwt:`, so the second got the first's stored response.
-    const call = { tool_id: "Counter.Increment", input: { by: 1 }, call_id: "subjectless-shared-call" };
-    const before = server.counter.value;
-    for (const claims of [{ exp: now() + 300 }, { exp: now() + 300, sub: 5 }]) {
-      expectUnauthorized(await callTool(server.baseUrl, call, { Authorization: `Bearer ${await sign(claims)}` }));
-    }
-    expect(server.counter.value).toBe(before);
-    // Two named subjects each get their own run of the same call_id.
-    for (const sub of ["5", "agent-5"]) {
-      const reply = await callTool(server.baseUrl, call, {
-        Authorization: `Bearer ${await sign({ exp: now() + 300, sub })}`,
-      });
-      expect(reply.body).toMatchObject({ success: true });
-    }
-    expect(server.counter.value).toBe(before + 2);
-  });
+  verifies(
+    ["auth.principal-identity", "idempotency.per-principal"],
+    "gives no shared principal to a token without sub and one with sub 5: neither runs, nor replays the other",
+    async () => {
+      // Both were once admitted as the principal `jwt:`, so the second got the first's stored response.
+      const call = { tool_id: "Counter.Increment", input: { by: 1 }, call_id: "subjectless-shared-call" };
+      const before = server.counter.value;
+      for (const claims of [{ exp: now() + 300 }, { exp: now() + 300, sub: 5 }]) {
+        expectUnauthorized(await callTool(server.baseUrl, call, { Authorization: `Bearer ${await sign(claims)}` }));
+      }
+      expect(server.counter.value).toBe(before);
+      // Two named subjects each get their own run of the same call_id.
+      for (const sub of ["5", "agent-5"]) {
+        const reply = await callTool(server.baseUrl, call, {
+          Authorization: `Bearer ${await sign({ exp: now() + 300, sub })}`,
+        });
+        expect(reply.body).toMatchObject({ success: true });
+      }
+      expect(server.counter.value).toBe(before + 2);
+    },
+  );
 
-  // rules: auth.jwt-subject, auth.principal-identity
-  it("names the principal by the configured principalClaim instead of sub", async () => {
-    const byClient = await startServer({ auth: { jwt: { secret: SECRET, principalClaim: "client_id" } } });
-    try {
-      const named = await sign({ exp: now() + 300, client_id: "billing-service" });
-      expect((await tools(byClient.baseUrl, { Authorization: `Bearer ${named}` })).status).toBe(200);
-      const subOnly = await sign({ exp: now() + 300, sub: "agent-1" });
-      const reply = await tools(byClient.baseUrl, { Authorization: `Bearer ${subOnly}` });
-      expectUnauthorized(reply);
-      expect(reply.body.developer_message).toMatch(/client_id/);
-    } finally {
-      await byClient.close();
-    }
-  });
+  verifies(
+    ["auth.jwt-subject", "auth.principal-identity"],
+    "names the principal by the configured principalClaim instead of sub",
+    async () => {
+      const byClient = await startServer({ auth: { jwt: { secret: SECRET, principalClaim: "client_id" } } });
+      try {
+        const named = await sign({ exp: now() + 300, client_id: "billing-service" });
+        expect((await tools(byClient.baseUrl, { Authorization: `Bearer ${named}` })).status).toBe(200);
+        const subOnly = await sign({ exp: now() + 300, sub: "agent-1" });
+        const reply = await tools(byClient.baseUrl, { Authorization: `Bearer ${subOnly}` });
+        expectUnauthorized(reply);
+        expect(reply.body.developer_message).toMatch(/client_id/);
+      } finally {
+        await byClient.close();
+      }
+    },
+  );
 });
 
 describe("API key", () => {
-  // rule: auth.api-key-header
-  it("is admitted in OXP-API-Key", async () => {
+  verifies("auth.api-key-header", "is admitted in OXP-API-Key", async () => {
     expect((await tools(keyOnly.baseUrl, { "OXP-API-Key": API_KEY })).status).toBe(200);
   });
 
-  // rule: auth.api-key-as-bearer
-  it("is admitted as a bearer token, as the draft's generated clients send it", async () => {
-    expect((await tools(keyOnly.baseUrl, { Authorization: `Bearer ${API_KEY}` })).status).toBe(200);
-  });
+  verifies(
+    "auth.api-key-as-bearer",
+    "is admitted as a bearer token, as the draft's generated clients send it",
+    async () => {
+      expect((await tools(keyOnly.baseUrl, { Authorization: `Bearer ${API_KEY}` })).status).toBe(200);
+    },
+  );
 
-  // rule: auth.api-key-header
-  it.each([
+  verifies.each([
     ["a wrong key", { "OXP-API-Key": `${API_KEY}x` }],
     ["a prefix of the key", { "OXP-API-Key": API_KEY.slice(0, 10) }],
     ["an empty key", { "OXP-API-Key": "" }],
     ["a wrong bearer", { Authorization: "Bearer nope" }],
     ["no credentials", {}],
-  ])("refuses %s with a 401", async (_case, headers) => {
+  ])("auth.api-key-header", "refuses %s with a 401", async (_case, headers) => {
     expectUnauthorized(await tools(keyOnly.baseUrl, headers));
   });
 
-  // rule: auth.off-by-default
-  it("admits when any one credential is valid", async () => {
+  verifies("auth.off-by-default", "admits when any one credential is valid", async () => {
     const both = await startServer({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
     try {
       const jwt = await sign({ exp: now() + 60, sub: "agent-1" });
@@ -197,8 +213,13 @@ describe("API key", () => {
 });
 
 describe("authentication off", () => {
-  // rules: auth.off-ignores-credentials, auth.off-by-default
-  it("ignores Authorization and OXP-API-Key headers", async () => {
-    expect((await tools(open.baseUrl, { Authorization: "Bearer garbage", "OXP-API-Key": "garbage" })).status).toBe(200);
-  });
+  verifies(
+    ["auth.off-ignores-credentials", "auth.off-by-default"],
+    "ignores Authorization and OXP-API-Key headers",
+    async () => {
+      expect((await tools(open.baseUrl, { Authorization: "Bearer garbage", "OXP-API-Key": "garbage" })).status).toBe(
+        200,
+      );
+    },
+  );
 });

@@ -1,6 +1,7 @@
 // Issue 20, findings 2 and 4 replayed against a real server: wide bodies, one client starving the rest, runs that outlive their connections.
 import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
 import { clientOf } from "../src/http/pipeline.js";
 import { defineTool, listen, type RunningServer, type ServerOptions, type Tool } from "../src/index.js";
@@ -120,23 +121,25 @@ async function until(check: () => boolean, ms = 5_000): Promise<void> {
 }
 
 describe("finding 2: wide bodies", () => {
-  // rule: limits.body-values
-  it("refuses a body with more values than its bound with a 400, before parsing it", async () => {
-    const server = await startServer({ logger: false });
-    try {
-      // The issue's attack: 60,000 keys in `input`, 878 KB, under the 1 MiB limit.
-      const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(60_000) });
-      expectError(reply, 400);
-      expect(reply.body.message).toBe("The request body holds too many values");
-      expect(reply.body.developer_message).toContain("10000");
-      await expectHealthy(server.baseUrl);
-    } finally {
-      await server.close();
-    }
-  });
+  verifies(
+    "limits.body-values",
+    "refuses a body with more values than its bound with a 400, before parsing it",
+    async () => {
+      const server = await startServer({ logger: false });
+      try {
+        // The issue's attack: 60,000 keys in `input`, 878 KB, under the 1 MiB limit.
+        const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(60_000) });
+        expectError(reply, 400);
+        expect(reply.body.message).toBe("The request body holds too many values");
+        expect(reply.body.developer_message).toContain("10000");
+        await expectHealthy(server.baseUrl);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 
-  // rule: limits.body-values
-  it("takes the bound as an option", async () => {
+  verifies("limits.body-values", "takes the bound as an option", async () => {
     const server = await startServer({ logger: false, maxValues: 50 });
     try {
       expectError(await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(60) }), 400);
@@ -147,21 +150,24 @@ describe("finding 2: wide bodies", () => {
     }
   });
 
-  // rule: call.input-422
-  it("explains a large invalid input by its first error only: no error object per hostile key", async () => {
-    const server = await startServer({ logger: false });
-    try {
-      const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(5_000) });
-      expectError(reply, 422);
-      expect(Object.keys(reply.body.parameter_errors)).toHaveLength(1);
-      // A small input still has every problem explained.
-      const small = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: "1", b: "2", c: 3 } });
-      expectError(small, 422);
-      expect(Object.keys(small.body.parameter_errors).sort()).toEqual(["a", "b", "c"]);
-    } finally {
-      await server.close();
-    }
-  });
+  verifies(
+    "call.input-422",
+    "explains a large invalid input by its first error only: no error object per hostile key",
+    async () => {
+      const server = await startServer({ logger: false });
+      try {
+        const reply = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: wideInput(5_000) });
+        expectError(reply, 422);
+        expect(Object.keys(reply.body.parameter_errors)).toHaveLength(1);
+        // A small input still has every problem explained.
+        const small = await callTool(server.baseUrl, { tool_id: "Calculator.Add", input: { a: "1", b: "2", c: 3 } });
+        expectError(small, 422);
+        expect(Object.keys(small.body.parameter_errors).sort()).toEqual(["a", "b", "c"]);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });
 
 let nudges = 0;
@@ -176,58 +182,63 @@ const nudge = (baseUrl: string, headers: Record<string, string> = {}) =>
 const NUDGE_KEYS = Array.from({ length: 100 }, (_, i) => `nudge-${i}`);
 
 describe("finding 2: one client cannot starve the rest", () => {
-  // rule: limits.fair-share
-  it("answers a client over its share 429 with Retry-After, before reading its body, while others are served", async () => {
-    const server = await serve({
-      tools: testTools({ value: 0 }),
-      // A small budget, so that a few wide bodies use it up on any machine, and cheap calls never do.
-      fairness: { share: 0.1, burstMs: 20 },
-    });
-    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
-    const seen: number[] = [];
-    let refused: (Reply & { connection: string | undefined }) | undefined;
-    for (let i = 0; i < 200 && !refused; i++) {
-      expect((await nudge(server.url)).status).toBe(200);
-      const reply = await callFrom("127.0.0.2", server.url, hostile);
-      seen.push(reply.status);
-      if (reply.status === 429) refused = reply;
-    }
-    expect(refused, `statuses: ${seen.join(",")}`).toBeDefined();
-    if (!refused) return;
-    expectError(refused, 429);
-    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect(refused.connection).toBe("close");
-    expect(seen.slice(0, -1).every((status) => status === 422)).toBe(true);
-    // Another client is not charged for it.
-    const other = await callFrom("127.0.0.3", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
-    expect(other.status, other.text).toBe(200);
-    // The refused client's budget drains: it is served again once Retry-After has passed.
-    await new Promise((resolve) => setTimeout(resolve, Number(refused.headers.get("retry-after")) * 1000 + 100));
-    const later = await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
-    expect(later.status, later.text).toBe(200);
-  });
-
-  // rule: limits.fair-share
-  it("charges the whole call, not only its parsing: valid calls that are cheap to parse but costly to answer", async () => {
-    // A 900 KB name parses in about a millisecond, but checking it, running the tool, storing and writing the
-    // 900 KB answer cost several times that: a share above the parsing alone is still overrun.
-    const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.3, burstMs: 20 } });
-    const name = "x".repeat(900_000);
-    const seen: number[] = [];
-    for (let i = 0; i < 100 && seen.at(-1) !== 429; i++) {
-      await nudge(server.url);
-      const reply = await callFrom("127.0.0.2", server.url, {
-        tool_id: "Greeting.Hello@1",
-        call_id: `big-${i}`,
-        input: { name },
+  verifies(
+    "limits.fair-share",
+    "answers a client over its share 429 with Retry-After, before reading its body, while others are served",
+    async () => {
+      const server = await serve({
+        tools: testTools({ value: 0 }),
+        // A small budget, so that a few wide bodies use it up on any machine, and cheap calls never do.
+        fairness: { share: 0.1, burstMs: 20 },
       });
-      seen.push(reply.status);
-    }
-    expect(seen.at(-1), `statuses: ${seen.join(",")}`).toBe(429);
-  });
+      const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+      const seen: number[] = [];
+      let refused: (Reply & { connection: string | undefined }) | undefined;
+      for (let i = 0; i < 200 && !refused; i++) {
+        expect((await nudge(server.url)).status).toBe(200);
+        const reply = await callFrom("127.0.0.2", server.url, hostile);
+        seen.push(reply.status);
+        if (reply.status === 429) refused = reply;
+      }
+      expect(refused, `statuses: ${seen.join(",")}`).toBeDefined();
+      if (!refused) return;
+      expectError(refused, 429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(refused.connection).toBe("close");
+      expect(seen.slice(0, -1).every((status) => status === 422)).toBe(true);
+      // Another client is not charged for it.
+      const other = await callFrom("127.0.0.3", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+      expect(other.status, other.text).toBe(200);
+      // The refused client's budget drains: it is served again once Retry-After has passed.
+      await new Promise((resolve) => setTimeout(resolve, Number(refused.headers.get("retry-after")) * 1000 + 100));
+      const later = await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
+      expect(later.status, later.text).toBe(200);
+    },
+  );
 
-  // rule: limits.fair-share
-  it("counts an authenticated client by its principal, wherever it calls from", async () => {
+  verifies(
+    "limits.fair-share",
+    "charges the whole call, not only its parsing: valid calls that are cheap to parse but costly to answer",
+    async () => {
+      // A 900 KB name parses in about a millisecond, but checking it, running the tool, storing and writing the
+      // 900 KB answer cost several times that: a share above the parsing alone is still overrun.
+      const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.3, burstMs: 20 } });
+      const name = "x".repeat(900_000);
+      const seen: number[] = [];
+      for (let i = 0; i < 100 && seen.at(-1) !== 429; i++) {
+        await nudge(server.url);
+        const reply = await callFrom("127.0.0.2", server.url, {
+          tool_id: "Greeting.Hello@1",
+          call_id: `big-${i}`,
+          input: { name },
+        });
+        seen.push(reply.status);
+      }
+      expect(seen.at(-1), `statuses: ${seen.join(",")}`).toBe(429);
+    },
+  );
+
+  verifies("limits.fair-share", "counts an authenticated client by its principal, wherever it calls from", async () => {
     const server = await serve({
       tools: testTools({ value: 0 }),
       // key-one is the client under test; the others nudge, one key each time, so that none runs up a debt.
@@ -254,46 +265,55 @@ describe("finding 2: one client cannot starve the rest", () => {
     expect(other.status, other.text).toBe(200);
   });
 
-  // rule: limits.fair-share
-  it("counts an anonymous IPv6 caller by its /64, and an authenticated one by its principal", () => {
-    const from = (remoteAddress: string) => remoteAddress;
-    expect(clientOf("anonymous", from("2001:db8:1:2::5"))).toBe(clientOf("anonymous", from("2001:db8:1:2:ffff::9")));
-    expect(clientOf("anonymous", from("2001:db8:1:3::5"))).not.toBe(clientOf("anonymous", from("2001:db8:1:2::5")));
-    expect(clientOf("anonymous", from("::ffff:10.0.0.7"))).toBe(clientOf("anonymous", from("10.0.0.7")));
-    expect(clientOf("api-key:0", from("127.0.0.1"))).toBe(clientOf("api-key:0", from("127.0.0.9")));
-  });
+  verifies(
+    "limits.fair-share",
+    "counts an anonymous IPv6 caller by its /64, and an authenticated one by its principal",
+    () => {
+      const from = (remoteAddress: string) => remoteAddress;
+      expect(clientOf("anonymous", from("2001:db8:1:2::5"))).toBe(clientOf("anonymous", from("2001:db8:1:2:ffff::9")));
+      expect(clientOf("anonymous", from("2001:db8:1:3::5"))).not.toBe(clientOf("anonymous", from("2001:db8:1:2::5")));
+      expect(clientOf("anonymous", from("::ffff:10.0.0.7"))).toBe(clientOf("anonymous", from("10.0.0.7")));
+      expect(clientOf("api-key:0", from("127.0.0.1"))).toBe(clientOf("api-key:0", from("127.0.0.9")));
+    },
+  );
 
-  // rule: limits.fair-share
-  it("lets a client alone on the server use all of it, and holds it to its share once another calls", async () => {
-    const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.02, burstMs: 10 } });
-    const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
-    // Far past its share, but nobody else is calling: a batch job against a private server is not throttled.
-    for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
-    expect((await nudge(server.url)).status).toBe(200);
-    const refused = await callFrom("127.0.0.2", server.url, hostile);
-    expectError(refused, 429);
-    // Its debt was capped: the wait is a second at most.
-    expect(refused.headers.get("retry-after")).toBe("1");
-  });
+  verifies(
+    "limits.fair-share",
+    "lets a client alone on the server use all of it, and holds it to its share once another calls",
+    async () => {
+      const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.02, burstMs: 10 } });
+      const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
+      // Far past its share, but nobody else is calling: a batch job against a private server is not throttled.
+      for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+      expect((await nudge(server.url)).status).toBe(200);
+      const refused = await callFrom("127.0.0.2", server.url, hostile);
+      expectError(refused, 429);
+      // Its debt was capped: the wait is a second at most.
+      expect(refused.headers.get("retry-after")).toBe("1");
+    },
+  );
 
-  // rule: limits.fair-share
-  it("leaves a client of many cheap calls alone, whatever share of the server they take", async () => {
-    // A tiny share and no burst: a client of costly calls would be refused at once. The budget meters wall-clock
-    // time, and on a test machine running every suite at once a cheap call can be charged several milliseconds of
-    // other processes' time: the threshold here (the default is 1 ms) is far above that.
-    const server = await serve({
-      tools: testTools({ value: 0 }),
-      fairness: { share: 0.001, burstMs: 0, costlyCallMs: 50 },
-    });
-    const statuses = new Set<number>();
-    for (let i = 0; i < 300; i++) {
-      if (i % 10 === 0) await nudge(server.url);
-      statuses.add(
-        (await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: i, b: 1 } })).status,
-      );
-    }
-    expect([...statuses]).toEqual([200]);
-  });
+  verifies(
+    "limits.fair-share",
+    "leaves a client of many cheap calls alone, whatever share of the server they take",
+    async () => {
+      // A tiny share and no burst: a client of costly calls would be refused at once. The budget meters wall-clock
+      // time, and on a test machine running every suite at once a cheap call can be charged several milliseconds of
+      // other processes' time: the threshold here (the default is 1 ms) is far above that.
+      const server = await serve({
+        tools: testTools({ value: 0 }),
+        fairness: { share: 0.001, burstMs: 0, costlyCallMs: 50 },
+      });
+      const statuses = new Set<number>();
+      for (let i = 0; i < 300; i++) {
+        if (i % 10 === 0) await nudge(server.url);
+        statuses.add(
+          (await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: i, b: 1 } })).status,
+        );
+      }
+      expect([...statuses]).toEqual([200]);
+    },
+  );
 
   it("can be turned off", async () => {
     const server = await serve({ tools: testTools({ value: 0 }), fairness: false });
@@ -306,8 +326,7 @@ describe("finding 2: one client cannot starve the rest", () => {
 });
 
 describe("finding 4: runs do not outlive their connections", () => {
-  // rule: limits.orphan-runs-aborted
-  it("aborts a run without a call_id once its client hangs up", async () => {
+  verifies("limits.orphan-runs-aborted", "aborts a run without a call_id once its client hangs up", async () => {
     const counts = { started: 0, aborted: 0, finished: 0 };
     const server = await serve({ tools: [waiter(counts)] });
     const sockets = Array.from({ length: 40 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }));
@@ -318,56 +337,62 @@ describe("finding 4: runs do not outlive their connections", () => {
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
   });
 
-  // rule: limits.orphan-runs-aborted
-  it("lets a run with a call_id finish when its client hangs up, and keeps its answer for the retry", async () => {
-    const counts = { started: 0, aborted: 0, finished: 0 };
-    const server = await serve({ tools: [waiter(counts, 300)] });
-    const sockets = Array.from({ length: 5 }, (_, i) =>
-      hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` }),
-    );
-    await until(() => counts.started === 5);
-    for (const socket of sockets) socket.destroy();
-    await until(() => counts.finished === 5, 3_000);
-    expect(counts.aborted).toBe(0);
-    for (let i = 0; i < 5; i++) {
-      const retry = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` });
-      expect(retry.status, retry.text).toBe(200);
-      expect(retry.body).toMatchObject({ call_id: `orphan-${i}`, success: true, value: "done" });
-    }
-    expect(counts.started).toBe(5);
-  });
+  verifies(
+    "limits.orphan-runs-aborted",
+    "lets a run with a call_id finish when its client hangs up, and keeps its answer for the retry",
+    async () => {
+      const counts = { started: 0, aborted: 0, finished: 0 };
+      const server = await serve({ tools: [waiter(counts, 300)] });
+      const sockets = Array.from({ length: 5 }, (_, i) =>
+        hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` }),
+      );
+      await until(() => counts.started === 5);
+      for (const socket of sockets) socket.destroy();
+      await until(() => counts.finished === 5, 3_000);
+      expect(counts.aborted).toBe(0);
+      for (let i = 0; i < 5; i++) {
+        const retry = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` });
+        expect(retry.status, retry.text).toBe(200);
+        expect(retry.body).toMatchObject({ call_id: `orphan-${i}`, success: true, value: "done" });
+      }
+      expect(counts.started).toBe(5);
+    },
+  );
 
-  // rule: limits.running-calls-bounded
-  it("bounds the runs in progress per client (429) and in total (503), orphans with call_ids included", async () => {
-    const counts = { started: 0, aborted: 0, finished: 0 };
-    const server = await serve({
-      tools: [waiter(counts), ...testTools({ value: 0 })],
-      maxRunningCallsPerClient: 3,
-      maxRunningCalls: 5,
-    });
-    // The issue's attack: calls with call_ids whose clients hang up at once keep running.
-    const orphans = Array.from({ length: 3 }, (_, i) =>
-      hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `held-${i}` }, "127.0.0.2"),
-    );
-    await until(() => counts.started === 3);
-    for (const socket of orphans) socket.destroy();
-    const mine = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: "one-more" });
-    expectError(mine, 429);
-    expect(mine.headers.get("retry-after")).toBe("1");
-    // A synchronous tool is refused too while the client is at its bound: the bound is on the client's calls.
-    expectError(await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } }), 429);
-    // Another client still runs calls, up to the server's total.
-    const others = Array.from({ length: 2 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }, "127.0.0.3"));
-    await until(() => counts.started === 5);
-    const full = await callFrom("127.0.0.4", server.url, { tool_id: "Slow.Wait" });
-    expectError(full, 503);
-    expect(full.headers.get("retry-after")).toBe("1");
-    for (const socket of others) socket.destroy();
-    await until(() => counts.aborted === 2);
-    // A run's slot is freed when it ends: the other client is served again.
-    expect((await callFrom("127.0.0.4", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } })).status).toBe(
-      200,
-    );
-    expect(counts.finished).toBe(0);
-  });
+  verifies(
+    "limits.running-calls-bounded",
+    "bounds the runs in progress per client (429) and in total (503), orphans with call_ids included",
+    async () => {
+      const counts = { started: 0, aborted: 0, finished: 0 };
+      const server = await serve({
+        tools: [waiter(counts), ...testTools({ value: 0 })],
+        maxRunningCallsPerClient: 3,
+        maxRunningCalls: 5,
+      });
+      // The issue's attack: calls with call_ids whose clients hang up at once keep running.
+      const orphans = Array.from({ length: 3 }, (_, i) =>
+        hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `held-${i}` }, "127.0.0.2"),
+      );
+      await until(() => counts.started === 3);
+      for (const socket of orphans) socket.destroy();
+      const mine = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: "one-more" });
+      expectError(mine, 429);
+      expect(mine.headers.get("retry-after")).toBe("1");
+      // A synchronous tool is refused too while the client is at its bound: the bound is on the client's calls.
+      expectError(await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } }), 429);
+      // Another client still runs calls, up to the server's total.
+      const others = Array.from({ length: 2 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }, "127.0.0.3"));
+      await until(() => counts.started === 5);
+      const full = await callFrom("127.0.0.4", server.url, { tool_id: "Slow.Wait" });
+      expectError(full, 503);
+      expect(full.headers.get("retry-after")).toBe("1");
+      for (const socket of others) socket.destroy();
+      await until(() => counts.aborted === 2);
+      // A run's slot is freed when it ends: the other client is served again.
+      expect(
+        (await callFrom("127.0.0.4", server.url, { tool_id: "Calculator.Add", input: { a: 1, b: 2 } })).status,
+      ).toBe(200);
+      expect(counts.finished).toBe(0);
+    },
+  );
 });

@@ -2,6 +2,7 @@
 import { once } from "node:events";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer } from "../src/index.js";
 import { expectSchema, type Running, startServer, type TestServerOptions } from "./harness.js";
@@ -46,8 +47,7 @@ describe("a server on loopback, by default", () => {
   });
   afterAll(() => server.close());
 
-  // rule: limits.allowed-hosts
-  it.each([
+  verifies.each([
     "evil.example:8080",
     "evil.example",
     "EVIL.example.",
@@ -55,14 +55,13 @@ describe("a server on loopback, by default", () => {
     "127.0.0.1.nip.io",
     "localhost:80@evil.example",
     "[::1",
-  ])("refuses Host %s with a JSON 400, on every route", async (host) => {
+  ])("limits.allowed-hosts", "refuses Host %s with a JSON 400, on every route", async (host) => {
     expectRefused(await withHost(server.baseUrl, host));
     expectRefused(await withHost(server.baseUrl, host, "/tools"));
     expectRefused(await withHost(server.baseUrl, host, "/no-such-page"));
   });
 
-  // rule: limits.allowed-hosts
-  it.each([
+  verifies.each([
     "127.0.0.1:{port}",
     "localhost:{port}",
     "localhost",
@@ -72,13 +71,12 @@ describe("a server on loopback, by default", () => {
     "[::1]:{port}",
     "127.0.0.2",
     "192.0.2.7:8080",
-  ])("serves Host %s: loopback names and IP addresses cannot be rebound", async (template) => {
+  ])("limits.allowed-hosts", "serves Host %s: loopback names and IP addresses cannot be rebound", async (template) => {
     const reply = await withHost(server.baseUrl, template.replace("{port}", port));
     expect(reply.status, reply.body).toBe(200);
   });
 
-  // rule: limits.quoted-strings
-  it("quotes a refused Host cut to 64 characters", async () => {
+  verifies("limits.quoted-strings", "quotes a refused Host cut to 64 characters", async () => {
     const host = `${"a".repeat(5_000)}.example`;
     const answer = await withHost(server.baseUrl, host);
     expectRefused(answer);
@@ -86,8 +84,7 @@ describe("a server on loopback, by default", () => {
     expect(JSON.parse(answer.body).developer_message).toContain(`'${"a".repeat(64)}...(4944 more characters)'`);
   });
 
-  // rule: limits.allowed-hosts
-  it("checks each request of a keep-alive connection", async () => {
+  verifies("limits.allowed-hosts", "checks each request of a keep-alive connection", async () => {
     const socket = connect(Number(port), "127.0.0.1");
     await once(socket, "connect");
     socket.write(
@@ -109,16 +106,14 @@ describe("the allowedHosts option", () => {
     return server;
   };
 
-  // rule: limits.allowed-hosts
-  it('"any" serves every Host', async () => {
+  verifies("limits.allowed-hosts", '"any" serves every Host', async () => {
     const server = await start({ allowedHosts: "any" });
     for (const host of ["evil.example:8080", "anything.at.all"]) {
       expect((await withHost(server.baseUrl, host)).status).toBe(200);
     }
   });
 
-  // rule: limits.allowed-hosts
-  it("a list adds names, and a leading dot a domain with its subdomains", async () => {
+  verifies("limits.allowed-hosts", "a list adds names, and a leading dot a domain with its subdomains", async () => {
     const server = await start({ allowedHosts: ["tools.example.com", ".example.org"] });
     for (const host of [
       "tools.example.com",
@@ -134,8 +129,7 @@ describe("the allowedHosts option", () => {
     }
   });
 
-  // rule: limits.allowed-hosts
-  it("serves publicUrl's host, the name a proxy in front forwards", async () => {
+  verifies("limits.allowed-hosts", "serves publicUrl's host, the name a proxy in front forwards", async () => {
     const server = await start({ publicUrl: "https://tools.example.net/base" });
     expect((await withHost(server.baseUrl, "tools.example.net")).status).toBe(200);
     expectRefused(await withHost(server.baseUrl, "other.example.net"));

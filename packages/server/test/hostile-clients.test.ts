@@ -4,6 +4,7 @@ import { connect } from "node:net";
 import { performance } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { verifies } from "@otc/test-helpers/verifies";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool, listen, MemoryIdempotencyStore, type RunningServer } from "../src/index.js";
@@ -32,56 +33,63 @@ async function flood(count: number, concurrency: number, make: (index: number) =
 }
 
 describe("finding 1: memory cannot be raised without bound", () => {
-  // rules: idempotency.bounded-store, limits.bounded-resources
-  it("keeps the call_id store within its byte bound under large distinct calls", async () => {
-    const store = new MemoryIdempotencyStore();
-    // One client sending 150 large calls back to back is over its fair share: this test is about the store.
-    const server = await startServer({
-      idempotencyStore: store,
-      logger: false,
-      validateResponses: false,
-      fairness: false,
-    });
-    try {
-      const name = "x".repeat(900_000);
-      collectGarbage();
-      const before = process.memoryUsage().heapUsed;
-      // 150 responses of ~900 KB: 130 MiB if all were kept; the per-principal quota is 16 MiB.
-      const statuses = await flood(150, 4, (index) =>
-        callTool(server.baseUrl, { tool_id: "Greeting.Hello@1", call_id: `big-${index}`, input: { name } }),
-      );
-      expect(statuses.every((status) => status === 200)).toBe(true);
-      expect(store.bytes).toBeLessThanOrEqual(16 * 1024 * 1024);
-      collectGarbage();
-      const grown = process.memoryUsage().heapUsed - before;
-      // The stated ceiling: the store's 16 MiB plus room for the test's own buffers, far below 130 MiB.
-      expect(grown).toBeLessThan(48 * 1024 * 1024);
-    } finally {
-      await server.close();
-    }
-    // It moves 270 MB through the server (~3 s alone): on a 2-core CI box running every suite at once it
-    // once took over 20 s. What it checks is memory, not time.
-  }, 120_000);
-
-  // rule: limits.identifier-length
-  it("refuses a user_id, call_id or trace_id over 256 characters before any work", async () => {
-    const server = await startServer({ logger: false });
-    try {
-      const long = "u".repeat(900_000);
-      for (const body of [
-        { tool_id: "Gmail.GetEmails", context: { user_id: long } },
-        { tool_id: "Calculator.Add", call_id: long, input: { a: 1, b: 2 } },
-        { tool_id: "Calculator.Add", trace_id: long, input: { a: 1, b: 2 } },
-      ]) {
-        const reply = await callTool(server.baseUrl, body);
-        expectError(reply, 400);
-        expect(reply.text.length).toBeLessThan(2_000);
+  verifies(
+    ["idempotency.bounded-store", "limits.bounded-resources"],
+    "keeps the call_id store within its byte bound under large distinct calls",
+    async () => {
+      const store = new MemoryIdempotencyStore();
+      // One client sending 150 large calls back to back is over its fair share: this test is about the store.
+      const server = await startServer({
+        idempotencyStore: store,
+        logger: false,
+        validateResponses: false,
+        fairness: false,
+      });
+      try {
+        const name = "x".repeat(900_000);
+        collectGarbage();
+        const before = process.memoryUsage().heapUsed;
+        // 150 responses of ~900 KB: 130 MiB if all were kept; the per-principal quota is 16 MiB.
+        const statuses = await flood(150, 4, (index) =>
+          callTool(server.baseUrl, { tool_id: "Greeting.Hello@1", call_id: `big-${index}`, input: { name } }),
+        );
+        expect(statuses.every((status) => status === 200)).toBe(true);
+        expect(store.bytes).toBeLessThanOrEqual(16 * 1024 * 1024);
+        collectGarbage();
+        const grown = process.memoryUsage().heapUsed - before;
+        // The stated ceiling: the store's 16 MiB plus room for the test's own buffers, far below 130 MiB.
+        expect(grown).toBeLessThan(48 * 1024 * 1024);
+      } finally {
+        await server.close();
       }
-      expect(server.provider.size).toBe(0);
-    } finally {
-      await server.close();
-    }
-  });
+      // It moves 270 MB through the server (~3 s alone): on a 2-core CI box running every suite at once it
+      // once took over 20 s. What it checks is memory, not time.
+    },
+    120_000,
+  );
+
+  verifies(
+    "limits.identifier-length",
+    "refuses a user_id, call_id or trace_id over 256 characters before any work",
+    async () => {
+      const server = await startServer({ logger: false });
+      try {
+        const long = "u".repeat(900_000);
+        for (const body of [
+          { tool_id: "Gmail.GetEmails", context: { user_id: long } },
+          { tool_id: "Calculator.Add", call_id: long, input: { a: 1, b: 2 } },
+          { tool_id: "Calculator.Add", trace_id: long, input: { a: 1, b: 2 } },
+        ]) {
+          const reply = await callTool(server.baseUrl, body);
+          expectError(reply, 400);
+          expect(reply.text.length).toBeLessThan(2_000);
+        }
+        expect(server.provider.size).toBe(0);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });
 
 describe("finding 2: CPU per request stays small", () => {
@@ -97,22 +105,25 @@ describe("finding 2: CPU per request stays small", () => {
   });
   afterAll(() => running.close());
 
-  // rules: limits.version-number-digits, limits.bounded-resources
-  it("answers a megabyte of version digits with a short 400 in a few milliseconds of server time", async () => {
-    const body = JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(1_040_000)}` });
-    for (let i = 0; i < 10; i++) {
-      const reply = await callTool(running.url, body);
-      expectError(reply, 400);
-      expect(reply.text.length).toBeLessThan(2_000);
-    }
-    // The least of ten: what the request costs, without the waits other work on a busy machine adds
-    // (CI runs several suites at once on two cores, a browser among them: the least once reached 13 ms
-    // there, against ~5 ms alone). It was ~300 ms of BigInt parsing before: 50 ms still tells them apart.
-    expect(Math.min(...serverMs.slice(-10))).toBeLessThan(50);
-  });
+  verifies(
+    ["limits.version-number-digits", "limits.bounded-resources"],
+    "answers a megabyte of version digits with a short 400 in a few milliseconds of server time",
+    async () => {
+      const body = JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(1_040_000)}` });
+      for (let i = 0; i < 10; i++) {
+        const reply = await callTool(running.url, body);
+        expectError(reply, 400);
+        expect(reply.text.length).toBeLessThan(2_000);
+      }
+      // The least of ten: what the request costs, without the waits other work on a busy machine adds
+      // (CI runs several suites at once on two cores, a browser among them: the least once reached 13 ms
+      // there, against ~5 ms alone). It was ~300 ms of BigInt parsing before: 50 ms still tells them apart.
+      expect(Math.min(...serverMs.slice(-10))).toBeLessThan(50);
+    },
+  );
 
-  // rules: tool-id.no-leading-zeros, limits.version-number-digits
-  it.each(["Calculator.Add@01", "Calculator.Add@1.00.0", "Calculator.Add@01.0.0", "Calculator.Add@1234567890"])(
+  verifies.each(["Calculator.Add@01", "Calculator.Add@1.00.0", "Calculator.Add@01.0.0", "Calculator.Add@1234567890"])(
+    ["tool-id.no-leading-zeros", "limits.version-number-digits"],
     "refuses %s: versions have no leading zeros and at most 9 digits",
     async (toolId) => {
       expectError(await callTool(running.url, { tool_id: toolId, input: { a: 1, b: 2 } }), 400);
@@ -145,58 +156,66 @@ describe("finding 3: nobody acts for another principal's user", () => {
     expect((await callTool(server.baseUrl, gmail(userId), headers).then((reply) => reply.body)).success).toBe(true);
   }
 
-  // rule: requirements.token-bound-to-principal
-  it("never gives principal B the token principal A obtained for the same user_id", async () => {
-    await authorize(keyOne, "alice");
-    for (const headers of [keyTwo, await jwt("mallory")]) {
-      const reply = await callTool(server.baseUrl, gmail("alice"), headers);
-      expectError(reply, 400);
-      expect(reply.body.message).toBe("Authorization required");
-      // B is sent to its own consent, not handed Alice's emails.
-      expect(reply.body.missing_requirements.authorization).toHaveLength(1);
-    }
-  });
+  verifies(
+    "requirements.token-bound-to-principal",
+    "never gives principal B the token principal A obtained for the same user_id",
+    async () => {
+      await authorize(keyOne, "alice");
+      for (const headers of [keyTwo, await jwt("mallory")]) {
+        const reply = await callTool(server.baseUrl, gmail("alice"), headers);
+        expectError(reply, 400);
+        expect(reply.body.message).toBe("Authorization required");
+        // B is sent to its own consent, not handed Alice's emails.
+        expect(reply.body.missing_requirements.authorization).toHaveLength(1);
+      }
+    },
+  );
 
-  // rules: requirements.token-bound-to-principal, auth.principal-identity
-  it("keeps JWT subjects apart, and one subject's token works for that subject only", async () => {
-    const ann = await jwt("ann");
-    await authorize(ann, "shared-user");
-    expect((await callTool(server.baseUrl, gmail("shared-user"), await jwt("ann"))).body.success).toBe(true);
-    expectError(await callTool(server.baseUrl, gmail("shared-user"), await jwt("bob")), 400);
-  });
+  verifies(
+    ["requirements.token-bound-to-principal", "auth.principal-identity"],
+    "keeps JWT subjects apart, and one subject's token works for that subject only",
+    async () => {
+      const ann = await jwt("ann");
+      await authorize(ann, "shared-user");
+      expect((await callTool(server.baseUrl, gmail("shared-user"), await jwt("ann"))).body.success).toBe(true);
+      expectError(await callTool(server.baseUrl, gmail("shared-user"), await jwt("bob")), 400);
+    },
+  );
 
-  // rule: requirements.challenge-url-base
-  it("builds challenge links from where the server was reached, never from the Host header", async () => {
-    const port = new URL(server.baseUrl).port;
-    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: "127.0.0.1",
-          port,
-          method: "POST",
-          path: "/tools/call",
-          // A name the server answers to (on loopback, foreign names are refused: limits.allowed-hosts), but not its address.
-          headers: { host: "localhost:1", "content-type": "application/json", ...keyOne },
-        },
-        (res) => {
-          let body = "";
-          res.on("data", (chunk) => {
-            body += chunk;
-          });
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-        },
-      );
-      req.on("error", reject);
-      req.end(JSON.stringify(gmail("host-test")));
-    });
-    expect(answer.status).toBe(400);
-    const [challenge] = JSON.parse(answer.body).missing_requirements.authorization;
-    expect(challenge.url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
-    expect(challenge.check_url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
-  });
+  verifies(
+    "requirements.challenge-url-base",
+    "builds challenge links from where the server was reached, never from the Host header",
+    async () => {
+      const port = new URL(server.baseUrl).port;
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = httpRequest(
+          {
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path: "/tools/call",
+            // A name the server answers to (on loopback, foreign names are refused: limits.allowed-hosts), but not its address.
+            headers: { host: "localhost:1", "content-type": "application/json", ...keyOne },
+          },
+          (res) => {
+            let body = "";
+            res.on("data", (chunk) => {
+              body += chunk;
+            });
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify(gmail("host-test")));
+      });
+      expect(answer.status).toBe(400);
+      const [challenge] = JSON.parse(answer.body).missing_requirements.authorization;
+      expect(challenge.url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
+      expect(challenge.check_url.startsWith(`http://127.0.0.1:${port}/`)).toBe(true);
+    },
+  );
 
-  // rule: requirements.challenge-url-base
-  it("builds them for an HTTP/1.0 request without Host as well", async () => {
+  verifies("requirements.challenge-url-base", "builds them for an HTTP/1.0 request without Host as well", async () => {
     const { port } = new URL(server.baseUrl);
     const payload = JSON.stringify(gmail("old-client"));
     const raw = await new Promise<string>((resolve, reject) => {
@@ -233,135 +252,145 @@ describe("finding 5: flooding the call_id store", () => {
   });
   afterAll(() => server.close());
 
-  // rule: idempotency.per-principal-quota
-  it("does not let a flood of another principal's calls, past its quota, evict a finished call or a running one", async () => {
-    // A server of its own, with a tool held open until the test lets it finish: no race with the clock.
-    let counted = 0;
-    let gateRuns = 0;
-    let openGate: () => void = () => {};
-    const gate = new Promise<void>((resolve) => {
-      openGate = resolve;
-    });
-    const tools = [
-      defineTool({
-        toolkit: "Test",
-        name: "Count",
-        version: "1.0.0",
-        description: "Counts its runs.",
-        inputSchema: { type: "object" },
-        outputSchema: { type: "number" },
-        run: () => ++counted,
-      }),
-      defineTool({
-        toolkit: "Test",
-        name: "Gate",
-        version: "1.0.0",
-        description: "Runs until the test opens the gate.",
-        inputSchema: { type: "object" },
-        outputSchema: { type: "number" },
-        run: async () => {
-          gateRuns++;
-          await gate;
-          return gateRuns;
-        },
-      }),
-    ];
-    const running = await listen(
-      makeServer({
-        tools,
-        logger: false,
-        auth: { apiKeys: ["key-one", "key-two"] },
-        idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
-      }),
-      { port: 0 },
-    );
-    try {
-      const count = { tool_id: "Test.Count", call_id: "victim-count" };
-      const first = await callTool(running.url, count, keyOne);
-      expect(first.body).toMatchObject({ success: true, value: 1 });
-      const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
-      const firstGate = callTool(running.url, held, keyOne);
-      while (gateRuns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
-
-      const statuses = await flood(QUOTA + 200, 16, (index) =>
-        callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),
+  verifies(
+    "idempotency.per-principal-quota",
+    "does not let a flood of another principal's calls, past its quota, evict a finished call or a running one",
+    async () => {
+      // A server of its own, with a tool held open until the test lets it finish: no race with the clock.
+      let counted = 0;
+      let gateRuns = 0;
+      let openGate: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        openGate = resolve;
+      });
+      const tools = [
+        defineTool({
+          toolkit: "Test",
+          name: "Count",
+          version: "1.0.0",
+          description: "Counts its runs.",
+          inputSchema: { type: "object" },
+          outputSchema: { type: "number" },
+          run: () => ++counted,
+        }),
+        defineTool({
+          toolkit: "Test",
+          name: "Gate",
+          version: "1.0.0",
+          description: "Runs until the test opens the gate.",
+          inputSchema: { type: "object" },
+          outputSchema: { type: "number" },
+          run: async () => {
+            gateRuns++;
+            await gate;
+            return gateRuns;
+          },
+        }),
+      ];
+      const running = await listen(
+        makeServer({
+          tools,
+          logger: false,
+          auth: { apiKeys: ["key-one", "key-two"] },
+          idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
+        }),
+        { port: 0 },
       );
-      expect(statuses.every((status) => status === 200)).toBe(true);
+      try {
+        const count = { tool_id: "Test.Count", call_id: "victim-count" };
+        const first = await callTool(running.url, count, keyOne);
+        expect(first.body).toMatchObject({ success: true, value: 1 });
+        const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
+        const firstGate = callTool(running.url, held, keyOne);
+        while (gateRuns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
 
-      // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
-      const duplicateGate = callTool(running.url, held, keyOne);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      openGate();
-      const [a, b] = await Promise.all([firstGate, duplicateGate]);
-      expect(b.text).toBe(a.text);
-      expect(gateRuns).toBe(1);
+        const statuses = await flood(QUOTA + 200, 16, (index) =>
+          callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),
+        );
+        expect(statuses.every((status) => status === 200)).toBe(true);
 
-      const before = counted;
-      const retry = await callTool(running.url, count, keyOne);
-      expect(retry.text).toBe(first.text);
-      expect(counted).toBe(before);
-    } finally {
-      openGate();
-      await running.close();
-    }
-    // 1,200 calls through Express take about a second alone, but timed out at 20 s twice in CI runs on a 2-core
-    // machine loaded with every suite at once: what this test checks is the store's quota, not time.
-  }, 90_000);
+        // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
+        const duplicateGate = callTool(running.url, held, keyOne);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        openGate();
+        const [a, b] = await Promise.all([firstGate, duplicateGate]);
+        expect(b.text).toBe(a.text);
+        expect(gateRuns).toBe(1);
 
-  // rule: idempotency.per-principal
-  it("keeps one principal's call_id from blocking, answering or revealing another's", async () => {
-    const mine = await callTool(
-      server.baseUrl,
-      { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 1, b: 2 } },
-      keyOne,
-    );
-    const theirs = await callTool(
-      server.baseUrl,
-      { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 20, b: 22 } },
-      keyTwo,
-    );
-    expect(mine.body).toMatchObject({ success: true, value: 3 });
-    expect(theirs.body).toMatchObject({ success: true, value: 42 });
-  });
+        const before = counted;
+        const retry = await callTool(running.url, count, keyOne);
+        expect(retry.text).toBe(first.text);
+        expect(counted).toBe(before);
+      } finally {
+        openGate();
+        await running.close();
+      }
+      // 1,200 calls through Express take about a second alone, but timed out at 20 s twice in CI runs on a 2-core
+      // machine loaded with every suite at once: what this test checks is the store's quota, not time.
+    },
+    90_000,
+  );
 
-  // rule: idempotency.abandoned-run-holds-key
-  it("answers a retry of a run abandoned at its time limit, whose tool ignores the abort, without a second run", async () => {
-    let runs = 0;
-    let finish: () => void = () => {};
-    const stubborn = defineTool({
-      toolkit: "Test",
-      name: "Stubborn",
-      version: "1.0.0",
-      description: "Ignores its AbortSignal.",
-      inputSchema: { type: "object" },
-      outputSchema: { type: "number" },
-      timeoutMs: 100,
-      run: () => {
-        runs++;
-        return new Promise<number>((resolve) => {
-          finish = () => resolve(runs);
-        });
-      },
-    });
-    const running = await listen(makeServer({ tools: [stubborn], logger: false }), { port: 0 });
-    try {
-      const body = { tool_id: "Test.Stubborn", call_id: "stubborn-1" };
-      const first = await callTool(running.url, body);
-      expect(first.body).toMatchObject({ success: false, error: { can_retry: true } });
-      const retry = await callTool(running.url, body);
-      expect(retry.status).toBe(200);
-      expect(retry.body).toMatchObject({ success: false, error: { can_retry: true } });
-      expect(retry.body.error.retry_after_ms).toBeGreaterThan(0);
-      expect(runs).toBe(1);
-      finish();
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      await callTool(running.url, body);
-      expect(runs).toBe(2);
-    } finally {
-      finish();
-      await running.close();
-    }
-  });
+  verifies(
+    "idempotency.per-principal",
+    "keeps one principal's call_id from blocking, answering or revealing another's",
+    async () => {
+      const mine = await callTool(
+        server.baseUrl,
+        { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 1, b: 2 } },
+        keyOne,
+      );
+      const theirs = await callTool(
+        server.baseUrl,
+        { tool_id: "Calculator.Add", call_id: "same-id", input: { a: 20, b: 22 } },
+        keyTwo,
+      );
+      expect(mine.body).toMatchObject({ success: true, value: 3 });
+      expect(theirs.body).toMatchObject({ success: true, value: 42 });
+    },
+  );
+
+  verifies(
+    "idempotency.abandoned-run-holds-key",
+    "answers a retry of a run abandoned at its time limit, whose tool ignores the abort, without a second run",
+    async () => {
+      let runs = 0;
+      let finish: () => void = () => {};
+      const stubborn = defineTool({
+        toolkit: "Test",
+        name: "Stubborn",
+        version: "1.0.0",
+        description: "Ignores its AbortSignal.",
+        inputSchema: { type: "object" },
+        outputSchema: { type: "number" },
+        timeoutMs: 100,
+        run: () => {
+          runs++;
+          return new Promise<number>((resolve) => {
+            finish = () => resolve(runs);
+          });
+        },
+      });
+      const running = await listen(makeServer({ tools: [stubborn], logger: false }), { port: 0 });
+      try {
+        const body = { tool_id: "Test.Stubborn", call_id: "stubborn-1" };
+        const first = await callTool(running.url, body);
+        expect(first.body).toMatchObject({ success: false, error: { can_retry: true } });
+        const retry = await callTool(running.url, body);
+        expect(retry.status).toBe(200);
+        expect(retry.body).toMatchObject({ success: false, error: { can_retry: true } });
+        expect(retry.body.error.retry_after_ms).toBeGreaterThan(0);
+        expect(runs).toBe(1);
+        finish();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        await callTool(running.url, body);
+        expect(runs).toBe(2);
+      } finally {
+        finish();
+        await running.close();
+      }
+    },
+  );
 });
 
 describe("finding 6: the smaller ones", () => {
@@ -371,8 +400,7 @@ describe("finding 6: the smaller ones", () => {
   });
   afterAll(() => server.close());
 
-  // rule: call.version-after-body
-  it("judges OXP-Version after the body's size and media type", async () => {
+  verifies("call.version-after-body", "judges OXP-Version after the body's size and media type", async () => {
     const headers = { ...keyOne, "OXP-Version": "2.0" };
     const big = await callTool(
       server.baseUrl,
@@ -401,17 +429,19 @@ describe("finding 6: the smaller ones", () => {
     expect(server.counter.value).toBe(before + 1);
   });
 
-  // rule: limits.auth-failures-logged
-  it("logs failed authentication with its reason and remote address, never the credential", async () => {
-    const secret = "not-the-key-0123456789";
-    expectError(await send(`${server.baseUrl}/tools`, { headers: { "OXP-API-Key": secret } }), 401);
-    const line = server.logs().find((entry) => entry.msg === "authentication failed");
-    expect(line).toMatchObject({ reason: expect.any(String), remote_address: "127.0.0.1" });
-    expect(server.rawLogs()).not.toContain(secret);
-  });
+  verifies(
+    "limits.auth-failures-logged",
+    "logs failed authentication with its reason and remote address, never the credential",
+    async () => {
+      const secret = "not-the-key-0123456789";
+      expectError(await send(`${server.baseUrl}/tools`, { headers: { "OXP-API-Key": secret } }), 401);
+      const line = server.logs().find((entry) => entry.msg === "authentication failed");
+      expect(line).toMatchObject({ reason: expect.any(String), remote_address: "127.0.0.1" });
+      expect(server.rawLogs()).not.toContain(secret);
+    },
+  );
 
-  // rule: limits.quoted-strings
-  it("cuts request-controlled strings in error messages", async () => {
+  verifies("limits.quoted-strings", "cuts request-controlled strings in error messages", async () => {
     const reply = await callTool(server.baseUrl, { tool_id: `Calculator.${"A".repeat(200)}` }, keyOne);
     expectError(reply, 400);
     expect(reply.body.message.length).toBeLessThan(150);

@@ -1,6 +1,7 @@
 // docs/protocol.md 7 at the HTTP layer: JSON answers to what Node's parser refuses, timeouts, the connection cap, answered aborts at shutdown.
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectSchema, type Running, send, startServer } from "./harness.js";
 
@@ -116,8 +117,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(reply.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1);
   });
 
-  // rule: limits.client-error-json
-  it("431 for 1,500 headers (over Node's 16 KB of headers)", async () => {
+  verifies("limits.client-error-json", "431 for 1,500 headers (over Node's 16 KB of headers)", async () => {
     let headers = "";
     for (let i = 0; i < 1_500; i++) headers += `X-Header-${String(i).padStart(4, "0")}: some value\r\n`;
     expectRawError(await exchange(server.baseUrl, get("/health", headers)), 431);
@@ -131,14 +131,12 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(reply.headers["oxp-version"]).toBe("1.0");
   });
 
-  // rule: limits.client-error-json
-  it("431 for one 20 KB header", async () => {
+  verifies("limits.client-error-json", "431 for one 20 KB header", async () => {
     const reply = await exchange(server.baseUrl, get("/health", `X-Big: ${"a".repeat(20_000)}\r\n`));
     expectRawError(reply, 431);
   });
 
-  // rule: limits.client-error-json
-  it("417 for an expectation other than 100-continue", async () => {
+  verifies("limits.client-error-json", "417 for an expectation other than 100-continue", async () => {
     const reply = await exchange(
       server.baseUrl,
       "POST /tools/call HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n",
@@ -167,8 +165,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     expect(JSON.parse(reply.body)).toMatchObject({ success: true, value: 3 });
   });
 
-  // rule: limits.client-error-json
-  it("405 with Allow for CONNECT, instead of a silent close", async () => {
+  verifies("limits.client-error-json", "405 with Allow for CONNECT, instead of a silent close", async () => {
     const reply = await exchange(server.baseUrl, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
     expectRawError(reply, 405);
     expect(reply.headers.allow).toBe("GET, HEAD, POST");
@@ -200,19 +197,21 @@ describe.concurrent("time limits on receiving a request", () => {
   });
   afterAll(() => server.close());
 
-  // rules: limits.http-timeouts, limits.client-error-json
-  it("408 for a body that never finishes, soon after requestTimeoutMs", async () => {
-    const reply = await exchange(
-      server.baseUrl,
-      'POST /tools/call HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tool_id":',
-    );
-    expectRawError(reply, 408);
-    expect(reply.elapsed).toBeGreaterThanOrEqual(900);
-    expect(reply.elapsed).toBeLessThan(2_000);
-  });
+  verifies(
+    ["limits.http-timeouts", "limits.client-error-json"],
+    "408 for a body that never finishes, soon after requestTimeoutMs",
+    async () => {
+      const reply = await exchange(
+        server.baseUrl,
+        'POST /tools/call HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"tool_id":',
+      );
+      expectRawError(reply, 408);
+      expect(reply.elapsed).toBeGreaterThanOrEqual(900);
+      expect(reply.elapsed).toBeLessThan(2_000);
+    },
+  );
 
-  // rule: limits.http-timeouts
-  it("408 for headers that never finish, soon after headersTimeoutMs", async () => {
+  verifies("limits.http-timeouts", "408 for headers that never finish, soon after headersTimeoutMs", async () => {
     const reply = await exchange(server.baseUrl, "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n");
     expectRawError(reply, 408);
     expect(reply.elapsed).toBeGreaterThanOrEqual(400);
@@ -227,90 +226,99 @@ describe.concurrent("time limits on receiving a request", () => {
 });
 
 describe("a long path in a 404", () => {
-  // rules: limits.quoted-strings, endpoints.unknown-route
-  it("quotes a 12,000-character path cut to 64 characters with the marker", async () => {
-    const server = await startServer();
-    try {
-      const path = `/${"a".repeat(12_000)}`;
-      const reply = await send(`${server.baseUrl}${path}`);
-      expect(reply.status).toBe(404);
-      expect(reply.headers.get("oxp-version")).toBe("1.0");
-      expect(reply.text.length).toBeLessThan(300);
-      expect(reply.body.developer_message).toBe(
-        `Nothing is served at GET ${path.slice(0, 64)}...(11937 more characters).`,
-      );
-    } finally {
-      await server.close();
-    }
-  });
+  verifies(
+    ["limits.quoted-strings", "endpoints.unknown-route"],
+    "quotes a 12,000-character path cut to 64 characters with the marker",
+    async () => {
+      const server = await startServer();
+      try {
+        const path = `/${"a".repeat(12_000)}`;
+        const reply = await send(`${server.baseUrl}${path}`);
+        expect(reply.status).toBe(404);
+        expect(reply.headers.get("oxp-version")).toBe("1.0");
+        expect(reply.text.length).toBeLessThan(300);
+        expect(reply.body.developer_message).toBe(
+          `Nothing is served at GET ${path.slice(0, 64)}...(11937 more characters).`,
+        );
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });
 
 describe("the connection cap", () => {
-  // rule: limits.http-timeouts
-  it("closes a 6th connection while 5 are held, and serves again once they close", async () => {
-    // Pending connections may fill the cap here: the newcomer meets the cap itself, not the allowances
-    // (slowloris.test.ts), which would close a held connection for it.
-    const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
-    const held: Socket[] = [];
-    try {
-      for (let i = 0; i < 5; i++) held.push(await open(server.baseUrl));
-      const sixth = await exchange(server.baseUrl, get("/health"), 2_000);
-      expect(sixth.text).toBe("");
-      expect(sixth.elapsed).toBeLessThan(1_000);
+  verifies(
+    "limits.http-timeouts",
+    "closes a 6th connection while 5 are held, and serves again once they close",
+    async () => {
+      // Pending connections may fill the cap here: the newcomer meets the cap itself, not the allowances
+      // (slowloris.test.ts), which would close a held connection for it.
+      const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
+      const held: Socket[] = [];
+      try {
+        for (let i = 0; i < 5; i++) held.push(await open(server.baseUrl));
+        const sixth = await exchange(server.baseUrl, get("/health"), 2_000);
+        expect(sixth.text).toBe("");
+        expect(sixth.elapsed).toBeLessThan(1_000);
 
-      // The 5 held connections still work.
-      const first = held[0] as Socket;
-      let text = "";
-      first.setEncoding("latin1");
-      first.on("data", (chunk: string) => {
-        text += chunk;
-      });
-      first.write(get("/health"));
-      while (!text.includes('"status"') && !text.includes("}")) await once(first, "data");
-      expect(parseRaw(text, 0).status).toBe(200);
+        // The 5 held connections still work.
+        const first = held[0] as Socket;
+        let text = "";
+        first.setEncoding("latin1");
+        first.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        first.write(get("/health"));
+        while (!text.includes('"status"') && !text.includes("}")) await once(first, "data");
+        expect(parseRaw(text, 0).status).toBe(200);
 
-      for (const socket of held.splice(0)) socket.destroy();
-      let reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
-      for (let tries = 0; reply.status !== 200 && tries < 20; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
+        for (const socket of held.splice(0)) socket.destroy();
+        let reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
+        for (let tries = 0; reply.status !== 200 && tries < 20; tries++) {
+          await new Promise((resolve) => setTimeout(resolve, 25));
+          reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
+        }
+        expect(reply.status).toBe(200);
+      } finally {
+        for (const socket of held) socket.destroy();
+        await server.close();
       }
-      expect(reply.status).toBe(200);
-    } finally {
-      for (const socket of held) socket.destroy();
-      await server.close();
-    }
-  });
+    },
+  );
 });
 
 describe("shutdown past the drain deadline", () => {
-  // rule: limits.drain-answers-every-caller
-  it("answers a call still running with a retryable failure, and aborts the tool", async () => {
-    const server = await startServer({}, { drainTimeoutMs: 200 });
-    const lookup = server.app.oxp.core.registry.lookup("System.Sleep");
-    if (!lookup.found) throw new Error("the test catalog has no System.Sleep");
-    const tool = lookup.registered.tool;
-    const run = tool.run;
-    const signals: AbortSignal[] = [];
-    tool.run = (input, ctx) => {
-      signals.push(ctx.signal);
-      return run(input, ctx);
-    };
+  verifies(
+    "limits.drain-answers-every-caller",
+    "answers a call still running with a retryable failure, and aborts the tool",
+    async () => {
+      const server = await startServer({}, { drainTimeoutMs: 200 });
+      const lookup = server.app.oxp.core.registry.lookup("System.Sleep");
+      if (!lookup.found) throw new Error("the test catalog has no System.Sleep");
+      const tool = lookup.registered.tool;
+      const run = tool.run;
+      const signals: AbortSignal[] = [];
+      tool.run = (input, ctx) => {
+        signals.push(ctx.signal);
+        return run(input, ctx);
+      };
 
-    const call = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 10_000 } });
-    while (signals.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-    const started = Date.now();
-    await server.close();
-    expect(Date.now() - started).toBeLessThan(1_500);
+      const call = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 10_000 } });
+      while (signals.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      const started = Date.now();
+      await server.close();
+      expect(Date.now() - started).toBeLessThan(1_500);
 
-    const reply = await call;
-    expect(reply.status).toBe(200);
-    expect(reply.headers.get("oxp-version")).toBe("1.0");
-    expectSchema("CallToolResponse", reply.body);
-    expect(reply.body).toMatchObject({
-      success: false,
-      error: { message: "The server is shutting down", can_retry: true },
-    });
-    expect(signals[0]?.aborted).toBe(true);
-  });
+      const reply = await call;
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get("oxp-version")).toBe("1.0");
+      expectSchema("CallToolResponse", reply.body);
+      expect(reply.body).toMatchObject({
+        success: false,
+        error: { message: "The server is shutting down", can_retry: true },
+      });
+      expect(signals[0]?.aborted).toBe(true);
+    },
+  );
 });

@@ -2,8 +2,9 @@
 import { createPublicKey, generateKeyPairSync, randomUUID, X509Certificate } from "node:crypto";
 import { createServer as createHttpServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, SignJWT } from "jose";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect } from "vitest";
 import type { AuthenticationOptions } from "../src/index.js";
 import { ServerConfigError } from "../src/index.js";
 import { callTool, expectError, makeServer, type Running, send, startServer } from "./harness.js";
@@ -133,26 +134,27 @@ describe("a JSON Web Key Set", () => {
   });
   afterAll(() => jwksServer.close());
 
-  // rule: auth.jwt-public-keys
-  it("admits RS256, ES256 and EdDSA tokens, fetching the set once for many new tokens", async () => {
-    const before = keySet.hits;
-    for (let round = 0; round < 5; round++) {
-      for (const key of [rsa, ec, ed]) {
-        const reply = await tools(jwksServer, await sign(key, validClaims({ aud: "oxp-test" })));
-        expect(reply.status, `${key.alg}: ${reply.text}`).toBe(200);
+  verifies(
+    "auth.jwt-public-keys",
+    "admits RS256, ES256 and EdDSA tokens, fetching the set once for many new tokens",
+    async () => {
+      const before = keySet.hits;
+      for (let round = 0; round < 5; round++) {
+        for (const key of [rsa, ec, ed]) {
+          const reply = await tools(jwksServer, await sign(key, validClaims({ aud: "oxp-test" })));
+          expect(reply.status, `${key.alg}: ${reply.text}`).toBe(200);
+        }
       }
-    }
-    expect(keySet.hits - before).toBe(1);
-  });
+      expect(keySet.hits - before).toBe(1);
+    },
+  );
 
-  // rule: auth.jwt-public-keys
-  it("tries every key of the token's alg when it names no kid", async () => {
+  verifies("auth.jwt-public-keys", "tries every key of the token's alg when it names no kid", async () => {
     expect((await tools(jwksServer, await sign(rsaTwin, validClaims(), {}))).status).toBe(200);
     expect((await tools(jwksServer, await sign(rsa, validClaims(), {}))).status).toBe(200);
   });
 
-  // rules: auth.jwt-public-keys, auth.jwt-hs256-only, auth.jwt-claims, auth.jwt-subject
-  it.each<[string, () => Promise<string>]>([
+  verifies.each<[string, () => Promise<string>]>([
     ["with a wrong iss", () => sign(rsa, validClaims({ iss: OTHER_ISSUER }))],
     ["without iss", () => sign(rsa, validClaims({ iss: undefined }))],
     ["with a non-string iss", () => sign(rsa, validClaims({ iss: 42 }))],
@@ -174,13 +176,17 @@ describe("a JSON Web Key Set", () => {
     ["with an empty sub", () => sign(ed, validClaims({ sub: "" }))],
     ["with a numeric sub", () => sign(ed, validClaims({ sub: 5 }))],
     ["with a sub over 256 characters", () => sign(ed, validClaims({ sub: "s".repeat(257) }))],
-  ])("refuses a token %s with a 401, fetching nothing during the cooldown", async (_case, make) => {
-    // The same server admits a valid token (fetching the set, if no earlier test did).
-    expect((await tools(jwksServer, await sign(rsa))).status).toBe(200);
-    const before = keySet.hits;
-    expectUnauthorized(await tools(jwksServer, await make()));
-    expect(keySet.hits).toBe(before);
-  });
+  ])(
+    ["auth.jwt-public-keys", "auth.jwt-hs256-only", "auth.jwt-claims", "auth.jwt-subject"],
+    "refuses a token %s with a 401, fetching nothing during the cooldown",
+    async (_case, make) => {
+      // The same server admits a valid token (fetching the set, if no earlier test did).
+      expect((await tools(jwksServer, await sign(rsa))).status).toBe(200);
+      const before = keySet.hits;
+      expectUnauthorized(await tools(jwksServer, await make()));
+      expect(keySet.hits).toBe(before);
+    },
+  );
 });
 
 /** A token with any header and an empty signature, as jose will not make one. */
@@ -194,33 +200,36 @@ function hs256(secret: string, claims: Record<string, unknown>, header: Record<s
 }
 
 describe("key rotation", () => {
-  // rule: auth.jwt-public-keys
-  it("fetches the set again for a new kid; a dropped key's new tokens are refused, its remembered ones last until exp", async () => {
-    const [oldKey, newKey] = await Promise.all([makeKey("ES256"), makeKey("ES256")]);
-    const rotating = await new KeySetServer().start();
-    rotating.keys = [oldKey.jwk];
-    // No cooldown, so the test need not wait 30 s for the refetch a new kid causes.
-    const server = await startServer({
-      auth: { jwt: { jwksUrl: rotating.url, issuer: ISSUER, jwksCooldownSeconds: 0 } },
-    });
-    try {
-      const remembered = await sign(oldKey);
-      expect((await tools(server, remembered)).status).toBe(200);
-      expect(rotating.hits).toBe(1);
+  verifies(
+    "auth.jwt-public-keys",
+    "fetches the set again for a new kid; a dropped key's new tokens are refused, its remembered ones last until exp",
+    async () => {
+      const [oldKey, newKey] = await Promise.all([makeKey("ES256"), makeKey("ES256")]);
+      const rotating = await new KeySetServer().start();
+      rotating.keys = [oldKey.jwk];
+      // No cooldown, so the test need not wait 30 s for the refetch a new kid causes.
+      const server = await startServer({
+        auth: { jwt: { jwksUrl: rotating.url, issuer: ISSUER, jwksCooldownSeconds: 0 } },
+      });
+      try {
+        const remembered = await sign(oldKey);
+        expect((await tools(server, remembered)).status).toBe(200);
+        expect(rotating.hits).toBe(1);
 
-      rotating.keys = [newKey.jwk];
-      expect((await tools(server, await sign(newKey))).status).toBe(200);
-      expect(rotating.hits).toBe(2);
-      for (let i = 0; i < 5; i++) expect((await tools(server, await sign(newKey))).status).toBe(200);
-      expect(rotating.hits).toBe(2);
+        rotating.keys = [newKey.jwk];
+        expect((await tools(server, await sign(newKey))).status).toBe(200);
+        expect(rotating.hits).toBe(2);
+        for (let i = 0; i < 5; i++) expect((await tools(server, await sign(newKey))).status).toBe(200);
+        expect(rotating.hits).toBe(2);
 
-      expectUnauthorized(await tools(server, await sign(oldKey)));
-      // Verified before the rotation, remembered until its exp (at most 15 minutes): the documented choice.
-      expect((await tools(server, remembered)).status).toBe(200);
-    } finally {
-      await Promise.all([server.close(), rotating.close()]);
-    }
-  });
+        expectUnauthorized(await tools(server, await sign(oldKey)));
+        // Verified before the rotation, remembered until its exp (at most 15 minutes): the documented choice.
+        expect((await tools(server, remembered)).status).toBe(200);
+      } finally {
+        await Promise.all([server.close(), rotating.close()]);
+      }
+    },
+  );
 });
 
 describe("a key set the server cannot read", () => {
@@ -232,39 +241,41 @@ describe("a key set the server cannot read", () => {
     server = undefined;
   });
 
-  // rules: auth.jwt-public-keys, limits.bounded-resources
-  it.each<[string, Mode | "closed"]>([
+  verifies.each<[string, Mode | "closed"]>([
     ["answers 500", "status-500"],
     ["answers something other than JSON", "not-json"],
     ["redirects", "redirect"],
     ["is larger than 128 KiB", "oversized"],
     ["does not answer within jwksTimeoutMs", "hang"],
     ["is not listening", "closed"],
-  ])("answers 503 with Retry-After when the set %s, and waits before fetching again", async (_case, mode) => {
-    broken = await new KeySetServer().start();
-    broken.keys = [rsa.jwk];
-    const url = broken.url;
-    if (mode === "closed") await broken.close();
-    else broken.mode = mode;
-    server = await startServer({ auth: { jwt: { jwksUrl: url, issuer: ISSUER, jwksTimeoutMs: 500 } } });
-    const token = await sign(rsa);
-    const started = Date.now();
-    const reply = await tools(server, token);
-    expectError(reply, 503);
-    expect(reply.headers.get("retry-after")).toBe("5");
-    expect(Date.now() - started).toBeLessThan(3_000);
-    const hits = broken.hits;
-    expect(hits).toBeLessThanOrEqual(1);
-    // Within the pause, new tokens get the same answer and no fetch goes out.
-    for (let i = 0; i < 3; i++) expectError(await tools(server, await sign(rsa)), 503);
-    expect(broken.hits).toBe(hits);
-    const warnings = server.logs().filter((line) => line.msg === "the JWT key set could not be fetched");
-    expect(warnings).toHaveLength(1);
-    expect(server.rawLogs()).not.toContain(token.split(".")[2]);
-  });
+  ])(
+    ["auth.jwt-public-keys", "limits.bounded-resources"],
+    "answers 503 with Retry-After when the set %s, and waits before fetching again",
+    async (_case, mode) => {
+      broken = await new KeySetServer().start();
+      broken.keys = [rsa.jwk];
+      const url = broken.url;
+      if (mode === "closed") await broken.close();
+      else broken.mode = mode;
+      server = await startServer({ auth: { jwt: { jwksUrl: url, issuer: ISSUER, jwksTimeoutMs: 500 } } });
+      const token = await sign(rsa);
+      const started = Date.now();
+      const reply = await tools(server, token);
+      expectError(reply, 503);
+      expect(reply.headers.get("retry-after")).toBe("5");
+      expect(Date.now() - started).toBeLessThan(3_000);
+      const hits = broken.hits;
+      expect(hits).toBeLessThanOrEqual(1);
+      // Within the pause, new tokens get the same answer and no fetch goes out.
+      for (let i = 0; i < 3; i++) expectError(await tools(server, await sign(rsa)), 503);
+      expect(broken.hits).toBe(hits);
+      const warnings = server.logs().filter((line) => line.msg === "the JWT key set could not be fetched");
+      expect(warnings).toHaveLength(1);
+      expect(server.rawLogs()).not.toContain(token.split(".")[2]);
+    },
+  );
 
-  // rule: auth.jwt-public-keys
-  it("still admits HS256 tokens while the key set is down", async () => {
+  verifies("auth.jwt-public-keys", "still admits HS256 tokens while the key set is down", async () => {
     broken = await new KeySetServer().start();
     broken.mode = "status-500";
     server = await startServer({ auth: { jwt: { secret: SECRET, jwksUrl: broken.url, issuer: ISSUER } } });
@@ -282,46 +293,51 @@ describe("PEM public keys", () => {
   });
   afterAll(() => pemServer.close());
 
-  // rule: auth.jwt-public-keys
-  it("admits RS256, ES256 and EdDSA tokens signed by the configured keys, whatever their kid", async () => {
-    for (const key of [rsa, ec, ed]) {
-      expect((await tools(pemServer, await sign(key))).status, key.alg).toBe(200);
-      expect((await tools(pemServer, await sign(key, validClaims(), {}))).status, key.alg).toBe(200);
-    }
-  });
+  verifies(
+    "auth.jwt-public-keys",
+    "admits RS256, ES256 and EdDSA tokens signed by the configured keys, whatever their kid",
+    async () => {
+      for (const key of [rsa, ec, ed]) {
+        expect((await tools(pemServer, await sign(key))).status, key.alg).toBe(200);
+        expect((await tools(pemServer, await sign(key, validClaims(), {}))).status, key.alg).toBe(200);
+      }
+    },
+  );
 
-  // rules: auth.jwt-public-keys, auth.jwt-hs256-only
-  it.each<[string, () => Promise<string>]>([
+  verifies.each<[string, () => Promise<string>]>([
     ["signed HS256 with the RSA public key PEM as the secret", () => hs256(rsa.pem, validClaims())],
     ["signed HS256 with the EC public key PEM as the secret", () => hs256(ec.pem, validClaims())],
     ["signed by an RS256 key that is not configured", () => sign(outsider)],
     ["from an issuer not configured", () => sign(rsa, validClaims({ iss: "https://elsewhere.example" }))],
     ["without iss", () => sign(rsa, validClaims({ iss: undefined }))],
     ["with alg none", async () => unsigned({ alg: "none" }, validClaims())],
-  ])("refuses a token %s with a 401", async (_case, make) => {
+  ])(["auth.jwt-public-keys", "auth.jwt-hs256-only"], "refuses a token %s with a 401", async (_case, make) => {
     expect((await tools(pemServer, await sign(rsa))).status).toBe(200);
     expectUnauthorized(await tools(pemServer, await make()));
   });
 
-  // rules: auth.principal-identity, idempotency.per-principal
-  it("keeps two issuers' equal sub apart, and apart from the HS256 sub of the same name", async () => {
-    const call = { tool_id: "Counter.Increment", input: { by: 1 }, call_id: "same-sub-two-issuers" };
-    const before = pemServer.counter.value;
-    const senders = [
-      () => sign(rsa, validClaims({ iss: ISSUER, sub: "alice" })),
-      () => sign(ec, validClaims({ iss: OTHER_ISSUER, sub: "alice" })),
-      () => hs256(SECRET, { sub: "alice", exp: now() + 300 }),
-    ];
-    for (const make of senders) {
-      const reply = await callTool(pemServer.baseUrl, call, bearer(await make()));
-      expect(reply.body, reply.text).toMatchObject({ success: true });
-    }
-    expect(pemServer.counter.value).toBe(before + 3);
-    // The same (iss, sub) with another key and a new token is the same principal: its call is replayed.
-    const again = await callTool(pemServer.baseUrl, call, bearer(await sign(ed, validClaims({ sub: "alice" }))));
-    expect(again.body).toMatchObject({ success: true, value: { value: before + 1 } });
-    expect(pemServer.counter.value).toBe(before + 3);
-  });
+  verifies(
+    ["auth.principal-identity", "idempotency.per-principal"],
+    "keeps two issuers' equal sub apart, and apart from the HS256 sub of the same name",
+    async () => {
+      const call = { tool_id: "Counter.Increment", input: { by: 1 }, call_id: "same-sub-two-issuers" };
+      const before = pemServer.counter.value;
+      const senders = [
+        () => sign(rsa, validClaims({ iss: ISSUER, sub: "alice" })),
+        () => sign(ec, validClaims({ iss: OTHER_ISSUER, sub: "alice" })),
+        () => hs256(SECRET, { sub: "alice", exp: now() + 300 }),
+      ];
+      for (const make of senders) {
+        const reply = await callTool(pemServer.baseUrl, call, bearer(await make()));
+        expect(reply.body, reply.text).toMatchObject({ success: true });
+      }
+      expect(pemServer.counter.value).toBe(before + 3);
+      // The same (iss, sub) with another key and a new token is the same principal: its call is replayed.
+      const again = await callTool(pemServer.baseUrl, call, bearer(await sign(ed, validClaims({ sub: "alice" }))));
+      expect(again.body).toMatchObject({ success: true, value: { value: before + 1 } });
+      expect(pemServer.counter.value).toBe(before + 3);
+    },
+  );
 });
 
 /** A DER element of `tag` around `parts`. */
@@ -348,21 +364,24 @@ function certificatePem(spkiPem: string): string {
 }
 
 describe("public keys in the other PEM forms node:crypto read", () => {
-  // rule: auth.jwt-public-keys
-  it("admits tokens verified with a PKCS#1 RSA key and with an X.509 certificate's key", async () => {
-    const pkcs1 = createPublicKey(rsaTwin.pem).export({ type: "pkcs1", format: "pem" }) as string;
-    const certificate = certificatePem(ec.pem);
-    // A certificate node:crypto reads, holding the same key.
-    expect(new X509Certificate(certificate).publicKey.export({ type: "spki", format: "pem" })).toBe(`${ec.pem}\n`);
-    const server = await startServer({ auth: { jwt: { publicKeys: [pkcs1, certificate], issuer: ISSUER } } });
-    try {
-      expect((await tools(server, await sign(rsaTwin))).status).toBe(200);
-      expect((await tools(server, await sign(ec))).status).toBe(200);
-      expectUnauthorized(await tools(server, await sign(rsa)));
-    } finally {
-      await server.close();
-    }
-  });
+  verifies(
+    "auth.jwt-public-keys",
+    "admits tokens verified with a PKCS#1 RSA key and with an X.509 certificate's key",
+    async () => {
+      const pkcs1 = createPublicKey(rsaTwin.pem).export({ type: "pkcs1", format: "pem" }) as string;
+      const certificate = certificatePem(ec.pem);
+      // A certificate node:crypto reads, holding the same key.
+      expect(new X509Certificate(certificate).publicKey.export({ type: "spki", format: "pem" })).toBe(`${ec.pem}\n`);
+      const server = await startServer({ auth: { jwt: { publicKeys: [pkcs1, certificate], issuer: ISSUER } } });
+      try {
+        expect((await tools(server, await sign(rsaTwin))).status).toBe(200);
+        expect((await tools(server, await sign(ec))).status).toBe(200);
+        expectUnauthorized(await tools(server, await sign(rsa)));
+      } finally {
+        await server.close();
+      }
+    },
+  );
 });
 
 describe("JWT settings refused at start", () => {
@@ -380,8 +399,7 @@ describe("JWT settings refused at start", () => {
   }) as string;
   const build = (jwt: AuthenticationOptions["jwt"]) => () => makeServer({ tools: testTools(), auth: { jwt } });
 
-  // rule: auth.jwt-public-keys
-  it.each<[string, () => AuthenticationOptions["jwt"]]>([
+  verifies.each<[string, () => AuthenticationOptions["jwt"]]>([
     ["no secret, publicKeys or jwksUrl", () => ({})],
     ["an empty list of public keys only", () => ({ publicKeys: [] })],
     [
@@ -411,12 +429,11 @@ describe("JWT settings refused at start", () => {
     ["RS256 with no public key", () => ({ secret: SECRET, algorithms: ["HS256", "RS256"] })],
     ["an empty principalClaim", () => ({ secret: SECRET, principalClaim: "" })],
     ["a negative jwksCooldownSeconds", () => ({ jwksUrl: keySet.url, issuer: ISSUER, jwksCooldownSeconds: -1 })],
-  ])("refuses %s with a ServerConfigError", (_case, jwt) => {
+  ])("auth.jwt-public-keys", "refuses %s with a ServerConfigError", (_case, jwt) => {
     expect(build(jwt())).toThrow(ServerConfigError);
   });
 
-  // rule: auth.jwt-public-keys
-  it("accepts https key sets, and http ones on loopback", () => {
+  verifies("auth.jwt-public-keys", "accepts https key sets, and http ones on loopback", () => {
     for (const jwksUrl of [
       "https://idp.example/.well-known/jwks.json",
       "http://localhost:1/jwks",

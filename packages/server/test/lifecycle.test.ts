@@ -1,12 +1,12 @@
 // docs/protocol.md 1 and 7 in process: /health while starting, and a graceful shutdown that finishes calls in flight.
 import { once } from "node:events";
 import { connect } from "node:net";
-import { describe, expect, it } from "vitest";
+import { verifies } from "@otc/test-helpers/verifies";
+import { describe, expect } from "vitest";
 import { callTool, send, startServer } from "./harness.js";
 
 describe("start-up", () => {
-  // rule: endpoints.health
-  it("answers 503 on /health until the server is warm, then 200", async () => {
+  verifies("endpoints.health", "answers 503 on /health until the server is warm, then 200", async () => {
     const server = await startServer();
     try {
       server.app.oxp.lifecycle.ready = false;
@@ -22,33 +22,36 @@ describe("start-up", () => {
 });
 
 describe("graceful shutdown in process", () => {
-  // rules: endpoints.health, limits.graceful-drain
-  it("answers 503 on /health once draining, refuses new connections, finishes calls in flight", async () => {
-    const server = await startServer();
-    const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  verifies(
+    ["endpoints.health", "limits.graceful-drain"],
+    "answers 503 on /health once draining, refuses new connections, finishes calls in flight",
+    async () => {
+      const server = await startServer();
+      const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });
+      await new Promise((resolve) => setTimeout(resolve, 50));
 
-    // A request whose headers are half sent is in progress: draining does not cut it.
-    const { port, hostname } = new URL(server.baseUrl);
-    const socket = connect(Number(port), hostname);
-    await once(socket, "connect");
-    socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+      // A request whose headers are half sent is in progress: draining does not cut it.
+      const { port, hostname } = new URL(server.baseUrl);
+      const socket = connect(Number(port), hostname);
+      await once(socket, "connect");
+      socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 30));
 
-    const closed = server.close();
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    let answer = "";
-    socket.on("data", (chunk) => {
-      answer += chunk;
-    });
-    socket.write("\r\n");
-    await once(socket, "close");
-    expect(answer).toMatch(/^HTTP\/1\.1 503/);
-    expect(answer).toMatch(/oxp-version: 1\.0/i);
+      const closed = server.close();
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      let answer = "";
+      socket.on("data", (chunk) => {
+        answer += chunk;
+      });
+      socket.write("\r\n");
+      await once(socket, "close");
+      expect(answer).toMatch(/^HTTP\/1\.1 503/);
+      expect(answer).toMatch(/oxp-version: 1\.0/i);
 
-    await expect(send(`${server.baseUrl}/health`)).rejects.toThrow();
-    const finished = await inFlight;
-    expect(finished.body).toMatchObject({ success: true, value: { slept_ms: 400 } });
-    await closed;
-  });
+      await expect(send(`${server.baseUrl}/health`)).rejects.toThrow();
+      const finished = await inFlight;
+      expect(finished.body).toMatchObject({ success: true, value: { slept_ms: 400 } });
+      await closed;
+    },
+  );
 });

@@ -11,8 +11,9 @@ import {
   receive,
   token,
 } from "@otc/test-helpers/raw-http";
+import { verifies } from "@otc/test-helpers/verifies";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { afterAll, beforeAll, describe } from "vitest";
 import { expectHealthy, type Running, startServer } from "./harness.js";
 
 const API_KEY = "malformed-http-test-key";
@@ -181,15 +182,19 @@ describe("the server under malformed HTTP over raw sockets", () => {
     if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
   }
 
-  // rules: limits.client-error-json, limits.no-5xx-for-requests
-  it("answers malformed HTTP with a 4xx JSON error carrying OXP-Version, never a silent close", {
-    timeout: 60_000,
-  }, async () => {
-    const requests = malformedRequests().map((request) => printable(request, describeMalformed));
-    await fc.assert(
-      fc.asyncProperty(requests, (request) => expectRefusal(request)),
-      { numRuns: 150, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
-    );
-    await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
-  });
+  verifies(
+    ["limits.client-error-json", "limits.no-5xx-for-requests"],
+    "answers malformed HTTP with a 4xx JSON error carrying OXP-Version, never a silent close",
+    {
+      timeout: 60_000,
+    },
+    async () => {
+      const requests = malformedRequests().map((request) => printable(request, describeMalformed));
+      await fc.assert(
+        fc.asyncProperty(requests, (request) => expectRefusal(request)),
+        { numRuns: 150, interruptAfterTimeLimit: 45_000, markInterruptAsFailure: true },
+      );
+      await expectHealthy(server.baseUrl, { "OXP-API-Key": API_KEY });
+    },
+  );
 });

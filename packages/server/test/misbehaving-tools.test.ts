@@ -1,4 +1,5 @@
 // Misbehaving tools, on the adapter under test: whatever a tool does, the call answers 200 and the server lives on.
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
 import { makeServer } from "./harness.js";
@@ -100,8 +101,7 @@ describe("misbehaving tools", () => {
     }
   });
 
-  // rule: tool-failure.always-200
-  it("keeps serving after all of them, concurrently", async () => {
+  verifies("tool-failure.always-200", "keeps serving after all of them, concurrently", async () => {
     const ids = [
       "Bad.Throws",
       "Bad.Rejects",

@@ -1,5 +1,6 @@
 // What only the node:http adapter has: node-style pages (an Express router among them) beside the protocol routes, body limits as sizes.
 import { header, receive } from "@otc/test-helpers/raw-http";
+import { verifies } from "@otc/test-helpers/verifies";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHandler, createServer, listen, type PageHandler, type RunningServer } from "../src/index.js";
@@ -51,46 +52,51 @@ beforeAll(async () => {
 afterAll(() => Promise.all([running.close(), keyed.close()]));
 
 describe("pages on the node:http adapter", () => {
-  // rule: endpoints.oxp-version-header
-  it("serves node pages and Express routers beside the protocol, without server authentication", async () => {
-    for (const server of [running, keyed]) {
-      const plain = await send(`${server.url}/hello`);
-      expect(plain.status).toBe(200);
-      expect(plain.text).toBe("hello");
-      expect(plain.headers.get("oxp-version")).toBe("1.0");
-      const page = await send(`${server.url}/express/page`);
-      expect(page.text).toBe("<p>from express</p>");
-      const form = await send(`${server.url}/express/form`, {
+  verifies(
+    "endpoints.oxp-version-header",
+    "serves node pages and Express routers beside the protocol, without server authentication",
+    async () => {
+      for (const server of [running, keyed]) {
+        const plain = await send(`${server.url}/hello`);
+        expect(plain.status).toBe(200);
+        expect(plain.text).toBe("hello");
+        expect(plain.headers.get("oxp-version")).toBe("1.0");
+        const page = await send(`${server.url}/express/page`);
+        expect(page.text).toBe("<p>from express</p>");
+        const form = await send(`${server.url}/express/form`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "field=value",
+        });
+        expect(form.body).toEqual({ got: "value" });
+      }
+      // Protocol routes and unknown paths stay behind authentication.
+      expectError(await send(`${keyed.url}/tools`), 401);
+      expectError(await send(`${keyed.url}/nowhere`), 401);
+      expectError(await send(`${running.url}/nowhere`), 404);
+    },
+  );
+
+  verifies(
+    ["endpoints.error-json", "limits.client-error-json"],
+    "answers a page's thrown or passed-on errors in JSON, without the error's text",
+    async () => {
+      const thrown = await send(`${running.url}/broken`);
+      expectError(thrown, 500);
+      expect(thrown.text).not.toContain("secret");
+      const tooBig = await send(`${running.url}/express/form`, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: "field=value",
+        body: `field=${"x".repeat(2_000)}`,
       });
-      expect(form.body).toEqual({ got: "value" });
-    }
-    // Protocol routes and unknown paths stay behind authentication.
-    expectError(await send(`${keyed.url}/tools`), 401);
-    expectError(await send(`${keyed.url}/nowhere`), 401);
-    expectError(await send(`${running.url}/nowhere`), 404);
-  });
-
-  // rules: endpoints.error-json, limits.client-error-json
-  it("answers a page's thrown or passed-on errors in JSON, without the error's text", async () => {
-    const thrown = await send(`${running.url}/broken`);
-    expectError(thrown, 500);
-    expect(thrown.text).not.toContain("secret");
-    const tooBig = await send(`${running.url}/express/form`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: `field=${"x".repeat(2_000)}`,
-    });
-    expectError(tooBig, 413);
-    await expectHealthy(running.url);
-  });
+      expectError(tooBig, 413);
+      await expectHealthy(running.url);
+    },
+  );
 });
 
 describe("requests the node:http adapter parses itself", () => {
-  // rule: call.body-checks
-  it("takes its body limit as a size, and refuses what is past it with a 413", async () => {
+  verifies("call.body-checks", "takes its body limit as a size, and refuses what is past it with a 413", async () => {
     const reply = await callTool(running.url, {
       tool_id: "Calculator.Add",
       input: { a: 1, b: 2, pad: "x".repeat(3_000) },
@@ -100,25 +106,28 @@ describe("requests the node:http adapter parses itself", () => {
     expect(small.body).toMatchObject({ success: true, value: 3 });
   });
 
-  // rule: endpoints.unknown-route
-  it("routes an absolute-form request target by its path, and answers a target it cannot route with a 404", async () => {
-    const { port } = new URL(running.url);
-    const absolute = await receive(
-      Number(port),
-      Buffer.from(
-        `GET http://127.0.0.1:${port}/tools?x=1 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
-      ),
-      false,
-    );
-    expect(absolute.status).toBe(200);
-    const asterisk = await receive(
-      Number(port),
-      Buffer.from(`OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`),
-      false,
-    );
-    expect(asterisk.status).toBe(404);
-    expect(header(asterisk, "oxp-version")).toBe("1.0");
-  });
+  verifies(
+    "endpoints.unknown-route",
+    "routes an absolute-form request target by its path, and answers a target it cannot route with a 404",
+    async () => {
+      const { port } = new URL(running.url);
+      const absolute = await receive(
+        Number(port),
+        Buffer.from(
+          `GET http://127.0.0.1:${port}/tools?x=1 HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`,
+        ),
+        false,
+      );
+      expect(absolute.status).toBe(200);
+      const asterisk = await receive(
+        Number(port),
+        Buffer.from(`OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`),
+        false,
+      );
+      expect(asterisk.status).toBe(404);
+      expect(header(asterisk, "oxp-version")).toBe("1.0");
+    },
+  );
 });
 
 describe("listen's warm-up", () => {

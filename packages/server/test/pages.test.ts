@@ -1,4 +1,5 @@
 // docs/protocol.md 7 for `pages` beside the protocol routes: served without server authentication, and their errors are JSON with OXP-Version, without stack traces.
+import { verifies } from "@otc/test-helpers/verifies";
 import express from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectError, type Running, send, startServer } from "./harness.js";
@@ -25,21 +26,24 @@ beforeAll(async () => {
 afterAll(() => server.close());
 
 describe("pages beside the protocol routes", () => {
-  // rules: endpoints.oxp-version-header, auth.guards-all-but-health
-  it("are served without server authentication, with OXP-Version on their answers and redirects", async () => {
-    const shown = await send(`${server.baseUrl}/page/x`);
-    expect(shown.status).toBe(200);
-    expect(shown.headers.get("oxp-version")).toBe("1.0");
-    const redirect = await send(`${server.baseUrl}/page/x`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "action=approve",
-      redirect: "manual",
-    });
-    expect(redirect.status).toBe(303);
-    expect(redirect.headers.get("oxp-version")).toBe("1.0");
-    expectError(await send(`${server.baseUrl}/tools`), 401);
-  });
+  verifies(
+    ["endpoints.oxp-version-header", "auth.guards-all-but-health"],
+    "are served without server authentication, with OXP-Version on their answers and redirects",
+    async () => {
+      const shown = await send(`${server.baseUrl}/page/x`);
+      expect(shown.status).toBe(200);
+      expect(shown.headers.get("oxp-version")).toBe("1.0");
+      const redirect = await send(`${server.baseUrl}/page/x`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "action=approve",
+        redirect: "manual",
+      });
+      expect(redirect.status).toBe(303);
+      expect(redirect.headers.get("oxp-version")).toBe("1.0");
+      expectError(await send(`${server.baseUrl}/tools`), 401);
+    },
+  );
 
   it.each<[string, string, RequestInit, number]>([
     ["a malformed percent-encoding", "/page/%ZZ", {}, 400],
@@ -79,12 +83,15 @@ describe("pages beside the protocol routes", () => {
     expect(reply.text).not.toMatch(/URIError|decodeParam|node_modules/);
   });
 
-  // rule: endpoints.error-json
-  it("answer an exception with a 500 JSON error that says nothing of it, and log it", async () => {
-    const reply = await send(`${server.baseUrl}/broken`);
-    expectError(reply, 500);
-    expect(reply.body).toEqual({ message: "Internal server error" });
-    expect(reply.text).not.toContain("kaboom");
-    expect(server.logs().find((line) => line.msg === "Internal server error")).toMatchObject({ path: "/broken" });
-  });
+  verifies(
+    "endpoints.error-json",
+    "answer an exception with a 500 JSON error that says nothing of it, and log it",
+    async () => {
+      const reply = await send(`${server.baseUrl}/broken`);
+      expectError(reply, 500);
+      expect(reply.body).toEqual({ message: "Internal server error" });
+      expect(reply.text).not.toContain("kaboom");
+      expect(server.logs().find((line) => line.msg === "Internal server error")).toMatchObject({ path: "/broken" });
+    },
+  );
 });

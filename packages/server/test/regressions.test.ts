@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { closeSync, openSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryIdempotencyStore } from "../src/index.js";
 import { ADAPTER, callTool, expectError, type Reply, type Running, startServer } from "./harness.js";
@@ -17,34 +18,37 @@ describe("a run refused at once releases its call_id claim", () => {
   });
   afterAll(() => server.close());
 
-  // rules: limits.running-calls-bounded, idempotency.what-is-stored
-  it("frees the call_id of a call refused at the running-calls bound, so its retry runs at once", async () => {
-    const sleeping = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 800 } });
-    // Refusals of a probe without a call_id say the sleep has started.
-    const add = { tool_id: "Calculator.Add", input: { a: 1, b: 1 } };
-    const deadline = Date.now() + 700;
-    while ((await callTool(server.baseUrl, add)).status !== 503) {
-      expect(Date.now(), "System.Sleep never started").toBeLessThan(deadline);
-    }
-    const call = { tool_id: "Counter.Increment", call_id: "refused-at-once", input: { by: 1 } };
-    const before = server.counter.value;
-    // The refusal is thrown by the run itself, synchronously: it must still reach the code that frees the claim.
-    expectError(await callTool(server.baseUrl, call), 503);
-    expect(server.counter.value).toBe(before);
-    expect(await store.get({ principal: "anonymous", callId: "refused-at-once" })).toBeUndefined();
+  verifies(
+    ["limits.running-calls-bounded", "idempotency.what-is-stored"],
+    "frees the call_id of a call refused at the running-calls bound, so its retry runs at once",
+    async () => {
+      const sleeping = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 800 } });
+      // Refusals of a probe without a call_id say the sleep has started.
+      const add = { tool_id: "Calculator.Add", input: { a: 1, b: 1 } };
+      const deadline = Date.now() + 700;
+      while ((await callTool(server.baseUrl, add)).status !== 503) {
+        expect(Date.now(), "System.Sleep never started").toBeLessThan(deadline);
+      }
+      const call = { tool_id: "Counter.Increment", call_id: "refused-at-once", input: { by: 1 } };
+      const before = server.counter.value;
+      // The refusal is thrown by the run itself, synchronously: it must still reach the code that frees the claim.
+      expectError(await callTool(server.baseUrl, call), 503);
+      expect(server.counter.value).toBe(before);
+      expect(await store.get({ principal: "anonymous", callId: "refused-at-once" })).toBeUndefined();
 
-    expect((await sleeping).body).toMatchObject({ success: true, value: { slept_ms: 800 } });
-    // A claim left held would make this retry wait for it to lapse: the tool's limit plus 5 s, 7 s here.
-    const started = Date.now();
-    const retry = await callTool(server.baseUrl, call);
-    expect(Date.now() - started).toBeLessThan(3_000);
-    expect(retry.body, retry.text).toMatchObject({
-      success: true,
-      call_id: "refused-at-once",
-      value: { value: before + 1 },
-    });
-    expect(server.counter.value).toBe(before + 1);
-  });
+      expect((await sleeping).body).toMatchObject({ success: true, value: { slept_ms: 800 } });
+      // A claim left held would make this retry wait for it to lapse: the tool's limit plus 5 s, 7 s here.
+      const started = Date.now();
+      const retry = await callTool(server.baseUrl, call);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(retry.body, retry.text).toMatchObject({
+        success: true,
+        call_id: "refused-at-once",
+        value: { value: before + 1 },
+      });
+      expect(server.counter.value).toBe(before + 1);
+    },
+  );
 });
 
 describe("a standard output that is gone", () => {

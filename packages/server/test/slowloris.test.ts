@@ -2,6 +2,7 @@
 import { once } from "node:events";
 import { request as httpRequest } from "node:http";
 import { connect, type Socket } from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import type { RequestHandler } from "express";
 import { afterEach, describe, expect, it } from "vitest";
 import type { PageHandler } from "../src/index.js";
@@ -138,11 +139,11 @@ describe("slowloris from one address", () => {
     server = attack = undefined;
   });
 
-  // rules: limits.connection-allowances, limits.http-timeouts
-  it.each([
+  verifies.each([
     ["trickling header bytes every 200 ms", "trickle"],
     ["idle, each reopened every second", "idle"],
   ] as const)(
+    ["limits.connection-allowances", "limits.http-timeouts"],
     "1,100 sockets %s: fresh /health checks from any address are answered at once",
     {
       timeout: 30_000,
@@ -191,76 +192,88 @@ describe("the per-address allowances", () => {
     return socket;
   };
 
-  // rule: limits.connection-allowances
-  it("closes a newcomer of an address whose every connection is working on a request, not others'", async () => {
-    // A page that takes 1.5 s to answer: a whole request the server is working on.
-    const slowPage: PageHandler = (req, res, next) => {
-      if (req.url !== "/slow") return next();
-      setTimeout(() => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end("{}");
-      }, 1_500);
-    };
-    const server = await start({ nodePages: [slowPage as unknown as RequestHandler] }, { maxConnectionsPerAddress: 4 });
-    const port = portOf(server);
-    const slow = Array.from({ length: 4 }, () => get(port, ATTACKER, "/slow", 5_000));
-    await sleep(300);
-    const fifth = await open(port, ATTACKER);
-    sockets.push(fifth);
-    expect(await closedWithin(fifth, 1_000)).toBe(true);
-    expect(await get(port, VICTIM)).toMatchObject({ status: 200 });
+  verifies(
+    "limits.connection-allowances",
+    "closes a newcomer of an address whose every connection is working on a request, not others'",
+    async () => {
+      // A page that takes 1.5 s to answer: a whole request the server is working on.
+      const slowPage: PageHandler = (req, res, next) => {
+        if (req.url !== "/slow") return next();
+        setTimeout(() => {
+          res.writeHead(200, { "content-type": "application/json" });
+          res.end("{}");
+        }, 1_500);
+      };
+      const server = await start(
+        { nodePages: [slowPage as unknown as RequestHandler] },
+        { maxConnectionsPerAddress: 4 },
+      );
+      const port = portOf(server);
+      const slow = Array.from({ length: 4 }, () => get(port, ATTACKER, "/slow", 5_000));
+      await sleep(300);
+      const fifth = await open(port, ATTACKER);
+      sockets.push(fifth);
+      expect(await closedWithin(fifth, 1_000)).toBe(true);
+      expect(await get(port, VICTIM)).toMatchObject({ status: 200 });
 
-    for (const reply of await Promise.all(slow)) expect(reply.status).toBe(200);
-    expect(await get(port, ATTACKER)).toMatchObject({ status: 200 });
-  });
+      for (const reply of await Promise.all(slow)) expect(reply.status).toBe(200);
+      expect(await get(port, ATTACKER)).toMatchObject({ status: 200 });
+    },
+  );
 
-  // rule: limits.connection-allowances
-  it("makes room on an address by closing its oldest connection without a whole request, then its oldest idle one", async () => {
-    const server = await start({}, { maxPendingConnectionsPerAddress: 2 });
-    const port = portOf(server);
-    const answered = async (socket: Socket) => {
-      socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
-      const [chunk] = await once(socket, "data");
-      expect(String(chunk)).toMatch(/^HTTP\/1\.1 200 /);
-    };
-    const elsewhere = await hold(port, OTHER);
+  verifies(
+    "limits.connection-allowances",
+    "makes room on an address by closing its oldest connection without a whole request, then its oldest idle one",
+    async () => {
+      const server = await start({}, { maxPendingConnectionsPerAddress: 2 });
+      const port = portOf(server);
+      const answered = async (socket: Socket) => {
+        socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        const [chunk] = await once(socket, "data");
+        expect(String(chunk)).toMatch(/^HTTP\/1\.1 200 /);
+      };
+      const elsewhere = await hold(port, OTHER);
 
-    // A: one whole request answered, then idle on keep-alive. B: headers begun, never finished.
-    const idleA = await hold(port, ATTACKER);
-    await answered(idleA);
-    const partial = await hold(port, ATTACKER);
-    partial.write("GET /health HTTP/1.1\r\nHost: localhost\r\n");
-    // Pending connections younger than a second are left alone (a burst of fresh ones is no attack).
-    await sleep(1_100);
+      // A: one whole request answered, then idle on keep-alive. B: headers begun, never finished.
+      const idleA = await hold(port, ATTACKER);
+      await answered(idleA);
+      const partial = await hold(port, ATTACKER);
+      partial.write("GET /health HTTP/1.1\r\nHost: localhost\r\n");
+      // Pending connections younger than a second are left alone (a burst of fresh ones is no attack).
+      await sleep(1_100);
 
-    // A third pending connection on the address: B goes, though A is older.
-    const idleC = await hold(port, ATTACKER);
-    expect(await closedWithin(partial, 1_000)).toBe(true);
-    expect(await closedWithin(idleA, 100)).toBe(false);
-    // Both left are idle between requests: the next newcomer closes the older, A.
-    await answered(idleC);
-    await hold(port, ATTACKER);
-    expect(await closedWithin(idleA, 1_000)).toBe(true);
-    expect(await closedWithin(idleC, 100)).toBe(false);
-    await answered(idleC);
-    // Another address's pending connection was never touched.
-    expect(await closedWithin(elsewhere, 50)).toBe(false);
-  });
+      // A third pending connection on the address: B goes, though A is older.
+      const idleC = await hold(port, ATTACKER);
+      expect(await closedWithin(partial, 1_000)).toBe(true);
+      expect(await closedWithin(idleA, 100)).toBe(false);
+      // Both left are idle between requests: the next newcomer closes the older, A.
+      await answered(idleC);
+      await hold(port, ATTACKER);
+      expect(await closedWithin(idleA, 1_000)).toBe(true);
+      expect(await closedWithin(idleC, 100)).toBe(false);
+      await answered(idleC);
+      // Another address's pending connection was never touched.
+      expect(await closedWithin(elsewhere, 50)).toBe(false);
+    },
+  );
 
-  // rule: limits.connection-allowances
-  it("when pending connections fill the server's allowance, closes the oldest of the address holding most", async () => {
-    const server = await start({}, { maxPendingConnections: 6, maxPendingConnectionsPerAddress: 100 });
-    const port = portOf(server);
-    const many = [];
-    for (let i = 0; i < 4; i++) many.push(await hold(port, ATTACKER));
-    const few = [await hold(port, OTHER), await hold(port, OTHER)];
-    await sleep(1_100);
+  verifies(
+    "limits.connection-allowances",
+    "when pending connections fill the server's allowance, closes the oldest of the address holding most",
+    async () => {
+      const server = await start({}, { maxPendingConnections: 6, maxPendingConnectionsPerAddress: 100 });
+      const port = portOf(server);
+      const many = [];
+      for (let i = 0; i < 4; i++) many.push(await hold(port, ATTACKER));
+      const few = [await hold(port, OTHER), await hold(port, OTHER)];
+      await sleep(1_100);
 
-    await hold(port, "127.0.0.4");
-    expect(await closedWithin(many[0] as Socket, 1_000)).toBe(true);
-    for (const socket of [...many.slice(1), ...few]) expect(await closedWithin(socket, 50)).toBe(false);
-    expect(await get(port, "127.0.0.5")).toMatchObject({ status: 200 });
-  });
+      await hold(port, "127.0.0.4");
+      expect(await closedWithin(many[0] as Socket, 1_000)).toBe(true);
+      for (const socket of [...many.slice(1), ...few]) expect(await closedWithin(socket, 50)).toBe(false);
+      expect(await get(port, "127.0.0.5")).toMatchObject({ status: 200 });
+    },
+  );
 
   it("refuses allowances that are not positive integers", async () => {
     await expect(startServer({}, { maxPendingConnections: 0 })).rejects.toThrow(/maxPendingConnections/);

@@ -25,6 +25,7 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
+import { verifies } from "@otc/test-helpers/verifies";
 import { Registry } from "prom-client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -366,37 +367,40 @@ describe("tracing", () => {
     await provider.shutdown();
   });
 
-  // rule: trace.traceparent
-  it("makes a SERVER span per call, child of the request's traceparent, named in the response", async () => {
-    const traceId = randomBytes(16).toString("hex");
-    const parentId = randomBytes(8).toString("hex");
-    const reply = await callTool(
-      server.baseUrl,
-      { tool_id: "Calculator.Add", input: { a: 2, b: 3 } },
-      { traceparent: `00-${traceId}-${parentId}-01`, tracestate: "vendor=opaque" },
-    );
-    expect(reply.status).toBe(200);
-    const span = await onlySpan();
-    expect(span.name).toBe("oxp.call Calculator.Add@1.0.0");
-    expect(span.kind).toBe(SpanKind.SERVER);
-    expect(span.instrumentationScope.name).toBe("test");
-    expect(span.spanContext().traceId).toBe(traceId);
-    expect(span.parentSpanContext?.spanId).toBe(parentId);
-    expect(span.parentSpanContext?.isRemote).toBe(true);
-    expect(span.spanContext().traceState?.get("vendor")).toBe("opaque");
-    expect(reply.headers.get("traceparent")).toBe(`00-${traceId}-${span.spanContext().spanId}-01`);
-    expect(span.attributes).toMatchObject({
-      "oxp.tool_id": "Calculator.Add@1.0.0",
-      "oxp.outcome": "success",
-      "http.response.status_code": 200,
-      "http.request.method": "POST",
-      "http.route": "/tools/call",
-      // The body has no trace_id: the call's trace id is the traceparent's.
-      "oxp.trace_id": traceId,
-    });
-    expect(span.status.code).toBe(SpanStatusCode.UNSET);
-    expect(span.ended).toBe(true);
-  });
+  verifies(
+    "trace.traceparent",
+    "makes a SERVER span per call, child of the request's traceparent, named in the response",
+    async () => {
+      const traceId = randomBytes(16).toString("hex");
+      const parentId = randomBytes(8).toString("hex");
+      const reply = await callTool(
+        server.baseUrl,
+        { tool_id: "Calculator.Add", input: { a: 2, b: 3 } },
+        { traceparent: `00-${traceId}-${parentId}-01`, tracestate: "vendor=opaque" },
+      );
+      expect(reply.status).toBe(200);
+      const span = await onlySpan();
+      expect(span.name).toBe("oxp.call Calculator.Add@1.0.0");
+      expect(span.kind).toBe(SpanKind.SERVER);
+      expect(span.instrumentationScope.name).toBe("test");
+      expect(span.spanContext().traceId).toBe(traceId);
+      expect(span.parentSpanContext?.spanId).toBe(parentId);
+      expect(span.parentSpanContext?.isRemote).toBe(true);
+      expect(span.spanContext().traceState?.get("vendor")).toBe("opaque");
+      expect(reply.headers.get("traceparent")).toBe(`00-${traceId}-${span.spanContext().spanId}-01`);
+      expect(span.attributes).toMatchObject({
+        "oxp.tool_id": "Calculator.Add@1.0.0",
+        "oxp.outcome": "success",
+        "http.response.status_code": 200,
+        "http.request.method": "POST",
+        "http.route": "/tools/call",
+        // The body has no trace_id: the call's trace id is the traceparent's.
+        "oxp.trace_id": traceId,
+      });
+      expect(span.status.code).toBe(SpanStatusCode.UNSET);
+      expect(span.ended).toBe(true);
+    },
+  );
 
   it("records the body's trace_id, cut to 128 characters", async () => {
     const traceId = `t-${"x".repeat(200)}`;

@@ -1,5 +1,6 @@
 // Checks the bundled OpenAPI document and the schema consts that @otc/types ships.
 import { createSpecAjv, loadExamples, loadSchemaFiles } from "@otc/spec";
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { createAjv } from "../src/ajv.js";
 import * as validators from "../src/generated/validators.js";
@@ -62,8 +63,7 @@ describe("openapiDocument", () => {
     expect(OXP_ROUTES).toEqual(declared);
   });
 
-  // rule: spec.api-key-scheme
-  it("lets only /health go without authentication", () => {
+  verifies("spec.api-key-scheme", "lets only /health go without authentication", () => {
     for (const [route, operations] of Object.entries(document.paths)) {
       for (const operation of Object.values(operations)) {
         expect(operation.security === undefined ? "global" : "none", route).toBe(

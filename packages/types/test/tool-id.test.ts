@@ -1,4 +1,5 @@
 // Table tests of tool id parsing, writing and version resolution (docs/protocol.md 3.4).
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import {
   compareToolVersions,
@@ -70,12 +71,15 @@ describe("parseToolId", () => {
     expect(parseToolId(toolId)).toEqual(expected);
   });
 
-  // rule: limits.identifier-length
-  it("refuses an id over the spec's 256 characters before reading it, whatever it holds", () => {
-    expect(parseToolId(`Greeting.Hello@${"9".repeat(1_040_000)}`)).toBeUndefined();
-    expect(parseToolId(`Greeting.Hello@1.0.${"0".repeat(241)}`)).toBeUndefined();
-    expect(parseToolId(`Greeting.${"H".repeat(241)}@1.0.0`)).toMatchObject({ kind: "exact" });
-  });
+  verifies(
+    "limits.identifier-length",
+    "refuses an id over the spec's 256 characters before reading it, whatever it holds",
+    () => {
+      expect(parseToolId(`Greeting.Hello@${"9".repeat(1_040_000)}`)).toBeUndefined();
+      expect(parseToolId(`Greeting.Hello@1.0.${"0".repeat(241)}`)).toBeUndefined();
+      expect(parseToolId(`Greeting.${"H".repeat(241)}@1.0.0`)).toMatchObject({ kind: "exact" });
+    },
+  );
 });
 
 describe("formatToolId", () => {

@@ -1,4 +1,5 @@
 // Type tests: pins the shapes consumers rely on. They fail `tsc --noEmit`, which runs before vitest.
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expectTypeOf, it } from "vitest";
 import type {
   AuthorizationChallengeCheckResponse,
@@ -42,17 +43,20 @@ describe("CallToolResponse", () => {
     expectTypeOf(narrow).toBeFunction();
   });
 
-  // rules: response.exactly-one-outcome, response.no-extra-properties
-  it("has no index signature and rejects value and error together", () => {
-    expectTypeOf<keyof CallToolSuccess>().toEqualTypeOf<"call_id" | "duration" | "success" | "value">();
-    expectTypeOf<keyof CallToolFailure>().toEqualTypeOf<"call_id" | "duration" | "success" | "error">();
-    // @ts-expect-error value and error cannot stand together
-    const both: CallToolResponse = { call_id: "c", duration: 1, success: true, value: 1, error: { message: "x" } };
-    // @ts-expect-error success: false needs an error
-    const noError: CallToolResponse = { call_id: "c", duration: 1, success: false };
-    expectTypeOf(both).not.toBeNever();
-    expectTypeOf(noError).not.toBeNever();
-  });
+  verifies(
+    ["response.exactly-one-outcome", "response.no-extra-properties"],
+    "has no index signature and rejects value and error together",
+    () => {
+      expectTypeOf<keyof CallToolSuccess>().toEqualTypeOf<"call_id" | "duration" | "success" | "value">();
+      expectTypeOf<keyof CallToolFailure>().toEqualTypeOf<"call_id" | "duration" | "success" | "error">();
+      // @ts-expect-error value and error cannot stand together
+      const both: CallToolResponse = { call_id: "c", duration: 1, success: true, value: 1, error: { message: "x" } };
+      // @ts-expect-error success: false needs an error
+      const noError: CallToolResponse = { call_id: "c", duration: 1, success: false };
+      expectTypeOf(both).not.toBeNever();
+      expectTypeOf(noError).not.toBeNever();
+    },
+  );
 
   it("retry hints are typed", () => {
     expectTypeOf<ToolError["retry_after_ms"]>().toEqualTypeOf<number | undefined>();
@@ -87,8 +91,7 @@ describe("paths", () => {
     expectTypeOf<(typeof OXP_ROUTES)[number]["path"]>().toEqualTypeOf<OxpPath>();
   });
 
-  // rule: spec.401-has-body
-  it("POST /tools/call takes the flat request or the envelope, and answers in kind", () => {
+  verifies("spec.401-has-body", "POST /tools/call takes the flat request or the envelope, and answers in kind", () => {
     type Call = paths["/tools/call"]["post"];
     type Body = JsonBody<Call["requestBody"]>;
     expectTypeOf<CallToolRequest>().toExtend<Body>();

@@ -2,6 +2,7 @@
 import { createServer as createHttpServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { inspector } from "@otc/inspector";
+import { verifies } from "@otc/test-helpers/verifies";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { type DemoServer, description, field, launchBrowser, screenshot, startDemo, watchPolicy } from "./harness.js";
@@ -416,41 +417,45 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  // rule: definitions.self-contained (a client facing a server that breaks it)
-  test("shows an error for the tool whose schema the form cannot follow; the rest of the page keeps working", async () => {
-    const page = await context.newPage();
-    const violations = watchPolicy(page);
-    await page.goto(`${url}/inspector`);
-    await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
-    await choose(page, "Bad.Ref@1.0.0");
-    const broken = page
-      .getByRole("alert")
-      .filter({ hasText: "The form cannot be built from this tool's input schema" });
-    await broken.waitFor();
-    expect(await broken.textContent()).toContain("#/$defs/missing");
-    await screenshot(page, "11-broken-schema");
-    // The definition is still shown, and the input can still be written as JSON and sent.
-    expect(JSON.parse((await page.getByLabel("Tool definition").textContent()) ?? "").id).toBe("Bad.Ref@1.0.0");
-    await page.getByRole("button", { name: "Write the input as JSON" }).click();
-    await page.getByLabel("Input JSON").fill('{"a": 1}');
-    await page.getByRole("button", { name: "Call tool" }).click();
-    await result(page).getByText("Success").waitFor();
-    expect(calls.at(-1)).toMatchObject({ tool_id: "Bad.Ref@1.0.0", input: { a: 1 } });
+  // The client's side of the rule: a server that breaks it.
+  verifies(
+    "definitions.self-contained",
+    "shows an error for the tool whose schema the form cannot follow; the rest of the page keeps working",
+    async () => {
+      const page = await context.newPage();
+      const violations = watchPolicy(page);
+      await page.goto(`${url}/inspector`);
+      await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
+      await choose(page, "Bad.Ref@1.0.0");
+      const broken = page
+        .getByRole("alert")
+        .filter({ hasText: "The form cannot be built from this tool's input schema" });
+      await broken.waitFor();
+      expect(await broken.textContent()).toContain("#/$defs/missing");
+      await screenshot(page, "11-broken-schema");
+      // The definition is still shown, and the input can still be written as JSON and sent.
+      expect(JSON.parse((await page.getByLabel("Tool definition").textContent()) ?? "").id).toBe("Bad.Ref@1.0.0");
+      await page.getByRole("button", { name: "Write the input as JSON" }).click();
+      await page.getByLabel("Input JSON").fill('{"a": 1}');
+      await page.getByRole("button", { name: "Call tool" }).click();
+      await result(page).getByText("Success").waitFor();
+      expect(calls.at(-1)).toMatchObject({ tool_id: "Bad.Ref@1.0.0", input: { a: 1 } });
 
-    // The other tool's form works as before, and the broken one shows its error again, alone.
-    await choose(page, "Good.Echo@1.0.0");
-    expect(await page.getByRole("alert").count()).toBe(0);
-    await field(page, "text").fill("hi");
-    await page.getByRole("button", { name: "Call tool" }).click();
-    await result(page).getByText("Success").waitFor();
-    expect(calls.at(-1)).toMatchObject({ tool_id: "Good.Echo@1.0.0", input: { text: "hi" } });
-    await choose(page, "Bad.Ref@1.0.0");
-    await broken.waitFor();
-    await page.getByRole("heading", { name: "OXP Inspector" }).waitFor();
-    expect(await page.getByRole("navigation", { name: "Tools" }).getByRole("button").count()).toBe(3);
-    expect(violations).toEqual([]);
-    await page.close();
-  });
+      // The other tool's form works as before, and the broken one shows its error again, alone.
+      await choose(page, "Good.Echo@1.0.0");
+      expect(await page.getByRole("alert").count()).toBe(0);
+      await field(page, "text").fill("hi");
+      await page.getByRole("button", { name: "Call tool" }).click();
+      await result(page).getByText("Success").waitFor();
+      expect(calls.at(-1)).toMatchObject({ tool_id: "Good.Echo@1.0.0", input: { text: "hi" } });
+      await choose(page, "Bad.Ref@1.0.0");
+      await broken.waitFor();
+      await page.getByRole("heading", { name: "OXP Inspector" }).waitFor();
+      expect(await page.getByRole("navigation", { name: "Tools" }).getByRole("button").count()).toBe(3);
+      expect(violations).toEqual([]);
+      await page.close();
+    },
+  );
 
   test("keeps only the head of a huge answer in its history, and fails the call", async () => {
     const page = await context.newPage();

@@ -13,6 +13,7 @@ import {
   OxpTimeoutError,
   OxpValidationError,
 } from "@otc/client";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Demo, decide, startDemo } from "./demo.js";
 
@@ -74,30 +75,38 @@ describe("calls", () => {
     expect(JSON.parse(seen[2]?.body ?? "{}").call_id).toBe(response.call_id);
   });
 
-  // rule: definitions.legacy-parameters
-  it("reads an older server's {parameters: ...} input_schema in the flat form", async () => {
-    const legacy = await rawServer(
-      200,
-      JSON.stringify({
-        items: [
-          {
-            id: "Calculator.Add@1.0.0",
-            name: "Calculator_Add",
-            description: "Adds.",
-            version: "1.0.0",
-            input_schema: { parameters: { type: "object", properties: { a: { type: "number", description: "A." } } } },
-            output_schema: { type: "number" },
-          },
-        ],
-      }),
-    );
-    try {
-      const [tool] = await createClient({ baseUrl: legacy.url }).listTools();
-      expect(tool?.input_schema).toEqual({ type: "object", properties: { a: { type: "number", description: "A." } } });
-    } finally {
-      legacy.server.close();
-    }
-  });
+  verifies(
+    "definitions.legacy-parameters",
+    "reads an older server's {parameters: ...} input_schema in the flat form",
+    async () => {
+      const legacy = await rawServer(
+        200,
+        JSON.stringify({
+          items: [
+            {
+              id: "Calculator.Add@1.0.0",
+              name: "Calculator_Add",
+              description: "Adds.",
+              version: "1.0.0",
+              input_schema: {
+                parameters: { type: "object", properties: { a: { type: "number", description: "A." } } },
+              },
+              output_schema: { type: "number" },
+            },
+          ],
+        }),
+      );
+      try {
+        const [tool] = await createClient({ baseUrl: legacy.url }).listTools();
+        expect(tool?.input_schema).toEqual({
+          type: "object",
+          properties: { a: { type: "number", description: "A." } },
+        });
+      } finally {
+        legacy.server.close();
+      }
+    },
+  );
 });
 
 describe("errors", () => {

@@ -1,4 +1,5 @@
 // The transport-neutral call-body check, for adapters without a contract validator of their own.
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { parseCallBody, unwrapCallBody, wrapResponse } from "./call-body.js";
 import { WireError } from "./errors.js";
@@ -17,8 +18,7 @@ function refusal(body: unknown, maxDepth?: number): WireError | undefined {
 }
 
 describe("parseCallBody", () => {
-  // rule: envelope.accept
-  it("returns the request of a flat body and of the draft envelope", () => {
+  verifies("envelope.accept", "returns the request of a flat body and of the draft envelope", () => {
     expect(parseCallBody(request)).toEqual({ request, envelope: false });
     expect(parseCallBody({ $schema: "urn:oxp:1.0", request })).toEqual({ request, envelope: true });
     expect(parseCallBody({ request })).toEqual({ request, envelope: true });
@@ -40,16 +40,14 @@ describe("parseCallBody", () => {
     expect(refusal({ $schema: "urn:oxp:2.0", request })?.message).toBe("OXP version 'urn:oxp:2.0' is not supported");
   });
 
-  // rule: limits.nesting-depth
-  it("checks the depth before anything reads the body", () => {
+  verifies("limits.nesting-depth", "checks the depth before anything reads the body", () => {
     const deep = JSON.parse(`{"tool_id": "A.B", "input": ${"[".repeat(100)}${"]".repeat(100)}}`);
     expect(refusal(deep, 64)?.message).toBe("The request body is nested too deeply");
   });
 });
 
 describe("unwrapCallBody and wrapResponse", () => {
-  // rule: envelope.answer-in-kind
-  it("answer in the form the call came in", () => {
+  verifies("envelope.answer-in-kind", "answer in the form the call came in", () => {
     const response = { call_id: "c", duration: 1, success: true as const, value: 3 };
     expect(unwrapCallBody({ request })).toEqual({ request, envelope: true });
     expect(wrapResponse(response, true)).toEqual({ $schema: "urn:oxp:1.0", result: response });

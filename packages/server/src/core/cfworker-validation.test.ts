@@ -1,5 +1,7 @@
 // Ajv and @cfworker/json-schema answer the same inputs alike: same 422 bodies (paths, messages, order), same start-up
 // refusals. Each real difference between them has a test of its own below, named for it.
+
+import { verifies } from "@otc/test-helpers/verifies";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createAjvValidators } from "./ajv-validation.js";
@@ -225,12 +227,15 @@ const CASES: [string, Record<string, unknown>, object][] = [
 const VALID = new Set(["a valid input", "valid formats"]);
 
 describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)", () => {
-  // rule: call.input-422
-  it.each(CASES)("%s: the same answer, parameter_errors in the same order", async (name, schema, input) => {
-    const [ajv, cfworker] = await Promise.all([answer("ajv", schema, input), answer("cfworker", schema, input)]);
-    expect(ajv.status ?? 200).toBe(VALID.has(name) ? 200 : 422);
-    expect(cfworker).toEqual(ajv);
-  });
+  verifies.each(CASES)(
+    "call.input-422",
+    "%s: the same answer, parameter_errors in the same order",
+    async (name, schema, input) => {
+      const [ajv, cfworker] = await Promise.all([answer("ajv", schema, input), answer("cfworker", schema, input)]);
+      expect(ajv.status ?? 200).toBe(VALID.has(name) ? 200 : 422);
+      expect(cfworker).toEqual(ajv);
+    },
+  );
 
   it("over many generated inputs: the same errors, messages and order", () => {
     const validators = [createAjvValidators(), createCfworkerValidators()];
@@ -264,8 +269,7 @@ describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)",
     }
   });
 
-  // rules: definitions.refused-at-start
-  it.each<[string, object]>([
+  verifies.each<[string, object]>([
     ["a negative minProperties", { type: "object", minProperties: -1 }],
     ["a fractional minLength", { type: "object", properties: { a: { type: "string", minLength: 1.5 } } }],
     ["a required that is not a list", { type: "object", properties: { a: { items: { required: "x" } } } }],
@@ -275,7 +279,7 @@ describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)",
     ["a pattern that is no regular expression", { type: "object", properties: { a: { pattern: "(" } } }],
     ["a pattern invalid with the u flag", { type: "object", properties: { a: { pattern: "a\\Z" } } }],
     ["a bad patternProperties key", { type: "object", patternProperties: { "(": {} } }],
-  ])("refuses %s at start-up with the same message", (_case, schema) => {
+  ])("definitions.refused-at-start", "refuses %s at start-up with the same message", (_case, schema) => {
     const messages = (["ajv", "cfworker"] as const).map((inputValidator) => {
       try {
         new OxpCore({ tools: [echo(schema as Record<string, unknown>)], inputValidator });

@@ -1,4 +1,5 @@
 // MemoryChallengeStore: the bounds every challenge store keeps (TTL, per-owner pending cap, per-principal cap, total cap), first decision stands, amortized O(1).
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { ChallengeStoreFullError, MemoryChallengeStore } from "./challenge-store.js";
 
@@ -39,45 +40,52 @@ describe("MemoryChallengeStore", () => {
     expect(store.size).toBe(4);
   });
 
-  // rule: requirements.challenges-per-principal
-  it("caps each principal's challenges, pending or decided, over all its user ids, dropping only its own oldest", async () => {
-    const store = new MemoryChallengeStore({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
-    await store.add("a1", { owner: owner("u1", "a"), scopes: [] });
-    await store.add("b1", { owner: owner("u1", "b"), scopes: [] });
-    await store.add("a2", { owner: owner("u2", "a"), scopes: [] });
-    await store.add("a3", { owner: owner("u3", "a"), scopes: [] });
-    await store.decide("a1", "completed");
-    // a holds 3: its fourth drops a1, decided, the oldest of its own; b's stays.
-    await store.add("a4", { owner: owner("u4", "a"), scopes: [] });
-    expect(await store.get("a1")).toBeUndefined();
-    expect((await store.get("a2"))?.status).toBe("pending");
-    expect((await store.get("b1"))?.status).toBe("pending");
-    expect(store.size).toBe(4);
-    // However many more a starts, with new user ids each, it holds 3 and the total never fills for b.
-    for (let i = 5; i < 100; i++) await store.add(`a${i}`, { owner: owner(`u${i}`, "a"), scopes: [] });
-    expect(store.size).toBe(4);
-    await store.add("b2", { owner: owner("u2", "b"), scopes: [] });
-    await store.add("b3", { owner: owner("u3", "b"), scopes: [] });
-    expect(store.size).toBe(6);
-    for (const id of ["a97", "a98", "a99", "b1", "b2"]) expect((await store.get(id))?.status).toBe("pending");
-    // b at its cap too: its own oldest goes, never a's.
-    await store.add("b4", { owner: owner("u4", "b"), scopes: [] });
-    expect(await store.get("b1")).toBeUndefined();
-    expect((await store.get("a97"))?.status).toBe("pending");
-  });
+  verifies(
+    "requirements.challenges-per-principal",
+    "caps each principal's challenges, pending or decided, over all its user ids, dropping only its own oldest",
+    async () => {
+      const store = new MemoryChallengeStore({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
+      await store.add("a1", { owner: owner("u1", "a"), scopes: [] });
+      await store.add("b1", { owner: owner("u1", "b"), scopes: [] });
+      await store.add("a2", { owner: owner("u2", "a"), scopes: [] });
+      await store.add("a3", { owner: owner("u3", "a"), scopes: [] });
+      await store.decide("a1", "completed");
+      // a holds 3: its fourth drops a1, decided, the oldest of its own; b's stays.
+      await store.add("a4", { owner: owner("u4", "a"), scopes: [] });
+      expect(await store.get("a1")).toBeUndefined();
+      expect((await store.get("a2"))?.status).toBe("pending");
+      expect((await store.get("b1"))?.status).toBe("pending");
+      expect(store.size).toBe(4);
+      // However many more a starts, with new user ids each, it holds 3 and the total never fills for b.
+      for (let i = 5; i < 100; i++) await store.add(`a${i}`, { owner: owner(`u${i}`, "a"), scopes: [] });
+      expect(store.size).toBe(4);
+      await store.add("b2", { owner: owner("u2", "b"), scopes: [] });
+      await store.add("b3", { owner: owner("u3", "b"), scopes: [] });
+      expect(store.size).toBe(6);
+      for (const id of ["a97", "a98", "a99", "b1", "b2"]) expect((await store.get(id))?.status).toBe("pending");
+      // b at its cap too: its own oldest goes, never a's.
+      await store.add("b4", { owner: owner("u4", "b"), scopes: [] });
+      expect(await store.get("b1")).toBeUndefined();
+      expect((await store.get("a97"))?.status).toBe("pending");
+    },
+  );
 
-  // rules: requirements.challenges-per-principal, requirements.consent-challenges-bounded
-  it("with the default bounds, one principal's 12,000 challenges never deny another principal's", async () => {
-    const store = new MemoryChallengeStore();
-    for (let i = 0; i < 12_000; i++) await store.add(`flood-${i}`, { owner: owner(`user-${i}`, "jwt:a"), scopes: [] });
-    expect(store.size).toBe(1_000);
-    await expect(store.add("victim", { owner: owner("ann", "api-key:1"), scopes: [] })).resolves.toMatchObject({
-      status: "pending",
-    });
-    // The flooder's newest are held, its oldest dropped.
-    expect((await store.get("flood-11999"))?.status).toBe("pending");
-    expect(await store.get("flood-10999")).toBeUndefined();
-  });
+  verifies(
+    ["requirements.challenges-per-principal", "requirements.consent-challenges-bounded"],
+    "with the default bounds, one principal's 12,000 challenges never deny another principal's",
+    async () => {
+      const store = new MemoryChallengeStore();
+      for (let i = 0; i < 12_000; i++)
+        await store.add(`flood-${i}`, { owner: owner(`user-${i}`, "jwt:a"), scopes: [] });
+      expect(store.size).toBe(1_000);
+      await expect(store.add("victim", { owner: owner("ann", "api-key:1"), scopes: [] })).resolves.toMatchObject({
+        status: "pending",
+      });
+      // The flooder's newest are held, its oldest dropped.
+      expect((await store.get("flood-11999"))?.status).toBe("pending");
+      expect(await store.get("flood-10999")).toBeUndefined();
+    },
+  );
 
   it("refuses beyond the total with when the oldest expires, and takes one again once it has", async () => {
     let now = 1_000_000;
@@ -104,22 +112,25 @@ describe("MemoryChallengeStore", () => {
     expect(store.size).toBe(2);
   });
 
-  // rule: requirements.challenges-per-principal
-  it("lets a principal at its cap replace its oldest even when the total is full", async () => {
-    const store = new MemoryChallengeStore({ maxChallenges: 3, maxChallengesPerPrincipal: 2 });
-    await store.add("b1", { owner: owner("bob", "b"), scopes: [] });
-    await store.add("a1", { owner: owner("ann", "a"), scopes: [] });
-    await store.add("a2", { owner: owner("cy", "a"), scopes: [] });
-    await expect(store.add("c1", { owner: owner("dee", "c"), scopes: [] })).rejects.toBeInstanceOf(
-      ChallengeStoreFullError,
-    );
-    await store.decide("a2", "failed");
-    await store.add("a3", { owner: owner("eve", "a"), scopes: [] });
-    expect(await store.get("a1")).toBeUndefined();
-    expect((await store.get("a2"))?.status).toBe("failed");
-    expect((await store.get("b1"))?.status).toBe("pending");
-    expect(store.size).toBe(3);
-  });
+  verifies(
+    "requirements.challenges-per-principal",
+    "lets a principal at its cap replace its oldest even when the total is full",
+    async () => {
+      const store = new MemoryChallengeStore({ maxChallenges: 3, maxChallengesPerPrincipal: 2 });
+      await store.add("b1", { owner: owner("bob", "b"), scopes: [] });
+      await store.add("a1", { owner: owner("ann", "a"), scopes: [] });
+      await store.add("a2", { owner: owner("cy", "a"), scopes: [] });
+      await expect(store.add("c1", { owner: owner("dee", "c"), scopes: [] })).rejects.toBeInstanceOf(
+        ChallengeStoreFullError,
+      );
+      await store.decide("a2", "failed");
+      await store.add("a3", { owner: owner("eve", "a"), scopes: [] });
+      expect(await store.get("a1")).toBeUndefined();
+      expect((await store.get("a2"))?.status).toBe("failed");
+      expect((await store.get("b1"))?.status).toBe("pending");
+      expect(store.size).toBe(3);
+    },
+  );
 
   it("expires challenges, pending or decided, after the TTL", async () => {
     let now = 0;

@@ -1,4 +1,5 @@
 // consoleLogger writes pino's lines on the console: level numbers, time, service, bindings, fields, msg; credentials redacted.
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, beforeEach, describe, expect, it, type MockInstance, vi } from "vitest";
 import { consoleLogger, REDACTED, REDACTED_PATHS } from "./console-logger.js";
 import { ServerConfigError } from "./errors.js";
@@ -69,8 +70,7 @@ describe("consoleLogger", () => {
     ]);
   });
 
-  // rule: requirements.secrets-never-leak
-  it.each<[string, Record<string, unknown>, Record<string, unknown>]>([
+  verifies.each<[string, Record<string, unknown>, Record<string, unknown>]>([
     [
       "an Authorization header",
       { headers: { authorization: "Bearer x", host: "h" } },
@@ -97,12 +97,16 @@ describe("consoleLogger", () => {
         jwtSecret: REDACTED,
       },
     ],
-  ])("redacts %s, and leaves the caller's object as it was", (_case, fields, written) => {
-    const before = structuredClone(fields);
-    consoleLogger().info(fields, "x");
-    expect(lines()[0]).toMatchObject(written);
-    expect(fields).toEqual(before);
-  });
+  ])(
+    "requirements.secrets-never-leak",
+    "redacts %s, and leaves the caller's object as it was",
+    (_case, fields, written) => {
+      const before = structuredClone(fields);
+      consoleLogger().info(fields, "x");
+      expect(lines()[0]).toMatchObject(written);
+      expect(fields).toEqual(before);
+    },
+  );
 
   it("redacts in child bindings too", () => {
     consoleLogger().child({ token: "t" }).warn({}, "x");

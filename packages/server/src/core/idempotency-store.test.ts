@@ -1,4 +1,5 @@
 // The in-memory idempotency store's bounds: entries and bytes, per principal and in total, never a running call.
+import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolResponse } from "@otc/types";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -19,20 +20,22 @@ async function finish(store: MemoryIdempotencyStore, principal: string, callId: 
 }
 
 describe("MemoryIdempotencyStore", () => {
-  // rule: idempotency.per-principal
-  // rule: limits.bounded-resources
-  it("keeps its write queues within a multiple of the records it holds, however many keys come and go", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 10 });
-    for (let i = 0; i < 50_000; i++) await finish(store, "p", `c-${i}`);
-    expect(store.size).toBe(10);
-    const internals = store as unknown as {
-      writes: { length: number };
-      principals: Map<string, { queue: { length: number } }>;
-    };
-    // Before the fix both queues kept every key ever written (50,000 here): a slow leak under fresh call_ids.
-    expect(internals.writes.length).toBeLessThan(2_100);
-    expect(internals.principals.get("p")?.queue.length).toBeLessThan(2_100);
-  });
+  verifies(
+    ["idempotency.per-principal", "limits.bounded-resources"],
+    "keeps its write queues within a multiple of the records it holds, however many keys come and go",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 10 });
+      for (let i = 0; i < 50_000; i++) await finish(store, "p", `c-${i}`);
+      expect(store.size).toBe(10);
+      const internals = store as unknown as {
+        writes: { length: number };
+        principals: Map<string, { queue: { length: number } }>;
+      };
+      // Before the fix both queues kept every key ever written (50,000 here): a slow leak under fresh call_ids.
+      expect(internals.writes.length).toBeLessThan(2_100);
+      expect(internals.principals.get("p")?.queue.length).toBeLessThan(2_100);
+    },
+  );
 
   it("keeps equal call_ids of two principals apart", async () => {
     const store = new MemoryIdempotencyStore();
@@ -43,43 +46,51 @@ describe("MemoryIdempotencyStore", () => {
     expect((await store.get({ principal: "bob", callId: "k" }))?.response).toMatchObject({ value: 2 });
   });
 
-  // rule: idempotency.per-principal-quota
-  it("past a principal's entry quota, drops that principal's own oldest finished records only", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 3 });
-    await finish(store, "bob", "b0");
-    for (const id of ["a1", "a2", "a3", "a4", "a5"]) await finish(store, "alice", id);
-    expect(await store.get({ principal: "alice", callId: "a1" })).toBeUndefined();
-    expect(await store.get({ principal: "alice", callId: "a2" })).toBeUndefined();
-    expect(await store.get({ principal: "alice", callId: "a5" })).toBeDefined();
-    expect(await store.get({ principal: "bob", callId: "b0" })).toBeDefined();
-  });
+  verifies(
+    "idempotency.per-principal-quota",
+    "past a principal's entry quota, drops that principal's own oldest finished records only",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 3 });
+      await finish(store, "bob", "b0");
+      for (const id of ["a1", "a2", "a3", "a4", "a5"]) await finish(store, "alice", id);
+      expect(await store.get({ principal: "alice", callId: "a1" })).toBeUndefined();
+      expect(await store.get({ principal: "alice", callId: "a2" })).toBeUndefined();
+      expect(await store.get({ principal: "alice", callId: "a5" })).toBeDefined();
+      expect(await store.get({ principal: "bob", callId: "b0" })).toBeDefined();
+    },
+  );
 
-  // rule: idempotency.per-principal-quota
-  it("never drops a call still running: a principal whose quota is all running calls is refused", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 2 });
-    await store.claim({ principal: "alice", callId: "r1" }, "f", 60_000);
-    await store.claim({ principal: "alice", callId: "r2" }, "f", 60_000);
-    await expect(store.claim({ principal: "alice", callId: "r3" }, "f", 60_000)).rejects.toBeInstanceOf(
-      IdempotencyStoreFullError,
-    );
-    expect(await store.get({ principal: "alice", callId: "r1" })).toEqual({ fingerprint: "f" });
-    expect(await store.claim({ principal: "bob", callId: "r1" }, "f", 60_000)).toBeUndefined();
-  });
+  verifies(
+    "idempotency.per-principal-quota",
+    "never drops a call still running: a principal whose quota is all running calls is refused",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 2 });
+      await store.claim({ principal: "alice", callId: "r1" }, "f", 60_000);
+      await store.claim({ principal: "alice", callId: "r2" }, "f", 60_000);
+      await expect(store.claim({ principal: "alice", callId: "r3" }, "f", 60_000)).rejects.toBeInstanceOf(
+        IdempotencyStoreFullError,
+      );
+      expect(await store.get({ principal: "alice", callId: "r1" })).toEqual({ fingerprint: "f" });
+      expect(await store.claim({ principal: "bob", callId: "r1" }, "f", 60_000)).toBeUndefined();
+    },
+  );
 
-  // rules: idempotency.full-store-503, idempotency.bounded-store
-  it("refuses new keys when the whole store is full rather than drop another principal's records", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntries: 2 });
-    await finish(store, "alice", "a1");
-    await finish(store, "bob", "b1");
-    const refused = await store.claim({ principal: "carol", callId: "c1" }, "f", 60_000).catch((error) => error);
-    expect(refused).toBeInstanceOf(IdempotencyStoreFullError);
-    expect(refused.retryAfterMs).toBeGreaterThan(50_000);
-    expect(await store.get({ principal: "alice", callId: "a1" })).toBeDefined();
-    expect(await store.get({ principal: "bob", callId: "b1" })).toBeDefined();
-  });
+  verifies(
+    ["idempotency.full-store-503", "idempotency.bounded-store"],
+    "refuses new keys when the whole store is full rather than drop another principal's records",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxEntries: 2 });
+      await finish(store, "alice", "a1");
+      await finish(store, "bob", "b1");
+      const refused = await store.claim({ principal: "carol", callId: "c1" }, "f", 60_000).catch((error) => error);
+      expect(refused).toBeInstanceOf(IdempotencyStoreFullError);
+      expect(refused.retryAfterMs).toBeGreaterThan(50_000);
+      expect(await store.get({ principal: "alice", callId: "a1" })).toBeDefined();
+      expect(await store.get({ principal: "bob", callId: "b1" })).toBeDefined();
+    },
+  );
 
-  // rule: idempotency.bounded-store
-  it("is bounded in bytes: large responses count by their size", async () => {
+  verifies("idempotency.bounded-store", "is bounded in bytes: large responses count by their size", async () => {
     const store = new MemoryIdempotencyStore({ maxBytesPerPrincipal: 1_000_000, maxResponseBytes: 400_000 });
     for (let i = 0; i < 10; i++) await finish(store, "alice", `k${i}`, "x".repeat(300_000));
     expect(store.bytes).toBeLessThanOrEqual(1_000_000);
@@ -87,13 +98,16 @@ describe("MemoryIdempotencyStore", () => {
     expect(await store.get({ principal: "alice", callId: "k9" })).toBeDefined();
   });
 
-  // rule: idempotency.oversized-response-not-kept
-  it("keeps no response over maxResponseBytes and frees its key, so a replay runs again", async () => {
-    const store = new MemoryIdempotencyStore({ maxResponseBytes: 1_000 });
-    await finish(store, "alice", "big", "x".repeat(2_000));
-    expect(await store.get({ principal: "alice", callId: "big" })).toBeUndefined();
-    expect(store.bytes).toBe(0);
-  });
+  verifies(
+    "idempotency.oversized-response-not-kept",
+    "keeps no response over maxResponseBytes and frees its key, so a replay runs again",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxResponseBytes: 1_000 });
+      await finish(store, "alice", "big", "x".repeat(2_000));
+      expect(await store.get({ principal: "alice", callId: "big" })).toBeUndefined();
+      expect(store.bytes).toBe(0);
+    },
+  );
 
   it("frees the bytes of expired records", async () => {
     let now = 0;

@@ -1,4 +1,5 @@
 // scanJson and JsonScanner against JSON.parse: the same count whatever the chunking, and the bounds refused.
+import { verifies } from "@otc/test-helpers/verifies";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { JsonScanner, scanJson } from "./json-limits.js";
@@ -40,12 +41,15 @@ describe("scanJson", () => {
     expect(scanJson(Buffer.from(text), NO_LIMITS)).toBe(expected);
   });
 
-  // rule: limits.nesting-depth
-  it("refuses a body nested past maxDepth, and one with more values than maxValues", () => {
-    expect(() => scanJson(Buffer.from("[[[1]]]"), { maxDepth: 2, maxValues: 100 })).toThrow("nested too deeply");
-    expect(() => scanJson(Buffer.from("[1,2,3,4]"), { maxDepth: 5, maxValues: 3 })).toThrow("too many values");
-    expect(scanJson(Buffer.from("[1,2,3]"), { maxDepth: 1, maxValues: 3 })).toBe(3);
-    // Brackets and commas inside strings are data.
-    expect(scanJson(Buffer.from('["[[[,,,"]'), { maxDepth: 1, maxValues: 1 })).toBe(1);
-  });
+  verifies(
+    "limits.nesting-depth",
+    "refuses a body nested past maxDepth, and one with more values than maxValues",
+    () => {
+      expect(() => scanJson(Buffer.from("[[[1]]]"), { maxDepth: 2, maxValues: 100 })).toThrow("nested too deeply");
+      expect(() => scanJson(Buffer.from("[1,2,3,4]"), { maxDepth: 5, maxValues: 3 })).toThrow("too many values");
+      expect(scanJson(Buffer.from("[1,2,3]"), { maxDepth: 1, maxValues: 3 })).toBe(3);
+      // Brackets and commas inside strings are data.
+      expect(scanJson(Buffer.from('["[[[,,,"]'), { maxDepth: 1, maxValues: 1 })).toBe(1);
+    },
+  );
 });

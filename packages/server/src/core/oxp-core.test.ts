@@ -1,5 +1,6 @@
 // The protocol core, exercised directly: definitions at start-up, tool failures, output checks, idempotency stores.
 import { createHash } from "node:crypto";
+import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolRequest } from "@otc/types";
 import { describe, expect, it } from "vitest";
 import { MemoryTokenStore } from "./authorization.js";
@@ -53,8 +54,7 @@ async function callOne(t: Tool, request: Partial<CallToolRequest> = {}, options 
 
 describe("tool definitions at start-up (docs/protocol.md 6)", () => {
   const base = { run: () => null };
-  // rules: definitions.refused-at-start, definitions.name-pattern, definitions.self-contained, definitions.input-schema-flat, definitions.id-and-version
-  it.each<[string, Parameters<typeof tool>[0] | Omit<Parameters<typeof tool>[0], "run">, RegExp]>([
+  verifies.each<[string, Parameters<typeof tool>[0] | Omit<Parameters<typeof tool>[0], "run">, RegExp]>([
     ["a name with a space", { name: "My Tool" }, /Tool 'Test.My Tool@1.0.0' is refused/],
     ["a two-part version", { version: "1.0" }, /does not match the ToolDefinition schema/],
     ["a toolkit with a dash", { toolkit: "My-Kit" }, /toolkit must be letters, digits and '_'/],
@@ -85,33 +85,45 @@ describe("tool definitions at start-up (docs/protocol.md 6)", () => {
       /uses a format this server does not know, at \/properties\/a\/format/,
     ],
     ["a zero time limit", { timeoutMs: 0 }, /timeoutMs must be a positive number/],
-  ])("refuses %s, naming the tool and the rule", (_case, overrides, message) => {
-    const build = () => new OxpCore({ tools: [tool({ ...base, ...overrides })] });
-    expect(build).toThrow(ServerConfigError);
-    expect(build).toThrow(message);
-  });
+  ])(
+    [
+      "definitions.refused-at-start",
+      "definitions.name-pattern",
+      "definitions.self-contained",
+      "definitions.input-schema-flat",
+      "definitions.id-and-version",
+    ],
+    "refuses %s, naming the tool and the rule",
+    (_case, overrides, message) => {
+      const build = () => new OxpCore({ tools: [tool({ ...base, ...overrides })] });
+      expect(build).toThrow(ServerConfigError);
+      expect(build).toThrow(message);
+    },
+  );
 
-  // rules: definitions.id-and-version, definitions.refused-at-start
-  it("refuses two tools with the same id", () => {
+  verifies(["definitions.id-and-version", "definitions.refused-at-start"], "refuses two tools with the same id", () => {
     expect(() => new OxpCore({ tools: [tool(base), tool(base)] })).toThrow(/Tool 'Test.Tool@1.0.0' is defined twice/);
   });
 
-  // rule: definitions.legacy-parameters
-  it("unwraps the older {parameters: ...} input schema and never lists it", async () => {
-    const wrapped = tool({
-      ...base,
-      inputSchema: {
-        parameters: { type: "object", properties: { a: { type: "number", description: "A." } }, required: ["a"] },
-      },
-    });
-    const core = new OxpCore({ tools: [wrapped] });
-    expect(core.listTools().items[0]?.input_schema).toEqual({
-      type: "object",
-      properties: { a: { type: "number", description: "A." } },
-      required: ["a"],
-    });
-    await expect(core.call({ tool_id: "Test.Tool", input: {} }, meta)).rejects.toMatchObject({ status: 422 });
-  });
+  verifies(
+    "definitions.legacy-parameters",
+    "unwraps the older {parameters: ...} input schema and never lists it",
+    async () => {
+      const wrapped = tool({
+        ...base,
+        inputSchema: {
+          parameters: { type: "object", properties: { a: { type: "number", description: "A." } }, required: ["a"] },
+        },
+      });
+      const core = new OxpCore({ tools: [wrapped] });
+      expect(core.listTools().items[0]?.input_schema).toEqual({
+        type: "object",
+        properties: { a: { type: "number", description: "A." } },
+        required: ["a"],
+      });
+      await expect(core.call({ tool_id: "Test.Tool", input: {} }, meta)).rejects.toMatchObject({ status: 422 });
+    },
+  );
 });
 
 describe("the tool list (GET /tools)", () => {
@@ -126,34 +138,36 @@ describe("the tool list (GET /tools)", () => {
 });
 
 describe("tool failures (docs/protocol.md 3.6)", () => {
-  // rule: tool-failure.tool-error-passthrough
-  it("passes OxpToolError fields through, retry_after_ms rounded up to an integer", async () => {
-    const response = await callOne(
-      tool({
-        run: () => {
-          throw new OxpToolError("Nope", {
-            developerMessage: "d",
-            canRetry: true,
-            additionalPromptContent: "p",
-            retryAfterMs: 12.2,
-          });
+  verifies(
+    "tool-failure.tool-error-passthrough",
+    "passes OxpToolError fields through, retry_after_ms rounded up to an integer",
+    async () => {
+      const response = await callOne(
+        tool({
+          run: () => {
+            throw new OxpToolError("Nope", {
+              developerMessage: "d",
+              canRetry: true,
+              additionalPromptContent: "p",
+              retryAfterMs: 12.2,
+            });
+          },
+        }),
+      );
+      expect(response).toMatchObject({
+        success: false,
+        error: {
+          message: "Nope",
+          developer_message: "d",
+          can_retry: true,
+          additional_prompt_content: "p",
+          retry_after_ms: 13,
         },
-      }),
-    );
-    expect(response).toMatchObject({
-      success: false,
-      error: {
-        message: "Nope",
-        developer_message: "d",
-        can_retry: true,
-        additional_prompt_content: "p",
-        retry_after_ms: 13,
-      },
-    });
-  });
+      });
+    },
+  );
 
-  // rule: tool-failure.unexpected-exception
-  it.each<[string, () => unknown, string]>([
+  verifies.each<[string, () => unknown, string]>([
     [
       "an Error",
       () => {
@@ -176,16 +190,19 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
       },
       "undefined",
     ],
-  ])("turns %s thrown into a generic message, its text only in developer_message", async (_case, run, developer) => {
-    const response = await callOne(tool({ run }));
-    expect(response).toMatchObject({
-      success: false,
-      error: { message: "The tool failed to run", developer_message: developer, can_retry: false },
-    });
-  });
+  ])(
+    "tool-failure.unexpected-exception",
+    "turns %s thrown into a generic message, its text only in developer_message",
+    async (_case, run, developer) => {
+      const response = await callOne(tool({ run }));
+      expect(response).toMatchObject({
+        success: false,
+        error: { message: "The tool failed to run", developer_message: developer, can_retry: false },
+      });
+    },
+  );
 
-  // rule: tool-failure.timeout
-  it("abandons a hung tool at its time limit and aborts its signal", async () => {
+  verifies("tool-failure.timeout", "abandons a hung tool at its time limit and aborts its signal", async () => {
     let aborted: unknown;
     const hang = tool({
       timeoutMs: 50,
@@ -205,14 +222,12 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     expect(aborted).toBeInstanceOf(Error);
   });
 
-  // rule: tool-failure.timeout
-  it("uses the server's default time limit when the tool sets none", async () => {
+  verifies("tool-failure.timeout", "uses the server's default time limit when the tool sets none", async () => {
     const response = await callOne(tool({ run: () => new Promise(() => {}) }), {}, { defaultTimeoutMs: 30 });
     expect(response).toMatchObject({ success: false, error: { can_retry: true } });
   });
 
-  // rule: tool-failure.invalid-output
-  it.each<[string, object, () => unknown, RegExp]>([
+  verifies.each<[string, object, () => unknown, RegExp]>([
     ["the wrong type", { type: "number" }, () => "seven", /does not match the tool's output_schema/],
     ["a missing property", { type: "object", required: ["a"] }, () => ({}), /does not match/],
     ["nothing where a value is due", { type: "number" }, () => undefined, /does not match/],
@@ -227,26 +242,33 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
       },
       /The result is not JSON/,
     ],
-  ])("answers a result of %s with 'invalid result'", async (_case, outputSchema, run, developer) => {
-    const response = await callOne(tool({ outputSchema, run }));
-    expect(response).toMatchObject({
-      success: false,
-      error: { message: "The tool returned an invalid result", can_retry: false },
-    });
-    expect(response.success === false && response.error.developer_message).toMatch(developer);
-  });
+  ])(
+    "tool-failure.invalid-output",
+    "answers a result of %s with 'invalid result'",
+    async (_case, outputSchema, run, developer) => {
+      const response = await callOne(tool({ outputSchema, run }));
+      expect(response).toMatchObject({
+        success: false,
+        error: { message: "The tool returned an invalid result", can_retry: false },
+      });
+      expect(response.success === false && response.error.developer_message).toMatch(developer);
+    },
+  );
 
-  // rules: response.exactly-one-outcome, definitions.output-schema
-  it("returns null for a tool whose output schema is null, whatever it returns", async () => {
-    expect(await callOne(tool({ outputSchema: null, run: () => "ignored" }))).toMatchObject({
-      success: true,
-      value: null,
-    });
-    expect(await callOne(tool({ outputSchema: null, run: () => undefined }))).toMatchObject({
-      success: true,
-      value: null,
-    });
-  });
+  verifies(
+    ["response.exactly-one-outcome", "definitions.output-schema"],
+    "returns null for a tool whose output schema is null, whatever it returns",
+    async () => {
+      expect(await callOne(tool({ outputSchema: null, run: () => "ignored" }))).toMatchObject({
+        success: true,
+        value: null,
+      });
+      expect(await callOne(tool({ outputSchema: null, run: () => undefined }))).toMatchObject({
+        success: true,
+        value: null,
+      });
+    },
+  );
 
   it("serializes the result as JSON (dates become strings, undefined properties vanish)", async () => {
     const response = await callOne(
@@ -259,85 +281,96 @@ describe("tool failures (docs/protocol.md 3.6)", () => {
     expect(response.success && response.value).not.toHaveProperty("gone");
   });
 
-  // rules: request.context, requirements.tool-context, trace.passed-and-logged, requirements.server-held-secrets
-  it("gives the tool its context: call id, trace id, user id, secrets, tokens, extra keys", async () => {
-    let seen: unknown;
-    const spy = tool({
-      requirements: { secrets: [{ id: "S" }] },
-      run: (_input, ctx) => {
-        seen = { ...ctx, signal: undefined, logger: undefined };
-        return null;
-      },
-    });
-    await new OxpCore({ tools: [spy], secrets: { S: "server-value", OTHER: "not for this tool" } }).call(
-      {
-        tool_id: "Test.Tool",
-        call_id: "c1",
-        trace_id: "t1",
-        context: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
-      },
-      meta,
-    );
-    expect(seen).toEqual({
-      callId: "c1",
-      traceId: "t1",
-      userId: "u1",
-      tokens: { p: "tok" },
-      secrets: { S: "server-value" },
-      extra: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
-      signal: undefined,
-      logger: undefined,
-    });
-  });
+  verifies(
+    ["request.context", "requirements.tool-context", "trace.passed-and-logged", "requirements.server-held-secrets"],
+    "gives the tool its context: call id, trace id, user id, secrets, tokens, extra keys",
+    async () => {
+      let seen: unknown;
+      const spy = tool({
+        requirements: { secrets: [{ id: "S" }] },
+        run: (_input, ctx) => {
+          seen = { ...ctx, signal: undefined, logger: undefined };
+          return null;
+        },
+      });
+      await new OxpCore({ tools: [spy], secrets: { S: "server-value", OTHER: "not for this tool" } }).call(
+        {
+          tool_id: "Test.Tool",
+          call_id: "c1",
+          trace_id: "t1",
+          context: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
+        },
+        meta,
+      );
+      expect(seen).toEqual({
+        callId: "c1",
+        traceId: "t1",
+        userId: "u1",
+        tokens: { p: "tok" },
+        secrets: { S: "server-value" },
+        extra: { user_id: "u1", authorization: [{ id: "p", token: "tok" }], locale: "fr" },
+        signal: undefined,
+        logger: undefined,
+      });
+    },
+  );
 });
 
 describe("idempotency (docs/protocol.md 3.7)", () => {
-  // rule: idempotency.what-is-stored
-  it("stores a failure that cannot be retried: the tool does not run again", async () => {
-    let runs = 0;
-    const failing = tool({
-      run: () => {
-        runs++;
-        throw new OxpToolError("Permanent", { canRetry: false });
-      },
-    });
-    const core = new OxpCore({ tools: [failing] });
-    const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    const second = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    expect(second).toEqual(first);
-    expect(runs).toBe(1);
-  });
+  verifies(
+    "idempotency.what-is-stored",
+    "stores a failure that cannot be retried: the tool does not run again",
+    async () => {
+      let runs = 0;
+      const failing = tool({
+        run: () => {
+          runs++;
+          throw new OxpToolError("Permanent", { canRetry: false });
+        },
+      });
+      const core = new OxpCore({ tools: [failing] });
+      const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      const second = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      expect(second).toEqual(first);
+      expect(runs).toBe(1);
+    },
+  );
 
-  // rule: requirements.secrets-never-leak
-  it("stores nothing secret: the record holds a hash and the response", async () => {
-    const store = new MemoryIdempotencyStore();
-    const core = new OxpCore({
-      tools: [tool({ requirements: { secrets: [{ id: "S" }] }, run: () => 1 })],
-      idempotencyStore: store,
-    });
-    await core.call(
-      { tool_id: "Test.Tool", call_id: "k", context: { secrets: [{ id: "S", value: "hunter2" }] } },
-      meta,
-    );
-    const entry = await store.get({ principal: "anonymous", callId: "k" });
-    expect(JSON.stringify(entry)).not.toContain("hunter2");
-    expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
-  });
+  verifies(
+    "requirements.secrets-never-leak",
+    "stores nothing secret: the record holds a hash and the response",
+    async () => {
+      const store = new MemoryIdempotencyStore();
+      const core = new OxpCore({
+        tools: [tool({ requirements: { secrets: [{ id: "S" }] }, run: () => 1 })],
+        idempotencyStore: store,
+      });
+      await core.call(
+        { tool_id: "Test.Tool", call_id: "k", context: { secrets: [{ id: "S", value: "hunter2" }] } },
+        meta,
+      );
+      const entry = await store.get({ principal: "anonymous", callId: "k" });
+      expect(JSON.stringify(entry)).not.toContain("hunter2");
+      expect(entry?.fingerprint).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    },
+  );
 
-  // rule: idempotency.shared-store
-  it("fingerprints a call as earlier versions did, so a shared store's records stay valid across an upgrade", async () => {
-    const store = new MemoryIdempotencyStore();
-    const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
-    await core.call({ tool_id: "Test.Tool", call_id: "k", input: { b: 1, a: [2] }, context: { user_id: "u" } }, meta);
-    // SHA-256 of the canonical JSON of [resolved id, input (keys sorted), user_id], in base64url.
-    const canonical = JSON.stringify(["Test.Tool@1.0.0", { a: [2], b: 1 }, "u"]);
-    expect((await store.get({ principal: "anonymous", callId: "k" }))?.fingerprint).toBe(
-      createHash("sha256").update(canonical).digest("base64url"),
-    );
-  });
+  verifies(
+    "idempotency.shared-store",
+    "fingerprints a call as earlier versions did, so a shared store's records stay valid across an upgrade",
+    async () => {
+      const store = new MemoryIdempotencyStore();
+      const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
+      await core.call({ tool_id: "Test.Tool", call_id: "k", input: { b: 1, a: [2] }, context: { user_id: "u" } }, meta);
+      // SHA-256 of the canonical JSON of [resolved id, input (keys sorted), user_id], in base64url.
+      const canonical = JSON.stringify(["Test.Tool@1.0.0", { a: [2], b: 1 }, "u"]);
+      expect((await store.get({ principal: "anonymous", callId: "k" }))?.fingerprint).toBe(
+        createHash("sha256").update(canonical).digest("base64url"),
+      );
+    },
+  );
 
-  // rule: idempotency.replay
-  it("expires records after the retention window", async () => {
+  verifies("idempotency.replay", "expires records after the retention window", async () => {
     let now = 0;
     const store = new MemoryIdempotencyStore({ now: () => now });
     let runs = 0;
@@ -355,37 +388,40 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
-  // rule: idempotency.shared-store
-  it("waits, through a shared store, for a call another instance is running", async () => {
-    // Two cores sharing one store stand for two instances behind a load balancer.
-    const shared = new MemoryIdempotencyStore();
-    const slowStore: IdempotencyStore = {
-      claim: (key, fingerprint, ttl) => shared.claim(key, fingerprint, ttl),
-      complete: (key, entry, ttl) => shared.complete(key, entry, ttl),
-      abandon: (key, fingerprint, ttl) => shared.abandon(key, fingerprint, ttl),
-      release: (key) => shared.release(key),
-      get: (key) => shared.get(key),
-    };
-    let runs = 0;
-    const slow = () =>
-      tool({
-        run: async () => {
-          runs++;
-          await new Promise((resolve) => setTimeout(resolve, 80));
-          return runs;
-        },
-      });
-    const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
-    const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
-    const [a, b] = await Promise.all([
-      one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
-      new Promise((resolve) => setTimeout(resolve, 10)).then(() =>
-        two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
-      ),
-    ]);
-    expect(b).toEqual(a);
-    expect(runs).toBe(1);
-  });
+  verifies(
+    "idempotency.shared-store",
+    "waits, through a shared store, for a call another instance is running",
+    async () => {
+      // Two cores sharing one store stand for two instances behind a load balancer.
+      const shared = new MemoryIdempotencyStore();
+      const slowStore: IdempotencyStore = {
+        claim: (key, fingerprint, ttl) => shared.claim(key, fingerprint, ttl),
+        complete: (key, entry, ttl) => shared.complete(key, entry, ttl),
+        abandon: (key, fingerprint, ttl) => shared.abandon(key, fingerprint, ttl),
+        release: (key) => shared.release(key),
+        get: (key) => shared.get(key),
+      };
+      let runs = 0;
+      const slow = () =>
+        tool({
+          run: async () => {
+            runs++;
+            await new Promise((resolve) => setTimeout(resolve, 80));
+            return runs;
+          },
+        });
+      const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
+      const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
+      const [a, b] = await Promise.all([
+        one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
+        new Promise((resolve) => setTimeout(resolve, 10)).then(() =>
+          two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
+        ),
+      ]);
+      expect(b).toEqual(a);
+      expect(runs).toBe(1);
+    },
+  );
 
   it("refuses a reused call_id before running anything", async () => {
     let runs = 0;
@@ -420,69 +456,78 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     expect(runs).toBe(2);
   });
 
-  // rule: idempotency.abandoned-run-holds-key
-  it("holds the call_id of a run abandoned at its time limit until the tool settles", async () => {
-    let runs = 0;
-    let finish: () => void = () => {};
-    const stubborn = tool({
-      timeoutMs: 30,
-      // Ignores its AbortSignal on purpose.
-      run: () => {
-        runs++;
-        return new Promise<number>((resolve) => {
-          finish = () => resolve(runs);
-        });
-      },
-    });
-    const core = new OxpCore({ tools: [stubborn] });
-    const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    expect(first).toMatchObject({ success: false, error: { can_retry: true } });
-    const retry = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    expect(retry).toMatchObject({ call_id: "k", success: false, error: { can_retry: true } });
-    expect(retry.success === false && retry.error.retry_after_ms).toBeGreaterThan(0);
-    expect(runs).toBe(1);
-    finish();
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    expect(runs).toBe(2);
-  });
-
-  // rule: idempotency.full-store-503
-  it("answers 503 with Retry-After when the store cannot take a new call_id", async () => {
-    const store = new MemoryIdempotencyStore({ maxEntries: 1 });
-    const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
-    await core.call({ tool_id: "Test.Tool", call_id: "a" }, { ...meta, principal: "p1" });
-    const refused = core.call({ tool_id: "Test.Tool", call_id: "b" }, { ...meta, principal: "p2" });
-    await expect(refused).rejects.toMatchObject({
-      status: 503,
-      details: { headers: { "Retry-After": expect.any(String) } },
-    });
-    // A call without a call_id needs no record and still runs.
-    expect(await core.call({ tool_id: "Test.Tool" }, { ...meta, principal: "p2" })).toMatchObject({ success: true });
-  });
-
-  // rule: limits.drain-answers-every-caller
-  it("aborts running calls at shutdown and answers each with a retryable failure", async () => {
-    let aborted = false;
-    const slow = tool({
-      run: (_input, ctx) =>
-        new Promise((_, reject) => {
-          ctx.signal.addEventListener("abort", () => {
-            aborted = true;
-            reject(ctx.signal.reason);
+  verifies(
+    "idempotency.abandoned-run-holds-key",
+    "holds the call_id of a run abandoned at its time limit until the tool settles",
+    async () => {
+      let runs = 0;
+      let finish: () => void = () => {};
+      const stubborn = tool({
+        timeoutMs: 30,
+        // Ignores its AbortSignal on purpose.
+        run: () => {
+          runs++;
+          return new Promise<number>((resolve) => {
+            finish = () => resolve(runs);
           });
-        }),
-    });
-    const core = new OxpCore({ tools: [slow] });
-    const call = core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    await core.abortAll();
-    expect(await call).toMatchObject({
-      success: false,
-      error: { message: "The server is shutting down", can_retry: true },
-    });
-    expect(aborted).toBe(true);
-  });
+        },
+      });
+      const core = new OxpCore({ tools: [stubborn] });
+      const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      expect(first).toMatchObject({ success: false, error: { can_retry: true } });
+      const retry = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      expect(retry).toMatchObject({ call_id: "k", success: false, error: { can_retry: true } });
+      expect(retry.success === false && retry.error.retry_after_ms).toBeGreaterThan(0);
+      expect(runs).toBe(1);
+      finish();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      expect(runs).toBe(2);
+    },
+  );
+
+  verifies(
+    "idempotency.full-store-503",
+    "answers 503 with Retry-After when the store cannot take a new call_id",
+    async () => {
+      const store = new MemoryIdempotencyStore({ maxEntries: 1 });
+      const core = new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: store });
+      await core.call({ tool_id: "Test.Tool", call_id: "a" }, { ...meta, principal: "p1" });
+      const refused = core.call({ tool_id: "Test.Tool", call_id: "b" }, { ...meta, principal: "p2" });
+      await expect(refused).rejects.toMatchObject({
+        status: 503,
+        details: { headers: { "Retry-After": expect.any(String) } },
+      });
+      // A call without a call_id needs no record and still runs.
+      expect(await core.call({ tool_id: "Test.Tool" }, { ...meta, principal: "p2" })).toMatchObject({ success: true });
+    },
+  );
+
+  verifies(
+    "limits.drain-answers-every-caller",
+    "aborts running calls at shutdown and answers each with a retryable failure",
+    async () => {
+      let aborted = false;
+      const slow = tool({
+        run: (_input, ctx) =>
+          new Promise((_, reject) => {
+            ctx.signal.addEventListener("abort", () => {
+              aborted = true;
+              reject(ctx.signal.reason);
+            });
+          }),
+      });
+      const core = new OxpCore({ tools: [slow] });
+      const call = core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await core.abortAll();
+      expect(await call).toMatchObject({
+        success: false,
+        error: { message: "The server is shutting down", can_retry: true },
+      });
+      expect(aborted).toBe(true);
+    },
+  );
 });
 
 describe("authorization requirements (docs/protocol.md 4)", () => {
@@ -503,65 +548,74 @@ describe("authorization requirements (docs/protocol.md 4)", () => {
     },
   });
 
-  // rules: requirements.check-order, requirements.challenge-400
-  it("checks user_id, then secrets, then authorization: the first unmet one decides the 400", async () => {
-    const started: string[] = [];
-    const provider = githubProvider(started);
-    const needsAll = tool({
-      requirements: { user_id: true, secrets: [{ id: "S" }], authorization: [{ id: "github" }] },
-      run: () => 1,
-    });
-    const core = new OxpCore({ tools: [needsAll], authorizationProviders: [provider] });
-    const refusal = (request: Omit<CallToolRequest, "tool_id">) =>
-      core.call({ tool_id: "Test.Tool", ...request }, meta).then(
-        () => expect.unreachable("the call ran"),
-        (error: unknown) => (error as WireError).toBody(),
+  verifies(
+    ["requirements.check-order", "requirements.challenge-400"],
+    "checks user_id, then secrets, then authorization: the first unmet one decides the 400",
+    async () => {
+      const started: string[] = [];
+      const provider = githubProvider(started);
+      const needsAll = tool({
+        requirements: { user_id: true, secrets: [{ id: "S" }], authorization: [{ id: "github" }] },
+        run: () => 1,
+      });
+      const core = new OxpCore({ tools: [needsAll], authorizationProviders: [provider] });
+      const refusal = (request: Omit<CallToolRequest, "tool_id">) =>
+        core.call({ tool_id: "Test.Tool", ...request }, meta).then(
+          () => expect.unreachable("the call ran"),
+          (error: unknown) => (error as WireError).toBody(),
+        );
+      expect(await refusal({})).toMatchObject({ missing_requirements: { user_id: true } });
+      expect(started).toEqual([]);
+      const noSecret = await refusal({ context: { user_id: "ann" } });
+      expect(noSecret).toMatchObject({ developer_message: expect.stringContaining("Missing secrets: S") });
+      expect(noSecret).not.toHaveProperty("missing_requirements");
+      expect(started).toEqual([]);
+      const noToken = await refusal({ context: { user_id: "ann", secrets: [{ id: "S", value: "v" }] } });
+      expect(noToken).toMatchObject({ message: "Authorization required" });
+      expect(started).toHaveLength(1);
+    },
+  );
+
+  verifies(
+    "requirements.no-provider-400",
+    "without a provider for the id: a 400 with a message and no challenge",
+    async () => {
+      const error = await new OxpCore({ tools: [needsGithub] })
+        .call({ tool_id: "Test.Tool", context }, meta)
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(WireError);
+      expect((error as WireError).toBody()).toEqual({
+        message: "Authorization required",
+        developer_message: "No token was sent for github, and this server has no authorization provider for it.",
+      });
+    },
+  );
+
+  verifies(
+    ["requirements.authorization-token", "requirements.challenge-400"],
+    "uses a token the server holds only when it covers the scopes; otherwise starts a challenge",
+    async () => {
+      const tokens = new MemoryTokenStore();
+      const started: string[] = [];
+      const provider = githubProvider(started);
+      const core = new OxpCore({ tools: [needsGithub], tokenStore: tokens, authorizationProviders: [provider] });
+      await tokens.set({ principal: "anonymous", userId: "ann" }, "github", { token: "narrow", scopes: ["repo"] });
+      const narrow = await core.call({ tool_id: "Test.Tool", context }, meta).catch((e: unknown) => e);
+      expect((narrow as WireError).details.missingRequirements?.authorization?.[0]?.url).toMatch(
+        /^https:\/\/auth\.test\/github\./,
       );
-    expect(await refusal({})).toMatchObject({ missing_requirements: { user_id: true } });
-    expect(started).toEqual([]);
-    const noSecret = await refusal({ context: { user_id: "ann" } });
-    expect(noSecret).toMatchObject({ developer_message: expect.stringContaining("Missing secrets: S") });
-    expect(noSecret).not.toHaveProperty("missing_requirements");
-    expect(started).toEqual([]);
-    const noToken = await refusal({ context: { user_id: "ann", secrets: [{ id: "S", value: "v" }] } });
-    expect(noToken).toMatchObject({ message: "Authorization required" });
-    expect(started).toHaveLength(1);
-  });
-
-  // rule: requirements.no-provider-400
-  it("without a provider for the id: a 400 with a message and no challenge", async () => {
-    const error = await new OxpCore({ tools: [needsGithub] })
-      .call({ tool_id: "Test.Tool", context }, meta)
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(WireError);
-    expect((error as WireError).toBody()).toEqual({
-      message: "Authorization required",
-      developer_message: "No token was sent for github, and this server has no authorization provider for it.",
-    });
-  });
-
-  // rules: requirements.authorization-token, requirements.challenge-400
-  it("uses a token the server holds only when it covers the scopes; otherwise starts a challenge", async () => {
-    const tokens = new MemoryTokenStore();
-    const started: string[] = [];
-    const provider = githubProvider(started);
-    const core = new OxpCore({ tools: [needsGithub], tokenStore: tokens, authorizationProviders: [provider] });
-    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", { token: "narrow", scopes: ["repo"] });
-    const narrow = await core.call({ tool_id: "Test.Tool", context }, meta).catch((e: unknown) => e);
-    expect((narrow as WireError).details.missingRequirements?.authorization?.[0]?.url).toMatch(
-      /^https:\/\/auth\.test\/github\./,
-    );
-    expect(started).toHaveLength(1);
-    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
-      token: "wide",
-      scopes: ["repo", "user", "gist"],
-    });
-    expect(await core.call({ tool_id: "Test.Tool", context }, meta)).toMatchObject({ success: true, value: "wide" });
-    await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
-      token: "expired",
-      scopes: ["repo", "user"],
-      expiresAt: Date.now() - 1,
-    });
-    await expect(core.call({ tool_id: "Test.Tool", context }, meta)).rejects.toBeInstanceOf(WireError);
-  });
+      expect(started).toHaveLength(1);
+      await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
+        token: "wide",
+        scopes: ["repo", "user", "gist"],
+      });
+      expect(await core.call({ tool_id: "Test.Tool", context }, meta)).toMatchObject({ success: true, value: "wide" });
+      await tokens.set({ principal: "anonymous", userId: "ann" }, "github", {
+        token: "expired",
+        scopes: ["repo", "user"],
+        expiresAt: Date.now() - 1,
+      });
+      await expect(core.call({ tool_id: "Test.Tool", context }, meta)).rejects.toBeInstanceOf(WireError);
+    },
+  );
 });

@@ -1,5 +1,6 @@
 // Definitions refused at start-up for what they would make a client do: references at any depth, generator extensions.
-import { describe, expect, it } from "vitest";
+import { verifies } from "@otc/test-helpers/verifies";
+import { describe, expect } from "vitest";
 import { ServerConfigError } from "./errors.js";
 import { OxpCore } from "./oxp-core.js";
 import type { Tool } from "./tool.js";
@@ -20,8 +21,7 @@ const tool = (inputSchema: object, outputSchema: object | null = {}): Tool => ({
 const input = (a: object) => ({ type: "object", properties: { a: { description: "A.", ...a } } });
 
 describe("tool definitions a server refuses at start-up (docs/protocol.md 6)", () => {
-  // rules: definitions.self-contained, definitions.refused-at-start
-  it.each<[string, Tool, string, string]>([
+  verifies.each<[string, Tool, string, string]>([
     [
       "a $ref deep in anyOf",
       tool(input({ items: { anyOf: [{ $ref: "#/x" }] } })),
@@ -65,14 +65,17 @@ describe("tool definitions a server refuses at start-up (docs/protocol.md 6)", (
       "output_schema",
       "/examples/0/$dynamicRef",
     ],
-  ])("refuses %s, at any depth", (_case, definition, field, at) => {
-    const build = () => new OxpCore({ tools: [definition] });
-    expect(build).toThrow(ServerConfigError);
-    expect(build).toThrow(`Tool 'Test.Tool@1.0.0' is refused: ${field} must be self-contained, but has ${at}`);
-  });
+  ])(
+    ["definitions.self-contained", "definitions.refused-at-start"],
+    "refuses %s, at any depth",
+    (_case, definition, field, at) => {
+      const build = () => new OxpCore({ tools: [definition] });
+      expect(build).toThrow(ServerConfigError);
+      expect(build).toThrow(`Tool 'Test.Tool@1.0.0' is refused: ${field} must be self-contained, but has ${at}`);
+    },
+  );
 
-  // rules: definitions.no-codegen-extensions, definitions.refused-at-start
-  it.each<[string, Tool, string]>([
+  verifies.each<[string, Tool, string]>([
     [
       "tsType",
       tool(input({ type: "string", tsType: 'string; } import("node:fs")' })),
@@ -84,30 +87,40 @@ describe("tool definitions a server refuses at start-up (docs/protocol.md 6)", (
       tool({}, { items: { oneOf: [{ tsFuture: 1 }] } }),
       "output_schema at /items/oneOf/0/tsFuture",
     ],
-  ])("refuses the code generator keyword %s", (_case, definition, where) => {
-    const build = () => new OxpCore({ tools: [definition] });
-    expect(build).toThrow(ServerConfigError);
-    const [field, at] = where.split(" at ");
-    expect(build).toThrow(
-      `Tool 'Test.Tool@1.0.0' is refused: ${field} uses a code generator's extension keyword, which no server publishes, at ${at}`,
-    );
-  });
+  ])(
+    ["definitions.no-codegen-extensions", "definitions.refused-at-start"],
+    "refuses the code generator keyword %s",
+    (_case, definition, where) => {
+      const build = () => new OxpCore({ tools: [definition] });
+      expect(build).toThrow(ServerConfigError);
+      const [field, at] = where.split(" at ");
+      expect(build).toThrow(
+        `Tool 'Test.Tool@1.0.0' is refused: ${field} uses a code generator's extension keyword, which no server publishes, at ${at}`,
+      );
+    },
+  );
 
-  // rules: definitions.self-contained, definitions.no-codegen-extensions
-  it("accepts those words where they are names or data, not keywords", () => {
-    const definition = tool(
-      {
-        type: "object",
-        properties: {
-          $ref: { type: "string", description: "A property named $ref." },
-          tsType: { type: "string", description: "A property named tsType.", default: "tsType" },
-          c: { description: "Data that mentions $defs and tsType.", const: { $defs: 1, tsType: "x", definitions: [] } },
+  verifies(
+    ["definitions.self-contained", "definitions.no-codegen-extensions"],
+    "accepts those words where they are names or data, not keywords",
+    () => {
+      const definition = tool(
+        {
+          type: "object",
+          properties: {
+            $ref: { type: "string", description: "A property named $ref." },
+            tsType: { type: "string", description: "A property named tsType.", default: "tsType" },
+            c: {
+              description: "Data that mentions $defs and tsType.",
+              const: { $defs: 1, tsType: "x", definitions: [] },
+            },
+          },
         },
-      },
-      { type: "object", properties: { tsEnumNames: { type: "string" } }, required: ["tsEnumNames", "$ref"] },
-    );
-    expect(new OxpCore({ tools: [definition] }).listTools().items[0]?.input_schema).toMatchObject({
-      properties: { $ref: { type: "string" } },
-    });
-  });
+        { type: "object", properties: { tsEnumNames: { type: "string" } }, required: ["tsEnumNames", "$ref"] },
+      );
+      expect(new OxpCore({ tools: [definition] }).listTools().items[0]?.input_schema).toMatchObject({
+        properties: { $ref: { type: "string" } },
+      });
+    },
+  );
 });

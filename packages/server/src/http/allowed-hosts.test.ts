@@ -1,4 +1,5 @@
 // The Host decision of createHostCheck for requests that loopback sockets cannot stage: those arriving on other addresses.
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { createHostCheck, isLoopback } from "./allowed-hosts.js";
 
@@ -11,8 +12,7 @@ const arriving = (localAddress: string, host: string | undefined) => ({
 });
 
 describe("createHostCheck", () => {
-  // rule: limits.allowed-hosts
-  it("by default checks only requests that arrive on a loopback address", () => {
+  verifies("limits.allowed-hosts", "by default checks only requests that arrive on a loopback address", () => {
     const check = createHostCheck(undefined, undefined);
     expect(check?.(arriving("192.0.2.2", "evil.example"))).toBe(true);
     expect(check?.(arriving("fd00::2", "evil.example"))).toBe(true);
@@ -22,16 +22,14 @@ describe("createHostCheck", () => {
     }
   });
 
-  // rule: limits.allowed-hosts
-  it("with a list, checks requests on every address", () => {
+  verifies("limits.allowed-hosts", "with a list, checks requests on every address", () => {
     const check = createHostCheck(["tools.example.com"], undefined);
     expect(check?.(arriving("192.0.2.2", "evil.example"))).toBe(false);
     expect(check?.(arriving("192.0.2.2", "tools.example.com"))).toBe(true);
     expect(check?.(arriving("192.0.2.2", "192.0.2.2:8080"))).toBe(true);
   });
 
-  // rule: limits.allowed-hosts
-  it("lets an HTTP/1.0 request without Host through: it names nothing to rebind", () => {
+  verifies("limits.allowed-hosts", "lets an HTTP/1.0 request without Host through: it names nothing to rebind", () => {
     expect(createHostCheck(undefined, undefined)?.(arriving("127.0.0.1", undefined))).toBe(true);
   });
 
@@ -41,18 +39,21 @@ describe("createHostCheck", () => {
 });
 
 describe("without a local address (a fetch host)", () => {
-  // rule: limits.allowed-hosts
-  it("judges by the client's address: a loopback client reached a loopback server", () => {
-    const check = createHostCheck(undefined, undefined);
-    const from = (remoteAddress: string) => ({
-      host: "evil.example",
-      localAddress: undefined,
-      remoteAddress,
-      connection: undefined,
-    });
-    expect(check?.(from("127.0.0.1"))).toBe(false);
-    expect(check?.(from("192.0.2.7"))).toBe(true);
-  });
+  verifies(
+    "limits.allowed-hosts",
+    "judges by the client's address: a loopback client reached a loopback server",
+    () => {
+      const check = createHostCheck(undefined, undefined);
+      const from = (remoteAddress: string) => ({
+        host: "evil.example",
+        localAddress: undefined,
+        remoteAddress,
+        connection: undefined,
+      });
+      expect(check?.(from("127.0.0.1"))).toBe(false);
+      expect(check?.(from("192.0.2.7"))).toBe(true);
+    },
+  );
 });
 
 describe("isLoopback", () => {

@@ -1,5 +1,6 @@
 // The neutral IP checks, pinned to node:net's, and the address groups connections and clients are counted under.
 import * as net from "node:net";
+import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { addressGroup, isIPv4, isIPv6 } from "./ip.js";
 
@@ -39,8 +40,7 @@ describe("isIPv4 and isIPv6", () => {
 });
 
 describe("addressGroup", () => {
-  // rule: limits.connection-allowances
-  it.each([
+  verifies.each([
     ["127.0.0.2", "127.0.0.2"],
     ["::ffff:192.0.2.7", "192.0.2.7"],
     ["2001:db8::1", "2001:db8:0:0::/64"],
@@ -49,7 +49,7 @@ describe("addressGroup", () => {
     ["2001:db8:0:1::1", "2001:db8:0:1::/64"],
     ["::1", "0:0:0:0::/64"],
     ["fe80::1", "fe80:0:0:0::/64"],
-  ])("%s counts as %s", (address, group) => {
+  ])("limits.connection-allowances", "%s counts as %s", (address, group) => {
     expect(addressGroup(address)).toBe(group);
   });
 });
