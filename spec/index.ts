@@ -72,6 +72,8 @@ export function loadExamples(): ExampleFile[] {
 export function createSpecAjv(schemas: readonly object[] = loadSchemaFiles().map((entry) => entry.schema)): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: true, strict: true });
   addFormats.default(ajv);
-  for (const schema of schemas) ajv.addSchema(schema);
+  for (const schema of schemas) {
+    ajv.addSchema(schema);
+  }
   return ajv;
 }

@@ -7,4 +7,5 @@ const { url } = await listen(createHandler({ tools: [add] }), {
   port: Number(process.env.PORT ?? 8080),
   handleSignals: true,
 });
+// biome-ignore lint/suspicious/noConsole: the example is a program: it says where it listens
 console.log(`OXP tools at ${url}`);

@@ -63,8 +63,12 @@ const ANNOTATIONS = new Set(["title", "description", "examples", "example", "dep
  * Keys under `properties` and the like are property names and are left alone.
  */
 export function mapSchema(schema: Json, visit: (node: JsonObject) => JsonObject): Json {
-  if (Array.isArray(schema)) return schema.map((item) => mapSchema(item, visit));
-  if (!isObject(schema)) return schema;
+  if (Array.isArray(schema)) {
+    return schema.map((item) => mapSchema(item, visit));
+  }
+  if (!isObject(schema)) {
+    return schema;
+  }
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(schema)) {
     if (SCHEMA_MAPS.has(key) && isObject(value)) {
@@ -86,7 +90,9 @@ interface RefTarget {
 
 function parseSchemaRef(ref: string, fromFile: string): RefTarget {
   const match = /^(?:\.\/)?([A-Za-z0-9_.-]*?)(?:#\/\$defs\/([A-Za-z0-9_]+))?$/.exec(ref);
-  if (!match) throw new SpecError(`schemas/${fromFile}: cannot follow $ref "${ref}"`);
+  if (!match) {
+    throw new SpecError(`schemas/${fromFile}: cannot follow $ref "${ref}"`);
+  }
   const [, file, def] = match;
   return def === undefined ? { file: file || fromFile } : { file: file || fromFile, def };
 }
@@ -100,7 +106,9 @@ export class SchemaNames {
 
   constructor(readonly schemas: SchemaFile[]) {
     const seen = new Map<string, string>();
-    for (const entry of schemas) this.byFile.set(entry.file, entry);
+    for (const entry of schemas) {
+      this.byFile.set(entry.file, entry);
+    }
     for (const entry of schemas) {
       const names = [
         entry.title,
@@ -108,7 +116,9 @@ export class SchemaNames {
       ];
       for (const name of names) {
         const other = seen.get(name);
-        if (other) throw new SpecError(`schemas/${entry.file}: the name "${name}" is also used in schemas/${other}`);
+        if (other) {
+          throw new SpecError(`schemas/${entry.file}: the name "${name}" is also used in schemas/${other}`);
+        }
         seen.set(name, entry.file);
       }
     }
@@ -123,16 +133,22 @@ export class SchemaNames {
   /** The schema file called `file`. */
   file(file: string, from = "openapi.yaml"): SchemaFile {
     const entry = this.byFile.get(file);
-    if (!entry) throw new SpecError(`${from}: $ref to schemas/${file}, which does not exist`);
+    if (!entry) {
+      throw new SpecError(`${from}: $ref to schemas/${file}, which does not exist`);
+    }
     return entry;
   }
 
   /** The component/type name of a ref target. */
   nameOf(target: RefTarget): string {
     const entry = this.file(target.file);
-    if (target.def === undefined) return entry.title;
+    if (target.def === undefined) {
+      return entry.title;
+    }
     const def = this.defs(entry)[target.def];
-    if (!isObject(def)) throw new SpecError(`schemas/${entry.file}: no $defs/${target.def}`);
+    if (!isObject(def)) {
+      throw new SpecError(`schemas/${entry.file}: no $defs/${target.def}`);
+    }
     return typeof def.title === "string" ? def.title : target.def;
   }
 
@@ -187,12 +203,22 @@ export function toComponentsForm(spec: LoadedSpec): JsonObject {
   }
   // Keep the order the document declares, then the rest (the $defs) in file order.
   const ordered: JsonObject = {};
-  for (const name of Object.keys(declared)) ordered[name] = schemas[name] ?? null;
-  for (const [name, schema] of Object.entries(schemas)) if (!(name in ordered)) ordered[name] = schema;
+  for (const name of Object.keys(declared)) {
+    ordered[name] = schemas[name] ?? null;
+  }
+  for (const [name, schema] of Object.entries(schemas)) {
+    if (!(name in ordered)) {
+      ordered[name] = schema;
+    }
+  }
 
   const rewriteDocumentRefs = (node: Json): Json => {
-    if (Array.isArray(node)) return node.map(rewriteDocumentRefs);
-    if (!isObject(node)) return node;
+    if (Array.isArray(node)) {
+      return node.map(rewriteDocumentRefs);
+    }
+    if (!isObject(node)) {
+      return node;
+    }
     const out: JsonObject = {};
     for (const [key, value] of Object.entries(node)) {
       if (key === "$ref" && typeof value === "string" && value.includes(".json")) {
@@ -209,11 +235,15 @@ export function toComponentsForm(spec: LoadedSpec): JsonObject {
 }
 
 function resolvePointer(document: JsonObject, ref: string): Json {
-  if (!ref.startsWith("#/")) throw new SpecError(`cannot dereference non-local $ref "${ref}"`);
+  if (!ref.startsWith("#/")) {
+    throw new SpecError(`cannot dereference non-local $ref "${ref}"`);
+  }
   let node: Json = document;
   for (const raw of ref.slice(2).split("/")) {
     const key = raw.replaceAll("~1", "/").replaceAll("~0", "~");
-    if (!isObject(node) || !(key in node)) throw new SpecError(`$ref "${ref}" points to nothing`);
+    if (!isObject(node) || !(key in node)) {
+      throw new SpecError(`$ref "${ref}" points to nothing`);
+    }
     node = node[key] as Json;
   }
   return node;
@@ -226,20 +256,32 @@ function resolvePointer(document: JsonObject, ref: string): Json {
  */
 export function dereference(document: JsonObject): JsonObject {
   const walk = (node: Json, stack: string[]): Json => {
-    if (Array.isArray(node)) return node.map((item) => walk(item, stack));
-    if (!isObject(node)) return node;
+    if (Array.isArray(node)) {
+      return node.map((item) => walk(item, stack));
+    }
+    if (!isObject(node)) {
+      return node;
+    }
     if (typeof node.$ref === "string") {
       const ref = node.$ref;
-      if (stack.includes(ref)) throw new SpecError(`circular $ref: ${[...stack, ref].join(" -> ")}`);
+      if (stack.includes(ref)) {
+        throw new SpecError(`circular $ref: ${[...stack, ref].join(" -> ")}`);
+      }
       const target = walk(resolvePointer(document, ref), [...stack, ref]);
       const { $ref: _ref, ...siblings } = node;
       const rest = walk(siblings, stack) as JsonObject;
-      if (Object.keys(rest).length === 0) return target;
-      if (Object.keys(rest).every((key) => ANNOTATIONS.has(key)) && isObject(target)) return { ...target, ...rest };
+      if (Object.keys(rest).length === 0) {
+        return target;
+      }
+      if (Object.keys(rest).every((key) => ANNOTATIONS.has(key)) && isObject(target)) {
+        return { ...target, ...rest };
+      }
       return { ...rest, allOf: [target] };
     }
     const out: JsonObject = {};
-    for (const [key, value] of Object.entries(node)) out[key] = walk(value, stack);
+    for (const [key, value] of Object.entries(node)) {
+      out[key] = walk(value, stack);
+    }
     return out;
   };
   return walk(document, []) as JsonObject;

@@ -12,10 +12,17 @@ export async function findDrift(expected: Map<string, string>, outDir: string): 
   const drift: string[] = [];
   for (const [file, content] of expected) {
     const current = await readFile(path.join(outDir, file), "utf8").catch(() => undefined);
-    if (current === undefined) drift.push(`${file}: missing`);
-    else if (current !== content) drift.push(`${file}: differs from what the spec produces`);
+    if (current === undefined) {
+      drift.push(`${file}: missing`);
+    } else if (current !== content) {
+      drift.push(`${file}: differs from what the spec produces`);
+    }
   }
-  for (const file of present) if (!expected.has(file)) drift.push(`${file}: not produced by the spec any more`);
+  for (const file of present) {
+    if (!expected.has(file)) {
+      drift.push(`${file}: not produced by the spec any more`);
+    }
+  }
   return drift.sort();
 }
 
@@ -23,7 +30,9 @@ export async function findDrift(expected: Map<string, string>, outDir: string): 
 export async function writeGenerated(expected: Map<string, string>, outDir: string): Promise<void> {
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
-  for (const [file, content] of expected) await writeFile(path.join(outDir, file), content);
+  for (const [file, content] of expected) {
+    await writeFile(path.join(outDir, file), content);
+  }
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -39,7 +48,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     console.error(`Generated code in ${shown} does not match spec/:`);
-    for (const line of drift) console.error(`  ${line}`);
+    for (const line of drift) {
+      console.error(`  ${line}`);
+    }
     console.error(`Run \`${GENERATE_COMMAND}\` and commit the result.`);
     return 1;
   }

@@ -15,7 +15,9 @@ describe("generate() on the fixture spec", () => {
   let files: Map<string, string>;
   beforeAll(async () => {
     files = await generate(fixtureSpec);
-    if (process.env.UPDATE_GOLDEN === "1") await writeGenerated(files, expectedDir);
+    if (process.env.UPDATE_GOLDEN === "1") {
+      await writeGenerated(files, expectedDir);
+    }
   });
 
   it("produces exactly the golden files", async () => {

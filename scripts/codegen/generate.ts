@@ -48,10 +48,16 @@ async function schemaModules(spec: LoadedSpec, names: SchemaNames): Promise<Map<
   for (const entry of spec.schemas) {
     const imports = new Map<string, Set<string>>();
     const prepared = mapSchema(entry.schema, (node) => {
-      if (constrainsNothing(node)) return { ...node, tsType: "unknown" };
-      if (typeof node.$ref !== "string") return node;
+      if (constrainsNothing(node)) {
+        return { ...node, tsType: "unknown" };
+      }
+      if (typeof node.$ref !== "string") {
+        return node;
+      }
       const { name, target } = names.resolveRef(node.$ref, entry.file);
-      if (target.file === entry.file) return node;
+      if (target.file === entry.file) {
+        return node;
+      }
       const { $ref: _ref, ...rest } = node;
       const module = moduleOf(target.file);
       imports.set(module, (imports.get(module) ?? new Set()).add(name));
@@ -72,7 +78,9 @@ async function schemaModules(spec: LoadedSpec, names: SchemaNames): Promise<Map<
       .sort(([a], [b]) => a.localeCompare(b))
       .map(([module, types]) => `import type { ${[...types].sort().join(", ")} } from "./${module}.js";`);
     const parts = [header("json-schema-to-typescript", `spec/schemas/${entry.file}`)];
-    if (importLines.length > 0) parts.push(`${importLines.join("\n")}\n`);
+    if (importLines.length > 0) {
+      parts.push(`${importLines.join("\n")}\n`);
+    }
     parts.push(body.trimStart());
     out.set(`${moduleOf(entry.file)}.ts`, parts.join("\n"));
   }
@@ -147,7 +155,9 @@ function routeLines(components: JsonObject): string[] {
     const declared = Object.entries(item as JsonObject).filter(([method]) => HTTP_METHODS.has(method));
     const name = pathConstantName(path);
     const other = names.get(name);
-    if (other !== undefined) throw new Error(`openapi.yaml: paths ${other} and ${path} would both be named ${name}`);
+    if (other !== undefined) {
+      throw new Error(`openapi.yaml: paths ${other} and ${path} would both be named ${name}`);
+    }
     names.set(name, path);
     const methods = declared.map(([method]) => method.toUpperCase());
     const summaries = declared.flatMap(([, operation]) => {
@@ -219,7 +229,9 @@ function validatorsModule(spec: LoadedSpec): string {
     (entry) =>
       mapSchema(entry.schema, (node) => {
         const out = { ...node };
-        for (const keyword of ANNOTATION_KEYWORDS) delete out[keyword];
+        for (const keyword of ANNOTATION_KEYWORDS) {
+          delete out[keyword];
+        }
         return out;
       }) as JsonObject,
   );
@@ -233,12 +245,16 @@ function validatorsModule(spec: LoadedSpec): string {
   let code = standaloneCode.default(ajv, exported).replace(/^"use strict";/, "");
   code = code.replaceAll(/require\("ajv\/dist\/runtime\/ucs2length"\)\.default/g, "ucs2length");
   const leftover = /require\([^)]*\)/.exec(code);
-  if (leftover) throw new Error(`standalone validators need ${leftover[0]}, which an ES module cannot load`);
+  if (leftover) {
+    throw new Error(`standalone validators need ${leftover[0]}, which an ES module cannot load`);
+  }
   // Ajv exports its functions untyped; exported, tsc would declare their inferred signatures in the
   // .d.ts, which fail a consumer's type check (skipLibCheck: false). Only the typed wrappers are exported.
   code = code.replaceAll(/^export const (_[A-Za-z0-9]+) = /gm, "const $1 = ");
   const stray = /^export\b.*$/m.exec(code);
-  if (stray) throw new Error(`standalone validators export something unexpected: ${stray[0].slice(0, 80)}`);
+  if (stray) {
+    throw new Error(`standalone validators export something unexpected: ${stray[0].slice(0, 80)}`);
+  }
   const lines = [
     header("ajv standalone (scripts/codegen)", "spec/schemas/*.json"),
     "// @ts-nocheck: Ajv writes this code; the typed exports at the end are the only exports.",
@@ -273,6 +289,8 @@ export async function generate(specDir: string): Promise<Map<string, string>> {
   files.set("schemas.ts", schemasModule(spec));
   files.set("protocol.ts", protocolModule(components));
   files.set("validators.ts", validatorsModule(spec));
-  for (const [file, content] of await schemaModules(spec, names)) files.set(file, content);
+  for (const [file, content] of await schemaModules(spec, names)) {
+    files.set(file, content);
+  }
   return new Map([...files.entries()].sort(([a], [b]) => a.localeCompare(b)));
 }

@@ -24,13 +24,21 @@ export function parseRequirements(markdown: string): Requirement[] {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? "";
     const heading = /^#{2,3} (\d+(?:\.\d+)?)\.? /.exec(line);
-    if (heading?.[1]) section = heading[1];
-    if (/^## Index/.test(line)) break;
+    if (heading?.[1]) {
+      section = heading[1];
+    }
+    if (/^## Index/.test(line)) {
+      break;
+    }
     const rule = /^- \*\*\[([a-z0-9.-]+)\]\*\* (.*)$/.exec(line);
-    if (!rule?.[1]) continue;
+    if (!rule?.[1]) {
+      continue;
+    }
     // A bullet goes on over its indented continuation lines.
     let text = rule[2] ?? "";
-    while (/^ {2}\S/.test(lines[i + 1] ?? "")) text += ` ${(lines[++i] ?? "").trim()}`;
+    while (/^ {2}\S/.test(lines[i + 1] ?? "")) {
+      text += ` ${(lines[++i] ?? "").trim()}`;
+    }
     rules.push({ id: rule[1], section, behaviour: firstSentence(text) });
   }
   return rules;
@@ -81,31 +89,36 @@ export function testCitations(source: string): { citations: Citation[]; problems
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node) && isVerifies(node.expression)) {
       const ids = literalIds(node.arguments[0]);
-      if (ids) citations.push({ ids, line: lineOf(node) });
-      else
+      if (ids) {
+        citations.push({ ids, line: lineOf(node) });
+      } else {
         problems.push({
           line: lineOf(node),
           message:
             "the rule ids of verifies(...) are not a string or an array of strings written out, so no check reads them",
         });
+      }
     }
     ts.forEachChild(node, visit);
   };
   visit(file);
   source.split("\n").forEach((text, index) => {
-    if (/\/\/ rules?: [a-z0-9]/.test(text))
+    if (/\/\/ rules?: [a-z0-9]/.test(text)) {
       problems.push({
         line: index + 1,
         message:
           "a `// rule:` comment no longer cites a rule: declare the test with verifies(ids, name, fn) from @otc/test-helpers/verifies",
       });
+    }
   });
   return { citations, problems: problems.sort((a, b) => a.line - b.line) };
 }
 
 /** `verifies` or `verifies.each(table)`: the callee of a call whose first argument is the rule ids. */
 function isVerifies(callee: ts.Expression): boolean {
-  if (ts.isIdentifier(callee)) return callee.text === "verifies";
+  if (ts.isIdentifier(callee)) {
+    return callee.text === "verifies";
+  }
   return (
     ts.isCallExpression(callee) &&
     ts.isPropertyAccessExpression(callee.expression) &&
@@ -116,8 +129,12 @@ function isVerifies(callee: ts.Expression): boolean {
 
 /** The ids a string or an array of strings names; undefined for anything else, which the check cannot read. */
 function literalIds(node: ts.Expression | undefined): string[] | undefined {
-  if (node && ts.isStringLiteralLike(node)) return [node.text];
-  if (!node || !ts.isArrayLiteralExpression(node) || node.elements.length === 0) return undefined;
+  if (node && ts.isStringLiteralLike(node)) {
+    return [node.text];
+  }
+  if (!node || !ts.isArrayLiteralExpression(node) || node.elements.length === 0) {
+    return undefined;
+  }
   const ids = node.elements.map((element) => (ts.isStringLiteralLike(element) ? element.text : undefined));
   return ids.every((id) => id !== undefined) ? ids : undefined;
 }
@@ -140,14 +157,23 @@ export async function citingFiles(root: string): Promise<string[]> {
   const found: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".")) continue;
+      if (entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".")) {
+        continue;
+      }
       const full = path.join(dir, entry.name);
-      if (quoting.includes(full)) continue;
-      if (entry.isDirectory()) await walk(full);
-      else if (entry.name.endsWith(".test.ts") || full.includes(`${path.sep}scenarios${path.sep}`)) found.push(full);
+      if (quoting.includes(full)) {
+        continue;
+      }
+      if (entry.isDirectory()) {
+        await walk(full);
+      } else if (entry.name.endsWith(".test.ts") || full.includes(`${path.sep}scenarios${path.sep}`)) {
+        found.push(full);
+      }
     }
   };
-  for (const top of ["spec", "scripts", "packages", "apps", "tests"]) await walk(path.join(root, top));
+  for (const top of ["spec", "scripts", "packages", "apps", "tests"]) {
+    await walk(path.join(root, top));
+  }
   return found.sort();
 }
 
@@ -165,9 +191,13 @@ export async function citations(root: string): Promise<{ cited: Map<string, stri
       ? testCitations(source)
       : { citations: scenarioCitations(source), problems: [] };
     for (const { ids, line } of found.citations) {
-      for (const id of ids) cited.set(id, [...(cited.get(id) ?? []), `${relative}:${line}`]);
+      for (const id of ids) {
+        cited.set(id, [...(cited.get(id) ?? []), `${relative}:${line}`]);
+      }
     }
-    for (const { line, message } of found.problems) problems.push(`${relative}:${line}: ${message}`);
+    for (const { line, message } of found.problems) {
+      problems.push(`${relative}:${line}: ${message}`);
+    }
   }
   return { cited, problems };
 }

@@ -45,9 +45,13 @@ describe("spec/examples", () => {
     "%s",
     (_file, example) => {
       const validate = ajv.getSchema(idByTitle.get(example.schemaName) ?? "");
-      if (!validate) throw new Error(`no schema titled ${example.schemaName}`);
+      if (!validate) {
+        throw new Error(`no schema titled ${example.schemaName}`);
+      }
       const ok = validate(example.body);
-      if (example.valid) expect(validate.errors ?? [], "a valid example passes").toEqual([]);
+      if (example.valid) {
+        expect(validate.errors ?? [], "a valid example passes").toEqual([]);
+      }
       expect(ok).toBe(example.valid);
     },
   );

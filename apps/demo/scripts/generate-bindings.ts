@@ -22,7 +22,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   if (process.argv.includes("--check")) {
     const stale = [];
     for (const [file, content] of files) {
-      if ((await readFile(path.join(root, file), "utf8").catch(() => "")) !== content) stale.push(file);
+      if ((await readFile(path.join(root, file), "utf8").catch(() => "")) !== content) {
+        stale.push(file);
+      }
     }
     if (stale.length > 0) {
       console.error(
@@ -31,7 +33,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       process.exitCode = 1;
     }
   } else {
-    for (const [file, content] of files) await writeFile(path.join(root, file), content);
+    for (const [file, content] of files) {
+      await writeFile(path.join(root, file), content);
+    }
     console.log(`wrote ${[...files.keys()].join(", ")}`);
   }
 }

@@ -3,6 +3,7 @@
  * non-zero on the first unexpected result. URL defaults to OXP_URL, then http://127.0.0.1:8080.
  * Sends OXP_API_KEY when set.
  */
+// biome-ignore-all lint/suspicious/noConsole: the demo client is a script whose output is what it shows
 import { randomUUID } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 

@@ -156,7 +156,9 @@ function fieldOf(form: URLSearchParams, name: string): string | undefined {
  */
 async function readForm(request: Request): Promise<URLSearchParams> {
   const type = request.headers.get("content-type")?.trim() ?? "";
-  if (!request.body || !/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return new URLSearchParams();
+  if (!request.body || !/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) {
+    return new URLSearchParams();
+  }
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(type)?.[1]?.toLowerCase() ?? "utf-8";
   const encoding = request.headers.get("content-encoding")?.trim().toLowerCase() || "identity";
   if ((charset !== "utf-8" && charset !== "iso-8859-1") || encoding !== "identity") {
@@ -168,7 +170,9 @@ async function readForm(request: Request): Promise<URLSearchParams> {
     new WireError("payload_too_large", "The request body is too large", {
       developerMessage: `The consent form's limit is ${FORM_LIMIT} bytes.`,
     });
-  if (Number(request.headers.get("content-length")) > FORM_LIMIT) throw tooLarge();
+  if (Number(request.headers.get("content-length")) > FORM_LIMIT) {
+    throw tooLarge();
+  }
   // Every field compared is ASCII (a base64url token, approve or deny): any other byte fails the comparison whichever
   // charset decodes it, so UTF-8 decodes both.
   const decoder = new TextDecoder();
@@ -230,7 +234,9 @@ export class DemoGoogleProvider implements AuthorizationProvider {
         data: { csrf: base64url(randomBytes(32)) },
       });
     } catch (error) {
-      if (!(error instanceof ChallengeStoreFullError)) throw error;
+      if (!(error instanceof ChallengeStoreFullError)) {
+        throw error;
+      }
       throw new WireError("unavailable", "Too many authorization requests are pending", {
         developerMessage: `The demo google provider holds its maximum of ${error.maxChallenges} authorization challenges; retry once older ones expire.`,
         headers: { "Retry-After": String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) },
@@ -249,10 +255,16 @@ export class DemoGoogleProvider implements AuthorizationProvider {
    */
   async decide(challengeId: string, approve: boolean): Promise<ChallengeStatus | undefined> {
     const challenge = await this.store.get(challengeId);
-    if (!challenge) return undefined;
-    if (challenge.status !== "pending") return challenge.status;
+    if (!challenge) {
+      return undefined;
+    }
+    if (challenge.status !== "pending") {
+      return challenge.status;
+    }
     if (approve) {
-      if (!this.tokens) throw new Error("DemoGoogleProvider has no token store: pass `tokenStore`");
+      if (!this.tokens) {
+        throw new Error("DemoGoogleProvider has no token store: pass `tokenStore`");
+      }
       // The token is stored before the status changes, so a failing store leaves the challenge pending, not completed without a token.
       await this.tokens.set(challenge.owner, this.id, {
         token: `demo-google-${hex(randomBytes(12))}`,
@@ -285,8 +297,12 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     const csrf = typeof form.csrf === "string" ? form.csrf : "";
     // Refused before the action is read: a form posted from another site decides nothing.
     const expected = csrfOf(challenge);
-    if (expected === "" || !constantTimeEqual(csrf, expected)) return "forbidden";
-    if (form.action !== "approve" && form.action !== "deny") return "badAction";
+    if (expected === "" || !constantTimeEqual(csrf, expected)) {
+      return "forbidden";
+    }
+    if (form.action !== "approve" && form.action !== "deny") {
+      return "badAction";
+    }
     let status: ChallengeStatus | undefined;
     try {
       status = await this.decide(id, form.action === "approve");
@@ -311,19 +327,27 @@ export class DemoGoogleProvider implements AuthorizationProvider {
     return async (request) => {
       const { method } = request;
       const route = CONSENT_ROUTE.exec(new URL(request.url).pathname);
-      if (!route || (method !== "GET" && method !== "HEAD" && method !== "POST")) return undefined;
+      if (!route || (method !== "GET" && method !== "HEAD" && method !== "POST")) {
+        return undefined;
+      }
       const [, segment = "", slash] = route;
       const id = decodeURIComponent(segment);
       // Read before the store is asked, as Express's body parser ran before the route: a 413 needs no lookup.
       const form = method === "POST" ? await readForm(request) : undefined;
       const challenge = await this.challenge(id);
-      if (!challenge) return htmlResponse(PAGES.notFound, method === "HEAD");
-      if (!form) return htmlResponse([200, consentHtml(challenge)], method === "HEAD");
+      if (!challenge) {
+        return htmlResponse(PAGES.notFound, method === "HEAD");
+      }
+      if (!form) {
+        return htmlResponse([200, consentHtml(challenge)], method === "HEAD");
+      }
       const outcome = await this.decideByForm(id, challenge, {
         csrf: fieldOf(form, "csrf"),
         action: fieldOf(form, "action"),
       });
-      if (outcome !== "decided") return htmlResponse(PAGES[outcome]);
+      if (outcome !== "decided") {
+        return htmlResponse(PAGES[outcome]);
+      }
       // Relative to the path asked for, so that it holds below whatever prefix the server is mounted under.
       const location = `${slash ? "../" : "./"}${encodeURIComponent(id)}`;
       return new Response(null, { status: 303, headers: { ...SECURITY_HEADERS, Location: location } });

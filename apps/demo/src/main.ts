@@ -1,4 +1,5 @@
 /** `npm start`: runs the demo Tool Server, configured from the environment. */
+// biome-ignore-all lint/suspicious/noConsole: the demo is a program: its start-up messages and refusals go to the terminal
 import { readFileSync } from "node:fs";
 import { createLogger, listen } from "@otc/server/node";
 import type { DemoOptions } from "./demo.js";
@@ -6,7 +7,9 @@ import type { DemoOptions } from "./demo.js";
 const env = process.env;
 const number = (name: string, fallback: number): number => {
   const raw = env[name];
-  if (raw === undefined || raw === "") return fallback;
+  if (raw === undefined || raw === "") {
+    return fallback;
+  }
   const value = Number(raw);
   if (!Number.isFinite(value) || value < 0) {
     console.error(`${name} must be a non-negative number, got '${raw}'`);
@@ -21,11 +24,14 @@ const options: DemoOptions = {
   secrets: env.TWILIO_API_KEY ? { TWILIO_API_KEY: env.TWILIO_API_KEY } : {},
 };
 // Challenge links name this base URL; without it, the address a request came in on.
-if (env.OXP_PUBLIC_URL) options.publicUrl = env.OXP_PUBLIC_URL;
+if (env.OXP_PUBLIC_URL) {
+  options.publicUrl = env.OXP_PUBLIC_URL;
+}
 // Host names served besides IP addresses, localhost and OXP_PUBLIC_URL's (DNS-rebinding protection), or "any".
 const allowedHosts = env.OXP_ALLOWED_HOSTS?.trim();
-if (allowedHosts === "any") options.allowedHosts = "any";
-else if (allowedHosts) {
+if (allowedHosts === "any") {
+  options.allowedHosts = "any";
+} else if (allowedHosts) {
   const names = allowedHosts.split(",").map((name) => name.trim());
   const bad = names.find((name) => !/^\.?[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/i.test(name));
   if (bad !== undefined) {
@@ -77,11 +83,15 @@ if (env.OXP_REDIS_URL) {
   const redis = createRedisState(env.OXP_REDIS_URL, {
     ...(env.OXP_REDIS_PREFIX ? { keyPrefix: env.OXP_REDIS_PREFIX } : {}),
     onError: (error: Error) => {
-      if (!options.logger) return;
+      if (!options.logger) {
+        return;
+      }
       // An evicting maxmemory-policy could drop a claim, and a call could then run twice.
-      if (error.name === "RedisEvictionPolicyWarning")
+      if (error.name === "RedisEvictionPolicyWarning") {
         options.logger.warn({ err: error.message }, "Redis configuration");
-      else options.logger.warn({ err: error.message }, "Redis connection error");
+      } else {
+        options.logger.warn({ err: error.message }, "Redis connection error");
+      }
     },
   });
   const where = redactUrl(env.OXP_REDIS_URL);
@@ -106,7 +116,9 @@ if (env.OXP_REDIS_URL) {
 function redactUrl(raw: string): string {
   try {
     const url = new URL(raw);
-    if (url.password) url.password = "***";
+    if (url.password) {
+      url.password = "***";
+    }
     return url.toString();
   } catch {
     return "(an unparsable URL)";

@@ -24,7 +24,9 @@ describe("the demo's Host check", () => {
     "with auth off on loopback, serves no page a rebound name reaches: tools, the Inspector, consent pages",
     async () => {
       const { url } = await startDemoProcess({});
-      if (!url) throw new Error("the demo did not start");
+      if (!url) {
+        throw new Error("the demo did not start");
+      }
       const port = new URL(url).port;
       for (const path of ["/tools", "/health", "/inspector", "/demo/authorize/x"]) {
         expect(await statusWithHost(url, `rebind.evil.example:${port}`, path), path).toBe(400);
@@ -36,19 +38,25 @@ describe("the demo's Host check", () => {
 
   verifies("limits.allowed-hosts", "takes OXP_ALLOWED_HOSTS: names to add, or any", async () => {
     const listed = await startDemoProcess({ OXP_ALLOWED_HOSTS: "tools.example.com, .example.org" });
-    if (!listed.url) throw new Error(`the demo did not start: ${listed.output}`);
+    if (!listed.url) {
+      throw new Error(`the demo did not start: ${listed.output}`);
+    }
     expect(await statusWithHost(listed.url, "tools.example.com")).toBe(200);
     expect(await statusWithHost(listed.url, "a.example.org:8080")).toBe(200);
     expect(await statusWithHost(listed.url, "evil.example")).toBe(400);
 
     const any = await startDemoProcess({ OXP_ALLOWED_HOSTS: "any" });
-    if (!any.url) throw new Error(`the demo did not start: ${any.output}`);
+    if (!any.url) {
+      throw new Error(`the demo did not start: ${any.output}`);
+    }
     expect(await statusWithHost(any.url, "evil.example")).toBe(200);
   });
 
   verifies("limits.allowed-hosts", "serves OXP_PUBLIC_URL's host, the name the proxy in front forwards", async () => {
     const { url, output } = await startDemoProcess({ OXP_PUBLIC_URL: "https://tools.example.net" });
-    if (!url) throw new Error(`the demo did not start: ${output}`);
+    if (!url) {
+      throw new Error(`the demo did not start: ${output}`);
+    }
     expect(await statusWithHost(url, "tools.example.net")).toBe(200);
   });
 

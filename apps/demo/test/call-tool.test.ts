@@ -86,7 +86,9 @@ describe("the spec's example requests", () => {
     body.call_id = `${file}-${Math.random()}`;
     const reply = await callTool(server.baseUrl, body);
     expect(reply.status, reply.text).toBe(expected[file.replace(".json", "")]);
-    if (reply.status === 200) expectSchema("CallToolResponse", reply.body);
+    if (reply.status === 200) {
+      expectSchema("CallToolResponse", reply.body);
+    }
   });
 
   it("invalid request examples are 400s", async () => {

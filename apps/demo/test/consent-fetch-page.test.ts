@@ -35,7 +35,9 @@ function setup(options: { challengeStore?: ChallengeStore } = {}) {
   /** The page's answer, which must not pass the request on. */
   const answer = async (request: Request) => {
     const response = await page(request);
-    if (!response) throw new Error(`the page passed on ${request.method} ${request.url}`);
+    if (!response) {
+      throw new Error(`the page passed on ${request.method} ${request.url}`);
+    }
     return response;
   };
   return { provider, page, tokens, start, answer };
@@ -55,7 +57,9 @@ const form = (fields: Record<string, string>) => new URLSearchParams(fields).toS
 async function csrfOf(response: Response): Promise<string> {
   const text = await response.text();
   const found = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(text);
-  if (!found?.[1]) throw new Error(`no csrf input in ${text}`);
+  if (!found?.[1]) {
+    throw new Error(`no csrf input in ${text}`);
+  }
   return found[1];
 }
 
@@ -213,7 +217,9 @@ describe("the consent page as a fetch page", () => {
         const reply = await answer(request);
         expectHtml(reply, 404);
         const text = await reply.text();
-        if (request.method !== "HEAD") expect(text).toContain("No such request");
+        if (request.method !== "HEAD") {
+          expect(text).toContain("No such request");
+        }
         expectNoStack(text);
       }
     },

@@ -29,7 +29,9 @@ async function challengeFor(userId: string): Promise<Challenge> {
 async function csrfOf(url: string): Promise<string> {
   const page = await send(url);
   const found = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(page.text);
-  if (!found?.[1]) throw new Error(`no csrf input in ${page.text}`);
+  if (!found?.[1]) {
+    throw new Error(`no csrf input in ${page.text}`);
+  }
   return found[1];
 }
 
@@ -172,14 +174,20 @@ describe("pending challenges per user", () => {
     async () => {
       const other = await challengeFor("fay");
       const mine: Challenge[] = [];
-      for (let i = 0; i < 6; i++) mine.push(await challengeFor("gus"));
+      for (let i = 0; i < 6; i++) {
+        mine.push(await challengeFor("gus"));
+      }
       const [oldest, ...rest] = mine;
-      if (!oldest) throw new Error("no challenge");
+      if (!oldest) {
+        throw new Error("no challenge");
+      }
       expectError(await send(oldest.check_url), 404);
       const page = await send(oldest.url);
       expect(page.status).toBe(404);
       expectSecurityHeaders(page);
-      for (const challenge of rest) expect(await statusOf(challenge)).toBe("pending");
+      for (const challenge of rest) {
+        expect(await statusOf(challenge)).toBe("pending");
+      }
       expect(await statusOf(other)).toBe("pending");
     },
   );
@@ -205,7 +213,9 @@ describe("DemoGoogleProvider bounds", () => {
       const a1 = input({ principal: "a", userId: "u" });
       const a2 = input({ principal: "a", userId: "u" });
       const b1 = input({ principal: "b", userId: "u" });
-      for (const started of [a1, a2, b1]) await provider.startChallenge(started);
+      for (const started of [a1, a2, b1]) {
+        await provider.startChallenge(started);
+      }
       expect(await provider.decide(a1.challengeId, true)).toBe("completed");
       expect(await tokens.get(a1.owner, "google")).toMatchObject({ scopes: ["s"] });
       expect(await tokens.get(b1.owner, "google")).toBeUndefined();
@@ -260,7 +270,11 @@ describe("DemoGoogleProvider bounds", () => {
   it("lets a user at the cap replace their oldest even when the total is full", async () => {
     const provider = new DemoGoogleProvider({ maxChallenges: 2, maxPendingPerUser: 2 });
     const [one, two, three] = [input(ann), input(ann), input(ann)];
-    for (const started of [one, two, three]) if (started) await provider.startChallenge(started);
+    for (const started of [one, two, three]) {
+      if (started) {
+        await provider.startChallenge(started);
+      }
+    }
     expect(await provider.checkChallenge(one?.challengeId ?? "")).toBeUndefined();
     expect(provider.size).toBe(2);
   });

@@ -27,8 +27,12 @@ export async function startDemoProcess(
   const exited = once(child, "exit").then(([code]) => ({ code: code as number, output }));
   const deadline = Date.now() + 15_000;
   while (!/listening on (http:\/\/\S+)/.test(output)) {
-    if (child.exitCode !== null) return exited;
-    if (Date.now() > deadline) throw new Error(`the demo did not start: ${output}`);
+    if (child.exitCode !== null) {
+      return exited;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`the demo did not start: ${output}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return { url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output };
@@ -36,5 +40,7 @@ export async function startDemoProcess(
 
 /** Kills every process {@link startDemoProcess} started (for `afterEach`). */
 export function stopDemoProcesses(): void {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
+  for (const child of children.splice(0)) {
+    child.kill("SIGKILL");
+  }
 }

@@ -78,17 +78,31 @@ function bodyBytes(body: Body): Buffer {
 function render(request: Request): Buffer {
   let body = bodyBytes(request.body);
   const lines = [`${request.method} ${request.target} ${request.version}`];
-  if (request.host !== null) lines.push(`Host: ${request.host}`);
-  for (const [name, value] of request.headers) lines.push(`${name}: ${value}`);
-  if (request.encoding === "gzip-real") body = gzipSync(body);
-  if (request.encoding === "gzip-real" || request.encoding === "gzip-fake") lines.push("Content-Encoding: gzip");
-  if (request.encoding === "identity") lines.push("Content-Encoding: identity");
-  if (request.encoding === "bogus") lines.push("Content-Encoding: bogus");
+  if (request.host !== null) {
+    lines.push(`Host: ${request.host}`);
+  }
+  for (const [name, value] of request.headers) {
+    lines.push(`${name}: ${value}`);
+  }
+  if (request.encoding === "gzip-real") {
+    body = gzipSync(body);
+  }
+  if (request.encoding === "gzip-real" || request.encoding === "gzip-fake") {
+    lines.push("Content-Encoding: gzip");
+  }
+  if (request.encoding === "identity") {
+    lines.push("Content-Encoding: identity");
+  }
+  if (request.encoding === "bogus") {
+    lines.push("Content-Encoding: bogus");
+  }
   const chunked = request.chunkSize > 0 && request.version === "HTTP/1.1";
   lines.push(chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${body.length}`);
   lines.push("Connection: close");
   const head = Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1");
-  if (!chunked) return Buffer.concat([head, body]);
+  if (!chunked) {
+    return Buffer.concat([head, body]);
+  }
   const parts: Buffer[] = [head];
   for (let offset = 0; offset < body.length; offset += request.chunkSize) {
     const chunk = body.subarray(offset, offset + request.chunkSize);
@@ -236,7 +250,9 @@ function inputFor(toolId: string, hostile: boolean): fc.Arbitrary<unknown> {
   };
   // Own keys only: a generated id such as `constructor` must not find Object.prototype's.
   const fits = name && Object.hasOwn(fitting, name) ? fitting[name] : undefined;
-  if (fits && !hostile) return fits;
+  if (fits && !hostile) {
+    return fits;
+  }
   return weighted<unknown>(
     [fits ? 6 : 0, fits ?? fc.constant({})],
     [2, fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 })],
@@ -326,7 +342,9 @@ function formBodies(pool: readonly Challenge[]): fc.Arbitrary<string> {
         ...(act === undefined ? [] : [`action=${encodeURIComponent(act)}`]),
         ...(token === undefined ? [] : [`csrf=${token}`]),
       ];
-      if (csrfFirst) fields.reverse();
+      if (csrfFirst) {
+        fields.reverse();
+      }
       return [...fields, ...extras.map(([key, value]) => `${key}=${value}`)].join("&");
     });
 }
@@ -594,7 +612,9 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
       const id = reply.body.missing_requirements.authorization[0].id as string;
       const page = await send(`${server.baseUrl}/demo/authorize/${encodeURIComponent(id)}`);
       const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)?.[1];
-      if (!csrf) throw new Error(`no anti-CSRF token on the consent page of ${id}`);
+      if (!csrf) {
+        throw new Error(`no anti-CSRF token on the consent page of ${id}`);
+      }
       pool.push({ id, csrf });
     }
   });
@@ -620,18 +640,25 @@ describe("the whole demo process under hostile requests over raw sockets", () =>
   async function expectSafeAnswer(request: Request): Promise<void> {
     const answer = await receive(port, render(request), request.method === "HEAD");
     const problems = [...oxpVersionProblems(answer), ...leaks(answer)];
-    if (answer.status >= 500) problems.push(`a ${answer.status}`);
+    if (answer.status >= 500) {
+      problems.push(`a ${answer.status}`);
+    }
     if (answer.status >= 400) {
       const contentType = header(answer, "content-type");
       const consentPage =
         [400, 403, 404].includes(answer.status) &&
         pathOf(request.target).startsWith(CONSENT_PREFIX) &&
         /^text\/html\s*(;|$)/i.test(contentType ?? "");
-      if (!consentPage && !isJson(contentType))
+      if (!consentPage && !isJson(contentType)) {
         problems.push(`an error answered as ${contentType ?? "no Content-Type"}, not JSON`);
-      if (isJson(contentType) && request.method !== "HEAD") problems.push(...jsonErrorBodyProblems(answer));
+      }
+      if (isJson(contentType) && request.method !== "HEAD") {
+        problems.push(...jsonErrorBodyProblems(answer));
+      }
     }
-    if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
+    if (problems.length > 0) {
+      throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
+    }
   }
 
   verifies(

@@ -10,7 +10,9 @@ import { ADAPTER, callTool, send } from "./harness.js";
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../dist");
 const children: ChildProcess[] = [];
 afterEach(() => {
-  for (const child of children.splice(0)) child.kill("SIGKILL");
+  for (const child of children.splice(0)) {
+    child.kill("SIGKILL");
+  }
 });
 
 /** Starts dist/main.js on an ephemeral port and resolves with its URL once it prints it. */
@@ -31,7 +33,9 @@ async function startProcess(
   });
   const deadline = Date.now() + 15_000;
   while (!/listening on (http:\/\/\S+)/.test(output)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the demo did not start: ${output}`);
+    if (Date.now() > deadline || child.exitCode !== null) {
+      throw new Error(`the demo did not start: ${output}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return { child, url: /listening on (http:\/\/\S+)/.exec(output)?.[1] as string, output: () => output };

@@ -11,7 +11,10 @@ try {
   const notBuilt =
     error?.code === "ERR_MODULE_NOT_FOUND" &&
     (error.url === undefined ? String(error.message).includes(fileURLToPath(entry)) : error.url === entry.href);
-  if (!notBuilt) throw error;
+  if (!notBuilt) {
+    throw error;
+  }
+  // biome-ignore lint/suspicious/noConsole: before anything is loaded there is no Io to write through
   console.error("otc is not built yet: run `npm run build` at the repository root, then try again.");
   process.exit(1);
 }

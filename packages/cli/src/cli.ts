@@ -132,7 +132,9 @@ export function levenshtein(a: string, b: string): number {
 /** Up to `max` candidates within a case-insensitive edit distance of a third of `word`'s length, nearest first. */
 export function nearest(word: string, candidates: readonly string[], max = 3): string[] {
   // Tool ids are at most 256 characters: a longer word is no typo of one, and is not worth O(n * m).
-  if (word.length > 256) return [];
+  if (word.length > 256) {
+    return [];
+  }
   const wanted = word.toLowerCase();
   const limit = Math.max(1, Math.floor(word.length / 3));
   return [...new Set(candidates)]
@@ -157,7 +159,9 @@ export function suggestToolIds(toolId: string, tools: readonly ToolDefinition[])
   });
   if (wanted) {
     const versions = known.filter((tool) => tool.qualifiedName === wanted.qualifiedName).map((tool) => tool.version);
-    if (resolveToolVersion(versions, wanted) !== undefined) return [];
+    if (resolveToolVersion(versions, wanted) !== undefined) {
+      return [];
+    }
   }
   const newestFirst = [...known].sort((a, b) => compareToolVersions(b.version, a.version));
   // An id that breaks the pattern may still have meant a version: it is offered names with and without.
@@ -172,13 +176,21 @@ export function rootCauses(error: unknown): string[] {
   const found: string[] = [];
   const seen = new Set<unknown>();
   const visit = (item: unknown) => {
-    if (seen.has(item)) return;
+    if (seen.has(item)) {
+      return;
+    }
     seen.add(item);
-    if (item instanceof AggregateError && item.errors.length > 0) for (const inner of item.errors) visit(inner);
-    else if (item instanceof Error && item.cause instanceof Error) visit(item.cause);
-    else {
+    if (item instanceof AggregateError && item.errors.length > 0) {
+      for (const inner of item.errors) {
+        visit(inner);
+      }
+    } else if (item instanceof Error && item.cause instanceof Error) {
+      visit(item.cause);
+    } else {
       const message = item instanceof Error ? item.message || item.name : String(item);
-      if (!found.includes(message)) found.push(message);
+      if (!found.includes(message)) {
+        found.push(message);
+      }
     }
   };
   visit(error);
@@ -189,7 +201,9 @@ export function rootCauses(error: unknown): string[] {
 function pairs<F extends "value" | "token">(items: readonly string[] | undefined, field: F, flag: string) {
   return (items ?? []).map((item) => {
     const at = item.indexOf("=");
-    if (at <= 0) throw new UsageError(`--${flag} takes ID=VALUE, got '${item}'`);
+    if (at <= 0) {
+      throw new UsageError(`--${flag} takes ID=VALUE, got '${item}'`);
+    }
     return { id: item.slice(0, at), [field]: item.slice(at + 1) } as { id: string } & Record<F, string>;
   });
 }
@@ -205,16 +219,23 @@ function parseFailure(argv: readonly string[], error: unknown): string {
   });
   const names = Object.keys(OPTIONS);
   for (const token of tokens) {
-    if (token.kind !== "option") continue;
+    if (token.kind !== "option") {
+      continue;
+    }
     if (!Object.hasOwn(OPTIONS, token.name)) {
       const suggestions = token.rawName.startsWith("--") ? nearest(token.name, names).map((name) => `--${name}`) : [];
       return `unknown option '${token.rawName}'${didYouMean(suggestions)}`;
     }
     const type = OPTIONS[token.name as keyof typeof OPTIONS].type;
-    if (type === "boolean" && token.inlineValue) return `option '${token.rawName}' takes no value`;
-    if (type === "string" && token.value === undefined) return `option '${token.rawName}' needs a value`;
-    if (type === "string" && !token.inlineValue && token.value?.startsWith("-"))
+    if (type === "boolean" && token.inlineValue) {
+      return `option '${token.rawName}' takes no value`;
+    }
+    if (type === "string" && token.value === undefined) {
+      return `option '${token.rawName}' needs a value`;
+    }
+    if (type === "string" && !token.inlineValue && token.value?.startsWith("-")) {
       return `option '${token.rawName}' needs a value (for one that starts with '-', write ${token.rawName}=${token.value})`;
+    }
   }
   const message = (error instanceof Error ? error.message : String(error)).split("\n")[0] ?? "";
   return message.charAt(0).toLowerCase() + message.slice(1);
@@ -223,7 +244,9 @@ function parseFailure(argv: readonly string[], error: unknown): string {
 /** `'a=1', 'b=2'` as the `--input` they were probably meant to be, when they all look like that. */
 function inputExample(args: readonly string[]): string {
   const entries = args.map((arg) => /^([^=]+)=(.*)$/s.exec(arg));
-  if (entries.some((entry) => entry === null) || args.some((arg) => arg.includes("'"))) return INPUT_EXAMPLE;
+  if (entries.some((entry) => entry === null) || args.some((arg) => arg.includes("'"))) {
+    return INPUT_EXAMPLE;
+  }
   const fields = (entries as RegExpExecArray[]).map(([, key = "", raw = ""]) => {
     const value = /^(-?\d+(\.\d+)?|true|false|null)$/.test(raw) ? JSON.parse(raw) : raw;
     return `${JSON.stringify(key)}: ${JSON.stringify(value)}`;
@@ -234,7 +257,9 @@ function inputExample(args: readonly string[]): string {
 /** Refuses the arguments a command does not take, saying how to pass what they were probably meant for. */
 function checkArity(command: string, args: readonly string[]): void {
   const extra = args.slice(command === "call" ? 1 : 0);
-  if (extra.length === 0) return;
+  if (extra.length === 0) {
+    return;
+  }
   const what = `unexpected argument${extra.length > 1 ? "s" : ""} ${extra.map((arg) => `'${arg}'`).join(", ")}`;
   switch (command) {
     case "call":
@@ -263,7 +288,9 @@ function serverUrl(raw: string, origin: string): string {
 }
 
 async function readInput(raw: string | undefined): Promise<Record<string, unknown>> {
-  if (raw === undefined) return {};
+  if (raw === undefined) {
+    return {};
+  }
   let text = raw;
   if (raw.startsWith("@")) {
     try {
@@ -278,8 +305,9 @@ async function readInput(raw: string | undefined): Promise<Record<string, unknow
   } catch {
     throw new UsageError(`--input is not valid JSON, e.g. ${INPUT_EXAMPLE}`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new UsageError(`--input must be a JSON object, e.g. ${INPUT_EXAMPLE}`);
+  }
   return parsed as Record<string, unknown>;
 }
 
@@ -294,17 +322,23 @@ function clientOptions(values: Values, env: Io["env"], from?: string): ClientOpt
           : DEFAULT_URL;
   const options: ClientOptions = { baseUrl };
   const apiKey = values["api-key"] ?? env.OXP_API_KEY;
-  if (apiKey) options.apiKey = apiKey;
+  if (apiKey) {
+    options.apiKey = apiKey;
+  }
   const secret = values["jwt-secret"] ?? env.OXP_JWT_SECRET;
   if (secret) {
     const audience = values["jwt-audience"] ?? env.OXP_JWT_AUDIENCE;
     const subject = values["jwt-subject"] ?? (env.OXP_JWT_SUBJECT || DEFAULT_JWT_SUBJECT);
-    if (subject === "") throw new UsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    if (subject === "") {
+      throw new UsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    }
     options.jwt = { secret, subject, ...(audience ? { audience } : {}) };
   }
   if (values["timeout-ms"] !== undefined) {
     const timeout = Number(values["timeout-ms"]);
-    if (!(timeout > 0)) throw new UsageError("--timeout-ms must be a positive number, e.g. --timeout-ms 5000");
+    if (!(timeout > 0)) {
+      throw new UsageError("--timeout-ms must be a positive number, e.g. --timeout-ms 5000");
+    }
     options.timeoutMs = timeout;
   }
   return options;
@@ -350,13 +384,17 @@ export function formatTools(tools: readonly ToolDefinition[]): string {
 function formatFailure(response: Extract<CallToolResponse, { success: false }>): string {
   const { error } = response;
   const lines = [`The tool failed: ${error.message}`];
-  if (error.additional_prompt_content) lines.push(`  hint: ${error.additional_prompt_content}`);
+  if (error.additional_prompt_content) {
+    lines.push(`  hint: ${error.additional_prompt_content}`);
+  }
   lines.push(
     error.can_retry
       ? `  can retry: yes${error.retry_after_ms !== undefined ? `, after ${error.retry_after_ms} ms` : ""}`
       : "  can retry: no",
   );
-  if (error.developer_message) lines.push(`  developer message: ${error.developer_message}`);
+  if (error.developer_message) {
+    lines.push(`  developer message: ${error.developer_message}`);
+  }
   lines.push(`  call id: ${response.call_id}`);
   return `${lines.join("\n")}\n`;
 }
@@ -369,20 +407,25 @@ async function readCatalog(from: string): Promise<ToolDefinition[]> {
   } catch (error) {
     const missing = (error as { code?: unknown }).code === "ENOENT";
     // `--from 127.0.0.1:8080` is a server without its scheme more often than a file of that name.
-    if (missing && /^[\w.-]+:\d+(\/|$)/.test(from))
+    if (missing && /^[\w.-]+:\d+(\/|$)/.test(from)) {
       throw new UsageError(`--from must be an http:// or https:// URL or a file, e.g. --from http://${from}`);
+    }
     throw new UsageError(
       `cannot read a tool catalog from ${from}: ${error instanceof Error ? error.message : String(error)}`,
     );
   }
   const items = Array.isArray(parsed) ? parsed : (parsed as { items?: unknown }).items;
-  if (!Array.isArray(items)) throw new UsageError(`${from} holds neither a ToolListResponse nor an array of tools`);
+  if (!Array.isArray(items)) {
+    throw new UsageError(`${from} holds neither a ToolListResponse nor an array of tools`);
+  }
   return items.map(normalizeToolDefinition) as ToolDefinition[];
 }
 
 /** Where generated bindings say they came from: a URL without credentials or query, or a file's name (no local path). */
 function sourceOf(from: string): string {
-  if (!/^https?:\/\//i.test(from)) return from.replace(/^.*[\\/]/, "");
+  if (!/^https?:\/\//i.test(from)) {
+    return from.replace(/^.*[\\/]/, "");
+  }
   const url = new URL(from);
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
@@ -399,8 +442,12 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
     env: rawIo.env,
   };
   // Commands with options of their own, loaded only when asked for (the MCP SDK is not small).
-  if (argv[0] === "mcp") return (await import("./mcp-command.js")).mcpCommand(argv.slice(1), io);
-  if (argv[0] === "inspect") return (await import("./inspect-command.js")).inspectCommand(argv.slice(1), io);
+  if (argv[0] === "mcp") {
+    return (await import("./mcp-command.js")).mcpCommand(argv.slice(1), io);
+  }
+  if (argv[0] === "inspect") {
+    return (await import("./inspect-command.js")).inspectCommand(argv.slice(1), io);
+  }
   let values: Values;
   let positionals: string[];
   try {
@@ -424,8 +471,9 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
   };
 
   try {
-    if (!(COMMANDS as readonly string[]).includes(command))
+    if (!(COMMANDS as readonly string[]).includes(command)) {
       throw new UsageError(`unknown command '${command}'${didYouMean(nearest(command, COMMANDS))}`);
+    }
     if (command === "mcp" || command === "inspect") {
       const example =
         command === "mcp" ? "otc mcp serve --url http://127.0.0.1:8080" : "otc inspect http://127.0.0.1:8080";
@@ -435,24 +483,31 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
     switch (command) {
       case "health": {
         const health = await connect().health();
-        if (json) print(health);
-        else io.stdout(`${health.healthy ? "healthy" : "not healthy"} (${health.status})\n`);
+        if (json) {
+          print(health);
+        } else {
+          io.stdout(`${health.healthy ? "healthy" : "not healthy"} (${health.status})\n`);
+        }
         return health.healthy ? EXIT.ok : EXIT.toolFailed;
       }
       case "tools": {
         const tools = await connect().listTools();
-        if (json) print({ items: tools });
-        else io.stdout(formatTools(tools));
+        if (json) {
+          print({ items: tools });
+        } else {
+          io.stdout(formatTools(tools));
+        }
         return EXIT.ok;
       }
       case "call":
-        return await call(rest[0], values, io, connect, () => target);
+        return await call(rest[0], values, io, { connect, server: () => target });
       default: {
         // codegen: the only command left.
-        if (!values.from || !values.out)
+        if (!values.from || !values.out) {
           throw new UsageError(
             `codegen needs --from <url | tools.json> and --out <file.ts>, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`,
           );
+        }
         const tools = /^https?:\/\//i.test(values.from)
           ? await connect(values.from).listTools()
           : await readCatalog(values.from);
@@ -471,17 +526,25 @@ async function call(
   toolId: string | undefined,
   values: Values,
   io: Io,
-  connect: () => OxpClient,
-  server: () => string,
+  target: { connect: () => OxpClient; server: () => string },
 ): Promise<number> {
-  if (!toolId) throw new UsageError(`call needs a tool id, e.g. otc call Calculator.Add ${INPUT_EXAMPLE}`);
+  const { connect, server } = target;
+  if (!toolId) {
+    throw new UsageError(`call needs a tool id, e.g. otc call Calculator.Add ${INPUT_EXAMPLE}`);
+  }
   const json = values.json === true;
   const context: CallToolContext = {};
   const secrets = pairs(values.secret, "value", "secret");
   const tokens = pairs(values.token, "token", "token");
-  if (secrets.length) context.secrets = secrets;
-  if (tokens.length) context.authorization = tokens;
-  if (values["user-id"]) context.user_id = values["user-id"];
+  if (secrets.length) {
+    context.secrets = secrets;
+  }
+  if (tokens.length) {
+    context.authorization = tokens;
+  }
+  if (values["user-id"]) {
+    context.user_id = values["user-id"];
+  }
   const client = connect();
   const request = {
     tool_id: toolId,
@@ -497,21 +560,26 @@ async function call(
     } catch (error) {
       const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
       if (challenges.length === 0) {
-        if (!(error instanceof OxpServerError) || error instanceof OxpAuthenticationError || error.status !== 400)
+        if (!(error instanceof OxpServerError) || error instanceof OxpAuthenticationError || error.status !== 400) {
           throw error;
+        }
         // The 400 may be about a secret or the request; only the catalog tells whether the tool exists.
         const suggestions = await client.listTools().then(
           (tools) => suggestToolIds(toolId, tools),
           () => [],
         );
         const code = report(error, io, json);
-        if (suggestions.length > 0) io.stderr(`  did you mean ${suggestions.join(", ")}?\n`);
+        if (suggestions.length > 0) {
+          io.stderr(`  did you mean ${suggestions.join(", ")}?\n`);
+        }
         return code;
       }
       for (const challenge of challenges) {
         io.stderr(`Authorization required. Open this URL to continue:\n  ${challenge.url}\n`);
       }
-      if (!values["wait-auth"]) throw error;
+      if (!values["wait-auth"]) {
+        throw error;
+      }
       // Polling sends the server's credentials: a check_url elsewhere is never asked (the client refuses too).
       const elsewhere = challenges.find(
         (challenge) => challenge.check_url && !sameOrigin(challenge.check_url, server()),
@@ -531,12 +599,15 @@ async function call(
       }
     }
   }
-  if (json) io.stdout(`${JSON.stringify(response, null, 2)}\n`);
-  else if (response.success) {
+  if (json) {
+    io.stdout(`${JSON.stringify(response, null, 2)}\n`);
+  } else if (response.success) {
     io.stdout(
       typeof response.value === "string" ? `${response.value}\n` : `${JSON.stringify(response.value, null, 2)}\n`,
     );
-  } else io.stdout(formatFailure(response));
+  } else {
+    io.stdout(formatFailure(response));
+  }
   return response.success ? EXIT.ok : EXIT.toolFailed;
 }
 
@@ -553,7 +624,9 @@ function report(error: unknown, io: Io, json: boolean, target = ""): number {
   }
   if (error instanceof OxpValidationError) {
     io.stderr(`Invalid input: ${error.message}\n`);
-    for (const [path, message] of Object.entries(error.parameterErrors)) io.stderr(`  ${path}: ${message}\n`);
+    for (const [path, message] of Object.entries(error.parameterErrors)) {
+      io.stderr(`  ${path}: ${message}\n`);
+    }
     return EXIT.invalidInput;
   }
   if (error instanceof OxpAuthenticationError) {

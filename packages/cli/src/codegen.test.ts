@@ -92,8 +92,9 @@ function exportsOf(code: string): string[] {
     if (
       ts.isImportTypeNode(node) ||
       (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)
-    )
+    ) {
       throw new Error(`the bindings import something: ${node.getText(file)}`);
+    }
     ts.forEachChild(node, visit);
   };
   visit(file);
@@ -114,8 +115,11 @@ function commentsOf(code: string): string[] {
     }
   }
   for (const comment of comments) {
-    if (comment.startsWith("/*")) expect(comment.indexOf("*/"), comment).toBe(comment.length - 2);
-    else expect(comment, comment).not.toMatch(/\n/);
+    if (comment.startsWith("/*")) {
+      expect(comment.indexOf("*/"), comment).toBe(comment.length - 2);
+    } else {
+      expect(comment, comment).not.toMatch(/\n/);
+    }
     expect(comment, comment).not.toMatch(UNSAFE);
   }
   return comments;

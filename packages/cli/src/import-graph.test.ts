@@ -33,11 +33,17 @@ function cycles(graph: Map<string, string[]>): string[] {
       found.push([...trail.slice(at), node].join(" -> "));
       return;
     }
-    if (done.has(node)) return;
-    for (const next of graph.get(node) ?? []) visit(next, [...trail, node]);
+    if (done.has(node)) {
+      return;
+    }
+    for (const next of graph.get(node) ?? []) {
+      visit(next, [...trail, node]);
+    }
     done.add(node);
   };
-  for (const node of graph.keys()) visit(node, []);
+  for (const node of graph.keys()) {
+    visit(node, []);
+  }
   return found;
 }
 

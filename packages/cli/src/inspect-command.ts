@@ -71,23 +71,32 @@ function parse(argv: readonly string[]) {
     throw new UsageError(message.charAt(0).toLowerCase() + message.slice(1));
   }
   const { values, positionals } = parsed;
-  if (values.help) return { help: true as const };
+  if (values.help) {
+    return { help: true as const };
+  }
   const [raw, ...extra] = positionals;
-  if (raw === undefined) throw new UsageError("inspect needs the server's URL, e.g. otc inspect http://127.0.0.1:8080");
-  if (extra.length > 0) throw new UsageError(`unexpected argument${extra.length > 1 ? "s" : ""} ${extra.join(" ")}`);
+  if (raw === undefined) {
+    throw new UsageError("inspect needs the server's URL, e.g. otc inspect http://127.0.0.1:8080");
+  }
+  if (extra.length > 0) {
+    throw new UsageError(`unexpected argument${extra.length > 1 ? "s" : ""} ${extra.join(" ")}`);
+  }
   let target: URL;
   try {
     target = new URL(raw);
   } catch {
     throw new UsageError(`<url> must be an http:// or https:// URL, e.g. http://${raw} (got '${raw}')`);
   }
-  if (target.protocol !== "http:" && target.protocol !== "https:")
+  if (target.protocol !== "http:" && target.protocol !== "https:") {
     throw new UsageError(`<url> must be an http:// or https:// URL (got '${raw}')`);
-  if (target.username || target.password)
+  }
+  if (target.username || target.password) {
     throw new UsageError("<url> must not carry credentials: type the API key or JWT secret in the page");
+  }
   const port = values.port === undefined ? DEFAULT_INSPECT_PORT : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new UsageError(`--port must be a port number from 0 to 65535 (got '${values.port}')`);
+  }
   return {
     help: false as const,
     url: raw.replace(/\/+$/, ""),

@@ -86,9 +86,13 @@ function maskUrl(raw: string): string {
   const rest = raw.slice(scheme.length);
   // The last `@` ends the user info: a password may itself hold `@`, `/` or `:`.
   const at = rest.lastIndexOf("@");
-  if (at < 0) return raw;
+  if (at < 0) {
+    return raw;
+  }
   const colon = rest.indexOf(":");
-  if (colon < 0 || colon > at) return raw;
+  if (colon < 0 || colon > at) {
+    return raw;
+  }
   return `${scheme}${rest.slice(0, colon)}:***${rest.slice(at)}`;
 }
 
@@ -123,12 +127,18 @@ function bridgeOptions(values: Record<string, string | boolean | undefined>, env
   };
   const apiKey = text("api-key") ?? env.OXP_API_KEY;
   const secret = text("jwt-secret") ?? env.OXP_JWT_SECRET;
-  if (apiKey && secret) throw new McpUsageError("give --api-key or --jwt-secret, not both");
-  if (apiKey) options.apiKey = apiKey;
+  if (apiKey && secret) {
+    throw new McpUsageError("give --api-key or --jwt-secret, not both");
+  }
+  if (apiKey) {
+    options.apiKey = apiKey;
+  }
   if (secret) {
     const audience = text("jwt-audience") ?? env.OXP_JWT_AUDIENCE;
     const subject = text("jwt-subject") ?? (env.OXP_JWT_SUBJECT || DEFAULT_MCP_JWT_SUBJECT);
-    if (subject === "") throw new McpUsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    if (subject === "") {
+      throw new McpUsageError("--jwt-subject must not be empty, e.g. --jwt-subject billing-agent");
+    }
     options.jwt = { secret, subject, ...(audience ? { audience } : {}) };
   }
   const versions = text("tool-versions") ?? "latest";
@@ -137,7 +147,9 @@ function bridgeOptions(values: Record<string, string | boolean | undefined>, env
   }
   options.toolVersions = versions;
   const userId = text("user-id") ?? env.OXP_USER_ID;
-  if (userId) options.userId = userId;
+  if (userId) {
+    options.userId = userId;
+  }
   return options;
 }
 
@@ -166,7 +178,9 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
   if (subcommand !== "serve") {
     return usage(subcommand === undefined ? "missing subcommand: otc mcp serve" : `unknown subcommand '${subcommand}'`);
   }
-  if (extra.length > 0) return usage(`unexpected argument '${extra[0]}': otc mcp serve takes options only`);
+  if (extra.length > 0) {
+    return usage(`unexpected argument '${extra[0]}': otc mcp serve takes options only`);
+  }
 
   let options: McpBridgeOptions;
   let port = 3000;
@@ -202,7 +216,9 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
       }
     }
   } catch (error) {
-    if (error instanceof McpUsageError) return usage(error.message);
+    if (error instanceof McpUsageError) {
+      return usage(error.message);
+    }
     throw error;
   }
 

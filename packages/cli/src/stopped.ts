@@ -4,8 +4,11 @@
 export function stopped(signal: AbortSignal | undefined): Promise<void> {
   if (signal) {
     return new Promise((resolve) => {
-      if (signal.aborted) resolve();
-      else signal.addEventListener("abort", () => resolve(), { once: true });
+      if (signal.aborted) {
+        resolve();
+      } else {
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      }
     });
   }
   return new Promise((resolve) => {

@@ -17,7 +17,9 @@ export function latestVersions(tools: readonly ToolDefinition[]): ToolDefinition
   const best = new Map<string, ToolDefinition>();
   for (const tool of tools) {
     const held = best.get(tool.name);
-    if (!held || compareToolVersions(tool.version, held.version) > 0) best.set(tool.name, tool);
+    if (!held || compareToolVersions(tool.version, held.version) > 0) {
+      best.set(tool.name, tool);
+    }
   }
   return tools.filter((tool) => best.get(tool.name) === tool);
 }
@@ -50,19 +52,35 @@ function nullable(schema: Schema): Schema {
       enum: [...schema.enum, null],
     };
   }
-  if (typeof schema.type === "string") return { ...schema, type: [schema.type, "null"] };
-  if (Array.isArray(schema.type)) return { ...schema, type: [...new Set([...schema.type, "null"])] };
-  if (Array.isArray(schema.anyOf)) return { ...schema, anyOf: [...schema.anyOf, { type: "null" }] };
+  if (typeof schema.type === "string") {
+    return { ...schema, type: [schema.type, "null"] };
+  }
+  if (Array.isArray(schema.type)) {
+    return { ...schema, type: [...new Set([...schema.type, "null"])] };
+  }
+  if (Array.isArray(schema.anyOf)) {
+    return { ...schema, anyOf: [...schema.anyOf, { type: "null" }] };
+  }
   return { anyOf: [schema, { type: "null" }] };
 }
 
 /** A schema OpenAI's strict mode accepts: every property required (optional ones nullable), no extra properties. */
 function strictSchema(schema: Schema): Schema {
   const out: Schema = {};
-  for (const [key, value] of Object.entries(schema)) if (STRICT_KEYWORDS.has(key)) out[key] = value;
-  if (Array.isArray(schema.oneOf) && !out.anyOf) out.anyOf = schema.oneOf;
-  if (Array.isArray(out.anyOf)) out.anyOf = out.anyOf.map((item) => (isObject(item) ? strictSchema(item) : item));
-  if (isObject(out.items)) out.items = strictSchema(out.items);
+  for (const [key, value] of Object.entries(schema)) {
+    if (STRICT_KEYWORDS.has(key)) {
+      out[key] = value;
+    }
+  }
+  if (Array.isArray(schema.oneOf) && !out.anyOf) {
+    out.anyOf = schema.oneOf;
+  }
+  if (Array.isArray(out.anyOf)) {
+    out.anyOf = out.anyOf.map((item) => (isObject(item) ? strictSchema(item) : item));
+  }
+  if (isObject(out.items)) {
+    out.items = strictSchema(out.items);
+  }
   const isObjectType =
     out.type === "object" || (Array.isArray(out.type) && out.type.includes("object")) || isObject(out.properties);
   if (isObjectType) {
@@ -136,7 +154,9 @@ function dropOptionalNulls(value: Schema, schema: Schema): Schema {
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const out: Schema = {};
   for (const [key, item] of Object.entries(value)) {
-    if (item === null && !required.has(key)) continue;
+    if (item === null && !required.has(key)) {
+      continue;
+    }
     const sub = properties[key];
     Object.defineProperty(out, key, {
       value: isObject(item) && isObject(sub) ? dropOptionalNulls(item, sub) : item,
@@ -168,12 +188,20 @@ export function fromModelToolCall(
       throw new OxpModelCallError(`The model's arguments for ${name} are not valid JSON`);
     }
   }
-  if (!isObject(parsed)) throw new OxpModelCallError(`The model's arguments for ${name} are not a JSON object`);
+  if (!isObject(parsed)) {
+    throw new OxpModelCallError(`The model's arguments for ${name} are not a JSON object`);
+  }
   const tool = tools ? latestVersions(tools).find((candidate) => candidate.name === name) : undefined;
-  if (tools && !tool) throw new OxpModelCallError(`The model called ${name}, which is not among the tools`);
-  if (tool) return { tool_id: tool.id, input: dropOptionalNulls(parsed, tool.input_schema as Schema) };
+  if (tools && !tool) {
+    throw new OxpModelCallError(`The model called ${name}, which is not among the tools`);
+  }
+  if (tool) {
+    return { tool_id: tool.id, input: dropOptionalNulls(parsed, tool.input_schema as Schema) };
+  }
   const at = name.indexOf("_");
-  if (at <= 0) throw new OxpModelCallError(`${name} is not a Toolkit_Tool name`);
+  if (at <= 0) {
+    throw new OxpModelCallError(`${name} is not a Toolkit_Tool name`);
+  }
   return { tool_id: formatToolId({ toolkit: name.slice(0, at), tool: name.slice(at + 1) }), input: parsed };
 }
 
@@ -182,11 +210,16 @@ export function fromModelToolCall(
  * message, its additional_prompt_content and whether to retry. Never the developer_message.
  */
 export function toModelText(response: CallToolResponse): string {
-  if (response.success)
+  if (response.success) {
     return typeof response.value === "string" ? response.value : JSON.stringify(response.value ?? null);
+  }
   const { message, additional_prompt_content: extra, can_retry: canRetry, retry_after_ms: after } = response.error;
   const parts = [`Error: ${message}`];
-  if (extra) parts.push(extra);
-  if (canRetry) parts.push(`The call may be retried${after !== undefined ? ` after ${after} ms` : ""}.`);
+  if (extra) {
+    parts.push(extra);
+  }
+  if (canRetry) {
+    parts.push(`The call may be retried${after !== undefined ? ` after ${after} ms` : ""}.`);
+  }
   return parts.join("\n\n");
 }

@@ -47,7 +47,9 @@ export function bindTools<M extends ToolMap<M>>(client: OxpClient, ids: readonly
         },
         options.signal ? { signal: options.signal } : {},
       );
-      if (!response.success) throw new OxpToolCallError(response.call_id, response.error);
+      if (!response.success) {
+        throw new OxpToolCallError(response.call_id, response.error);
+      }
       return response.value;
     };
   }

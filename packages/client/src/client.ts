@@ -110,7 +110,9 @@ type Attempt<T> = { done: T } | { retry: Error; waitMs?: number };
 /** Waits `ms`, rejecting with the signal's reason when it aborts. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
+    if (signal?.aborted) {
+      return reject(signal.reason);
+    }
     const onAbort = () => {
       clearTimeout(timer);
       reject(signal?.reason);
@@ -128,7 +130,9 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * an OxpProtocolError carrying the answer's status, not a bare SyntaxError thrown before it is known.
  */
 function json(text: string | undefined, response: Response, what: string): unknown {
-  if (text === undefined || text === "") return undefined;
+  if (text === undefined || text === "") {
+    return undefined;
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -139,11 +143,17 @@ function json(text: string | undefined, response: Response, what: string): unkno
 /** The wait a 429/503 asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date. */
 function retryAfter(headers: Headers): number | undefined {
   const ms = Number(headers.get("retry-after-ms"));
-  if (headers.has("retry-after-ms") && Number.isFinite(ms) && ms >= 0) return ms;
+  if (headers.has("retry-after-ms") && Number.isFinite(ms) && ms >= 0) {
+    return ms;
+  }
   const value = headers.get("retry-after");
-  if (value === null) return undefined;
+  if (value === null) {
+    return undefined;
+  }
   const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  if (Number.isFinite(seconds) && seconds >= 0) {
+    return seconds * 1000;
+  }
   const date = Date.parse(value);
   return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
 }
@@ -161,8 +171,9 @@ export function createClient(options: ClientOptions): OxpClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const doFetch = options.fetch ?? globalThis.fetch;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  if (!(Number.isInteger(maxResponseBytes) && maxResponseBytes > 0))
+  if (!(Number.isInteger(maxResponseBytes) && maxResponseBytes > 0)) {
     throw new RangeError("maxResponseBytes must be a positive whole number of bytes");
+  }
   const guarded = guardedFetch((request) => doFetch(request), { maxResponseBytes });
   // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
   const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
@@ -175,8 +186,12 @@ export function createClient(options: ClientOptions): OxpClient {
 
   const headers = async (): Promise<Record<string, string>> => {
     const out: Record<string, string> = { ...options.headers, "OXP-Version": OXP_VERSION };
-    if (options.apiKey !== undefined) out["OXP-API-Key"] = options.apiKey;
-    if (signJwt) out.Authorization = `Bearer ${await signJwt()}`;
+    if (options.apiKey !== undefined) {
+      out["OXP-API-Key"] = options.apiKey;
+    }
+    if (signJwt) {
+      out.Authorization = `Bearer ${await signJwt()}`;
+    }
     return out;
   };
 
@@ -193,9 +208,15 @@ export function createClient(options: ClientOptions): OxpClient {
     try {
       return await run(combined);
     } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (timeout.aborted) throw new OxpTimeoutError(`No answer within ${timeoutMs} ms`);
-      if (error instanceof OxpError) throw error;
+      if (signal?.aborted) {
+        throw signal.reason;
+      }
+      if (timeout.aborted) {
+        throw new OxpTimeoutError(`No answer within ${timeoutMs} ms`);
+      }
+      if (error instanceof OxpError) {
+        throw error;
+      }
       throw new OxpConnectionError(
         `Could not reach ${baseUrl}: ${error instanceof Error ? error.message : String(error)}`,
         {
@@ -215,11 +236,17 @@ export function createClient(options: ClientOptions): OxpClient {
       try {
         outcome = await attempt(signal);
       } catch (error) {
-        if (!(error instanceof OxpConnectionError || error instanceof OxpTimeoutError) || n >= maxAttempts) throw error;
+        if (!(error instanceof OxpConnectionError || error instanceof OxpTimeoutError) || n >= maxAttempts) {
+          throw error;
+        }
         outcome = { retry: error };
       }
-      if ("done" in outcome) return outcome.done;
-      if (n >= maxAttempts) throw outcome.retry;
+      if ("done" in outcome) {
+        return outcome.done;
+      }
+      if (n >= maxAttempts) {
+        throw outcome.retry;
+      }
       await sleep(Math.min(maxDelayMs, outcome.waitMs ?? backoff(n)), signal);
     }
   }
@@ -227,8 +254,9 @@ export function createClient(options: ClientOptions): OxpClient {
   /** An answer that is not a success: the typed error, or a retry for 429 and 503 (never 400, 401, 422). */
   function failure<T>(response: Response, body: unknown): Attempt<T> {
     const error = errorFromResponse(response.status, body, response.headers);
-    if (response.status === 429 || response.status === 503)
+    if (response.status === 429 || response.status === 503) {
       return { retry: error, waitMs: retryAfter(response.headers) };
+    }
     throw error;
   }
 
@@ -248,7 +276,9 @@ export function createClient(options: ClientOptions): OxpClient {
             api.GET("/tools", { headers: await headers(), signal: attemptSignal, parseAs: "text" }),
           signal,
         );
-        if (!response.ok) return failure(response, error);
+        if (!response.ok) {
+          return failure(response, error);
+        }
         const list = json(data, response, "GET /tools") as { items?: unknown } | undefined;
         const items = Array.isArray(list?.items) ? list.items.map(normalizeToolDefinition) : list?.items;
         const normalized = { ...list, items };
@@ -278,7 +308,9 @@ export function createClient(options: ClientOptions): OxpClient {
             }),
           signal,
         );
-        if (!response.ok) return failure(response, error);
+        if (!response.ok) {
+          return failure(response, error);
+        }
         const parsed = json(data, response, "POST /tools/call");
         const answer = envelope ? (parsed as CallToolResultEnvelope | undefined)?.result : parsed;
         const valid = envelope ? answers.callToolResultEnvelope(parsed) : answers.callToolResponse(answer);
@@ -297,13 +329,17 @@ export function createClient(options: ClientOptions): OxpClient {
         return { done: result };
       }, callOptions.signal).catch((error: unknown) => {
         // A retryable tool failure on the last attempt is still an answer: return it, not an error.
-        if (error instanceof RetryableFailure) return error.response;
+        if (error instanceof RetryableFailure) {
+          return error.response;
+        }
         throw error;
       });
     },
 
     async checkAuthorization(challenge, callOptions = {}) {
-      if (!challenge.check_url) throw new OxpProtocolError("The challenge has no check_url to poll", 0);
+      if (!challenge.check_url) {
+        throw new OxpProtocolError("The challenge has no check_url to poll", 0);
+      }
       if (!sameOrigin(challenge.check_url, baseUrl)) {
         const serverOrigin = originOf(baseUrl) ?? baseUrl;
         const other = originOf(challenge.check_url, `${baseUrl}/`);
@@ -327,7 +363,9 @@ export function createClient(options: ClientOptions): OxpClient {
         } catch {
           body = text;
         }
-        if (!response.ok) return failure(response, body);
+        if (!response.ok) {
+          return failure(response, body);
+        }
         if (!answers.challengeStatus(body)) {
           throw new OxpProtocolError(
             "check_url answered a body that is not a challenge status",
@@ -343,7 +381,9 @@ export function createClient(options: ClientOptions): OxpClient {
       const interval = waitOptions.intervalMs ?? 1_000;
       for (;;) {
         const status = await this.checkAuthorization(challenge, waitOptions);
-        if (status !== "pending") return status;
+        if (status !== "pending") {
+          return status;
+        }
         await sleep(interval, waitOptions.signal);
       }
     },

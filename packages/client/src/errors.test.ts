@@ -132,7 +132,9 @@ describe("the hierarchy", () => {
   });
 
   it("names each error after its class, for logs and stack traces", () => {
-    for (const error of [...local, ...answered]) expect(error.name).toBe(error.constructor.name);
+    for (const error of [...local, ...answered]) {
+      expect(error.name).toBe(error.constructor.name);
+    }
   });
 
   it("puts tool and model failures in neither family", () => {

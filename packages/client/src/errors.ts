@@ -194,9 +194,13 @@ export function errorFromResponse(
   body: unknown,
   headers?: Headers,
 ): OxpResponseError | OxpProtocolError {
-  if (status < 400) return new OxpProtocolError(`Status ${status} is not an error status`, status, excerpt(body));
+  if (status < 400) {
+    return new OxpProtocolError(`Status ${status} is not an error status`, status, excerpt(body));
+  }
   if (status === 422) {
-    if (answers.validationError(body)) return new OxpValidationError(status, body as ValidationErrorResponse);
+    if (answers.validationError(body)) {
+      return new OxpValidationError(status, body as ValidationErrorResponse);
+    }
     const why = answers.validationError.why();
     return new OxpProtocolError(
       "A 422 whose body is not a ValidationErrorResponse",

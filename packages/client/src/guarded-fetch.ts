@@ -73,7 +73,9 @@ export function guardedFetch(doFetch: (request: Request) => Promise<Response>, o
         );
       }
       const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get("location") : null;
-      if (location === null) return bounded(response, options.maxResponseBytes);
+      if (location === null) {
+        return bounded(response, options.maxResponseBytes);
+      }
       await response.body?.cancel().catch(() => undefined);
       let target: URL;
       try {
@@ -101,7 +103,11 @@ export function guardedFetch(doFetch: (request: Request) => Promise<Response>, o
         (request.method === "POST" && (status === 301 || status === 302)) ||
         (status === 303 && request.method !== "GET" && request.method !== "HEAD");
       const headers = new Headers(request.headers);
-      if (toGet) for (const name of BODY_HEADERS) headers.delete(name);
+      if (toGet) {
+        for (const name of BODY_HEADERS) {
+          headers.delete(name);
+        }
+      }
       request = new Request(target, {
         method: toGet ? "GET" : request.method,
         headers,
@@ -123,7 +129,9 @@ function bounded(response: Response, limit: number): Response {
       response.status,
     );
   }
-  if (response.body === null || NULL_BODY_STATUSES.has(response.status)) return response;
+  if (response.body === null || NULL_BODY_STATUSES.has(response.status)) {
+    return response;
+  }
   const declared = response.headers.get("content-length");
   if (declared !== null && Number(declared) > limit) {
     response.body.cancel().catch(() => undefined);

@@ -21,7 +21,9 @@ async function serve(handle: (req: IncomingMessage, res: ServerResponse, hit: Hi
   const hits: Hit[] = [];
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    for await (const chunk of req) {
+      chunks.push(chunk as Buffer);
+    }
     const hit = {
       method: req.method ?? "",
       url: req.url ?? "",
@@ -110,8 +112,9 @@ describe("redirects", () => {
           expect(error).toMatchObject({ status, serverOrigin: server.url, otherOrigin: elsewhere.url });
           const message = (error as Error).message;
           expect(message).toContain(`redirected (${status}) from ${server.url} to ${elsewhere.url}`);
-          for (const kept of [API_KEY, SECRET_VALUE, JWT_SECRET, "stolen", "Bearer"])
+          for (const kept of [API_KEY, SECRET_VALUE, JWT_SECRET, "stolen", "Bearer"]) {
             expect(message).not.toContain(kept);
+          }
         }
         expect(elsewhere.hits).toEqual([]);
         // Refused, not retried: one GET /tools and one POST /tools/call.
@@ -148,16 +151,20 @@ describe("redirects", () => {
     expect(second?.body).toBe(first?.body);
     expect(third?.body).toBe(first?.body);
     expect(JSON.parse(third?.body ?? "")).toMatchObject({ context: { secrets: [{ value: SECRET_VALUE }] } });
-    for (const hit of server.hits) expect(hit.headers["oxp-api-key"]).toBe(API_KEY);
+    for (const hit of server.hits) {
+      expect(hit.headers["oxp-api-key"]).toBe(API_KEY);
+    }
   });
 
   it("a POST answered 303 on the same origin is sent again as a GET, without its body", async () => {
     const server = await serve((req, res) => {
-      if (req.url === "/tools/call") res.writeHead(303, { location: "/done" }).end();
-      else
+      if (req.url === "/tools/call") {
+        res.writeHead(303, { location: "/done" }).end();
+      } else {
         res
           .writeHead(200, { "content-type": "application/json" })
           .end('{"call_id":"c","duration":1,"success":true,"value":3}');
+      }
     });
     await createClient({ baseUrl: server.url }).callTool(call);
     expect(server.hits.map((hit) => [hit.method, hit.url, hit.body, hit.headers["content-type"]])).toEqual([
@@ -203,8 +210,9 @@ describe("redirects", () => {
 describe("the size of answers", () => {
   it("defaults to 16 MiB and refuses a limit that is not a positive whole number", () => {
     expect(DEFAULT_MAX_RESPONSE_BYTES).toBe(16 * 1024 * 1024);
-    for (const limit of [0, -1, 1.5, Number.NaN])
+    for (const limit of [0, -1, 1.5, Number.NaN]) {
       expect(() => createClient({ baseUrl: "http://127.0.0.1:1", maxResponseBytes: limit })).toThrow(RangeError);
+    }
   });
 
   it.each([
@@ -251,7 +259,9 @@ describe("the size of answers", () => {
       gzip.write('{"items": [');
       while (fed < GIGABYTE && !res.destroyed) {
         fed += zeros.length;
-        if (!gzip.write(zeros)) await new Promise((resolve) => gzip.once("drain", resolve));
+        if (!gzip.write(zeros)) {
+          await new Promise((resolve) => gzip.once("drain", resolve));
+        }
       }
       gzip.end();
     });

@@ -73,9 +73,12 @@ export async function main(
     ...(values["timeout-ms"] ? { timeoutMs: Number(values["timeout-ms"]) } : {}),
     log: (line) => write(`${line}\n`),
   });
-  if (values.json) await writeFile(values.json as string, `${JSON.stringify(report, null, 2)}\n`);
-  if (report.summary.expectedFailures > 0)
+  if (values.json) {
+    await writeFile(values.json as string, `${JSON.stringify(report, null, 2)}\n`);
+  }
+  if (report.summary.expectedFailures > 0) {
     write(`${report.summary.expectedFailures} failed as expected (listed in --expected-failures)\n`);
+  }
   write(`fixture: ${report.fixture}; ${(report.durationMs / 1000).toFixed(1)} s\n`);
   write(`${summaryLine(report.summary)}\n`);
   return report.summary.failed > 0 ? 1 : 0;

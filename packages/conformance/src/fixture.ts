@@ -57,8 +57,11 @@ export function fixtureToolIds(fixture: Fixture): string[] {
   ]
     .filter((entry) => entry !== undefined)
     .map((entry) => entry.tool_id);
-  if (fixture.versions)
-    for (const version of Object.keys(fixture.versions.values)) ids.push(`${fixture.versions.tool}@${version}`);
+  if (fixture.versions) {
+    for (const version of Object.keys(fixture.versions.values)) {
+      ids.push(`${fixture.versions.tool}@${version}`);
+    }
+  }
   return ids;
 }
 

@@ -47,8 +47,9 @@ export class Http {
   /** Sends exactly the given headers: no credentials, no defaults. */
   raw(options: Send): Promise<Answer> {
     const url = new URL(options.url ?? `${this.baseUrl.replace(/\/+$/, "")}${options.path ?? "/"}`);
-    if (url.origin !== this.origin)
+    if (url.origin !== this.origin) {
       return Promise.reject(new Error(`refusing to send to ${url.origin}: only ${this.origin} is under test`));
+    }
     const body =
       options.body === undefined
         ? undefined
@@ -91,7 +92,9 @@ export class Http {
         req.destroy(new Error(`${label}: no answer within ${options.timeoutMs ?? this.defaultTimeoutMs} ms`)),
       );
       req.on("error", reject);
-      if (body !== undefined) req.write(body);
+      if (body !== undefined) {
+        req.write(body);
+      }
       req.end();
     });
   }

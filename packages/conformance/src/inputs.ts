@@ -8,8 +8,12 @@ const typeOf = (schema: Schema): string | undefined =>
 
 /** A value of a property's type that the schema's simple constraints accept; undefined when unsure. */
 export function sampleValue(schema: Schema): unknown {
-  if ("const" in schema) return schema.const;
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  if ("const" in schema) {
+    return schema.const;
+  }
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+    return schema.enum[0];
+  }
   switch (typeOf(schema)) {
     case "string":
       return schema.format || schema.pattern ? undefined : "x".repeat(Math.max(1, Number(schema.minLength ?? 1)));
@@ -34,7 +38,9 @@ export function minimalObject(schema: Schema): Record<string, unknown> | undefin
   const out: Record<string, unknown> = {};
   for (const name of (schema.required ?? []) as string[]) {
     const value = sampleValue(properties[name] ?? {});
-    if (value === undefined) return undefined;
+    if (value === undefined) {
+      return undefined;
+    }
     out[name] = value;
   }
   return out;
@@ -45,10 +51,18 @@ export function wrongTypeFor(schema: Schema): { name: string; value: unknown } |
   const properties = (schema.properties ?? {}) as Record<string, Schema>;
   for (const name of (schema.required ?? []) as string[]) {
     const type = typeOf(properties[name] ?? {});
-    if (type === "number" || type === "integer") return { name, value: "5" };
-    if (type === "string") return { name, value: 5 };
-    if (type === "boolean") return { name, value: "true" };
-    if (type === "object" || type === "array") return { name, value: 5 };
+    if (type === "number" || type === "integer") {
+      return { name, value: "5" };
+    }
+    if (type === "string") {
+      return { name, value: 5 };
+    }
+    if (type === "boolean") {
+      return { name, value: "true" };
+    }
+    if (type === "object" || type === "array") {
+      return { name, value: 5 };
+    }
   }
   return undefined;
 }

@@ -78,12 +78,16 @@ export async function runConformance(options: RunOptions): Promise<Report> {
   const started = Date.now();
   let jwt: { token: string; until: number } | undefined;
   const credentials = async (): Promise<Record<string, string>> => {
-    if (options.apiKey) return { "OXP-API-Key": options.apiKey };
+    if (options.apiKey) {
+      return { "OXP-API-Key": options.apiKey };
+    }
     if (options.jwtSecret) {
       if (!jwt || jwt.until < Date.now()) {
         // A sub names the kit as the caller: a server refuses a JWT without one.
         const claims: Record<string, unknown> = { sub: "oxp-conformance", exp: Math.floor(Date.now() / 1000) + 300 };
-        if (options.jwtAudience) claims.aud = options.jwtAudience;
+        if (options.jwtAudience) {
+          claims.aud = options.jwtAudience;
+        }
         jwt = { token: await signJwt(options.jwtSecret, claims), until: Date.now() + 120_000 };
       }
       return { Authorization: `Bearer ${jwt.token}` };
@@ -109,8 +113,12 @@ export async function runConformance(options: RunOptions): Promise<Report> {
   let fixture: Fixture = {};
   if (options.fixture === undefined || options.fixture === "auto") {
     const demo = await loadFixture(DEMO_FIXTURE_PATH);
-    if (fixtureFits(demo, tools)) fixture = demo;
-  } else fixture = options.fixture;
+    if (fixtureFits(demo, tools)) {
+      fixture = demo;
+    }
+  } else {
+    fixture = options.fixture;
+  }
   http.answers.length = 0; // the leak check looks at what the scenarios send
 
   const ctx: Context = {
@@ -134,16 +142,20 @@ export async function runConformance(options: RunOptions): Promise<Report> {
     try {
       await scenario.run(ctx);
     } catch (error) {
-      if (error instanceof Skip) status = "skip";
-      else status = "fail";
+      if (error instanceof Skip) {
+        status = "skip";
+      } else {
+        status = "fail";
+      }
       reason =
         error instanceof Failure || error instanceof Skip
           ? error.message
           : `error: ${error instanceof Error ? error.message : String(error)}`;
     }
     const expected = options.expectedFailures?.has(scenario.id) ?? false;
-    if (expected && status === "fail") status = "xfail";
-    else if (expected && status === "pass") {
+    if (expected && status === "fail") {
+      status = "xfail";
+    } else if (expected && status === "pass") {
       status = "xpass";
       reason = "listed as an expected failure, but passed: take it off the list";
     }
@@ -155,7 +167,9 @@ export async function runConformance(options: RunOptions): Promise<Report> {
       status,
       durationMs: Date.now() - began,
     };
-    if (reason !== undefined) result.reason = reason.replaceAll("\n", " ");
+    if (reason !== undefined) {
+      result.reason = reason.replaceAll("\n", " ");
+    }
     results.push(result);
     options.log?.(formatResult(result));
   }

@@ -43,12 +43,16 @@ export class Skip extends Error {
 
 /** Fails the scenario unless `condition` holds. */
 export function check(condition: unknown, reason: string): asserts condition {
-  if (!condition) throw new Failure(reason);
+  if (!condition) {
+    throw new Failure(reason);
+  }
 }
 
 /** Skips the scenario unless `value` is present; returns it. */
 export function need<T>(value: T | undefined, reason: string): T {
-  if (value === undefined) throw new Skip(reason);
+  if (value === undefined) {
+    throw new Skip(reason);
+  }
   return value;
 }
 
@@ -61,7 +65,9 @@ export function checkSchema(title: string, value: unknown, where: string): void 
   if (!validate) {
     const schema = allSchemas.find((entry) => entry.title === title);
     validate = schema ? ajv.getSchema(schema.$id) : undefined;
-    if (!validate) throw new Error(`the spec has no schema titled ${title}`);
+    if (!validate) {
+      throw new Error(`the spec has no schema titled ${title}`);
+    }
     validators.set(title, validate);
   }
   if (!validate(value)) {

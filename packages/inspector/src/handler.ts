@@ -47,15 +47,20 @@ function defaultDistDir(): string {
  */
 export function readInspectorFiles(distDir: string = defaultDistDir()): InspectorFiles | undefined {
   const index = join(distDir, "ui", "index.html");
-  if (!existsSync(index) || !existsSync(join(distDir, "docs", "manifest.json"))) return undefined;
+  if (!existsSync(index) || !existsSync(join(distDir, "docs", "manifest.json"))) {
+    return undefined;
+  }
   const files: Record<string, Uint8Array> = { "ui/index.html": readFileSync(index) };
   for (const folder of ["ui/assets", "docs"]) {
     const dir = join(distDir, folder);
-    if (!existsSync(dir)) continue;
+    if (!existsSync(dir)) {
+      continue;
+    }
     // Only the files it serves (not below, no source maps): nothing else is read into memory.
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.isFile() && servedType(entry.name))
+      if (entry.isFile() && servedType(entry.name)) {
         files[`${folder}/${entry.name}`] = readFileSync(join(dir, entry.name));
+      }
     }
   }
   return files;
@@ -68,7 +73,9 @@ export function readInspectorFiles(distDir: string = defaultDistDir()): Inspecto
  */
 function targetOf(raw: string): URL | undefined {
   try {
-    if (raw.startsWith("/")) return new URL(`http://h${raw}`);
+    if (raw.startsWith("/")) {
+      return new URL(`http://h${raw}`);
+    }
     const url = new URL(raw);
     return url.protocol === "http:" || url.protocol === "https:"
       ? new URL(`http://h${url.pathname}${url.search}`)
@@ -86,9 +93,13 @@ function targetOf(raw: string): URL | undefined {
  */
 function mountPrefix(req: IncomingMessage, path: string): string | undefined {
   const original = (req as IncomingMessage & { originalUrl?: string }).originalUrl;
-  if (!original) return "";
+  if (!original) {
+    return "";
+  }
   const originalPath = targetOf(original)?.pathname;
-  if (originalPath === undefined || !originalPath.endsWith(path)) return undefined;
+  if (originalPath === undefined || !originalPath.endsWith(path)) {
+    return undefined;
+  }
   const base = originalPath.slice(0, originalPath.length - path.length);
   return base === "" || (base.startsWith("/") && !base.startsWith("//")) ? base : undefined;
 }
@@ -96,8 +107,12 @@ function mountPrefix(req: IncomingMessage, path: string): string | undefined {
 /** Writes an answer; a HEAD gets its headers and no body. */
 function write(req: IncomingMessage, res: ServerResponse, answer: InspectorAnswer): void {
   // Added to what an earlier handler set (CORS varies by Origin), not in place of it.
-  if (answer.vary) vary(res, answer.vary);
-  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  if (answer.vary) {
+    vary(res, answer.vary);
+  }
+  for (const [name, value] of Object.entries(answer.headers)) {
+    res.setHeader(name, value);
+  }
   res.statusCode = answer.status;
   res.end(req.method === "HEAD" ? undefined : answer.body);
 }
@@ -121,8 +136,11 @@ export function inspector(options: InspectorOptions = {}): InspectorHandler {
   });
   return (req, res, next) => {
     const pass = () => {
-      if (next) next();
-      else write(req, res, jsonError(404, "Not found"));
+      if (next) {
+        next();
+      } else {
+        write(req, res, jsonError(404, "Not found"));
+      }
     };
     const url = targetOf(req.url ?? "/");
     if (!url) {
@@ -137,9 +155,13 @@ export function inspector(options: InspectorOptions = {}): InspectorHandler {
       .then((answered) => (answered ? write(req, res, answered) : pass()))
       .catch((error: unknown) => {
         // A build that cannot be read, say: the server's error handler answers it; alone, a JSON 500.
-        if (next) next(error);
-        else if (res.headersSent) res.destroy();
-        else write(req, res, jsonError(500, "Internal server error"));
+        if (next) {
+          next(error);
+        } else if (res.headersSent) {
+          res.destroy();
+        } else {
+          write(req, res, jsonError(500, "Internal server error"));
+        }
       });
   };
 }

@@ -58,9 +58,13 @@ export function inspectorPage(options: InspectorPageOptions): FetchPage {
       acceptEncoding: request.headers.get("accept-encoding"),
       mount: (path) => ({ links: relativeRoot(path), base: "" }),
     });
-    if (!answered) return undefined;
+    if (!answered) {
+      return undefined;
+    }
     const headers = new Headers(answered.headers);
-    if (answered.vary) headers.set("Vary", vary.append(headers.get("Vary") ?? "", answered.vary));
+    if (answered.vary) {
+      headers.set("Vary", vary.append(headers.get("Vary") ?? "", answered.vary));
+    }
     return new Response(request.method === "HEAD" ? null : (answered.body as Uint8Array<ArrayBuffer> | string | null), {
       status: answered.status,
       headers,

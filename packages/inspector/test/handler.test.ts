@@ -95,7 +95,9 @@ describe("on a plain node:http server", () => {
       expect(html).toContain('<div id="root">');
       expect(html).toContain('<script id="inspector-config" type="application/json">');
       expect(assetUrls(html).length).toBeGreaterThanOrEqual(2);
-      for (const url of assetUrls(html)) expect(url).toMatch(/^\/inspector\/assets\/[\w.-]+-[\w-]{8}\.(js|css)$/);
+      for (const url of assetUrls(html)) {
+        expect(url).toMatch(/^\/inspector\/assets\/[\w.-]+-[\w-]{8}\.(js|css)$/);
+      }
     }
   });
 
@@ -232,7 +234,9 @@ describe("on a plain node:http server", () => {
     const html = absolute.bytes.toString();
     expect(html).not.toContain("evil.example");
     expect(assetUrls(html).length).toBeGreaterThanOrEqual(2);
-    for (const url of assetUrls(html)) expect(url).toMatch(/^\/inspector\/assets\//);
+    for (const url of assetUrls(html)) {
+      expect(url).toMatch(/^\/inspector\/assets\//);
+    }
   });
 
   it("refuses the build's manifest by its decoded name too", async () => {
@@ -339,7 +343,9 @@ describe("options and mounting", () => {
       }
       const mounted = await rawGet(url, {}, "/oxp/inspector");
       expect(mounted.status).toBe(200);
-      for (const asset of assetUrls(mounted.bytes.toString())) expect(asset).toMatch(/^\/oxp\/inspector\/assets\//);
+      for (const asset of assetUrls(mounted.bytes.toString())) {
+        expect(asset).toMatch(/^\/oxp\/inspector\/assets\//);
+      }
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
@@ -349,9 +355,13 @@ describe("options and mounting", () => {
     const running = await serve(inspector(), "/oxp");
     try {
       const page = await (await fetch(`${running.url}/oxp/inspector`)).text();
-      for (const url of assetUrls(page)) expect(url.startsWith("/oxp/inspector/assets/")).toBe(true);
+      for (const url of assetUrls(page)) {
+        expect(url.startsWith("/oxp/inspector/assets/")).toBe(true);
+      }
       const docs = await (await fetch(`${running.url}/oxp/docs`)).text();
-      for (const url of assetUrls(docs)) expect(url.startsWith("/oxp/docs/assets/")).toBe(true);
+      for (const url of assetUrls(docs)) {
+        expect(url.startsWith("/oxp/docs/assets/")).toBe(true);
+      }
       expect(docs).toContain('"url":"/oxp/docs/openapi.json"');
       expect((await fetch(`${running.url}/oxp${assetUrls(page)[0]?.slice(4)}`)).status).toBe(200);
     } finally {
@@ -386,7 +396,9 @@ describe("options and mounting", () => {
         const html = response.bytes.toString();
         expect(html, path).not.toContain("evil.example");
         expect(assetUrls(html).length, path).toBeGreaterThanOrEqual(2);
-        for (const url of assetUrls(html)) expect(url, path).toMatch(/^\/(inspector|docs)\/assets\//);
+        for (const url of assetUrls(html)) {
+          expect(url, path).toMatch(/^\/(inspector|docs)\/assets\//);
+        }
       }
     } finally {
       await running.close();
@@ -402,7 +414,9 @@ describe("options and mounting", () => {
       const page = await fetch(`${url}/inspector`);
       expect(page.status).toBe(200);
       expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
-      for (const asset of assetUrls(await page.text())) expect((await fetch(`${url}${asset}`)).status).toBe(200);
+      for (const asset of assetUrls(await page.text())) {
+        expect((await fetch(`${url}${asset}`)).status).toBe(200);
+      }
       expect((await fetch(`${url}/docs/openapi.json`)).status).toBe(200);
       expect((await fetch(`${url}/tools`, { headers: { "OXP-Version": "1.0" } })).status).toBe(401);
     } finally {

@@ -70,7 +70,9 @@ describe("the page cache", () => {
       expect(first.status).toBe(200);
       expect(first.encoding).toBe("gzip");
       expect(first.body).toContain(`${tenant("one")}/${section}/assets/`);
-      for (let i = 0; i < 4; i++) expect(await gzipGet(page)).toEqual(first);
+      for (let i = 0; i < 4; i++) {
+        expect(await gzipGet(page)).toEqual(first);
+      }
       expect(compressions.calls - before, section).toBe(1);
     }
     // Another prefix is another page, gzipped once in turn.
@@ -84,7 +86,9 @@ describe("the page cache", () => {
   it("keeps a bounded number of variants: an evicted one is built again, and right", async () => {
     const page = (n: number) => `${origin}${tenant(`v${n}`)}/inspector`;
     await gzipGet(page(0));
-    for (let n = 1; n <= 100; n++) await gzipGet(page(n));
+    for (let n = 1; n <= 100; n++) {
+      await gzipGet(page(n));
+    }
     expect(compressions.calls).toBe(101);
     const again = await gzipGet(page(0));
     expect(again.body).toContain(`${tenant("v0")}/inspector/assets/`);
@@ -100,7 +104,9 @@ describe("the fetch page's cache", () => {
   /** A gzipped GET of the page: the encoding and the decoded body. */
   const fetchGzipped = async (url: string) => {
     const response = await page(new Request(url, { headers: { "accept-encoding": "gzip" } }));
-    if (!response) throw new Error(`passed on ${url}`);
+    if (!response) {
+      throw new Error(`passed on ${url}`);
+    }
     const bytes = Buffer.from(await response.arrayBuffer());
     const encoding = response.headers.get("content-encoding");
     return { status: response.status, encoding, body: (encoding === "gzip" ? gunzipSync(bytes) : bytes).toString() };
@@ -114,7 +120,9 @@ describe("the fetch page's cache", () => {
     expect(first[0]).toEqual(first[1]);
     expect(first[0]).toMatchObject({ status: 200, encoding: "gzip" });
     expect(first[0].body).toContain(`one-${"h".repeat(700)}.example`);
-    for (let i = 0; i < 4; i++) expect(await fetchGzipped(variant("one"))).toEqual(first[0]);
+    for (let i = 0; i < 4; i++) {
+      expect(await fetchGzipped(variant("one"))).toEqual(first[0]);
+    }
     expect(compressions.calls).toBe(1);
     expect((await fetchGzipped(variant("two"))).body).toContain("two-");
     expect(compressions.calls).toBe(2);
@@ -122,7 +130,9 @@ describe("the fetch page's cache", () => {
 
   it("keeps a bounded number of variants: an evicted one is built again, and right", async () => {
     await fetchGzipped(variant("v0"));
-    for (let n = 1; n <= 100; n++) await fetchGzipped(variant(`v${n}`));
+    for (let n = 1; n <= 100; n++) {
+      await fetchGzipped(variant(`v${n}`));
+    }
     expect(compressions.calls).toBe(101);
     expect((await fetchGzipped(variant("v0"))).body).toContain(`v0-${"h".repeat(700)}.example`);
     expect(compressions.calls).toBe(102);

@@ -10,13 +10,17 @@ import { type InspectorFiles, inspectorPage, readInspectorFiles } from "../src/i
 
 const ORIGIN = "http://127.0.0.1:1234";
 const files = readInspectorFiles();
-if (!files) throw new Error("@otc/inspector is not built: run `npm run build` in packages/inspector");
+if (!files) {
+  throw new Error("@otc/inspector is not built: run `npm run build` in packages/inspector");
+}
 const page = inspectorPage({ files: () => files });
 
 /** The page's answer to a GET (or `init`) of `path`, which it must not pass on. */
 async function answer(path: string, init: RequestInit = {}, servedBy = page): Promise<Response> {
   const response = await servedBy(new Request(`${ORIGIN}${path}`, init));
-  if (!response) throw new Error(`the page passed on ${init.method ?? "GET"} ${path}`);
+  if (!response) {
+    throw new Error(`the page passed on ${init.method ?? "GET"} ${path}`);
+  }
   return response;
 }
 
@@ -59,7 +63,9 @@ describe("inspectorPage()", () => {
       expect(html).toContain('<div id="root">');
       expect(html).toContain('<script id="inspector-config" type="application/json">');
       expect(assetUrls(html).length).toBeGreaterThanOrEqual(2);
-      for (const url of assetUrls(html)) expect(url).toMatch(/^\.\.?\/inspector\/assets\//);
+      for (const url of assetUrls(html)) {
+        expect(url).toMatch(/^\.\.?\/inspector\/assets\//);
+      }
       for (const url of resolvedAssets(html, `${ORIGIN}${path}`)) {
         expect(url).toMatch(/^\/inspector\/assets\/[\w.-]+-[\w-]{8}\.(js|css)$/);
       }
@@ -204,7 +210,9 @@ describe("inspectorPage()", () => {
   });
 
   it("serves no page for a path starting with //, and its relative links never name another host", async () => {
-    for (const path of ["//evil.example/inspector", "//evil.example/docs"]) await expectPassedOn(path);
+    for (const path of ["//evil.example/inspector", "//evil.example/docs"]) {
+      await expectPassedOn(path);
+    }
     // Below any prefix, even one starting with //, a relative link stays on the page's own origin.
     const html = await (await answer("/inspector")).text();
     for (const url of assetUrls(html)) {
@@ -301,8 +309,12 @@ describe("inspectorPage() options and mounting", () => {
     ] as const) {
       const html = await (await answer(seen)).text();
       const section = seen.startsWith("/inspector") ? "inspector" : "docs";
-      for (const url of resolvedAssets(html, asked)) expect(url.startsWith(`/oxp/${section}/assets/`), url).toBe(true);
-      for (const url of resolvedAssets(html, asked)) expect((await answer(url.slice(4))).status).toBe(200);
+      for (const url of resolvedAssets(html, asked)) {
+        expect(url.startsWith(`/oxp/${section}/assets/`), url).toBe(true);
+      }
+      for (const url of resolvedAssets(html, asked)) {
+        expect((await answer(url.slice(4))).status).toBe(200);
+      }
     }
     const docs = await (await answer("/docs")).text();
     const config = JSON.parse(
@@ -359,7 +371,9 @@ describe("inspectorPage() options and mounting", () => {
     const failing = inspectorPage({
       files: () => {
         calls++;
-        if (calls === 1) throw new Error("disk on fire");
+        if (calls === 1) {
+          throw new Error("disk on fire");
+        }
         return files;
       },
     });

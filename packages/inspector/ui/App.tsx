@@ -103,7 +103,9 @@ function ToolList(props: { tools: ToolDefinition[]; selected: string | undefined
     const byToolkit = new Map<string, ToolDefinition[]>();
     for (const tool of props.tools) {
       const text = `${tool.id} ${tool.name} ${tool.description}`.toLowerCase();
-      if (!words.every((word) => text.includes(word))) continue;
+      if (!words.every((word) => text.includes(word))) {
+        continue;
+      }
       const { toolkit } = splitToolId(tool);
       byToolkit.set(toolkit, [...(byToolkit.get(toolkit) ?? []), tool]);
     }
@@ -170,7 +172,9 @@ export function App() {
     setConnection({ state: "connecting" });
     try {
       const tools = await clientFor(next).listTools();
-      if (mine === attempt.current) setConnection({ state: "connected", tools, serverUrl: next.serverUrl });
+      if (mine === attempt.current) {
+        setConnection({ state: "connected", tools, serverUrl: next.serverUrl });
+      }
     } catch (error) {
       const outcome = fromError(error, next.serverUrl);
       const message =
@@ -179,12 +183,16 @@ export function App() {
           : "message" in outcome
             ? `Could not list the tools: ${outcome.message}`
             : "Could not list the tools";
-      if (mine === attempt.current) setConnection({ state: "error", message });
+      if (mine === attempt.current) {
+        setConnection({ state: "error", message });
+      }
     }
   }, []);
 
   useEffect(() => {
-    if (canConnect(initial.serverUrl, config, window.location)) void connect(initial);
+    if (canConnect(initial.serverUrl, config, window.location)) {
+      void connect(initial);
+    }
   }, [config, connect, initial]);
 
   const tools = connection.state === "connected" ? connection.tools : [];

@@ -20,7 +20,9 @@ function rawRequest(exchange: Exchange): string {
 }
 
 function rawResponse(exchange: Exchange): string {
-  if (exchange.status === 0) return `(no answer) ${exchange.responseBody}`;
+  if (exchange.status === 0) {
+    return `(no answer) ${exchange.responseBody}`;
+  }
   return `HTTP ${exchange.status}\n${headerLines(exchange.responseHeaders)}\n\n${exchange.responseBody}`;
 }
 

@@ -93,20 +93,28 @@ function Challenge(props: {
   const polled = pollable(challenge, credentials);
   const openable = canOpen(challenge.url);
   useEffect(() => {
-    if (!polled) return;
+    if (!polled) {
+      return;
+    }
     const client = clientFor(credentials);
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const poll = async () => {
       try {
         const next = await client.checkAuthorization(challenge);
-        if (stopped) return;
+        if (stopped) {
+          return;
+        }
         setStatus(next);
         setError(undefined);
         onStatus(next);
-        if (next !== "pending") return;
+        if (next !== "pending") {
+          return;
+        }
       } catch (failure) {
-        if (stopped) return;
+        if (stopped) {
+          return;
+        }
         setError(failure instanceof Error ? failure.message : String(failure));
       }
       timer = setTimeout(poll, 1000);
@@ -118,8 +126,9 @@ function Challenge(props: {
     };
   }, [challenge, credentials, onStatus, polled]);
   let statusText = `Authorization ${status}`;
-  if (!challenge.check_url) statusText = "No check_url: retry once you have approved";
-  else if (!polled) {
+  if (!challenge.check_url) {
+    statusText = "No check_url: retry once you have approved";
+  } else if (!polled) {
     statusText = `check_url is not on ${credentials.serverUrl}: not polled, so your credentials go nowhere else. Retry once you have approved`;
   }
   return (
@@ -270,15 +279,21 @@ interface ContextFields {
 function buildContext(tool: ToolDefinition, fields: ContextFields): CallToolContext | undefined {
   const requirements = tool.requirements;
   const context: CallToolContext = {};
-  if ((requirements?.user_id || requirements?.authorization?.length) && fields.userId) context.user_id = fields.userId;
+  if ((requirements?.user_id || requirements?.authorization?.length) && fields.userId) {
+    context.user_id = fields.userId;
+  }
   const secrets = (requirements?.secrets ?? [])
     .filter((secret) => fields.secrets[secret.id])
     .map((secret) => ({ id: secret.id, value: fields.secrets[secret.id] as string }));
-  if (secrets.length) context.secrets = secrets;
+  if (secrets.length) {
+    context.secrets = secrets;
+  }
   const tokens = (requirements?.authorization ?? [])
     .filter((auth) => fields.tokens[auth.id])
     .map((auth) => ({ id: auth.id, token: fields.tokens[auth.id] as string }));
-  if (tokens.length) context.authorization = tokens;
+  if (tokens.length) {
+    context.authorization = tokens;
+  }
   return Object.keys(context).length ? context : undefined;
 }
 
@@ -393,11 +408,14 @@ function ToolViewBody(props: ToolViewProps) {
   };
 
   const switchMode = (next: "form" | "json") => {
-    if (next === "json") setJson(JSON.stringify(formData ?? {}, null, 2));
-    else {
+    if (next === "json") {
+      setJson(JSON.stringify(formData ?? {}, null, 2));
+    } else {
       try {
         const parsed = JSON.parse(json);
-        if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) setFormData(parsed as Input);
+        if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) {
+          setFormData(parsed as Input);
+        }
       } catch {
         // The form keeps its last good data; the JSON error shows when that text is sent.
       }

@@ -35,6 +35,7 @@ export class ErrorBoundary extends Component<Props, { failed: boolean; error: un
 
   override componentDidCatch(error: unknown, info: ErrorInfo): void {
     // The page shows the message; the console keeps the stack for whoever debugs the server's schema.
+    // biome-ignore lint/suspicious/noConsole: in the browser the console is where a page reports its faults to the developer
     console.error("The Inspector caught a render error:", error, info.componentStack);
   }
 

@@ -65,7 +65,9 @@ export function fromError(error: unknown, serverUrl: string): Outcome {
         : error.message,
     };
   }
-  if (error instanceof OxpTimeoutError || error instanceof OxpError) return { kind: "local", message: error.message };
+  if (error instanceof OxpTimeoutError || error instanceof OxpError) {
+    return { kind: "local", message: error.message };
+  }
   return { kind: "local", message: error instanceof Error ? error.message : String(error) };
 }
 

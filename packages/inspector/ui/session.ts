@@ -32,8 +32,12 @@ export const MASK = "••••••";
 /** Where the page connects when its URL has no `?url=`: the configured server, else the server it is served by. */
 export function defaultServerUrl(config: PageConfig, location: Location): string {
   const preset = new URLSearchParams(location.search).get("url");
-  if (preset) return preset;
-  if (config.serverUrl) return config.serverUrl;
+  if (preset) {
+    return preset;
+  }
+  if (config.serverUrl) {
+    return config.serverUrl;
+  }
   return `${location.origin}${location.pathname.replace(/\/inspector\/?$/, "")}`;
 }
 
@@ -97,7 +101,9 @@ const SECRET_HEADERS = new Set(["oxp-api-key", "authorization", "cookie", "set-c
 
 function maskHeaders(headers: Headers): [string, string][] {
   return [...headers.entries()].map(([name, value]) => {
-    if (!SECRET_HEADERS.has(name.toLowerCase())) return [name, value];
+    if (!SECRET_HEADERS.has(name.toLowerCase())) {
+      return [name, value];
+    }
     const scheme = /^(\w+)\s/.exec(value)?.[1];
     return [name, scheme ? `${scheme} ${MASK}` : MASK];
   });
@@ -113,14 +119,22 @@ export function maskBody(text: string): string {
   }
   const mask = (request: unknown) => {
     const context = (request as { context?: Record<string, unknown> } | null)?.context;
-    if (!context || typeof context !== "object") return;
+    if (!context || typeof context !== "object") {
+      return;
+    }
     for (const [list, field] of [
       ["secrets", "value"],
       ["authorization", "token"],
     ] as const) {
       const items = context[list];
-      if (!Array.isArray(items)) continue;
-      for (const item of items) if (item && typeof item === "object" && field in item) item[field] = MASK;
+      if (!Array.isArray(items)) {
+        continue;
+      }
+      for (const item of items) {
+        if (item && typeof item === "object" && field in item) {
+          item[field] = MASK;
+        }
+      }
     }
   };
   mask(body);
@@ -142,14 +156,18 @@ const HISTORY_BODY_BYTES = 256 * 1024;
 
 /** The first `max` bytes of a body as text, with a marker when there was more; the rest is never read. */
 async function headOf(response: Response, max: number): Promise<string> {
-  if (!response.body) return "";
+  if (!response.body) {
+    return "";
+  }
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   let cut = false;
   for (;;) {
     const { done, value } = await reader.read();
-    if (done) break;
+    if (done) {
+      break;
+    }
     chunks.push(value);
     size += value.byteLength;
     if (size > max) {
@@ -217,7 +235,9 @@ export function clientFor(credentials: Credentials, record: (exchange: Exchange)
     retry: { maxAttempts: 1 },
     timeoutMs: 120_000,
   };
-  if (credentials.apiKey) options.apiKey = credentials.apiKey;
+  if (credentials.apiKey) {
+    options.apiKey = credentials.apiKey;
+  }
   if (credentials.jwtSecret) {
     options.jwt = {
       secret: credentials.jwtSecret,

@@ -26,7 +26,11 @@ function cpuMs(pid: number): number {
 }
 
 /** Spawns a tsx script and resolves with the process and the first line matching `pattern` on its output. */
-function start(script: string, args: string[], env: Record<string, string>, pattern: RegExp, cwd: string) {
+function start(
+  script: string,
+  args: string[],
+  { env, pattern, cwd }: { env: Record<string, string>; pattern: RegExp; cwd: string },
+) {
   const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
     cwd,
     env: { ...process.env, ...env },
@@ -37,7 +41,9 @@ function start(script: string, args: string[], env: Record<string, string>, patt
     const onData = (chunk: Buffer) => {
       seen += String(chunk);
       const match = pattern.exec(seen);
-      if (match) resolve({ child, match });
+      if (match) {
+        resolve({ child, match });
+      }
     };
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
@@ -58,7 +64,9 @@ async function measure(
   demoPid: number,
   bridgePid: number | undefined,
 ): Promise<Row> {
-  for (let i = 0; i < WARMUP; i++) await call();
+  for (let i = 0; i < WARMUP; i++) {
+    await call();
+  }
   const demoBefore = cpuMs(demoPid);
   const bridgeBefore = bridgePid === undefined ? 0 : cpuMs(bridgePid);
   const latencies: number[] = [];
@@ -82,13 +90,11 @@ const quantile = (values: number[], q: number) => {
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 const fixed = (value: number) => value.toFixed(2);
 
-const demo = await start(
-  here("../../../apps/demo/src/main.ts"),
-  [],
-  { PORT: "0", LOG_LEVEL: "warn", OXP_API_KEY: API_KEY },
-  /listening on (http:\/\/\S+)/,
-  here("../../../apps/demo"),
-);
+const demo = await start(here("../../../apps/demo/src/main.ts"), [], {
+  env: { PORT: "0", LOG_LEVEL: "warn", OXP_API_KEY: API_KEY },
+  pattern: /listening on (http:\/\/\S+)/,
+  cwd: here("../../../apps/demo"),
+});
 const demoUrl = demo.match[1] as string;
 const demoPid = demo.child.pid as number;
 const children: ChildProcess[] = [demo.child];
@@ -124,13 +130,11 @@ try {
   );
   await stdioClient.close();
 
-  const http = await start(
-    here("./bridge-server.ts"),
-    ["http"],
-    { OXP_URL: demoUrl, OXP_API_KEY: API_KEY },
-    /(http:\/\/\S+\/mcp)/,
-    here(".."),
-  );
+  const http = await start(here("./bridge-server.ts"), ["http"], {
+    env: { OXP_URL: demoUrl, OXP_API_KEY: API_KEY },
+    pattern: /(http:\/\/\S+\/mcp)/,
+    cwd: here(".."),
+  });
   children.push(http.child);
   const httpClient = new Client({ name: "bench", version: "1.0.0" });
   await httpClient.connect(new StreamableHTTPClientTransport(new URL(http.match[1] as string)));
@@ -159,5 +163,7 @@ try {
     );
   }
 } finally {
-  for (const child of children) child.kill();
+  for (const child of children) {
+    child.kill();
+  }
 }

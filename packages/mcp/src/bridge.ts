@@ -110,7 +110,9 @@ export function catalogToMcpTools(
   const byName = new Map<string, ToolDefinition[]>();
   for (const definition of definitions) {
     const parsed = parseToolId(definition.id);
-    if (!parsed) continue;
+    if (!parsed) {
+      continue;
+    }
     const versions = byName.get(parsed.qualifiedName) ?? [];
     versions.push(definition);
     byName.set(parsed.qualifiedName, versions);
@@ -121,9 +123,13 @@ export function catalogToMcpTools(
     const [toolkit = "", tool = ""] = qualifiedName.split(".");
     const sorted = [...versions].sort((a, b) => compareToolVersions(b.version, a.version));
     const [newest, ...rest] = sorted;
-    if (newest) latest.push({ definition: newest, name: mcpToolName(toolkit, tool) });
+    if (newest) {
+      latest.push({ definition: newest, name: mcpToolName(toolkit, tool) });
+    }
     if (toolVersions === "all") {
-      for (const definition of rest) older.push({ definition, name: mcpToolName(toolkit, tool, definition.version) });
+      for (const definition of rest) {
+        older.push({ definition, name: mcpToolName(toolkit, tool, definition.version) });
+      }
     }
   }
   const taken = new Set<string>();
@@ -137,7 +143,9 @@ export function catalogToMcpTools(
       inputSchema: toMcpInputSchema(definition.input_schema),
       _meta: { [TOOL_ID_META_KEY]: definition.id },
     };
-    if (outputSchema) tool.outputSchema = outputSchema;
+    if (outputSchema) {
+      tool.outputSchema = outputSchema;
+    }
     entries.set(name, { tool, definition, wrapped });
   }
   return entries;
@@ -145,7 +153,9 @@ export function catalogToMcpTools(
 
 /** A value as text for the model: strings as they are, anything else as JSON. */
 function render(value: unknown): string {
-  if (typeof value === "string") return value;
+  if (typeof value === "string") {
+    return value;
+  }
   return JSON.stringify(value) ?? "null";
 }
 
@@ -166,7 +176,9 @@ export function toCallToolResult(response: CallToolResponse, wrapped: boolean, h
     ? `${error.message}\n\n${error.additional_prompt_content}`
     : error.message;
   const hints: Record<string, unknown> = { call_id: response.call_id, can_retry: error.can_retry === true };
-  if (error.retry_after_ms !== undefined) hints.retry_after_ms = error.retry_after_ms;
+  if (error.retry_after_ms !== undefined) {
+    hints.retry_after_ms = error.retry_after_ms;
+  }
   return { isError: true, content: [{ type: "text", text }], _meta: { [ERROR_META_KEY]: hints } };
 }
 
@@ -199,7 +211,9 @@ export function errorToCallToolResult(error: unknown): CallToolResult {
     const missing = error.missingRequirements;
     const hint = missing?.user_id ? "\n\nThis tool needs an end user: start the bridge with a user id." : "";
     const meta: Record<string, unknown> = { status: error.status, can_retry: error.status === 503 };
-    if (missing?.user_id) meta.missing_user_id = true;
+    if (missing?.user_id) {
+      meta.missing_user_id = true;
+    }
     return errorResult(`${error.message}${hint}`, meta);
   }
   if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
@@ -259,11 +273,21 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
  */
 export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const clientOptions: ClientOptions = { baseUrl: options.url };
-  if (options.apiKey !== undefined) clientOptions.apiKey = options.apiKey;
-  if (options.jwt !== undefined) clientOptions.jwt = options.jwt;
-  if (options.timeoutMs !== undefined) clientOptions.timeoutMs = options.timeoutMs;
-  if (options.retry !== undefined) clientOptions.retry = options.retry;
-  if (options.fetch !== undefined) clientOptions.fetch = options.fetch;
+  if (options.apiKey !== undefined) {
+    clientOptions.apiKey = options.apiKey;
+  }
+  if (options.jwt !== undefined) {
+    clientOptions.jwt = options.jwt;
+  }
+  if (options.timeoutMs !== undefined) {
+    clientOptions.timeoutMs = options.timeoutMs;
+  }
+  if (options.retry !== undefined) {
+    clientOptions.retry = options.retry;
+  }
+  if (options.fetch !== undefined) {
+    clientOptions.fetch = options.fetch;
+  }
   const client = createClient(clientOptions);
   const toolVersions = options.toolVersions ?? "latest";
   const catalogTtlMs = options.catalogTtlMs ?? 30_000;
@@ -288,15 +312,21 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     if (catalog) {
       const age = Date.now() - catalog.readAt;
       const found = age < catalogTtlMs ? catalog.entries.get(name) : undefined;
-      if (found) return found;
-      if (age < missRefreshMs) return undefined;
+      if (found) {
+        return found;
+      }
+      if (age < missRefreshMs) {
+        return undefined;
+      }
     }
     return (await readCatalog(signal)).get(name);
   };
 
   const context = (): CallToolRequest["context"] => {
     const out: NonNullable<CallToolRequest["context"]> = {};
-    if (options.userId) out.user_id = options.userId;
+    if (options.userId) {
+      out.user_id = options.userId;
+    }
     if (options.secrets && Object.keys(options.secrets).length > 0) {
       out.secrets = Object.entries(options.secrets).map(([id, value]) => ({ id, value }));
     }
@@ -320,7 +350,9 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     const late = () => authorizationResult(challenges, "The authorization was not completed in time.");
     for (const challenge of challenges) {
       if (bounded.aborted) {
-        if (extra.signal.aborted) throw extra.signal.reason;
+        if (extra.signal.aborted) {
+          throw extra.signal.reason;
+        }
         return late();
       }
       let answer: Awaited<ReturnType<Server["elicitInput"]>>;
@@ -336,12 +368,18 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
           { signal: bounded, relatedRequestId: extra.requestId, timeout: Math.max(1, deadlineAt - Date.now()) },
         );
       } catch (error) {
-        if (extra.signal.aborted) throw error;
-        if (bounded.aborted || Date.now() >= deadlineAt) return late();
+        if (extra.signal.aborted) {
+          throw error;
+        }
+        if (bounded.aborted || Date.now() >= deadlineAt) {
+          return late();
+        }
         // The client declared URL elicitation but could not show it: the link goes in the result instead.
         return authorizationResult(challenges, "The tool needs an authorization.");
       }
-      if (answer.action !== "accept") return authorizationResult(challenges, "The authorization was not accepted.");
+      if (answer.action !== "accept") {
+        return authorizationResult(challenges, "The authorization was not accepted.");
+      }
       // Without a check_url on the server's own origin there is nothing the bridge may poll: the user
       // completes the authorization and calls again.
       if (!challenge.check_url || !sameOrigin(challenge.check_url, options.url)) {
@@ -351,11 +389,17 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       try {
         status = await client.waitForAuthorization(challenge, { signal: bounded, intervalMs: pollMs });
       } catch (error) {
-        if (extra.signal.aborted) throw error;
-        if (bounded.aborted) return late();
+        if (extra.signal.aborted) {
+          throw error;
+        }
+        if (bounded.aborted) {
+          return late();
+        }
         return errorToCallToolResult(error);
       }
-      if (status !== "completed") return authorizationResult(challenges, "The authorization was denied or failed.");
+      if (status !== "completed") {
+        return authorizationResult(challenges, "The authorization was denied or failed.");
+      }
       // Tells the client the link's page is done with; a client that cannot take it changes nothing.
       await server
         .createElicitationCompletionNotifier(challenge.id, { relatedRequestId: extra.requestId })()
@@ -366,10 +410,14 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
 
   async function callTool(server: Server, name: string, args: Record<string, unknown>, extra: Extra) {
     const entry = await lookup(name, extra.signal);
-    if (!entry) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    if (!entry) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    }
     const request: CallToolRequest = { tool_id: entry.definition.id, call_id: randomUUID(), input: args };
     const ctx = context();
-    if (ctx) request.context = ctx;
+    if (ctx) {
+      request.context = ctx;
+    }
     const hasOutput = entry.tool.outputSchema !== undefined;
     const once = async () =>
       toCallToolResult(await client.callTool(request, { signal: extra.signal }), entry.wrapped, hasOutput);
@@ -377,12 +425,16 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       return await once();
     } catch (error) {
       const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
-      if (challenges.length === 0) return errorToCallToolResult(error);
+      if (challenges.length === 0) {
+        return errorToCallToolResult(error);
+      }
       if (!server.getClientCapabilities()?.elicitation?.url) {
         return authorizationResult(challenges, "The tool needs an authorization.");
       }
       const stop = await authorize(server, challenges, name, extra);
-      if (stop) return stop;
+      if (stop) {
+        return stop;
+      }
     }
     // Retried once, with the same call_id: the first attempt never ran (a challenge comes before the tool).
     try {
@@ -416,7 +468,9 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         try {
           return await callTool(server, request.params.name, request.params.arguments ?? {}, extra);
         } catch (error) {
-          if (error instanceof McpError || extra.signal.aborted) throw error;
+          if (error instanceof McpError || extra.signal.aborted) {
+            throw error;
+          }
           throw new McpError(ErrorCode.InternalError, errorText(error));
         }
       });
@@ -427,13 +481,23 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
 
 /** What a failure to reach or read the OXP server says to the MCP client: no URL, no credentials. */
 function errorText(error: unknown): string {
-  if (error instanceof OxpAuthenticationError) return "The tool server refused the bridge's credentials";
-  if (error instanceof OxpServerError) return `The tool server refused: ${error.message}`;
+  if (error instanceof OxpAuthenticationError) {
+    return "The tool server refused the bridge's credentials";
+  }
+  if (error instanceof OxpServerError) {
+    return `The tool server refused: ${error.message}`;
+  }
   if (error instanceof OxpConnectionError || error instanceof OxpTimeoutError) {
     return "The tool server could not be reached or did not answer in time";
   }
-  if (error instanceof OxpResponseTooLargeError) return "The tool server's answer was too large";
-  if (error instanceof OxpCrossOriginError) return "The tool server sent the bridge to another server";
-  if (error instanceof OxpProtocolError) return "The tool server's answer did not follow the protocol";
+  if (error instanceof OxpResponseTooLargeError) {
+    return "The tool server's answer was too large";
+  }
+  if (error instanceof OxpCrossOriginError) {
+    return "The tool server sent the bridge to another server";
+  }
+  if (error instanceof OxpProtocolError) {
+    return "The tool server's answer did not follow the protocol";
+  }
   return "The bridge failed";
 }

@@ -111,7 +111,9 @@ const textOf = (result: CallToolResult) =>
  * the same type whatever its text looks like; else the content blocks themselves (images, resources).
  */
 export function toOxpValue(result: CallToolResult): unknown {
-  if (result.structuredContent !== undefined) return result.structuredContent;
+  if (result.structuredContent !== undefined) {
+    return result.structuredContent;
+  }
   return result.content.every((block) => block.type === "text") ? textOf(result) : result.content;
 }
 
@@ -128,8 +130,12 @@ export function toOxpValue(result: CallToolResult): unknown {
  * await listen(createServer({ tools: everything.tools }), { port: 8080 });
  */
 export async function mcpTools(source: McpSource, options: McpToolsOptions): Promise<McpTools> {
-  if (!OXP_NAME.test(options.toolkit)) throw new RangeError("toolkit must be letters, digits and '_'");
-  if (!VERSION.test(options.version)) throw new RangeError("version must be x.y.z, e.g. 1.0.0");
+  if (!OXP_NAME.test(options.toolkit)) {
+    throw new RangeError("toolkit must be letters, digits and '_'");
+  }
+  if (!VERSION.test(options.version)) {
+    throw new RangeError("version must be x.y.z, e.g. 1.0.0");
+  }
   const client = new Client({ name: "otc-mcp-tools", version: "0.1.0" });
   let isClosed = false;
   const closed = new Promise<void>((resolve) => {
@@ -165,7 +171,9 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
     try {
       inputSchema = toOxpInputSchema(mcp.inputSchema);
     } catch (error) {
-      if (!(error instanceof SchemaConversionError)) throw error;
+      if (!(error instanceof SchemaConversionError)) {
+        throw error;
+      }
       skipped.push({ name: mcp.name, reason: `its input schema cannot be served over OXP: ${error.message}` });
       continue;
     }
@@ -188,7 +196,9 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
       requirements: undefined,
       timeoutMs: options.timeoutMs,
       run: async (input, ctx) => {
-        if (isClosed) throw disconnected();
+        if (isClosed) {
+          throw disconnected();
+        }
         let result: CallToolResult;
         try {
           result = (await client.callTool({ name: mcp.name, arguments: input }, undefined, {
@@ -198,15 +208,21 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
             timeout: (options.timeoutMs ?? SDK_FALLBACK_TIMEOUT_MS) + 1_000,
           })) as CallToolResult;
         } catch (error) {
-          if (ctx.signal.aborted) throw error;
+          if (ctx.signal.aborted) {
+            throw error;
+          }
           if (isClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
             throw disconnected(error);
           }
-          if (!(error instanceof McpError)) throw error;
+          if (!(error instanceof McpError)) {
+            throw error;
+          }
           // The MCP server refused the call (a protocol error): the model gets its message.
           throw new OxpToolError(error.message, { developerMessage: `MCP error ${error.code} from ${mcp.name}` });
         }
-        if (result.isError) throw new OxpToolError(textOf(result) || `The MCP tool ${mcp.name} failed`);
+        if (result.isError) {
+          throw new OxpToolError(textOf(result) || `The MCP tool ${mcp.name} failed`);
+        }
         return toOxpValue(result);
       },
     };

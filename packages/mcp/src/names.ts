@@ -13,7 +13,9 @@ const digest = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /** `name` cut to `max` characters; a cut name ends in a digest of the whole one, so two long names stay apart. */
 function fit(name: string, max: number): string {
-  if (name.length <= max) return name;
+  if (name.length <= max) {
+    return name;
+  }
   const tail = `_${digest(name)}`;
   return `${name.slice(0, max - tail.length)}${tail}`;
 }

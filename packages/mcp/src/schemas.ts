@@ -40,10 +40,14 @@ export interface McpOutput {
  * tool returns nothing) declares no output schema at all.
  */
 export function toMcpOutput(outputSchema: unknown): McpOutput {
-  if (outputSchema === null || outputSchema === undefined) return { outputSchema: undefined, wrapped: false };
+  if (outputSchema === null || outputSchema === undefined) {
+    return { outputSchema: undefined, wrapped: false };
+  }
   const schema = isObject(outputSchema) ? copy(outputSchema) : {};
   delete schema.$schema;
-  if (isObjectSchema(schema)) return { outputSchema: schema as JsonSchema & { type: "object" }, wrapped: false };
+  if (isObjectSchema(schema)) {
+    return { outputSchema: schema as JsonSchema & { type: "object" }, wrapped: false };
+  }
   return {
     outputSchema: { type: "object", properties: { value: schema }, required: ["value"], additionalProperties: false },
     wrapped: true,
@@ -62,12 +66,18 @@ const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas"
 
 /** The schema a local JSON Pointer (`#/$defs/Address`) names in `root`, or undefined. */
 function resolvePointer(root: JsonSchema, ref: string): unknown {
-  if (ref === "#") return root;
-  if (!ref.startsWith("#/")) return undefined;
+  if (ref === "#") {
+    return root;
+  }
+  if (!ref.startsWith("#/")) {
+    return undefined;
+  }
   let node: unknown = root;
   for (const raw of ref.slice(2).split("/")) {
     const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
-    if (!isObject(node) && !Array.isArray(node)) return undefined;
+    if (!isObject(node) && !Array.isArray(node)) {
+      return undefined;
+    }
     node = (node as Record<string, unknown>)[key];
   }
   return node;
@@ -81,8 +91,12 @@ function resolvePointer(root: JsonSchema, ref: string): unknown {
  */
 export function inlineRefs(schema: JsonSchema): JsonSchema {
   const visit = (node: unknown, stack: readonly string[]): unknown => {
-    if (Array.isArray(node)) return node.map((item) => visit(item, stack));
-    if (!isObject(node)) return node;
+    if (Array.isArray(node)) {
+      return node.map((item) => visit(item, stack));
+    }
+    if (!isObject(node)) {
+      return node;
+    }
     if ("$dynamicRef" in node || "$recursiveRef" in node) {
       throw new SchemaConversionError("it uses $dynamicRef, which has no self-contained form");
     }
@@ -90,22 +104,33 @@ export function inlineRefs(schema: JsonSchema): JsonSchema {
     let nextStack = stack;
     if (typeof node.$ref === "string") {
       const ref = node.$ref;
-      if (stack.includes(ref)) throw new SchemaConversionError(`it is recursive ($ref ${ref})`);
+      if (stack.includes(ref)) {
+        throw new SchemaConversionError(`it is recursive ($ref ${ref})`);
+      }
       const target = resolvePointer(schema, ref);
-      if (!isObject(target)) throw new SchemaConversionError(`its $ref ${ref} is not a local definition`);
+      if (!isObject(target)) {
+        throw new SchemaConversionError(`its $ref ${ref} is not a local definition`);
+      }
       const { $ref: _ref, ...siblings } = node;
       // A $ref beside other keywords means both apply (2019-09 on): the target's keywords, then the siblings'.
       base = { ...target, ...siblings };
       nextStack = [...stack, ref];
-      if (typeof base.$ref === "string") return visit(base, nextStack);
+      if (typeof base.$ref === "string") {
+        return visit(base, nextStack);
+      }
     }
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(base)) {
-      if (key === "$defs" || key === "definitions") continue;
-      if (DATA_KEYWORDS.has(key)) out[key] = copy(value);
-      else if (NAME_MAPS.has(key) && isObject(value)) {
+      if (key === "$defs" || key === "definitions") {
+        continue;
+      }
+      if (DATA_KEYWORDS.has(key)) {
+        out[key] = copy(value);
+      } else if (NAME_MAPS.has(key) && isObject(value)) {
         out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, visit(sub, nextStack)]));
-      } else out[key] = visit(value, nextStack);
+      } else {
+        out[key] = visit(value, nextStack);
+      }
     }
     return out;
   };
@@ -125,7 +150,9 @@ function dropRootMeta(schema: JsonSchema): JsonSchema {
  * when the schema cannot be expressed.
  */
 export function toOxpInputSchema(inputSchema: unknown): JsonSchema {
-  if (!isObject(inputSchema)) return { type: "object" };
+  if (!isObject(inputSchema)) {
+    return { type: "object" };
+  }
   const schema = dropRootMeta(inlineRefs(inputSchema));
   if (schema.type !== undefined && schema.type !== "object") {
     throw new SchemaConversionError(`its input is not an object (type ${JSON.stringify(schema.type)})`);
@@ -151,11 +178,15 @@ export function toOxpInputSchema(inputSchema: unknown): JsonSchema {
  * when there is none or it cannot be made self-contained (the value is then simply not described).
  */
 export function toOxpOutputSchema(outputSchema: unknown): JsonSchema {
-  if (!isObject(outputSchema)) return {};
+  if (!isObject(outputSchema)) {
+    return {};
+  }
   try {
     return dropRootMeta(inlineRefs(outputSchema));
   } catch (error) {
-    if (error instanceof SchemaConversionError) return {};
+    if (error instanceof SchemaConversionError) {
+      return {};
+    }
     throw error;
   }
 }

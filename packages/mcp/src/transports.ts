@@ -64,7 +64,9 @@ export const MIN_TOKEN_LENGTH = 16;
 /** Whether a listening host is reachable from this machine only: `localhost`, 127.0.0.0/8 or ::1. */
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[(.*)\]$/, "$1").toLowerCase();
-  if (bare === "localhost" || bare === "::1") return true;
+  if (bare === "localhost" || bare === "::1") {
+    return true;
+  }
   const v4 = bare.startsWith("::ffff:") ? bare.slice("::ffff:".length) : bare;
   return isIPv4(v4) && v4.startsWith("127.");
 }
@@ -109,7 +111,9 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (loopback) {
-      if (!allowedHosts) return sendJson(res, 503, "The MCP bridge is starting");
+      if (!allowedHosts) {
+        return sendJson(res, 503, "The MCP bridge is starting");
+      }
       if (!allowedHosts.has((req.headers.host ?? "").toLowerCase())) {
         return sendJson(res, 403, "Forbidden: the Host header does not name this bridge");
       }
@@ -118,7 +122,9 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       return sendJson(res, 401, "A bearer token is required", { "www-authenticate": 'Bearer realm="otc-mcp"' });
     }
     const pathname = new URL(req.url ?? "/", "http://localhost").pathname;
-    if (pathname !== path) return sendJson(res, 404, `Not found: the MCP endpoint is ${path}`);
+    if (pathname !== path) {
+      return sendJson(res, 404, `Not found: the MCP endpoint is ${path}`);
+    }
     if (req.method !== "POST") {
       return sendJson(res, 405, "This stateless MCP endpoint takes POST only", { allow: "POST" });
     }
@@ -138,13 +144,18 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
 
   const http = createHttpServer((req, res) => {
     handle(req, res).catch(() => {
-      if (!res.headersSent) sendJson(res, 500, "The MCP bridge failed to handle the request");
-      else res.destroy();
+      if (!res.headersSent) {
+        sendJson(res, 500, "The MCP bridge failed to handle the request");
+      } else {
+        res.destroy();
+      }
     });
   });
   http.once("listening", () => {
     const { port } = http.address() as AddressInfo;
-    if (!loopback) return;
+    if (!loopback) {
+      return;
+    }
     const names = ["127.0.0.1", "localhost", "[::1]"];
     // A client leaves the port out of Host when it is HTTP's default.
     allowedHosts = new Set([...names.map((name) => `${name}:${port}`), ...(port === 80 ? names : [])]);

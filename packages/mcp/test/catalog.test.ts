@@ -30,7 +30,9 @@ async function bridged(options: Partial<McpBridgeOptions> = {}) {
   const counting: typeof fetch = (input, init) => {
     const url = input instanceof Request ? input.url : String(input);
     const method = input instanceof Request ? input.method : (init?.method ?? "GET");
-    if (method === "GET" && new URL(url).pathname === "/tools") listings.count += 1;
+    if (method === "GET" && new URL(url).pathname === "/tools") {
+      listings.count += 1;
+    }
     return fetch(input, init);
   };
   const bridge = createMcpBridge({ url: oxp.url, fetch: counting, ...options });

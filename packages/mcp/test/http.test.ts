@@ -50,7 +50,11 @@ function post(
         });
         res.on("end", () => {
           const out = new Headers();
-          for (const [name, value] of Object.entries(res.headers)) if (typeof value === "string") out.set(name, value);
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (typeof value === "string") {
+              out.set(name, value);
+            }
+          }
           resolve({ status: res.statusCode ?? 0, headers: out, body });
         });
       },

@@ -101,7 +101,9 @@ afterAll(async () => {
 
 const byName = (name: string) => {
   const tool = tools.tools.find((candidate) => candidate.name === name);
-  if (!tool) throw new Error(`no tool ${name} in ${tools.tools.map((candidate) => candidate.name)}`);
+  if (!tool) {
+    throw new Error(`no tool ${name} in ${tools.tools.map((candidate) => candidate.name)}`);
+  }
   return tool;
 };
 

@@ -68,7 +68,9 @@ describe("OXP to MCP", () => {
       "all",
     );
     const names = [...catalog.keys()];
-    for (const name of names) expect(name).toMatch(MCP_TOOL_NAME);
+    for (const name of names) {
+      expect(name).toMatch(MCP_TOOL_NAME);
+    }
     expect(new Set(names).size).toBe(7);
     // Numeric version order: 10.0.0 is the latest.
     expect(catalog.get("Greeting_Hello")?.tool._meta?.[TOOL_ID_META_KEY]).toBe("Greeting.Hello@10.0.0");
@@ -91,7 +93,9 @@ describe("MCP to OXP", () => {
     expect(oxpToolName("fs.read_file")).toBe("FsReadFile");
     expect(oxpToolName("echo")).toBe("Echo");
     expect(oxpToolName("--")).toBe("Tool");
-    for (const name of ["a-b", "x.y/z", "ünïcode", "9lives"]) expect(oxpToolName(name)).toMatch(OXP_NAME);
+    for (const name of ["a-b", "x.y/z", "ünïcode", "9lives"]) {
+      expect(oxpToolName(name)).toMatch(OXP_NAME);
+    }
   });
 
   it("inlines local $refs, $defs and definitions, with sibling keywords", () => {

@@ -54,7 +54,9 @@ function freePort() {
 
 /** Our own redis-server, persistence off; or the one at REDIS_URL. */
 async function startRedis() {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, pid: undefined, stop: async () => {} };
+  if (process.env.REDIS_URL) {
+    return { url: process.env.REDIS_URL, pid: undefined, stop: async () => {} };
+  }
   const port = await freePort();
   const child = spawn(
     process.env.REDIS_SERVER || "redis-server",
@@ -99,7 +101,9 @@ async function startInstance(redisUrl) {
   );
   const [url] = await Promise.race([
     (async () => {
-      for await (const line of createInterface({ input: child.stdout })) return [line];
+      for await (const line of createInterface({ input: child.stdout })) {
+        return [line];
+      }
       throw new Error("the instance exited before listening");
     })(),
     new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`instance exited (${code})`)))),
@@ -183,7 +187,9 @@ async function soak() {
       onResponse: (status) => {
         calls++;
         windowCalls++;
-        if (status >= 500) errors5xx++;
+        if (status >= 500) {
+          errors5xx++;
+        }
       },
     },
   );
@@ -213,7 +219,9 @@ async function phase(name, servers, redisPid, options) {
       ...options,
       onResponse: (status) => {
         calls++;
-        if (status !== 200) failed++;
+        if (status !== 200) {
+          failed++;
+        }
       },
     },
   );

@@ -159,22 +159,32 @@ export class RedisChallengeStore implements ChallengeStore {
         JSON.stringify(data),
       );
     } catch (error) {
-      if (isOutOfMemory(error)) throw new ChallengeStoreFullError(5_000, this.bounds.maxChallenges);
+      if (isOutOfMemory(error)) {
+        throw new ChallengeStoreFullError(5_000, this.bounds.maxChallenges);
+      }
       throw error;
     }
     const [outcome, retryMs] = answer as [string, string];
-    if (outcome === "full") throw new ChallengeStoreFullError(Number(retryMs), this.bounds.maxChallenges);
+    if (outcome === "full") {
+      throw new ChallengeStoreFullError(Number(retryMs), this.bounds.maxChallenges);
+    }
     // The local clock, as \`get\` reads expiries: Redis's clock only orders things inside Redis.
     return { owner, scopes, status: "pending", expiresAt: Date.now() + this.bounds.ttlMs, data };
   }
 
   async get(id: string): Promise<StoredChallenge | undefined> {
     const answer = await this.connection.script("challenge_get", 1, GET, this.keyOf(id));
-    if (!answer) return undefined;
+    if (!answer) {
+      return undefined;
+    }
     const [flat, pttl] = answer as [string[], number];
     const fields: Record<string, string> = {};
-    for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i] as string] = flat[i + 1] as string;
-    if (fields.o === undefined || fields.s === undefined || pttl <= 0) return undefined;
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      fields[flat[i] as string] = flat[i + 1] as string;
+    }
+    if (fields.o === undefined || fields.s === undefined || pttl <= 0) {
+      return undefined;
+    }
     return {
       owner: parseStored<TokenOwner>(fields.o),
       scopes: parseStored<string[]>(fields.p ?? "[]"),
@@ -191,6 +201,8 @@ export class RedisChallengeStore implements ChallengeStore {
 
   /** Closes the connection when it is this store's own (not one shared through {@link createRedisState}). */
   async close(): Promise<void> {
-    if (this.ownsConnection) await this.connection.close();
+    if (this.ownsConnection) {
+      await this.connection.close();
+    }
   }
 }

@@ -131,9 +131,15 @@ export class RedisConnection {
 
   /** Resolves once `client` can take commands; fails after `timeoutMs` (default `readyTimeoutMs`), or at once when closed. */
   async ready(client: Redis = this.client, timeoutMs = this.readyTimeoutMs): Promise<void> {
-    if (client.status === "ready") return;
-    if (this.closed || client.status === "end") throw new RedisUnavailableError("The Redis connection is closed");
-    if (client.status === "wait") client.connect().catch(() => {});
+    if (client.status === "ready") {
+      return;
+    }
+    if (this.closed || client.status === "end") {
+      throw new RedisUnavailableError("The Redis connection is closed");
+    }
+    if (client.status === "wait") {
+      client.connect().catch(() => {});
+    }
     // One listener per client however many callers wait, so an outage under load adds no listeners.
     let wait = this.readyWaits.get(client);
     if (!wait) {
@@ -197,7 +203,9 @@ export class RedisConnection {
       try {
         return await client.evalsha(known, keys, ...args);
       } catch (error) {
-        if (!(error instanceof Error && error.message.startsWith("NOSCRIPT"))) throw error;
+        if (!(error instanceof Error && error.message.startsWith("NOSCRIPT"))) {
+          throw error;
+        }
         return client.eval(lua, keys, ...args);
       }
     });
@@ -209,16 +217,22 @@ export class RedisConnection {
    * CONFIG is not allowed (an ACL user, a managed Redis): then nothing is reported.
    */
   checkEvictionPolicy(): Promise<string | null> {
-    if (this.evictionPolicy) return this.evictionPolicy;
+    if (this.evictionPolicy) {
+      return this.evictionPolicy;
+    }
     const check = this.run((client) => client.config("GET", "maxmemory-policy")).then(
       (reply) => {
         const policy = Array.isArray(reply) && typeof reply[1] === "string" ? reply[1] : null;
-        if (policy !== null && policy !== "noeviction") this.onError(new RedisEvictionPolicyWarning(policy));
+        if (policy !== null && policy !== "noeviction") {
+          this.onError(new RedisEvictionPolicyWarning(policy));
+        }
         return policy;
       },
       (error: unknown) => {
         // Refused (an ACL without CONFIG, a renamed command): give up quietly. Not connected: try at the next "ready".
-        if (error instanceof Error && /\bNOPERM\b|\bERR\b/.test(error.message)) return null;
+        if (error instanceof Error && /\bNOPERM\b|\bERR\b/.test(error.message)) {
+          return null;
+        }
         this.evictionPolicy = undefined;
         throw error;
       },
@@ -229,7 +243,9 @@ export class RedisConnection {
 
   /** Runs {@link checkEvictionPolicy} as soon as the client is ready, now or after it connects. */
   watchEvictionPolicy(): void {
-    if (this.policyListener || this.closed) return;
+    if (this.policyListener || this.closed) {
+      return;
+    }
     const attempt = () => {
       this.checkEvictionPolicy().then(
         () => this.stopWatchingPolicy(),
@@ -238,17 +254,23 @@ export class RedisConnection {
     };
     this.policyListener = attempt;
     this.client.on("ready", attempt);
-    if (this.client.status === "ready") attempt();
+    if (this.client.status === "ready") {
+      attempt();
+    }
   }
 
   private stopWatchingPolicy(): void {
-    if (this.policyListener) this.client.off("ready", this.policyListener);
+    if (this.policyListener) {
+      this.client.off("ready", this.policyListener);
+    }
     this.policyListener = undefined;
   }
 
   /** The connection for SUBSCRIBE (one in subscriber mode takes no other commands), made on first use and ready. */
   async subscriber(): Promise<Redis> {
-    if (this.closed) throw new RedisUnavailableError("The Redis connection is closed");
+    if (this.closed) {
+      throw new RedisUnavailableError("The Redis connection is closed");
+    }
     if (!this.subscriberClient) {
       // Not resubscribed by ioredis after a reconnect: the idempotency store does it, and reads its keys
       // only once Redis confirmed, so no message can fall between the read and the subscription.
@@ -262,15 +284,22 @@ export class RedisConnection {
 
   /** Closes the subscriber, and the client too when it was made here from a URL. */
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed) {
+      return;
+    }
     this.closed = true;
     this.stopWatchingPolicy();
     // A caller's client outlives this connection: take back the listener put on it.
-    if (!this.owned) this.client.off("error", this.errorListener);
+    if (!this.owned) {
+      this.client.off("error", this.errorListener);
+    }
     const quit = async (client: Redis) => {
       // QUIT waits for replies in flight; when Redis is down there is nothing to wait for.
-      if (client.status === "ready") await client.quit().catch(() => client.disconnect());
-      else client.disconnect();
+      if (client.status === "ready") {
+        await client.quit().catch(() => client.disconnect());
+      } else {
+        client.disconnect();
+      }
     };
     await Promise.all([
       this.subscriberClient ? quit(this.subscriberClient) : undefined,

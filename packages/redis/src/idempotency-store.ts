@@ -234,24 +234,36 @@ const RECORD_OVERHEAD_BYTES = 256;
 
 /** A record's hash, as HGETALL answers it inside a script (a flat list) or as a client (an object). */
 function toEntry(fields: Record<string, string>): IdempotencyEntry | undefined {
-  if (fields.f === undefined) return undefined;
+  if (fields.f === undefined) {
+    return undefined;
+  }
   const entry: IdempotencyEntry = { fingerprint: fields.f };
-  if (fields.r !== undefined) entry.response = parseStored<CallToolResponse>(fields.r);
-  if (fields.a === "1") entry.abandoned = true;
+  if (fields.r !== undefined) {
+    entry.response = parseStored<CallToolResponse>(fields.r);
+  }
+  if (fields.a === "1") {
+    entry.abandoned = true;
+  }
   return entry;
 }
 
 function pairs(flat: unknown): Record<string, string> {
   const fields: Record<string, string> = {};
-  if (!Array.isArray(flat)) return fields;
-  for (let i = 0; i + 1 < flat.length; i += 2) fields[String(flat[i])] = String(flat[i + 1]);
+  if (!Array.isArray(flat)) {
+    return fields;
+  }
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    fields[String(flat[i])] = String(flat[i + 1]);
+  }
   return fields;
 }
 
 /** A "freed, with a response for the waiters" message (see above), or undefined for any other (or a corrupt one). */
 function releasedIn(message: string): { fingerprint: string; response: CallToolResponse } | undefined {
   const found = /^R(\d+):/.exec(message);
-  if (!found?.[1]) return undefined;
+  if (!found?.[1]) {
+    return undefined;
+  }
   // The length is Lua's, in bytes.
   const rest = Buffer.from(message.slice(found[0].length));
   const length = Number(found[1]);
@@ -350,12 +362,18 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         RECORD_OVERHEAD_BYTES,
       );
     } catch (error) {
-      if (isOutOfMemory(error)) throw new IdempotencyStoreFullError(this.fullRetryAfterMs);
+      if (isOutOfMemory(error)) {
+        throw new IdempotencyStoreFullError(this.fullRetryAfterMs);
+      }
       throw error;
     }
-    if (!Array.isArray(answer)) return undefined;
+    if (!Array.isArray(answer)) {
+      return undefined;
+    }
     const [outcome, detail] = answer as [string, unknown];
-    if (outcome === "full") throw new IdempotencyStoreFullError(Math.max(1_000, Number(detail)));
+    if (outcome === "full") {
+      throw new IdempotencyStoreFullError(Math.max(1_000, Number(detail)));
+    }
     return toEntry(pairs(detail));
   }
 
@@ -416,7 +434,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     let published = "";
     if (response !== undefined) {
       const json = JSON.stringify(response);
-      if (Buffer.byteLength(json) <= this.maxPublishedResponseBytes) published = json;
+      if (Buffer.byteLength(json) <= this.maxPublishedResponseBytes) {
+        published = json;
+      }
     }
     await this.connection.script("release", 5, RELEASE, ...this.keysOf(key), "", published);
   }
@@ -437,7 +457,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     return new Promise<IdempotencyEntry | undefined>((resolve, reject) => {
       let done = false;
       const finish = (outcome: () => void) => {
-        if (done) return;
+        if (done) {
+          return;
+        }
         done = true;
         clearTimeout(timer);
         const held = this.channels.get(channel);
@@ -453,7 +475,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           this.get(key).then(
             (entry) => {
               if (entry && entry.fingerprint === fingerprint) {
-                if (entry.response || entry.abandoned) finish(() => resolve(entry));
+                if (entry.response || entry.abandoned) {
+                  finish(() => resolve(entry));
+                }
                 return;
               }
               // Freed: if that was a release with a response, its message was published before this
@@ -497,21 +521,33 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       this.listening = subscriber;
       subscriber.on("message", (channel: string, message: string) => {
         const waiters = this.channels.get(channel)?.waiters;
-        if (!waiters?.size) return;
+        if (!waiters?.size) {
+          return;
+        }
         const released = releasedIn(message);
-        for (const waiter of waiters) waiter.notify(released);
+        for (const waiter of waiters) {
+          waiter.notify(released);
+        }
       });
       // Messages published while the connection was down are lost. After a reconnect (ioredis does not
       // resubscribe: autoResubscribe is off) the channels are subscribed again, and only once Redis
       // confirmed does every waiter read its key: a change after that read is sure to be published to it.
       subscriber.on("ready", () => {
         const names = [...this.channels.keys()];
-        if (names.length === 0) return;
+        if (names.length === 0) {
+          return;
+        }
         const subscribed = subscriber.subscribe(...names);
-        for (const held of this.channels.values()) held.subscribed = subscribed;
+        for (const held of this.channels.values()) {
+          held.subscribed = subscribed;
+        }
         subscribed.then(
           () => {
-            for (const held of this.channels.values()) for (const waiter of held.waiters) waiter.check();
+            for (const held of this.channels.values()) {
+              for (const waiter of held.waiters) {
+                waiter.check();
+              }
+            }
           },
           // The connection dropped again: its next "ready" subscribes again. Waiters end at their maxMs at worst.
           () => {},
@@ -523,6 +559,8 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   /** Closes the connection when it is this store's own (not one shared through {@link createRedisState}). */
   async close(): Promise<void> {
-    if (this.ownsConnection) await this.connection.close();
+    if (this.ownsConnection) {
+      await this.connection.close();
+    }
   }
 }

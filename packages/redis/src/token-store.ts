@@ -35,10 +35,14 @@ export class RedisTokenStore implements TokenStore {
 
   async get(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined> {
     const raw = await this.connection.run((client) => client.get(this.keyOf(owner, providerId)));
-    if (raw === null) return undefined;
+    if (raw === null) {
+      return undefined;
+    }
     const token = parseStored<StoredToken>(raw);
     // The TTL is rounded up to whole milliseconds by Redis; the expiry itself is exact.
-    if (token.expiresAt !== undefined && token.expiresAt <= Date.now()) return undefined;
+    if (token.expiresAt !== undefined && token.expiresAt <= Date.now()) {
+      return undefined;
+    }
     return token;
   }
 
@@ -50,7 +54,9 @@ export class RedisTokenStore implements TokenStore {
       return;
     }
     const value: StoredToken = { token: token.token, scopes: [...token.scopes] };
-    if (token.expiresAt !== undefined) value.expiresAt = token.expiresAt;
+    if (token.expiresAt !== undefined) {
+      value.expiresAt = token.expiresAt;
+    }
     await this.connection.run((client) => client.set(key, JSON.stringify(value), "PX", Math.ceil(ttlMs)));
   }
 
@@ -60,6 +66,8 @@ export class RedisTokenStore implements TokenStore {
 
   /** Closes the connection when it is this store's own (not one shared through {@link createRedisState}). */
   async close(): Promise<void> {
-    if (this.ownsConnection) await this.connection.close();
+    if (this.ownsConnection) {
+      await this.connection.close();
+    }
   }
 }

@@ -104,14 +104,18 @@ describe("RedisChallengeStore", () => {
       expect((await a.get(b1))?.status).toBe("pending");
       // However many more a starts, from either connection, it holds 3 and the total never fills for b.
       const more = Array.from({ length: 60 }, () => id());
-      for (const [i, c] of more.entries()) await [a, b][i % 2]?.add(c, { owner: owner(`v${i}`, "a"), scopes: [] });
+      for (const [i, c] of more.entries()) {
+        await [a, b][i % 2]?.add(c, { owner: owner(`v${i}`, "a"), scopes: [] });
+      }
       const keyPrefix = a.keyOf("").split("challenge:")[0];
       expect(await admin.zcard(`${keyPrefix}challenges`)).toBe(4);
       expect(await admin.zcard(`${keyPrefix}challenge-principal:a`)).toBe(3);
       const [b2, b3, b4] = [id(), id(), id()];
       await a.add(b2, { owner: owner("u2", "b"), scopes: [] });
       await b.add(b3, { owner: owner("u3", "b"), scopes: [] });
-      for (const c of [...more.slice(-3), b1, b2, b3]) expect((await a.get(c))?.status).toBe("pending");
+      for (const c of [...more.slice(-3), b1, b2, b3]) {
+        expect((await a.get(c))?.status).toBe("pending");
+      }
       // b at its cap too: its own oldest goes, never a's.
       await a.add(b4, { owner: owner("u4", "b"), scopes: [] });
       expect(await b.get(b1)).toBeUndefined();
@@ -213,7 +217,9 @@ describe("RedisChallengeStore", () => {
     expect(await a.get(c)).toMatchObject({ owner: owner("bob"), scopes: ["two"] });
     const keys = await admin.keys(`${a.keyOf("").split("challenge:")[0]}*`);
     expect(keys.length).toBeGreaterThan(0);
-    for (const key of keys) expect(await admin.pttl(key)).toBeGreaterThan(0);
+    for (const key of keys) {
+      expect(await admin.pttl(key)).toBeGreaterThan(0);
+    }
   });
 
   it("never shortens the shared index's TTL: an instance with a shorter ttlMs leaves the longer one", async () => {
@@ -261,7 +267,9 @@ describe("RedisChallengeStore", () => {
       await a.add(replacement, { owner: owner("\ufffd", "jwt:\udfff"), scopes: [] });
       expect(await b.get(lone)).toMatchObject({ owner: owner("\ud800", "jwt:\udfff"), status: "pending" });
       // Three owners, not one: the per-owner cap of 1 dropped none of them.
-      for (const c of [lone, other, replacement]) expect((await b.get(c))?.status).toBe("pending");
+      for (const c of [lone, other, replacement]) {
+        expect((await b.get(c))?.status).toBe("pending");
+      }
       expect(await b.decide(lone, "completed")).toBe("completed");
       expect((await a.get(other))?.status).toBe("pending");
       expect(new Set([lone, other, replacement].map((c) => a.keyOf(c))).size).toBe(3);

@@ -204,7 +204,9 @@ describe("RedisIdempotencyStore", () => {
     const waiters = [b.waitFor(k, "fp", 15_000), b.waitFor(k, "fp", 15_000), c.waitFor(k, "fp", 15_000)];
     await new Promise((resolve) => setTimeout(resolve, 100));
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, 7) }, 60_000);
-    for (const entry of await Promise.all(waiters)) expect(entry?.response).toEqual(ok(k.callId, 7));
+    for (const entry of await Promise.all(waiters)) {
+      expect(entry?.response).toEqual(ok(k.callId, 7));
+    }
   });
 
   it("refuses a claim with IdempotencyStoreFullError when Redis is at maxmemory", async () => {
@@ -237,7 +239,9 @@ describe("RedisIdempotencyStore while Redis is down", () => {
       const failures = await Promise.all(
         Array.from({ length: 20 }, () => a.claim(key(), "fp", 10_000).catch((error: unknown) => error)),
       );
-      for (const failure of failures) expect(failure).toBeInstanceOf(RedisUnavailableError);
+      for (const failure of failures) {
+        expect(failure).toBeInstanceOf(RedisUnavailableError);
+      }
       expect(Date.now() - started).toBeLessThan(5_000);
       await own.start();
       // The restarted Redis lost the key: once the subscriber is back the waiter reads it again and sees
@@ -337,17 +341,23 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
   it("refuses a principal whose running calls fill its entries quota, and never touches another principal's", async () => {
     const a = store({ maxEntriesPerPrincipal: 3 });
     const others = [key("modest"), key("modest")];
-    for (const k of others) await a.claim(k, "fp", 10_000);
+    for (const k of others) {
+      await a.claim(k, "fp", 10_000);
+    }
     await a.complete(others[0] ?? key(), { fingerprint: "fp", response: ok("m", 0) }, 60_000);
     const running = [key("greedy"), key("greedy"), key("greedy")];
-    for (const k of running) expect(await a.claim(k, "fp", 10_000)).toBeUndefined();
+    for (const k of running) {
+      expect(await a.claim(k, "fp", 10_000)).toBeUndefined();
+    }
     const refused = await a.claim(key("greedy"), "fp", 10_000).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(IdempotencyStoreFullError);
     // About when the oldest of its running claims lapses: their 10 s.
     expect((refused as IdempotencyStoreFullError).retryAfterMs).toBeGreaterThan(5_000);
     expect((refused as IdempotencyStoreFullError).retryAfterMs).toBeLessThanOrEqual(10_000);
     // Refused, not evicted: its running calls and the other principal's records are all still there.
-    for (const k of [...running, ...others]) expect(await a.get(k)).toBeDefined();
+    for (const k of [...running, ...others]) {
+      expect(await a.get(k)).toBeDefined();
+    }
     // Another principal on the same store still claims.
     expect(await a.claim(key("modest"), "fp", 10_000)).toBeUndefined();
     // A replay of a held key is not a new key: still answered.
@@ -357,7 +367,9 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
   it("drops the principal's own oldest finished records past its entries quota, never a running one", async () => {
     const a = store({ maxEntriesPerPrincipal: 3 });
     const [oldest, newer, running] = [key("busy"), key("busy"), key("busy")];
-    for (const k of [oldest, newer, running]) await a.claim(k, "fp", 10_000);
+    for (const k of [oldest, newer, running]) {
+      await a.claim(k, "fp", 10_000);
+    }
     await a.complete(oldest, { fingerprint: "fp", response: ok(oldest.callId, 1) }, 60_000);
     await a.complete(newer, { fingerprint: "fp", response: ok(newer.callId, 2) }, 60_000);
     const bystander = key("bystander");
@@ -396,7 +408,9 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
 
   it("frees the room of lapsed claims on the next claim", async () => {
     const a = store({ maxEntriesPerPrincipal: 2 });
-    for (let i = 0; i < 2; i++) await a.claim(key("lapsing"), "fp", 1_000);
+    for (let i = 0; i < 2; i++) {
+      await a.claim(key("lapsing"), "fp", 1_000);
+    }
     await expect(a.claim(key("lapsing"), "fp", 1_000)).rejects.toBeInstanceOf(IdempotencyStoreFullError);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(await a.claim(key("lapsing"), "fp", 10_000)).toBeUndefined();
@@ -407,11 +421,15 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
     const a = store();
     const principal = `tidy-${next}`;
     const keys = [key(principal), key(principal)];
-    for (const k of keys) await a.claim(k, "fp", 10_000);
+    for (const k of keys) {
+      await a.claim(k, "fp", 10_000);
+    }
     const bytesKey = a.keyOf(keys[0] ?? key()).replace(/idem:([^:]+):.*$/, "idem-bytes:$1");
     expect(Number(await admin.get(bytesKey))).toBeGreaterThan(0);
     expect(await admin.pttl(bytesKey)).toBeGreaterThan(5_000);
-    for (const k of keys) await a.release(k);
+    for (const k of keys) {
+      await a.release(k);
+    }
     expect(
       await admin.exists(
         bytesKey,

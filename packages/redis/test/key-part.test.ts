@@ -34,10 +34,13 @@ describe("keyPart", () => {
       const wrong: string[] = [];
       for (const part of samples()) {
         const encoded = keyPart(part);
-        if (!/^[\x21-\x39\x3b-\x7e]*$/.test(encoded)) wrong.push(`${JSON.stringify(part)} gives ${encoded}`);
+        if (!/^[\x21-\x39\x3b-\x7e]*$/.test(encoded)) {
+          wrong.push(`${JSON.stringify(part)} gives ${encoded}`);
+        }
         const earlier = seen.get(encoded);
-        if (earlier !== undefined && earlier !== part)
+        if (earlier !== undefined && earlier !== part) {
           wrong.push(`${JSON.stringify(earlier)} and ${JSON.stringify(part)} share ${encoded}`);
+        }
         seen.set(encoded, part);
       }
       expect(wrong).toEqual([]);

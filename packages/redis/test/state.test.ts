@@ -91,7 +91,9 @@ describe("createRedisState", () => {
     unreachable.on("error", () => {});
     const baseline = { ready: unreachable.listenerCount("ready"), end: unreachable.listenerCount("end") };
     const stranded = createRedisState(unreachable, { readyTimeoutMs: 100 });
-    for (let i = 0; i < 3; i++) await expect(stranded.ready(100)).rejects.toBeInstanceOf(RedisUnavailableError);
+    for (let i = 0; i < 3; i++) {
+      await expect(stranded.ready(100)).rejects.toBeInstanceOf(RedisUnavailableError);
+    }
     expect(unreachable.listenerCount("ready")).toBeGreaterThan(baseline.ready);
     // ioredis gives up after its retries: the wait for "ready" goes with the client, before any close.
     await expect.poll(() => unreachable.status, { timeout: 5_000 }).toBe("end");

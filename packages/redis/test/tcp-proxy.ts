@@ -36,7 +36,9 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
     let subscribed = false;
     let delivered = Promise.resolve();
     client.on("data", (chunk: Buffer) => {
-      if (/\r\nsubscribe\r\n/i.test(chunk.toString("latin1"))) subscribed = true;
+      if (/\r\nsubscribe\r\n/i.test(chunk.toString("latin1"))) {
+        subscribed = true;
+      }
       // RESP sends the command name as a bulk string: "$9\r\nsubscribe\r\n" (any case).
       if (holding && (blocked || /\r\nsubscribe\r\n/i.test(chunk.toString("latin1")))) {
         blocked = true;
@@ -50,8 +52,12 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
       const delay = subscribed ? replyDelayMs : 0;
       // Chained, so chunks keep their order even when the delay changes.
       delivered = delivered.then(async () => {
-        if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-        if (!client.destroyed) client.write(chunk);
+        if (delay > 0) {
+          await new Promise((resolve) => setTimeout(resolve, delay));
+        }
+        if (!client.destroyed) {
+          client.write(chunk);
+        }
       });
     });
     const end = () => {
@@ -84,14 +90,18 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
       holding = false;
       const sends = held;
       held = [];
-      for (const send of sends) send();
+      for (const send of sends) {
+        send();
+      }
     },
     delaySubscriberReplies: (ms) => {
       replyDelayMs = ms;
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
+        for (const socket of sockets) {
+          socket.destroy();
+        }
         server.close(() => resolve());
       }),
   };

@@ -251,7 +251,9 @@ class FlakyIdempotencyStore implements IdempotencyStore {
   down = false;
   private readonly inner = new MemoryIdempotencyStore();
   private check() {
-    if (this.down) throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    if (this.down) {
+      throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    }
   }
   async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number) {
     this.check();
@@ -283,7 +285,9 @@ class FlakyIdempotencyStore implements IdempotencyStore {
 class FlakyTokenStore extends MemoryTokenStore {
   down = false;
   override async get(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined> {
-    if (this.down) throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    if (this.down) {
+      throw new Error("connect ECONNREFUSED 127.0.0.1:6379");
+    }
     return super.get(owner, providerId);
   }
 }
@@ -398,8 +402,12 @@ describe("what both adapters judge the same way", () => {
         // A page that would answer a protocol route: it must never get the chance.
         async (request: Request) => {
           const { pathname } = new URL(request.url);
-          if (pathname === "/tools") return new Response("shadowed");
-          if (pathname === "/async-failure") throw new Error("an async page bug at /secret/x.ts:1");
+          if (pathname === "/tools") {
+            return new Response("shadowed");
+          }
+          if (pathname === "/async-failure") {
+            throw new Error("an async page bug at /secret/x.ts:1");
+          }
           return undefined;
         },
       ],

@@ -193,7 +193,9 @@ describe("the draft envelope (docs/protocol.md 3.2)", () => {
     "accepts $schema %s and answers in the envelope",
     async (schema) => {
       const body: Record<string, unknown> = { request: { tool_id: "Calculator.Add", input: { a: 1, b: 2 } } };
-      if (schema !== undefined) body.$schema = schema;
+      if (schema !== undefined) {
+        body.$schema = schema;
+      }
       const reply = await callTool(server.baseUrl, body);
       expect(reply.status, reply.text).toBe(200);
       expectSchema("CallToolResultEnvelope", reply.body);

@@ -32,7 +32,9 @@ function callFrom(
           const text = Buffer.concat(chunks).toString("utf8");
           const replyHeaders = new Headers();
           for (const [name, value] of Object.entries(res.headers)) {
-            if (typeof value === "string") replyHeaders.set(name, value);
+            if (typeof value === "string") {
+              replyHeaders.set(name, value);
+            }
           }
           resolve({
             status: res.statusCode ?? 0,
@@ -52,7 +54,9 @@ function callFrom(
 /** An input object with `count` keys besides `a` and `b`. */
 function wideInput(count: number): Record<string, number> {
   const input: Record<string, number> = { a: 1, b: 2 };
-  for (let i = 0; i < count; i++) input[`k${i}`] = i;
+  for (let i = 0; i < count; i++) {
+    input[`k${i}`] = i;
+  }
   return input;
 }
 
@@ -115,7 +119,9 @@ function hangingCall(baseUrl: string, body: unknown, from = "127.0.0.2"): Socket
 async function until(check: () => boolean, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!check()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
+    if (Date.now() > deadline) {
+      throw new Error("timed out waiting");
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -198,10 +204,14 @@ describe("finding 2: one client cannot starve the rest", () => {
         expect((await nudge(server.url)).status).toBe(200);
         const reply = await callFrom("127.0.0.2", server.url, hostile);
         seen.push(reply.status);
-        if (reply.status === 429) refused = reply;
+        if (reply.status === 429) {
+          refused = reply;
+        }
       }
       expect(refused, `statuses: ${seen.join(",")}`).toBeDefined();
-      if (!refused) return;
+      if (!refused) {
+        return;
+      }
       expectError(refused, 429);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
       expect(refused.connection).toBe("close");
@@ -284,7 +294,9 @@ describe("finding 2: one client cannot starve the rest", () => {
       const server = await serve({ tools: testTools({ value: 0 }), fairness: { share: 0.02, burstMs: 10 } });
       const hostile = { tool_id: "Calculator.Add", input: wideInput(9_000) };
       // Far past its share, but nobody else is calling: a batch job against a private server is not throttled.
-      for (let i = 0; i < 30; i++) expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+      for (let i = 0; i < 30; i++) {
+        expect((await callFrom("127.0.0.2", server.url, hostile)).status).toBe(422);
+      }
       expect((await nudge(server.url)).status).toBe(200);
       const refused = await callFrom("127.0.0.2", server.url, hostile);
       expectError(refused, 429);
@@ -306,7 +318,9 @@ describe("finding 2: one client cannot starve the rest", () => {
       });
       const statuses = new Set<number>();
       for (let i = 0; i < 300; i++) {
-        if (i % 10 === 0) await nudge(server.url);
+        if (i % 10 === 0) {
+          await nudge(server.url);
+        }
         statuses.add(
           (await callFrom("127.0.0.2", server.url, { tool_id: "Calculator.Add", input: { a: i, b: 1 } })).status,
         );
@@ -331,7 +345,9 @@ describe("finding 4: runs do not outlive their connections", () => {
     const server = await serve({ tools: [waiter(counts)] });
     const sockets = Array.from({ length: 40 }, () => hangingCall(server.url, { tool_id: "Slow.Wait" }));
     await until(() => counts.started === 40);
-    for (const socket of sockets) socket.destroy();
+    for (const socket of sockets) {
+      socket.destroy();
+    }
     await until(() => counts.aborted === 40, 3_000);
     expect(counts.finished).toBe(0);
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
@@ -347,7 +363,9 @@ describe("finding 4: runs do not outlive their connections", () => {
         hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` }),
       );
       await until(() => counts.started === 5);
-      for (const socket of sockets) socket.destroy();
+      for (const socket of sockets) {
+        socket.destroy();
+      }
       await until(() => counts.finished === 5, 3_000);
       expect(counts.aborted).toBe(0);
       for (let i = 0; i < 5; i++) {
@@ -374,7 +392,9 @@ describe("finding 4: runs do not outlive their connections", () => {
         hangingCall(server.url, { tool_id: "Slow.Wait", call_id: `held-${i}` }, "127.0.0.2"),
       );
       await until(() => counts.started === 3);
-      for (const socket of orphans) socket.destroy();
+      for (const socket of orphans) {
+        socket.destroy();
+      }
       const mine = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: "one-more" });
       expectError(mine, 429);
       expect(mine.headers.get("retry-after")).toBe("1");
@@ -386,7 +406,9 @@ describe("finding 4: runs do not outlive their connections", () => {
       const full = await callFrom("127.0.0.4", server.url, { tool_id: "Slow.Wait" });
       expectError(full, 503);
       expect(full.headers.get("retry-after")).toBe("1");
-      for (const socket of others) socket.destroy();
+      for (const socket of others) {
+        socket.destroy();
+      }
       await until(() => counts.aborted === 2);
       // A run's slot is freed when it ends: the other client is served again.
       expect(

@@ -77,7 +77,9 @@ describe("bodies and clients", () => {
         controller.enqueue(
           new TextEncoder().encode(`{"tool_id":"Calculator.Add","input":{"a":1,"b":2},"pad":"${"x".repeat(600)}`),
         );
-        if (pulled > 50) controller.close();
+        if (pulled > 50) {
+          controller.close();
+        }
       },
     });
     const answer = await handler(

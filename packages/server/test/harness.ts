@@ -52,11 +52,14 @@ export function makeServer(serverOptions: ServerOptions): OxpApp | OxpHandler {
   // The fair-share budget meters wall-clock time: on a test machine running every suite at once, a few calls (the
   // first ones pay for compiling validators) can pass it. Tests of the budget (test/fair-share.test.ts) set it.
   const options: ServerOptions = { fairness: false, ...serverOptions };
-  if (ADAPTER === "express") return createServer(options);
+  if (ADAPTER === "express") {
+    return createServer(options);
+  }
   if (ADAPTER === "fetch") {
     const { nodePages, ...rest } = options;
-    if (nodePages)
+    if (nodePages) {
       throw new Error("the fetch adapter serves fetch pages only: this test belongs in vitest.config.ts's ONCE list");
+    }
     return fetchListener(createFetchHandler(rest));
   }
   // Pages written node-style (no Express API) serve on both adapters.

@@ -92,7 +92,9 @@ describe("a server on loopback, by default", () => {
     );
     let answer = "";
     socket.setEncoding("latin1");
-    for await (const chunk of socket) answer += chunk;
+    for await (const chunk of socket) {
+      answer += chunk;
+    }
     expect([...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => match[1])).toEqual(["200", "400"]);
   });
 });

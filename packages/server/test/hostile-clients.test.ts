@@ -26,7 +26,9 @@ async function flood(count: number, concurrency: number, make: (index: number) =
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < count) statuses.push((await make(next++)).status);
+      while (next < count) {
+        statuses.push((await make(next++)).status);
+      }
     }),
   );
   return statuses;
@@ -235,7 +237,9 @@ describe("finding 3: nobody acts for another principal's user", () => {
     expect(raw).not.toContain("undefined");
     // A fetch host makes a URL of the request before the handler sees it, and refuses one without a Host (Node's
     // bridge here; Bun and Deno alike): no challenge is started, so no link is built from anything.
-    if (ADAPTER === "fetch") return;
+    if (ADAPTER === "fetch") {
+      return;
+    }
     expect(raw).toContain(`"url":"http://127.0.0.1:${port}${TEST_CONSENT_PATH}/`);
   });
 });
@@ -302,7 +306,9 @@ describe("finding 5: flooding the call_id store", () => {
         expect(first.body).toMatchObject({ success: true, value: 1 });
         const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
         const firstGate = callTool(running.url, held, keyOne);
-        while (gateRuns === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+        while (gateRuns === 0) {
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
 
         const statuses = await flood(QUOTA + 200, 16, (index) =>
           callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),

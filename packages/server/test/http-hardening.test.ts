@@ -119,13 +119,17 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
 
   verifies("limits.client-error-json", "431 for 1,500 headers (over Node's 16 KB of headers)", async () => {
     let headers = "";
-    for (let i = 0; i < 1_500; i++) headers += `X-Header-${String(i).padStart(4, "0")}: some value\r\n`;
+    for (let i = 0; i < 1_500; i++) {
+      headers += `X-Header-${String(i).padStart(4, "0")}: some value\r\n`;
+    }
     expectRawError(await exchange(server.baseUrl, get("/health", headers)), 431);
   });
 
   it("passes 1,500 tiny headers that fit in 16 KB on to the app, which answers", async () => {
     let headers = "";
-    for (let i = 0; i < 1_500; i++) headers += `h${i}: v\r\n`;
+    for (let i = 0; i < 1_500; i++) {
+      headers += `h${i}: v\r\n`;
+    }
     const reply = await exchange(server.baseUrl, get("/health", `${headers}Connection: close\r\n`));
     expect(reply.status).toBe(200);
     expect(reply.headers["oxp-version"]).toBe("1.0");
@@ -155,7 +159,9 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
     socket.write(
       `POST /tools/call HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
     );
-    while (!text.includes("\r\n\r\n")) await once(socket, "data");
+    while (!text.includes("\r\n\r\n")) {
+      await once(socket, "data");
+    }
     expect(text).toMatch(/^HTTP\/1\.1 100 Continue\r\n/);
     socket.write(body);
     await once(socket, "end");
@@ -257,7 +263,9 @@ describe("the connection cap", () => {
       const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
       const held: Socket[] = [];
       try {
-        for (let i = 0; i < 5; i++) held.push(await open(server.baseUrl));
+        for (let i = 0; i < 5; i++) {
+          held.push(await open(server.baseUrl));
+        }
         const sixth = await exchange(server.baseUrl, get("/health"), 2_000);
         expect(sixth.text).toBe("");
         expect(sixth.elapsed).toBeLessThan(1_000);
@@ -270,10 +278,14 @@ describe("the connection cap", () => {
           text += chunk;
         });
         first.write(get("/health"));
-        while (!text.includes('"status"') && !text.includes("}")) await once(first, "data");
+        while (!text.includes('"status"') && !text.includes("}")) {
+          await once(first, "data");
+        }
         expect(parseRaw(text, 0).status).toBe(200);
 
-        for (const socket of held.splice(0)) socket.destroy();
+        for (const socket of held.splice(0)) {
+          socket.destroy();
+        }
         let reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
         for (let tries = 0; reply.status !== 200 && tries < 20; tries++) {
           await new Promise((resolve) => setTimeout(resolve, 25));
@@ -281,7 +293,9 @@ describe("the connection cap", () => {
         }
         expect(reply.status).toBe(200);
       } finally {
-        for (const socket of held) socket.destroy();
+        for (const socket of held) {
+          socket.destroy();
+        }
         await server.close();
       }
     },
@@ -295,7 +309,9 @@ describe("shutdown past the drain deadline", () => {
     async () => {
       const server = await startServer({}, { drainTimeoutMs: 200 });
       const lookup = server.app.oxp.core.registry.lookup("System.Sleep");
-      if (!lookup.found) throw new Error("the test catalog has no System.Sleep");
+      if (!lookup.found) {
+        throw new Error("the test catalog has no System.Sleep");
+      }
       const tool = lookup.registered.tool;
       const run = tool.run;
       const signals: AbortSignal[] = [];
@@ -305,7 +321,9 @@ describe("shutdown past the drain deadline", () => {
       };
 
       const call = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 10_000 } });
-      while (signals.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      while (signals.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       const started = Date.now();
       await server.close();
       expect(Date.now() - started).toBeLessThan(1_500);

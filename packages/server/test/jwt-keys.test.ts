@@ -219,7 +219,9 @@ describe("key rotation", () => {
         rotating.keys = [newKey.jwk];
         expect((await tools(server, await sign(newKey))).status).toBe(200);
         expect(rotating.hits).toBe(2);
-        for (let i = 0; i < 5; i++) expect((await tools(server, await sign(newKey))).status).toBe(200);
+        for (let i = 0; i < 5; i++) {
+          expect((await tools(server, await sign(newKey))).status).toBe(200);
+        }
         expect(rotating.hits).toBe(2);
 
         expectUnauthorized(await tools(server, await sign(oldKey)));
@@ -255,8 +257,11 @@ describe("a key set the server cannot read", () => {
       broken = await new KeySetServer().start();
       broken.keys = [rsa.jwk];
       const url = broken.url;
-      if (mode === "closed") await broken.close();
-      else broken.mode = mode;
+      if (mode === "closed") {
+        await broken.close();
+      } else {
+        broken.mode = mode;
+      }
       server = await startServer({ auth: { jwt: { jwksUrl: url, issuer: ISSUER, jwksTimeoutMs: 500 } } });
       const token = await sign(rsa);
       const started = Date.now();
@@ -267,7 +272,9 @@ describe("a key set the server cannot read", () => {
       const hits = broken.hits;
       expect(hits).toBeLessThanOrEqual(1);
       // Within the pause, new tokens get the same answer and no fetch goes out.
-      for (let i = 0; i < 3; i++) expectError(await tools(server, await sign(rsa)), 503);
+      for (let i = 0; i < 3; i++) {
+        expectError(await tools(server, await sign(rsa)), 503);
+      }
       expect(broken.hits).toBe(hits);
       const warnings = server.logs().filter((line) => line.msg === "the JWT key set could not be fetched");
       expect(warnings).toHaveLength(1);

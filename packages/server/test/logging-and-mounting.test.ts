@@ -83,7 +83,9 @@ describe("logs", () => {
     await send(`${server.baseUrl}/tools`, { headers: { Authorization: `Bearer ${token}` } });
     const logs = server.rawLogs();
     expect(logs.length).toBeGreaterThan(0);
-    for (const value of [secret, token, API_KEY]) expect(logs).not.toContain(value);
+    for (const value of [secret, token, API_KEY]) {
+      expect(logs).not.toContain(value);
+    }
   });
 });
 

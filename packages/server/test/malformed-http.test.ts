@@ -175,11 +175,16 @@ describe("the server under malformed HTTP over raw sockets", () => {
   async function expectRefusal(request: Malformed): Promise<void> {
     const answer = await receive(port, Buffer.from(renderMalformed(request, host), "latin1"), false);
     const problems = [...oxpVersionProblems(answer), ...leaks(answer)];
-    if (answer.status < 400 || answer.status >= 500) problems.push(`status ${answer.status}, not 4xx`);
-    if (!isJson(header(answer, "content-type")))
+    if (answer.status < 400 || answer.status >= 500) {
+      problems.push(`status ${answer.status}, not 4xx`);
+    }
+    if (!isJson(header(answer, "content-type"))) {
       problems.push(`Content-Type ${header(answer, "content-type") ?? "absent"}, not JSON`);
+    }
     problems.push(...jsonErrorBodyProblems(answer));
-    if (problems.length > 0) throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
+    if (problems.length > 0) {
+      throw new Error(`${problems.join("; ")}\n  answer: ${describeAnswer(answer)}`);
+    }
   }
 
   verifies(

@@ -8,12 +8,16 @@ import { callTool, expectError, expectHealthy, send } from "./harness.js";
 import { testTools } from "./tools.js";
 
 const hello: PageHandler = (req, res, next) => {
-  if (req.url !== "/hello") return next();
+  if (req.url !== "/hello") {
+    return next();
+  }
   res.writeHead(200, { "Content-Type": "text/plain" });
   res.end("hello");
 };
 const broken: PageHandler = (req, _res, next) => {
-  if (req.url === "/broken") throw new Error("a page bug with a /secret/path.ts:12 in it");
+  if (req.url === "/broken") {
+    throw new Error("a page bug with a /secret/path.ts:12 in it");
+  }
   next();
 };
 const router = express.Router({ caseSensitive: true });

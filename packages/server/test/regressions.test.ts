@@ -66,7 +66,9 @@ describe("a standard output that is gone", () => {
   const children: ChildProcess[] = [];
   afterAll(async () => {
     for (const child of children) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        continue;
+      }
       child.kill("SIGKILL");
       await once(child, "exit");
     }
@@ -86,7 +88,9 @@ describe("a standard output that is gone", () => {
       child.stderr?.on("data", (chunk: string) => {
         output.stderr += chunk;
         const line = /^(http:\/\/\S+)\n/m.exec(output.stderr)?.[1];
-        if (line) resolve(line);
+        if (line) {
+          resolve(line);
+        }
       });
       child.once("exit", (code) =>
         reject(new Error(`the server exited (${code}) before listening:\n${output.stderr}`)),

@@ -50,7 +50,9 @@ function get(
 
 /** Whether the server closed a socket within `ms`. */
 async function closedWithin(socket: Socket, ms: number): Promise<boolean> {
-  if (socket.destroyed || socket.readableEnded) return true;
+  if (socket.destroyed || socket.readableEnded) {
+    return true;
+  }
   return Promise.race([once(socket, "close").then(() => true), sleep(ms).then(() => false)]);
 }
 
@@ -77,7 +79,11 @@ class Slowloris {
       let line = 0;
       this.ticker = setInterval(() => {
         line++;
-        for (const socket of this.sockets) if (socket.writable) socket.write(`X-Pad-${line}: 1\r\n`);
+        for (const socket of this.sockets) {
+          if (socket.writable) {
+            socket.write(`X-Pad-${line}: 1\r\n`);
+          }
+        }
       }, 200);
     }
     // In batches, as an attacker's connect() calls would land.
@@ -89,7 +95,9 @@ class Slowloris {
   private later(fn: () => void, ms: number): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      if (!this.stopped) fn();
+      if (!this.stopped) {
+        fn();
+      }
     }, ms);
     this.timers.add(timer);
   }
@@ -101,20 +109,25 @@ class Slowloris {
       this.sockets.add(socket);
       socket.on("error", () => {});
       socket.once("connect", () => {
-        if (this.mode === "trickle") socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n");
-        else
+        if (this.mode === "trickle") {
+          socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n");
+        } else {
           this.later(() => {
             ours = true;
             socket.destroy();
           }, 1_000);
+        }
         resolve();
       });
       socket.once("close", () => {
         this.sockets.delete(socket);
         resolve();
-        if (this.stopped) return;
-        if (ours) this.later(() => void this.open(), 0);
-        else {
+        if (this.stopped) {
+          return;
+        }
+        if (ours) {
+          this.later(() => void this.open(), 0);
+        } else {
           this.closedByServer++;
           this.later(() => void this.open(), 1_000);
         }
@@ -125,8 +138,12 @@ class Slowloris {
   stop(): void {
     this.stopped = true;
     clearInterval(this.ticker);
-    for (const timer of this.timers) clearTimeout(timer);
-    for (const socket of this.sockets) socket.destroy();
+    for (const timer of this.timers) {
+      clearTimeout(timer);
+    }
+    for (const socket of this.sockets) {
+      socket.destroy();
+    }
   }
 }
 
@@ -176,7 +193,9 @@ describe("the per-address allowances", () => {
   const running: Running[] = [];
   const sockets: Socket[] = [];
   afterEach(async () => {
-    for (const socket of sockets.splice(0)) socket.destroy();
+    for (const socket of sockets.splice(0)) {
+      socket.destroy();
+    }
     await Promise.all(running.splice(0).map((server) => server.close()));
   });
   const start = async (...args: Parameters<typeof startServer>) => {
@@ -198,7 +217,9 @@ describe("the per-address allowances", () => {
     async () => {
       // A page that takes 1.5 s to answer: a whole request the server is working on.
       const slowPage: PageHandler = (req, res, next) => {
-        if (req.url !== "/slow") return next();
+        if (req.url !== "/slow") {
+          return next();
+        }
         setTimeout(() => {
           res.writeHead(200, { "content-type": "application/json" });
           res.end("{}");
@@ -216,7 +237,9 @@ describe("the per-address allowances", () => {
       expect(await closedWithin(fifth, 1_000)).toBe(true);
       expect(await get(port, VICTIM)).toMatchObject({ status: 200 });
 
-      for (const reply of await Promise.all(slow)) expect(reply.status).toBe(200);
+      for (const reply of await Promise.all(slow)) {
+        expect(reply.status).toBe(200);
+      }
       expect(await get(port, ATTACKER)).toMatchObject({ status: 200 });
     },
   );
@@ -264,13 +287,17 @@ describe("the per-address allowances", () => {
       const server = await start({}, { maxPendingConnections: 6, maxPendingConnectionsPerAddress: 100 });
       const port = portOf(server);
       const many = [];
-      for (let i = 0; i < 4; i++) many.push(await hold(port, ATTACKER));
+      for (let i = 0; i < 4; i++) {
+        many.push(await hold(port, ATTACKER));
+      }
       const few = [await hold(port, OTHER), await hold(port, OTHER)];
       await sleep(1_100);
 
       await hold(port, "127.0.0.4");
       expect(await closedWithin(many[0] as Socket, 1_000)).toBe(true);
-      for (const socket of [...many.slice(1), ...few]) expect(await closedWithin(socket, 50)).toBe(false);
+      for (const socket of [...many.slice(1), ...few]) {
+        expect(await closedWithin(socket, 50)).toBe(false);
+      }
       expect(await get(port, "127.0.0.5")).toMatchObject({ status: 200 });
     },
   );

@@ -54,7 +54,9 @@ function parseSamples(text: string): Sample[] {
     .filter((line) => line !== "" && !line.startsWith("#"))
     .map((line) => {
       const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (!match?.[1] || !match[3]) throw new Error(`not a sample line: ${line}`);
+      if (!match?.[1] || !match[3]) {
+        throw new Error(`not a sample line: ${line}`);
+      }
       const labels = Object.fromEntries(
         [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((pair) => [pair[1], pair[2]]),
       );
@@ -503,7 +505,9 @@ describe("what a span never holds", () => {
         },
         { tool_id: "Calculator.Add", input: { a: secrets.input, b: 1 }, context: { user_id: secrets.userId } },
       ];
-      for (const body of calls) await callTool(server.baseUrl, body, headers);
+      for (const body of calls) {
+        await callTool(server.baseUrl, body, headers);
+      }
       await send(`${server.baseUrl}/tools/call`, {
         method: "POST",
         headers: { ...headers, authorization: `Bearer ${secrets.token}`, "content-type": "application/json" },
@@ -591,7 +595,9 @@ describe("tracing with the user's global OpenTelemetry setup", () => {
       inject() {},
       extract(ctx, carrier, getter) {
         const [traceId, spanId] = String(getter.get(carrier, "x-test-trace") ?? "").split(":");
-        if (!traceId || !spanId) return ctx;
+        if (!traceId || !spanId) {
+          return ctx;
+        }
         return trace.setSpanContext(ctx, { traceId, spanId, traceFlags: 1, isRemote: true });
       },
       fields: () => ["x-test-trace"],

@@ -241,7 +241,9 @@ export class TestAuthorizationProvider implements AuthorizationProvider {
   /** Completes (storing a token for the challenge's owner) or fails a pending challenge. */
   async decide(challengeId: string, approve: boolean): Promise<ChallengeStatus | undefined> {
     const challenge = this.challenges.get(challengeId);
-    if (challenge?.status !== "pending") return challenge?.status;
+    if (challenge?.status !== "pending") {
+      return challenge?.status;
+    }
     if (approve) {
       await challenge.tokens.set(challenge.owner, this.id, {
         token: `test-google-${randomBytes(12).toString("hex")}`,

@@ -35,18 +35,30 @@ export function createAjv(options: CreateAjvOptions = {}): Ajv2020 {
     validateFormats: true,
   });
   addFormats.default(ajv);
-  for (const schema of options.schemas ?? []) ajv.addSchema(schema);
+  for (const schema of options.schemas ?? []) {
+    ajv.addSchema(schema);
+  }
   return ajv;
 }
 
 /** A string format's check as a plain predicate, or undefined for a format of numbers (which strings always pass). */
 function stringCheck(format: Format): ((value: string) => boolean) | undefined {
-  if (format === true) return () => true;
-  if (typeof format === "string") return stringCheck(new RegExp(format));
-  if (format instanceof RegExp || typeof format === "function") return stringCheck({ validate: format });
-  if (format.type === "number" || format.async) return undefined;
+  if (format === true) {
+    return () => true;
+  }
+  if (typeof format === "string") {
+    return stringCheck(new RegExp(format));
+  }
+  if (format instanceof RegExp || typeof format === "function") {
+    return stringCheck({ validate: format });
+  }
+  if (format.type === "number" || format.async) {
+    return undefined;
+  }
   const { validate } = format;
-  if (typeof validate === "function") return (value) => (validate as (value: string) => boolean)(value);
+  if (typeof validate === "function") {
+    return (value) => (validate as (value: string) => boolean)(value);
+  }
   const pattern = typeof validate === "string" ? new RegExp(validate) : validate;
   return (value) => pattern.test(value);
 }

@@ -9,6 +9,8 @@ export function constantTimeEqual(candidate: string, secret: string): boolean {
   let difference = candidate.length ^ secret.length;
   // Every read of the candidate stays in bounds, whatever its length (an empty one reads NaN, which XORs as 0).
   const wrap = candidate.length || 1;
-  for (let i = 0; i < secret.length; i++) difference |= secret.charCodeAt(i) ^ candidate.charCodeAt(i % wrap);
+  for (let i = 0; i < secret.length; i++) {
+    difference |= secret.charCodeAt(i) ^ candidate.charCodeAt(i % wrap);
+  }
   return difference === 0;
 }

@@ -8,7 +8,9 @@
  * unwrapInputSchema({ parameters: { type: "object" } }); // { type: "object" }
  */
 export function unwrapInputSchema<T>(schema: T): T {
-  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    return schema;
+  }
   const parameters = (schema as { parameters?: unknown }).parameters;
   const wrapped =
     Object.keys(schema).length === 1 &&

@@ -30,12 +30,16 @@ export type ToolVersionRequest = Pick<ParsedToolId, "kind" | "version">;
  */
 export function parseToolId(id: string): ParsedToolId | undefined {
   // The length first: a hostile id of a megabyte is refused without reading it.
-  if (id.length > ToolIdSchema.maxLength || !TOOL_ID.test(id)) return undefined;
+  if (id.length > ToolIdSchema.maxLength || !TOOL_ID.test(id)) {
+    return undefined;
+  }
   const at = id.indexOf("@");
   const qualifiedName = at === -1 ? id : id.slice(0, at);
   const dot = qualifiedName.indexOf(".");
   const parts = { toolkit: qualifiedName.slice(0, dot), tool: qualifiedName.slice(dot + 1), qualifiedName };
-  if (at === -1) return { ...parts, kind: "latest" };
+  if (at === -1) {
+    return { ...parts, kind: "latest" };
+  }
   const version = id.slice(at + 1);
   return { ...parts, version, kind: version.includes(".") ? "exact" : "major" };
 }
@@ -58,7 +62,9 @@ export function formatToolId(parts: { toolkit: string; tool: string; version?: s
  * requestedToolVersion({ kind: "major", version: "2" }); // "2.0.0"
  */
 export function requestedToolVersion(request: ToolVersionRequest): string | undefined {
-  if (request.kind === "latest" || request.version === undefined) return undefined;
+  if (request.kind === "latest" || request.version === undefined) {
+    return undefined;
+  }
   return request.kind === "major" ? `${request.version}.0.0` : request.version;
 }
 

@@ -4,7 +4,9 @@
 function compareDigits(a: string, b: string): number {
   const x = a.replace(/^0+(?=.)/, "");
   const y = b.replace(/^0+(?=.)/, "");
-  if (x.length !== y.length) return x.length < y.length ? -1 : 1;
+  if (x.length !== y.length) {
+    return x.length < y.length ? -1 : 1;
+  }
   return x === y ? 0 : x < y ? -1 : 1;
 }
 
@@ -20,7 +22,9 @@ export function compareToolVersions(a: string, b: string): number {
   const [pa, pb] = [a.split("."), b.split(".")];
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
     const order = compareDigits(pa[i] ?? "0", pb[i] ?? "0");
-    if (order !== 0) return order;
+    if (order !== 0) {
+      return order;
+    }
   }
   return 0;
 }

@@ -11,8 +11,11 @@ const isNode = (value: unknown): value is Node => typeof value === "object" && v
 
 /** Every key used anywhere in a JSON value. */
 function keysOf(value: unknown, into = new Set<string>()): Set<string> {
-  if (Array.isArray(value)) for (const item of value) keysOf(item, into);
-  else if (isNode(value)) {
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      keysOf(item, into);
+    }
+  } else if (isNode(value)) {
     for (const [key, item] of Object.entries(value)) {
       into.add(key);
       keysOf(item, into);
@@ -105,7 +108,9 @@ describe("allSchemas", () => {
 
   it("compile together in one strict Ajv and resolve their refs between files", () => {
     const ajv = createSpecAjv(allSchemas);
-    for (const schema of allSchemas) expect(ajv.getSchema(schema.$id), schema.$id).toBeTypeOf("function");
+    for (const schema of allSchemas) {
+      expect(ajv.getSchema(schema.$id), schema.$id).toBeTypeOf("function");
+    }
   });
 });
 

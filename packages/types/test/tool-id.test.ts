@@ -25,7 +25,9 @@ describe("resolveToolVersion", () => {
     ["Tk.Tool@0", undefined],
   ])("%s -> %s", (toolId, expected) => {
     const request = parseToolId(toolId);
-    if (!request) throw new Error("did not parse");
+    if (!request) {
+      throw new Error("did not parse");
+    }
     expect(resolveToolVersion(AVAILABLE, request)).toBe(expected);
   });
 

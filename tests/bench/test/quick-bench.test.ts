@@ -55,7 +55,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 const row = (stack: string, scenario: string) =>
@@ -74,7 +76,9 @@ describe("npm run bench -- --quick", () => {
       expect(call, stack).toBeDefined();
       expect(call?.rounds, stack).toBe(1);
       expect(call?.errors, stack).toBe(0);
-      for (const figure of [call?.rps, call?.cpuUs, call?.rssMb]) expect(figure, stack).toBeGreaterThan(0);
+      for (const figure of [call?.rps, call?.cpuUs, call?.rssMb]) {
+        expect(figure, stack).toBeGreaterThan(0);
+      }
       expect(call?.p99, stack).toBeGreaterThanOrEqual(call?.p50 ?? Number.POSITIVE_INFINITY);
     }
   });

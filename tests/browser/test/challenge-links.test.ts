@@ -42,7 +42,9 @@ beforeAll(async () => {
   const handler = inspector();
   const requests: { url: string; headers: IncomingHttpHeaders }[] = [];
   const server = createHttpServer((req, res) => {
-    if (/^\/(inspector|docs)(\/|$|\?)/.test(req.url ?? "")) return handler(req, res);
+    if (/^\/(inspector|docs)(\/|$|\?)/.test(req.url ?? "")) {
+      return handler(req, res);
+    }
     requests.push({ url: req.url ?? "", headers: req.headers });
     res.writeHead(200, { "Content-Type": "application/json" });
     res.end(JSON.stringify({ status: "pending" }));

@@ -36,7 +36,9 @@ export async function launchBrowser(): Promise<LaunchedChromium> {
 export function watchPolicy(page: Page): string[] {
   const violations: string[] = [];
   page.on("console", (message) => {
-    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    if (/Content Security Policy/i.test(message.text())) {
+      violations.push(message.text());
+    }
   });
   return violations;
 }

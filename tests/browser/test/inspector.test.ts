@@ -236,7 +236,9 @@ describe("the Inspector against a demo with authentication on", () => {
 
     const sent: string[] = [];
     page.on("request", (request) => {
-      if (JSON.stringify(request.headers()).includes(API_KEY)) sent.push(new URL(request.url()).origin);
+      if (JSON.stringify(request.headers()).includes(API_KEY)) {
+        sent.push(new URL(request.url()).origin);
+      }
     });
     await choose(page, "SMS.Send@0.1.2");
     await page.getByLabel("Secret TWILIO_API_KEY").fill(TWILIO);
@@ -271,7 +273,9 @@ describe("the Inspector with a JWT secret", () => {
     const tokens: string[] = [];
     page.on("request", (request) => {
       const authorization = request.headers().authorization;
-      if (authorization) tokens.push(`${new URL(request.url()).origin} ${authorization}`);
+      if (authorization) {
+        tokens.push(`${new URL(request.url()).origin} ${authorization}`);
+      }
     });
     await page.getByLabel("JWT secret").fill(JWT_SECRET);
     await page.getByLabel("JWT audience").fill("oxp-tests");
@@ -285,7 +289,9 @@ describe("the Inspector with a JWT secret", () => {
 
     // Every request carried a JWT signed with the secret, to the named server only; the secret itself never left.
     expect(tokens.length).toBeGreaterThanOrEqual(2);
-    for (const entry of tokens) expect(entry).toMatch(new RegExp(`^${locked.url} Bearer [\\w-]+\\.[\\w-]+\\.[\\w-]+$`));
+    for (const entry of tokens) {
+      expect(entry).toMatch(new RegExp(`^${locked.url} Bearer [\\w-]+\\.[\\w-]+\\.[\\w-]+$`));
+    }
     const jwt = tokens[0]?.split(" ")[2] ?? "";
     const claims = JSON.parse(Buffer.from(jwt.split(".")[1] ?? "", "base64url").toString());
     expect(claims.aud).toBe("oxp-tests");
@@ -312,13 +318,17 @@ describe("the API reference at /docs", () => {
     const origin = new URL(open.url).origin;
     await page.route("**/*", (route) => {
       const url = route.request().url();
-      if (url.startsWith(`${origin}/`) || url.startsWith("data:") || url.startsWith("blob:")) return route.continue();
+      if (url.startsWith(`${origin}/`) || url.startsWith("data:") || url.startsWith("blob:")) {
+        return route.continue();
+      }
       blocked.push(url);
       return route.abort();
     });
     page.on("requestfailed", (request) => failed.push(`${request.url()} ${request.failure()?.errorText}`));
     page.on("response", (response) => {
-      if (response.status() >= 400) failed.push(`${response.url()} ${response.status()}`);
+      if (response.status() >= 400) {
+        failed.push(`${response.url()} ${response.status()}`);
+      }
     });
     await page.goto(`${open.url}/docs`);
     await page.getByRole("heading", { name: "Open eXecution Protocol (OXP) Tool Server" }).first().waitFor();
@@ -372,7 +382,9 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
     const pages = inspector();
     server = createHttpServer((req, res) => {
       const path = req.url ?? "";
-      if (/^\/(inspector|docs)(\/|$|\?)/.test(path)) return pages(req, res);
+      if (/^\/(inspector|docs)(\/|$|\?)/.test(path)) {
+        return pages(req, res);
+      }
       const answer = (status: number, body: unknown) => {
         res.writeHead(status, { "Content-Type": "application/json", "OXP-Version": "1.0" });
         res.end(JSON.stringify(body));
@@ -395,9 +407,13 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
             const more = () => {
               while (sent < 320 && !res.destroyed) {
                 sent++;
-                if (!res.write(chunk)) return void res.once("drain", more);
+                if (!res.write(chunk)) {
+                  return void res.once("drain", more);
+                }
               }
-              if (!res.destroyed) res.end('"}');
+              if (!res.destroyed) {
+                res.end('"}');
+              }
             };
             more();
             return;
@@ -406,7 +422,9 @@ describe("the Inspector against a server whose catalog breaks the spec", () => {
         });
         return;
       }
-      if (req.method === "GET" && /^\/tools(\?|$)/.test(path)) return answer(200, { items: catalog });
+      if (req.method === "GET" && /^\/tools(\?|$)/.test(path)) {
+        return answer(200, { items: catalog });
+      }
       answer(404, { message: "Not found" });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

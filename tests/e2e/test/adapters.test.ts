@@ -16,7 +16,9 @@ const tools = catalog.items;
 async function golden(name: string, value: unknown) {
   const file = path.join(here, "../golden", name);
   const text = `${JSON.stringify(value, null, 2)}\n`;
-  if (process.env.UPDATE_GOLDEN === "1") await writeFile(file, text);
+  if (process.env.UPDATE_GOLDEN === "1") {
+    await writeFile(file, text);
+  }
   expect(text).toBe(await readFile(file, "utf8"));
 }
 
@@ -26,11 +28,19 @@ type Schema = Record<string, unknown>;
 function objectSchemas(schema: Schema): Schema[] {
   const found: Schema[] = [];
   const walk = (node: unknown) => {
-    if (typeof node !== "object" || node === null) return;
-    if (Array.isArray(node)) return node.forEach(walk);
+    if (typeof node !== "object" || node === null) {
+      return;
+    }
+    if (Array.isArray(node)) {
+      return node.forEach(walk);
+    }
     const record = node as Schema;
-    if (record.properties || record.type === "object") found.push(record);
-    for (const value of Object.values(record)) walk(value);
+    if (record.properties || record.type === "object") {
+      found.push(record);
+    }
+    for (const value of Object.values(record)) {
+      walk(value);
+    }
   };
   walk(schema);
   return found;
@@ -62,7 +72,9 @@ describe("toOpenAITools", () => {
     }
     const strict = (name: string) => {
       const found = toOpenAITools(tools, { strict: true }).find((tool) => tool.function.name === name);
-      if (!found) throw new Error(`no tool ${name}`);
+      if (!found) {
+        throw new Error(`no tool ${name}`);
+      }
       return found.function.parameters.properties as Schema;
     };
     expect(strict("Gmail_GetEmails").query).toEqual({

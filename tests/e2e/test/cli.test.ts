@@ -169,7 +169,9 @@ describe("otc", () => {
       {},
       (stderr) => {
         const found = /Open this URL to continue:\n {2}(\S+)/.exec(stderr);
-        if (found?.[1]) shown(found[1]);
+        if (found?.[1]) {
+          shown(found[1]);
+        }
       },
     );
     const url = await urlShown;

@@ -321,7 +321,9 @@ describe("authorization challenges", () => {
     const error = (await client.callTool(request).catch((e: unknown) => e)) as OxpServerError;
     expect(error).toBeInstanceOf(OxpServerError);
     const [challenge] = error.authorizationChallenges;
-    if (!challenge) throw new Error("no challenge");
+    if (!challenge) {
+      throw new Error("no challenge");
+    }
     expect(await client.checkAuthorization(challenge)).toBe("pending");
     setTimeout(() => void decide(challenge.url, "approve"), 150);
     expect(await client.waitForAuthorization(challenge, { intervalMs: 50 })).toBe("completed");
@@ -334,7 +336,9 @@ describe("authorization challenges", () => {
       .callTool({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "denier" } })
       .catch((e: unknown) => e)) as OxpServerError;
     const [challenge] = error.authorizationChallenges;
-    if (!challenge) throw new Error("no challenge");
+    if (!challenge) {
+      throw new Error("no challenge");
+    }
     await decide(challenge.url, "deny");
     expect(await client.waitForAuthorization(challenge, { intervalMs: 20 })).toBe("failed");
   });

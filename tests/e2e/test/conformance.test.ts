@@ -53,7 +53,9 @@ async function startBrokenServer(): Promise<{ url: string; server: Server }> {
     req.on("end", () => {
       const url = new URL(req.url ?? "/", "http://x");
       // Bug: no OXP-Version header anywhere.
-      if (url.pathname === "/health") return res.writeHead(200, { "content-type": "text/plain" }).end("OK"); // Bug: not JSON
+      if (url.pathname === "/health") {
+        return res.writeHead(200, { "content-type": "text/plain" }).end("OK"); // Bug: not JSON
+      }
       if (url.pathname === "/tools" && req.method === "GET") {
         return res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(catalog));
       }

@@ -57,7 +57,9 @@ describe.each(["bun", "deno"] as const)("Gmail's authorization challenge on %s",
       const error = (await client.callTool(request).catch((thrown: unknown) => thrown)) as OxpServerError;
       expect(error).toBeInstanceOf(OxpServerError);
       const [challenge] = error.authorizationChallenges;
-      if (!challenge) throw new Error("no challenge");
+      if (!challenge) {
+        throw new Error("no challenge");
+      }
       expect(challenge.url.startsWith(`${url}/`)).toBe(true);
       expect(await client.checkAuthorization(challenge)).toBe("pending");
       expect(await decide(challenge.url, "approve")).toBe(303);

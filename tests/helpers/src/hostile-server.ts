@@ -28,7 +28,9 @@ export async function endlessToolList(res: ServerResponse, bytes: number, writte
   while (total < bytes && !res.destroyed) {
     total += chunk.length;
     written(total);
-    if (!res.write(chunk)) await writable(res);
+    if (!res.write(chunk)) {
+      await writable(res);
+    }
   }
   res.end();
 }

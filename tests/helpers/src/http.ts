@@ -40,7 +40,9 @@ const ajv = createAjv({ allErrors: true, schemas: allSchemas });
 export function expectSchema(title: string, body: unknown): void {
   const schema = allSchemas.find((entry) => entry.title === title);
   const validate = schema && ajv.getSchema(schema.$id);
-  if (!validate) throw new Error(`no schema titled ${title}`);
+  if (!validate) {
+    throw new Error(`no schema titled ${title}`);
+  }
   validate(body);
   expect(validate.errors ?? [], `${title}: ${JSON.stringify(body)}`).toEqual([]);
 }

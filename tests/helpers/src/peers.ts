@@ -64,7 +64,9 @@ export const hostMachine: Machine = {
  * and this process may (root, or sudo without a password); otherwise fail, naming the one command to run.
  */
 export function planPeer(peer: Peer, machine: Machine): PeerPlan {
-  if (machine.has(peer.binary)) return { action: "use" };
+  if (machine.has(peer.binary)) {
+    return { action: "use" };
+  }
   if (peer.chosenBy) {
     return fail(
       `${peer.name} not found at ${peer.binary}, which ${peer.chosenBy} names: point ${peer.chosenBy} at a ${peer.name}, or unset it`,
@@ -105,17 +107,26 @@ export function planPeer(peer: Peer, machine: Machine): PeerPlan {
  * rejects with the reason and the command to run when it cannot. One process at a time installs.
  */
 export async function requirePeer(peer: Peer, options: RequirePeerOptions = {}): Promise<void> {
+  // biome-ignore lint/suspicious/noConsole: the test run says which peer it installs, on the test output
   const { machine = hostMachine, run = runCommand, log = console.warn, lockPath = INSTALL_LOCK } = options;
   const plan = planPeer(peer, machine);
-  if (plan.action === "use") return;
-  if (plan.action === "fail") throw new Error(plan.message);
+  if (plan.action === "use") {
+    return;
+  }
+  if (plan.action === "fail") {
+    throw new Error(plan.message);
+  }
   await withLock(lockPath, options.lockTimeoutMs ?? 15 * 60_000, async () => {
     // Another test process may have installed it while this one waited for the lock.
-    if (machine.has(peer.binary)) return;
+    if (machine.has(peer.binary)) {
+      return;
+    }
     log(
       `${peer.name} is missing: installing Debian's ${peer.package} (${plan.commands.map((command) => command.join(" ")).join(" && ")})`,
     );
-    for (const command of plan.commands) await run(command);
+    for (const command of plan.commands) {
+      await run(command);
+    }
   });
   if (!machine.has(peer.binary)) {
     throw new Error(`apt-get installed ${peer.package}, but ${peer.binary} is still missing. Run: ${INSTALL_COMMAND}`);
@@ -133,7 +144,9 @@ export async function withLock<T>(path: string, timeoutMs: number, body: () => P
     try {
       descriptor = openSync(path, "wx");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
+        throw error;
+      }
     }
     if (descriptor !== undefined) {
       try {
@@ -204,7 +217,9 @@ function runs(command: string): boolean {
 
 /** Runs one command, its output kept for the error when it fails. */
 function runCommand([file, ...args]: string[]): Promise<void> {
-  if (!file) return Promise.reject(new Error("no command to run"));
+  if (!file) {
+    return Promise.reject(new Error("no command to run"));
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
@@ -216,13 +231,15 @@ function runCommand([file, ...args]: string[]): Promise<void> {
     });
     child.once("error", reject);
     child.once("close", (code) => {
-      if (code === 0) resolve();
-      else
+      if (code === 0) {
+        resolve();
+      } else {
         reject(
           new Error(
             `${[file, ...args].join(" ")} failed (exit ${code}). Run: ${INSTALL_COMMAND}\n${output.slice(-2_000)}`,
           ),
         );
+      }
     });
   });
 }

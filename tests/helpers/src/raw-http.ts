@@ -46,17 +46,23 @@ function parseAnswer(raw: Buffer, bodiless: boolean, closed: boolean): Answer | 
   for (;;) {
     const end = raw.indexOf("\r\n\r\n", offset, "latin1");
     if (end < 0) {
-      if (closed) throw new Error("the answer has no complete head (no CRLFCRLF)");
+      if (closed) {
+        throw new Error("the answer has no complete head (no CRLFCRLF)");
+      }
       return undefined;
     }
     const [statusLine = "", ...lines] = raw.toString("latin1", offset, end).split("\r\n");
     const match = /^HTTP\/1\.[01] (\d{3})(?: .*)?$/.exec(statusLine);
-    if (!match) throw new Error(`not an HTTP status line: ${shown(statusLine, 200)}`);
+    if (!match) {
+      throw new Error(`not an HTTP status line: ${shown(statusLine, 200)}`);
+    }
     const status = Number(match[1]);
     const headers: [string, string][] = [];
     for (const line of lines) {
       const colon = line.indexOf(":");
-      if (colon <= 0) throw new Error(`not a header line: ${shown(line, 200)}`);
+      if (colon <= 0) {
+        throw new Error(`not a header line: ${shown(line, 200)}`);
+      }
       headers.push([line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()]);
     }
     offset = end + 4;
@@ -72,21 +78,29 @@ function parseAnswer(raw: Buffer, bodiless: boolean, closed: boolean): Answer | 
     } else if (/chunked/i.test(header(answer, "transfer-encoding") ?? "")) {
       const decoded = decodeChunked(rest);
       if (!decoded) {
-        if (closed) throw new Error("the connection closed inside a chunked body");
+        if (closed) {
+          throw new Error("the connection closed inside a chunked body");
+        }
         return undefined;
       }
       answer.body = decoded.body;
       answer.trailing = rest.subarray(decoded.used);
     } else if (length !== undefined) {
-      if (!/^\d+$/.test(length)) throw new Error(`Content-Length is not a number: ${length}`);
+      if (!/^\d+$/.test(length)) {
+        throw new Error(`Content-Length is not a number: ${length}`);
+      }
       if (rest.length < Number(length)) {
-        if (closed) throw new Error(`Content-Length says ${length} bytes but ${rest.length} came before the close`);
+        if (closed) {
+          throw new Error(`Content-Length says ${length} bytes but ${rest.length} came before the close`);
+        }
         return undefined;
       }
       answer.body = rest.subarray(0, Number(length));
       answer.trailing = rest.subarray(Number(length));
     } else {
-      if (!closed) return undefined;
+      if (!closed) {
+        return undefined;
+      }
       answer.body = rest;
     }
     return answer;
@@ -99,18 +113,26 @@ function decodeChunked(data: Buffer): { body: Buffer; used: number } | undefined
   let offset = 0;
   for (;;) {
     const lineEnd = data.indexOf("\r\n", offset, "latin1");
-    if (lineEnd < 0) return undefined;
+    if (lineEnd < 0) {
+      return undefined;
+    }
     const sizeText = data.toString("latin1", offset, lineEnd).split(";")[0]?.trim() ?? "";
-    if (!/^[0-9a-f]+$/i.test(sizeText)) throw new Error(`a chunk size is not hexadecimal: ${shown(sizeText, 40)}`);
+    if (!/^[0-9a-f]+$/i.test(sizeText)) {
+      throw new Error(`a chunk size is not hexadecimal: ${shown(sizeText, 40)}`);
+    }
     const size = Number.parseInt(sizeText, 16);
     offset = lineEnd + 2;
     if (size === 0) {
       // Trailer fields (none expected), then the final CRLF.
       const trailerEnd = data.indexOf("\r\n", offset, "latin1");
-      if (trailerEnd < 0) return undefined;
+      if (trailerEnd < 0) {
+        return undefined;
+      }
       return { body: Buffer.concat(parts), used: trailerEnd + 2 };
     }
-    if (offset + size + 2 > data.length) return undefined;
+    if (offset + size + 2 > data.length) {
+      return undefined;
+    }
     parts.push(data.subarray(offset, offset + size));
     offset += size + 2;
   }
@@ -140,18 +162,24 @@ function exchange(port: number, request: Buffer, bodiless: boolean): Promise<Exc
     const socket = connect(port, "127.0.0.1");
     let grace: NodeJS.Timeout | undefined;
     const finish = (closed: boolean, graceOver = false) => {
-      if (settled) return;
+      if (settled) {
+        return;
+      }
       const raw = Buffer.concat(chunks);
       let answer: Answer | undefined;
       try {
         answer = parseAnswer(raw, bodiless, closed);
       } catch (error) {
-        if (!closed) return;
+        if (!closed) {
+          return;
+        }
         settled = true;
         resolve({ raw, parseError: (error as Error).message, ...(socketError ? { socketError } : {}) });
         return;
       }
-      if (!closed && (!answer || closes(answer))) return;
+      if (!closed && (!answer || closes(answer))) {
+        return;
+      }
       if (!closed && !graceOver) {
         // A complete answer on a connection kept open: anything more the server sends soon is stray.
         grace ??= setTimeout(() => finish(false, true), STRAY_GRACE_MS);
@@ -202,7 +230,9 @@ function exchange(port: number, request: Buffer, bodiless: boolean): Promise<Exc
 export async function receive(port: number, request: Buffer, head: boolean): Promise<Answer> {
   const exchanged = await exchange(port, request, head);
   const error = exchanged.socketError ? ` (${exchanged.socketError})` : "";
-  if (exchanged.raw.length === 0) throw new Error(`no answer: the connection closed without a byte${error}`);
+  if (exchanged.raw.length === 0) {
+    throw new Error(`no answer: the connection closed without a byte${error}`);
+  }
   const { answer } = exchanged;
   if (!answer) {
     throw new Error(

@@ -39,7 +39,9 @@ function pings(port: number): Promise<boolean> {
     socket.on("connect", () => socket.write("PING\r\n"));
     socket.on("data", (chunk) => {
       reply += chunk.toString();
-      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"));
+      if (reply.includes("\r\n")) {
+        done(reply.startsWith("+PONG"));
+      }
     });
   });
 }
@@ -52,7 +54,9 @@ export async function startRedisServer(): Promise<RedisServer> {
   let output = "";
 
   const start = async () => {
-    if (child) throw new Error("redis-server is already running");
+    if (child) {
+      throw new Error("redis-server is already running");
+    }
     output = "";
     const started = spawn(
       command,
@@ -72,16 +76,22 @@ export async function startRedisServer(): Promise<RedisServer> {
     exited.catch(() => {});
     const deadline = Date.now() + 10_000;
     while (!(await Promise.race([pings(port), exited]))) {
-      if (Date.now() > deadline) throw new Error(`redis-server did not answer on port ${port}: ${output}`);
+      if (Date.now() > deadline) {
+        throw new Error(`redis-server did not answer on port ${port}: ${output}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   };
 
   const stop = async () => {
     const running = child;
-    if (!running) return;
+    if (!running) {
+      return;
+    }
     child = undefined;
-    if (running.exitCode !== null || running.signalCode !== null) return;
+    if (running.exitCode !== null || running.signalCode !== null) {
+      return;
+    }
     const exited = new Promise((resolve) => running.once("exit", resolve));
     running.kill("SIGKILL");
     await exited;

@@ -164,7 +164,9 @@ async function serve(
     : lineMatching(stdout, new RegExp(`^${LISTENING}(\\d+)$`, "m"));
 
   const kill = async () => {
-    if (!running.delete(child)) return;
+    if (!running.delete(child)) {
+      return;
+    }
     // The watchdog first: once the runtime is gone, its group id may name another group.
     guard?.kill("SIGKILL");
     killGroup(child, "SIGTERM");
@@ -220,7 +222,9 @@ function lineMatching(stream: Readable, pattern: RegExp): Promise<number> {
     stream.on("data", (chunk: Buffer) => {
       text = (text + chunk.toString()).slice(-OUTPUT_LIMIT);
       const match = pattern.exec(text);
-      if (match) resolve(Number(match[1]));
+      if (match) {
+        resolve(Number(match[1]));
+      }
     });
   });
 }
@@ -230,14 +234,18 @@ function baseEnv(): Record<string, string> {
   const env: Record<string, string> = { NO_COLOR: "1", DO_NOT_TRACK: "1" };
   for (const name of ["PATH", "HOME", "TMPDIR", "LANG"]) {
     const value = process.env[name];
-    if (value !== undefined) env[name] = value;
+    if (value !== undefined) {
+      env[name] = value;
+    }
   }
   return env;
 }
 
 /** Signals the process group `child` leads; nothing when it is gone already. */
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) {
+    return;
+  }
   try {
     process.kill(-child.pid, signal);
   } catch {

@@ -119,7 +119,9 @@ describe("requirePeer", () => {
       log: (line) => lines.push(line),
       run: async (command) => {
         ran.push(command);
-        if (command.includes("install")) root.installed.add("redis-server");
+        if (command.includes("install")) {
+          root.installed.add("redis-server");
+        }
       },
     });
     expect(ran.map((command) => command.slice(APT.length))).toEqual([

@@ -18,7 +18,9 @@ beforeAll(async () => {
     RUNTIMES.map(async (runtime) => servers.set(runtime, await startRuntime({ runtime, entry: ENTRY, env: ENV }))),
   );
   const failure = started.find((result) => result.status === "rejected");
-  if (failure) throw failure.reason;
+  if (failure) {
+    throw failure.reason;
+  }
 }, 30_000);
 
 afterAll(async () => {
@@ -43,7 +45,9 @@ async function echo(server: RunningRuntime, path: string, init?: RequestInit): P
 describe.each(RUNTIMES)("%s", (runtime) => {
   const server = () => {
     const running = servers.get(runtime);
-    if (!running) throw new Error(`${runtime} did not start`);
+    if (!running) {
+      throw new Error(`${runtime} did not start`);
+    }
     return running;
   };
 

@@ -26,7 +26,9 @@ function sharedChecks(connect: () => Promise<Client>) {
     expect(names).toEqual(
       expect.arrayContaining(["Calculator_Add", "Doorbell_Ring", "Gmail_GetEmails", "Greeting_Hello"]),
     );
-    for (const name of names) expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    for (const name of names) {
+      expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    }
     expect(new Set(names).size).toBe(names.length);
     expect(names.some((name) => name.includes("_v"))).toBe(false);
 
@@ -89,8 +91,9 @@ function sharedChecks(connect: () => Promise<Client>) {
     const meta = result._meta?.[ERROR_META_KEY] as { status: number; parameter_errors: Record<string, string> };
     expect(meta.status).toBe(422);
     expect(Object.keys(meta.parameter_errors).length).toBeGreaterThanOrEqual(1);
-    for (const [path, message] of Object.entries(meta.parameter_errors))
+    for (const [path, message] of Object.entries(meta.parameter_errors)) {
       expect(textOf(result)).toContain(`- ${path}: ${message}`);
+    }
   });
 
   it("answers an unknown tool with an MCP error", async () => {
@@ -247,8 +250,9 @@ describe("the Gmail authorization challenge", () => {
     it(`a plain client (${transport}) gets isError with the link; once approved, the next call succeeds`, async () => {
       const client = mcpClient();
       let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
-      if (transport === "stdio") await connectStdio(client, demo.url, [], { OXP_USER_ID: `plain-${transport}` });
-      else {
+      if (transport === "stdio") {
+        await connectStdio(client, demo.url, [], { OXP_USER_ID: `plain-${transport}` });
+      } else {
         http = await serveHttp(createMcpBridge({ url: demo.url, apiKey: API_KEY, userId: `plain-${transport}` }));
         await connectHttp(client, http.url);
       }

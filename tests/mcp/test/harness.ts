@@ -21,7 +21,9 @@ export function mcpClient(onElicit?: (request: ElicitRequest) => Promise<{ actio
     { name: "bridge-test", version: "1.0.0" },
     onElicit ? { capabilities: { elicitation: { url: {} } } } : {},
   );
-  if (onElicit) client.setRequestHandler(ElicitRequestSchema, (request) => onElicit(request));
+  if (onElicit) {
+    client.setRequestHandler(ElicitRequestSchema, (request) => onElicit(request));
+  }
   return client;
 }
 
@@ -54,14 +56,18 @@ export async function connectHttp(client: Client, url: string, headers: Record<s
 export async function approve(url: string): Promise<void> {
   const page = await (await fetch(url)).text();
   const csrf = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(page)?.[1];
-  if (!csrf) throw new Error(`no csrf input on the consent page: ${page.slice(0, 200)}`);
+  if (!csrf) {
+    throw new Error(`no csrf input on the consent page: ${page.slice(0, 200)}`);
+  }
   const answer = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
     body: new URLSearchParams({ action: "approve", csrf }).toString(),
     redirect: "manual",
   });
-  if (answer.status !== 303) throw new Error(`approving answered ${answer.status}`);
+  if (answer.status !== 303) {
+    throw new Error(`approving answered ${answer.status}`);
+  }
 }
 
 /** The text of a tool result's first content block. */

@@ -13,7 +13,8 @@ const API_KEY = "bridge-key-for-the-oxp-server-only";
 async function rawServer(handle: (req: IncomingMessage, res: ServerResponse) => unknown) {
   const hits: { method: string; url: string; headers: IncomingMessage["headers"] }[] = [];
   const server = createServer(async (req, res) => {
-    for await (const _chunk of req);
+    for await (const _chunk of req) {
+    }
     hits.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
     await handle(req, res);
   });
@@ -59,7 +60,9 @@ describe("the bridge and a hostile OXP server", () => {
   it("never polls a check_url on another origin: the user gets the link, that origin gets nothing", async () => {
     const elsewhere = await rawServer((_req, res) => json(res, 200, { status: "completed" }));
     const oxp = await rawServer((req, res) => {
-      if (req.url === "/tools") return json(res, 200, { items: [mailTool] });
+      if (req.url === "/tools") {
+        return json(res, 200, { items: [mailTool] });
+      }
       return json(res, 400, {
         message: "Authorization required",
         missing_requirements: {
@@ -81,7 +84,9 @@ describe("the bridge and a hostile OXP server", () => {
   it("does not follow a redirect to another origin, and says so without naming it", async () => {
     const elsewhere = await rawServer((_req, res) => json(res, 200, { items: [mailTool] }));
     const oxp = await rawServer((req, res) => {
-      if (req.url === "/tools") return json(res, 200, { items: [mailTool] });
+      if (req.url === "/tools") {
+        return json(res, 200, { items: [mailTool] });
+      }
       return res.writeHead(307, { location: `${elsewhere.url}/tools/call` }).end();
     });
     const client = await bridged(oxp.url);

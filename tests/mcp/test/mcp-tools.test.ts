@@ -12,8 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 function everythingBin(): string {
   for (let dir = path.dirname(fileURLToPath(import.meta.url)); ; dir = path.dirname(dir)) {
     const bin = path.join(dir, "node_modules", ".bin", "mcp-server-everything");
-    if (existsSync(bin)) return bin;
-    if (path.dirname(dir) === dir) throw new Error("mcp-server-everything is not installed");
+    if (existsSync(bin)) {
+      return bin;
+    }
+    if (path.dirname(dir) === dir) {
+      throw new Error("mcp-server-everything is not installed");
+    }
   }
 }
 
@@ -114,7 +118,9 @@ describe("an MCP server's tools over OXP", () => {
     const tools = await client.listTools();
     const ids = tools.map((tool) => tool.id);
     expect(ids).toEqual(expect.arrayContaining(["Everything.Echo@1.0.0", "Everything.GetSum@1.0.0"]));
-    for (const id of ids) expect(id).toMatch(/^Everything\.[A-Za-z0-9_]+@1\.0\.0$/);
+    for (const id of ids) {
+      expect(id).toMatch(/^Everything\.[A-Za-z0-9_]+@1\.0\.0$/);
+    }
     expect(everything.names.get("Everything.GetSum@1.0.0")).toBe("get-sum");
     for (const tool of tools) {
       const schema = JSON.stringify(tool.input_schema);
@@ -168,7 +174,9 @@ describe("an MCP server's tools over OXP", () => {
       input: { duration: 30, steps: 3 },
     });
     expect(response.success).toBe(false);
-    if (!response.success) expect(response.error.can_retry).toBe(true);
+    if (!response.success) {
+      expect(response.error.can_retry).toBe(true);
+    }
     // The connection is still good after the cancellation.
     expect(await client.callTool({ tool_id: "Everything.Echo", input: { message: "still here" } })).toMatchObject({
       success: true,

@@ -26,6 +26,7 @@ try {
   const tools: ToolDefinition[] = await client.listTools();
   const response: CallToolResponse = await client.callTool({ tool_id: "Text.Shout", input: { text: "hello" } });
   const result = response.success ? { value: response.value } : { error: response.error.message };
+  // biome-ignore lint/suspicious/noConsole: the consumer program reports its result on standard output, which the test reads
   console.log(JSON.stringify({ tools: tools.map((tool) => tool.id), ...result }));
 } finally {
   await running.close();

@@ -300,7 +300,9 @@ beforeAll(async () => {
     ["pack", "--ignore-scripts", "--json", "--pack-destination", path.join(work, "packs"), ...workspaces],
     repoRoot,
   );
-  for (const result of JSON.parse(out) as PackResult[]) packed.set(result.name as PackageName, result);
+  for (const result of JSON.parse(out) as PackResult[]) {
+    packed.set(result.name as PackageName, result);
+  }
 
   // A user's project, outside the repository: the tarballs plus the TypeScript and Node types the repo uses.
   project = path.join(work, "project");
@@ -317,7 +319,9 @@ beforeAll(async () => {
   const devDependencies = Object.fromEntries(
     ["@types/node", "typescript"].map((name) => {
       const version = root.devDependencies?.[name];
-      if (!version) throw new Error(`the root package.json has no devDependency ${name}`);
+      if (!version) {
+        throw new Error(`the root package.json has no devDependency ${name}`);
+      }
       return [name, version];
     }),
   );
@@ -345,7 +349,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (work) await rm(work, { recursive: true, force: true });
+  if (work) {
+    await rm(work, { recursive: true, force: true });
+  }
 });
 
 describe("the tarballs", () => {
@@ -419,8 +425,9 @@ describe("published-package lints", () => {
           () => true,
           () => false,
         )
-      )
+      ) {
         return file;
+      }
     }
     throw new Error(`${command} is not installed: run \`npm install\` at the repository root`);
   }

@@ -100,7 +100,9 @@ export async function startProxy(): Promise<RoundRobinProxy> {
       },
     );
     forwarded.on("error", () => {
-      if (!res.headersSent) res.writeHead(502);
+      if (!res.headersSent) {
+        res.writeHead(502);
+      }
       res.end();
     });
     req.pipe(forwarded);
@@ -118,14 +120,18 @@ export async function startProxy(): Promise<RoundRobinProxy> {
 /** The anti-CSRF token in a demo consent page. */
 export function csrfIn(page: string): string {
   const found = /<input type="hidden" name="csrf" value="([^"]+)">/.exec(page);
-  if (!found?.[1]) throw new Error("the consent page has no csrf input");
+  if (!found?.[1]) {
+    throw new Error("the consent page has no csrf input");
+  }
   return found[1];
 }
 
 /** Approves a challenge through its consent page at `pageUrl` (GET for the form's token, then POST), as a browser would. */
 export async function approve(pageUrl: string, postUrl = pageUrl): Promise<Response> {
   const page = await fetch(pageUrl);
-  if (page.status !== 200) throw new Error(`consent page answered ${page.status}`);
+  if (page.status !== 200) {
+    throw new Error(`consent page answered ${page.status}`);
+  }
   return fetch(postUrl, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },

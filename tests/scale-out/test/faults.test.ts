@@ -53,7 +53,9 @@ describe("Redis stopped during load", () => {
     const seen: { status: number; ms: number }[] = [];
     const load = Promise.all(
       urls.map(async (url) => {
-        while (loading) seen.push(await rawCall(url, counter()));
+        while (loading) {
+          seen.push(await rawCall(url, counter()));
+        }
       }),
     );
     await expect.poll(() => seen.filter((call) => call.status === 200).length, { timeout: 10_000 }).toBeGreaterThan(30);
@@ -89,14 +91,18 @@ describe("Redis stopped during load", () => {
     loading = false;
     await load;
     expect(seen.filter((call) => call.status >= 500 && call.status !== 503)).toEqual([]);
-    for (const call of seen) expect(call.ms).toBeLessThan(5_000);
+    for (const call of seen) {
+      expect(call.ms).toBeLessThan(5_000);
+    }
   });
 });
 
 describe("an instance killed mid-call", () => {
   let child: ChildProcess | undefined;
   afterAll(() => {
-    if (child?.exitCode === null) child.kill("SIGKILL");
+    if (child?.exitCode === null) {
+      child.kill("SIGKILL");
+    }
   });
 
   it("leaves no key blocking the call_id: after the claim's TTL, the call runs elsewhere", async () => {
@@ -110,7 +116,9 @@ describe("an instance killed mid-call", () => {
     const lines = createInterface({ input: spawned.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
     const nextLine = async () => {
       const line = await lines.next();
-      if (line.done) throw new Error("the child server exited");
+      if (line.done) {
+        throw new Error("the child server exited");
+      }
       return line.value;
     };
     const childUrl = await nextLine();

@@ -81,7 +81,9 @@ describe("three instances on one Redis", () => {
     const responses = await Promise.all([first, ...duplicates]);
     expect(slow.runs.count).toBe(1);
     expect(responses[0]).toMatchObject({ success: true, call_id: id, value: { run: 1 } });
-    for (const response of responses) expect(response).toEqual(responses[0]);
+    for (const response of responses) {
+      expect(response).toEqual(responses[0]);
+    }
     // And a later retry on any instance is a replay.
     expect(await clientOf(servers[2]).callTool(request)).toEqual(responses[0]);
     expect(slow.runs.count).toBe(1);
@@ -152,7 +154,9 @@ describe("three instances on one Redis", () => {
       outputSchema: { type: "object", properties: { run: { type: "integer" } }, required: ["run"] },
       run: () => {
         runs++;
-        if (runs === 1) throw new OxpToolError("Not yet", { canRetry: true });
+        if (runs === 1) {
+          throw new OxpToolError("Not yet", { canRetry: true });
+        }
         return { run: runs };
       },
     });
@@ -182,7 +186,9 @@ describe("three instances on one Redis", () => {
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OxpServerError);
     const [challenge] = (refused as OxpServerError).authorizationChallenges;
-    if (!challenge?.url || !challenge.check_url || !a || !b || !c) throw new Error("no challenge");
+    if (!challenge?.url || !challenge.check_url || !a || !b || !c) {
+      throw new Error("no challenge");
+    }
     expect(challenge.url.startsWith(a.url)).toBe(true);
 
     const checkOnB = onInstance(challenge.check_url, b.url);

@@ -28,7 +28,9 @@ describe("behind a round-robin proxy", () => {
     const refused = await client.callTool(request).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OxpServerError);
     const [challenge] = (refused as OxpServerError).authorizationChallenges;
-    if (!challenge?.url) throw new Error("no challenge");
+    if (!challenge?.url) {
+      throw new Error("no challenge");
+    }
     expect(challenge.url.startsWith(`${proxy.url}/demo/authorize/`)).toBe(true);
 
     const waiting = client.waitForAuthorization(challenge, { intervalMs: 50 });
@@ -39,12 +41,16 @@ describe("behind a round-robin proxy", () => {
 
     const emails = await client.callTool(request);
     expect(emails).toMatchObject({ success: true });
-    if (!emails.success) throw new Error("unreachable");
+    if (!emails.success) {
+      throw new Error("unreachable");
+    }
     expect((emails.value as { emails: { subject: string }[] }).emails.map((email) => email.subject)).toEqual([
       "Unread: invoice overdue",
     ]);
     // Round robin, no stickiness: every instance served part of the flow.
-    for (const instance of instances) expect(proxy.served.get(instance.url) ?? 0).toBeGreaterThan(0);
+    for (const instance of instances) {
+      expect(proxy.served.get(instance.url) ?? 0).toBeGreaterThan(0);
+    }
   });
 
   it("runs a call_id once however the retries are spread", async () => {
@@ -52,7 +58,9 @@ describe("behind a round-robin proxy", () => {
     const before = instances.reduce((sum, instance) => sum + instance.demo.counter.value, 0);
     const request = { tool_id: "Counter.Increment", input: { by: 5 }, call_id: `proxy-${Date.now()}` };
     const responses = await Promise.all(Array.from({ length: 6 }, () => client.callTool(request)));
-    for (const response of responses) expect(response).toEqual(responses[0]);
+    for (const response of responses) {
+      expect(response).toEqual(responses[0]);
+    }
     expect(instances.reduce((sum, instance) => sum + instance.demo.counter.value, 0) - before).toBe(5);
   });
 });

@@ -79,7 +79,9 @@ export const authScenarios: Scenario[] = [
     async run(ctx) {
       const secret = need(ctx.auth.jwtSecret, "no JWT secret given");
       const claims: Record<string, unknown> = { sub: "oxp-conformance", exp: now() + 300 };
-      if (ctx.auth.jwtAudience) claims.aud = ctx.auth.jwtAudience;
+      if (ctx.auth.jwtAudience) {
+        claims.aud = ctx.auth.jwtAudience;
+      }
       checkStatus(await tools(ctx, { Authorization: `Bearer ${await signJwt(secret, claims)}` }), 200);
     },
   },
@@ -106,8 +108,9 @@ export const authScenarios: Scenario[] = [
           await signJwt(secret, { sub: SUBJECT, exp: now() + 300, aud: "oxp-conformance-nobody" }),
         ],
       ];
-      for (const [what, token] of cases)
+      for (const [what, token] of cases) {
         checkUnauthorized(await tools(ctx, { Authorization: `Bearer ${token}` }), what);
+      }
     },
   },
   {
@@ -130,8 +133,9 @@ export const authScenarios: Scenario[] = [
         ["with an object sub", { id: SUBJECT }],
         ["with a sub of 257 characters", "s".repeat(257)],
       ];
-      for (const [what, sub] of cases)
+      for (const [what, sub] of cases) {
         checkUnauthorized(await tools(ctx, { Authorization: `Bearer ${await token(sub)}` }), what);
+      }
     },
   },
 ];

@@ -167,7 +167,9 @@ export const callScenarios: Scenario[] = [
     async run(ctx) {
       const tool = probeTool(ctx);
       const wrong = wrongTypeFor(tool.input_schema as Record<string, unknown>);
-      if (!wrong) throw new Error("unreachable");
+      if (!wrong) {
+        throw new Error("unreachable");
+      }
       const answer = await call(ctx, {
         tool_id: tool.id,
         input: { ...minimalObject(tool.input_schema as Record<string, unknown>), [wrong.name]: wrong.value },
@@ -189,8 +191,9 @@ export const callScenarios: Scenario[] = [
       const answer = await call(ctx, { tool_id: tool.id, input: {} });
       checkError(answer, 422);
       const errors = (answer.json as { parameter_errors?: Record<string, string> }).parameter_errors ?? {};
-      for (const name of required)
+      for (const name of required) {
         check(name in errors, `parameter_errors does not name the missing '${name}': ${JSON.stringify(errors)}`);
+      }
     },
   },
   {
@@ -301,7 +304,9 @@ export const callScenarios: Scenario[] = [
       const fixture = need(ctx.fixture.idempotent, "the fixture names no idempotency probe");
       const body = { tool_id: fixture.tool_id, call_id: `oxp-conformance-${randomUUID()}`, input: fixture.input };
       const answers = await Promise.all(Array.from({ length: 6 }, () => call(ctx, body)));
-      for (const answer of answers) checkStatus(answer, 200);
+      for (const answer of answers) {
+        checkStatus(answer, 200);
+      }
       check(new Set(answers.map((answer) => answer.text)).size === 1, "the duplicates got different responses");
     },
   },

@@ -15,8 +15,9 @@ export const coreScenarios: Scenario[] = [
     async run(ctx) {
       const answer = await ctx.http.send({ path: "/health" });
       checkStatus(answer, 200);
-      if (answer.text !== "")
+      if (answer.text !== "") {
         check(answer.json !== undefined, `/health answered a body that is not JSON: ${truncate(answer.text)}`);
+      }
     },
   },
   {

@@ -15,16 +15,26 @@ import {
 /** The schema a JSON answer must match, by its route and status; undefined when the spec sets none. */
 function schemaFor(answer: Answer): string | undefined {
   const [method, path = ""] = answer.label.split(" ");
-  if (answer.status === 422) return "ValidationErrorResponse";
-  if (answer.status >= 400) return "ServerErrorResponse";
-  if (answer.status !== 200) return undefined;
-  if (method === "GET" && path === "/tools") return "ToolListResponse";
+  if (answer.status === 422) {
+    return "ValidationErrorResponse";
+  }
+  if (answer.status >= 400) {
+    return "ServerErrorResponse";
+  }
+  if (answer.status !== 200) {
+    return undefined;
+  }
+  if (method === "GET" && path === "/tools") {
+    return "ToolListResponse";
+  }
   if (method === "POST" && path === "/tools/call") {
     return typeof answer.json === "object" && answer.json !== null && "result" in answer.json
       ? "CallToolResultEnvelope"
       : "CallToolResponse";
   }
-  if (method === "GET" && path !== "/health") return "AuthorizationChallengeCheckResponse";
+  if (method === "GET" && path !== "/health") {
+    return "AuthorizationChallengeCheckResponse";
+  }
   return undefined;
 }
 
@@ -55,8 +65,9 @@ export const hostileScenarios: Scenario[] = [
       rules: ["call.body-checks", "limits.no-5xx-for-requests"],
     },
     async (ctx) => {
-      for (const body of ["{", '{"tool_id": ', "[]", "null", '"text"', "\u0000"])
+      for (const body of ["{", '{"tool_id": ', "[]", "null", '"text"', "\u0000"]) {
         checkError(await call(ctx, body), 400);
+      }
     },
   ),
   hostile(
@@ -141,8 +152,9 @@ export const hostileScenarios: Scenario[] = [
     async (ctx) => {
       const bodies = ["{", '{"tool_id": 1}', '{"tool_id": "A.B", "input": 5}', "[]"];
       const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => call(ctx, bodies[i % bodies.length])));
-      for (const answer of answers)
+      for (const answer of answers) {
         check(answer.status >= 400 && answer.status < 500, `a bad request answered ${answer.status}`);
+      }
     },
   ),
   {
@@ -170,7 +182,9 @@ export const hostileScenarios: Scenario[] = [
     async run(ctx) {
       for (const answer of ctx.http.answers) {
         const title = schemaFor(answer);
-        if (title && answer.json !== undefined) checkSchema(title, answer.json, `${answer.label} (${answer.status})`);
+        if (title && answer.json !== undefined) {
+          checkSchema(title, answer.json, `${answer.label} (${answer.status})`);
+        }
       }
     },
   },

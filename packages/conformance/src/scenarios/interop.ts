@@ -23,7 +23,9 @@ function draftHeaders(ctx: Context): Record<string, string> {
     "Content-Type": "application/json",
     "User-Agent": "OpenAPI-Generator/0.1.1/python",
   };
-  if (ctx.auth.apiKey) headers.Authorization = `Bearer ${ctx.auth.apiKey}`;
+  if (ctx.auth.apiKey) {
+    headers.Authorization = `Bearer ${ctx.auth.apiKey}`;
+  }
   return headers;
 }
 

@@ -102,7 +102,9 @@ export const requirementScenarios: Scenario[] = [
       check(Array.isArray(challenges) && challenges.length > 0, `no challenge in ${truncate(answer.text)}`);
       const [challenge] = challenges;
       check(challenge?.check_url, "the challenge has no check_url");
-      if (new URL(challenge.check_url).origin !== ctx.http.origin) return; // elsewhere: not ours to poll
+      if (new URL(challenge.check_url).origin !== ctx.http.origin) {
+        return; // elsewhere: not ours to poll
+      }
       const status = await ctx.http.send({ url: challenge.check_url });
       checkStatus(status, 200);
       checkSchema("AuthorizationChallengeCheckResponse", status.json, "check_url");

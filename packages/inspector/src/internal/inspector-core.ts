@@ -130,7 +130,9 @@ const SAFE_ORIGIN = /^https?:\/\/(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d+)?$/i;
 
 /** The origin of an http(s) URL when it is safe to write into the policy, or undefined. */
 function originOf(raw: string | undefined | null): string | undefined {
-  if (!raw) return undefined;
+  if (!raw) {
+    return undefined;
+  }
   try {
     const { origin } = new URL(raw);
     return SAFE_ORIGIN.test(origin) ? origin : undefined;
@@ -156,13 +158,17 @@ const textOf = (content: Uint8Array | string) =>
 function toBuilt(files: InspectorFiles | undefined): Built | undefined {
   const index = files?.["ui/index.html"];
   const manifest = files?.["docs/manifest.json"];
-  if (!files || index === undefined || manifest === undefined) return undefined;
+  if (!files || index === undefined || manifest === undefined) {
+    return undefined;
+  }
   const uiAssets = new Map<string, Asset>();
   const docsAssets = new Map<string, Asset>();
   for (const [path, content] of Object.entries(files)) {
     const [, folder, name = ""] = /^(ui\/assets|docs)\/([^/]+)$/.exec(path) ?? [];
     const type = servedType(name);
-    if (folder && type) (folder === "docs" ? docsAssets : uiAssets).set(name, { body: bytesOf(content), type });
+    if (folder && type) {
+      (folder === "docs" ? docsAssets : uiAssets).set(name, { body: bytesOf(content), type });
+    }
   }
   return {
     inspectorHtml: textOf(index),
@@ -274,7 +280,9 @@ export function createInspectorCore(options: InspectorCoreOptions) {
       .then(toBuilt)
       .then(
         (built) => {
-          if (!built) loading = undefined;
+          if (!built) {
+            loading = undefined;
+          }
           return built;
         },
         (error: unknown) => {
@@ -289,10 +297,13 @@ export function createInspectorCore(options: InspectorCoreOptions) {
   /** The page of one variant, built and (once gzipped) compressed once, not on every request. */
   const cachedPage = (key: string, render: () => string): Asset => {
     let page = pages.get(key);
-    if (page) pages.delete(key);
-    else {
+    if (page) {
+      pages.delete(key);
+    } else {
       page = { body: new TextEncoder().encode(render()), type: TYPES[".html"] as string };
-      if (pages.size >= MAX_CACHED_PAGES) pages.delete(pages.keys().next().value as string);
+      if (pages.size >= MAX_CACHED_PAGES) {
+        pages.delete(pages.keys().next().value as string);
+      }
     }
     pages.set(key, page);
     return page;
@@ -333,15 +344,21 @@ export function createInspectorCore(options: InspectorCoreOptions) {
   return async (request: InspectorRequest): Promise<InspectorAnswer | undefined> => {
     const path = request.url.pathname;
     const section = /^\/(inspector|docs)(\/.*)?$/.exec(path);
-    if (!section) return undefined;
+    if (!section) {
+      return undefined;
+    }
     if (request.method !== "GET" && request.method !== "HEAD") {
       return jsonError(405, "This method is not allowed here", { Allow: "GET, HEAD" });
     }
     const built = await load();
-    if (!built) return jsonError(503, "The inspector is not built: run `npm run build` in @otc/inspector");
+    if (!built) {
+      return jsonError(503, "The inspector is not built: run `npm run build` in @otc/inspector");
+    }
     const [, name, rest = ""] = section;
     const mount = request.mount(path);
-    if (!mount) return undefined;
+    if (!mount) {
+      return undefined;
+    }
     if (rest === "" || rest === "/") {
       return name === "inspector"
         ? inspectorPage(built, request, mount.links)
@@ -356,7 +373,9 @@ export function createInspectorCore(options: InspectorCoreOptions) {
     const fileName = file === undefined ? undefined : decodeURIComponentSafe(file);
     const asset = fileName === undefined ? undefined : assets.get(fileName);
     // The manifest is the build's bookkeeping, not an asset: refused by its decoded name (`manifest%2Ejson` too).
-    if (!asset || fileName === "manifest.json") return undefined;
+    if (!asset || fileName === "manifest.json") {
+      return undefined;
+    }
     return send(asset, IMMUTABLE, name === "inspector" ? inspectorPolicy([]) : DOCS_POLICY, request.acceptEncoding);
   };
 }

@@ -11,8 +11,12 @@ class AjvSchemaValidator implements SchemaValidator {
   ) {}
 
   errors(value: unknown, all = true): readonly SchemaIssue[] | undefined {
-    if (this.fast(value)) return undefined;
-    if (!all) return this.fast.errors ?? [];
+    if (this.fast(value)) {
+      return undefined;
+    }
+    if (!all) {
+      return this.fast.errors ?? [];
+    }
     this.full(value);
     return this.full.errors ?? this.fast.errors ?? [];
   }

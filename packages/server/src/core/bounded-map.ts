@@ -5,7 +5,9 @@ export function setBounded<K, V>(map: Map<K, V>, key: K, value: V, maxEntries: n
   map.delete(key); // re-inserted last: eviction goes by the age of the latest write
   map.set(key, value);
   for (const oldest of map.keys()) {
-    if (map.size <= maxEntries) break;
+    if (map.size <= maxEntries) {
+      break;
+    }
     map.delete(oldest);
   }
 }

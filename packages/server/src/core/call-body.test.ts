@@ -12,7 +12,9 @@ function refusal(body: unknown, maxDepth?: number): WireError | undefined {
     parseCallBody(body, maxDepth);
     return undefined;
   } catch (error) {
-    if (error instanceof WireError) return error;
+    if (error instanceof WireError) {
+      return error;
+    }
     throw error;
   }
 }

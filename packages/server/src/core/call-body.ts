@@ -28,10 +28,17 @@ export function checkDepth(value: unknown, max: number): void {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop() as [unknown, number];
-    if (typeof node !== "object" || node === null) continue;
-    if (depth > max) throw tooDeep(max);
-    for (const child of Object.values(node))
-      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    if (typeof node !== "object" || node === null) {
+      continue;
+    }
+    if (depth > max) {
+      throw tooDeep(max);
+    }
+    for (const child of Object.values(node)) {
+      if (typeof child === "object" && child !== null) {
+        stack.push([child, depth + 1]);
+      }
+    }
   }
 }
 
@@ -40,7 +47,9 @@ export type CallBody = CallToolRequest | CallToolEnvelope;
 
 /** True for the draft envelope: a body whose top level has a `request` object. */
 export function isEnvelope(body: unknown): body is CallToolEnvelope {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) return false;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return false;
+  }
   const request = (body as { request?: unknown }).request;
   return typeof request === "object" && request !== null && !Array.isArray(request);
 }

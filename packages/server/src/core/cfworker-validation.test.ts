@@ -42,7 +42,9 @@ async function answer(inputValidator: InputValidator, inputSchema: Record<string
     const response = await core.call({ tool_id: "Test.Echo", input: input as Record<string, unknown> }, meta);
     return { value: response.success ? response.value : response.error };
   } catch (error) {
-    if (!(error instanceof WireError)) throw error;
+    if (!(error instanceof WireError)) {
+      throw error;
+    }
     const body = error.toBody() as { parameter_errors?: Record<string, string> };
     return { status: error.status, body, order: Object.keys(body.parameter_errors ?? {}) };
   }

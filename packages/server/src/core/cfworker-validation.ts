@@ -39,12 +39,18 @@ function copySchema(
   schema: unknown,
   rewrite: (key: string, value: unknown) => [string, unknown][] | undefined,
 ): unknown {
-  if (Array.isArray(schema)) return schema.map((item) => copySchema(item, rewrite));
-  if (typeof schema !== "object" || schema === null) return schema;
+  if (Array.isArray(schema)) {
+    return schema.map((item) => copySchema(item, rewrite));
+  }
+  if (typeof schema !== "object" || schema === null) {
+    return schema;
+  }
   // fromEntries, not assignment: a key named __proto__ stays a key.
   return Object.fromEntries(
     Object.entries(schema).flatMap(([key, value]): [string, unknown][] => {
-      if (DATA.has(key)) return [[key, value]];
+      if (DATA.has(key)) {
+        return [[key, value]];
+      }
       if (NAME_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
         const names = Object.entries(value).map(([name, sub]) => [name, copySchema(sub, rewrite)]);
         return [[key, Object.fromEntries(names)]];
@@ -57,16 +63,26 @@ function copySchema(
 /** Every schema-position keyword of a schema, at any depth, with its value. */
 function* keywordsOf(schema: unknown): Generator<[string, unknown]> {
   if (Array.isArray(schema)) {
-    for (const item of schema) yield* keywordsOf(item);
+    for (const item of schema) {
+      yield* keywordsOf(item);
+    }
     return;
   }
-  if (typeof schema !== "object" || schema === null) return;
+  if (typeof schema !== "object" || schema === null) {
+    return;
+  }
   for (const [key, value] of Object.entries(schema)) {
     yield [key, value];
-    if (DATA.has(key)) continue;
+    if (DATA.has(key)) {
+      continue;
+    }
     if (NAME_MAPS.has(key) && typeof value === "object" && value !== null) {
-      for (const sub of Object.values(value)) yield* keywordsOf(sub);
-    } else yield* keywordsOf(value);
+      for (const sub of Object.values(value)) {
+        yield* keywordsOf(sub);
+      }
+    } else {
+      yield* keywordsOf(value);
+    }
   }
 }
 
@@ -79,9 +95,13 @@ const FORMAT_PREFIX = "@otc/ajv-formats:";
 let formatsAdded = false;
 
 function addFormats(): void {
-  if (formatsAdded) return;
+  if (formatsAdded) {
+    return;
+  }
   formatsAdded = true;
-  for (const [name, check] of STRING_FORMATS) cfworkerFormats[FORMAT_PREFIX + name] = check;
+  for (const [name, check] of STRING_FORMATS) {
+    cfworkerFormats[FORMAT_PREFIX + name] = check;
+  }
 }
 
 const META_ID = metaSchema.$id;
@@ -184,10 +204,14 @@ function rank(schema: Json, keyword: string, value: unknown): number {
   if (kw === "type" && typeof schema.type === "string") {
     // A single type with keywords of its own group is checked in that group's else branch, after the rest.
     const group = Object.hasOwn(GROUPS, schema.type) ? GROUPS[schema.type] : undefined;
-    if (group?.some((key) => schema[key] !== undefined)) return 100 * (GROUP_ORDER.indexOf(schema.type) + 1) + 99;
+    if (group?.some((key) => schema[key] !== undefined)) {
+      return 100 * (GROUP_ORDER.indexOf(schema.type) + 1) + 99;
+    }
   }
   const untyped = UNTYPED.indexOf(kw);
-  if (untyped !== -1) return untyped;
+  if (untyped !== -1) {
+    return untyped;
+  }
   const group = typeGroup(value);
   const index = group === undefined ? -1 : (GROUPS[group]?.indexOf(kw) ?? -1);
   return index === -1 ? 1_000 : 100 * (GROUP_ORDER.indexOf(group as string) + 1) + index;
@@ -197,8 +221,12 @@ const ordinals = new WeakMap<object, Map<string, number>>();
 
 /** The position of an object's member in `for...in` order (the order both validators visit members in). */
 function ordinal(object: unknown, member: string): number {
-  if (Array.isArray(object)) return Number(member);
-  if (typeof object !== "object" || object === null) return 0;
+  if (Array.isArray(object)) {
+    return Number(member);
+  }
+  if (typeof object !== "object" || object === null) {
+    return 0;
+  }
   let positions = ordinals.get(object);
   if (!positions) {
     positions = new Map(Object.keys(object).map((key, index) => [key, index]));
@@ -236,7 +264,9 @@ function follow(
   let depth = 0;
   const step = (into: string | undefined, named = true) => {
     depth++;
-    if (named && into !== undefined) path.push(into);
+    if (named && into !== undefined) {
+      path.push(into);
+    }
     value = named ? childOf(value, into) : into;
   };
   for (let i = 0; i < segments.length; i++) {
@@ -251,8 +281,9 @@ function follow(
       const names = Object.keys((next as Json | undefined) ?? {});
       next = (next as Json | undefined)?.[name];
       key.push(names.indexOf(name));
-      if (keyword === "properties") step(members[depth]);
-      else if (keyword === "patternProperties") {
+      if (keyword === "properties") {
+        step(members[depth]);
+      } else if (keyword === "patternProperties") {
         key.push(ordinal(value, members[depth] as string));
         step(members[depth]);
       }
@@ -260,7 +291,9 @@ function follow(
       const index = Number(segments[++i]);
       next = (next as unknown[] | undefined)?.[index];
       key.push(index);
-      if (keyword === "prefixItems") step(members[depth]);
+      if (keyword === "prefixItems") {
+        step(members[depth]);
+      }
     } else if (
       keyword === "items" ||
       keyword === "contains" ||
@@ -273,8 +306,11 @@ function follow(
       const member = members[depth] as string;
       key.push(ordinal(value, member));
       // A property name's errors are the object's, as Ajv reports them (with the name in their params).
-      if (keyword === "propertyNames") step(member, false);
-      else step(member);
+      if (keyword === "propertyNames") {
+        step(member, false);
+      } else {
+        step(member);
+      }
     } else {
       key.push(0);
     }
@@ -321,16 +357,24 @@ function duplicateItems(items: readonly unknown[], itemSchema: unknown): { i: nu
     const indices: Record<string, unknown> = {};
     for (let i = items.length; i--; ) {
       const item = items[i];
-      if (!types.some((type) => isType(item, type))) continue;
+      if (!types.some((type) => isType(item, type))) {
+        continue;
+      }
       const name = `${item}${types.length > 1 && typeof item === "string" ? "_" : ""}`;
       const j = indices[name];
-      if (typeof j === "number") return { i, j };
+      if (typeof j === "number") {
+        return { i, j };
+      }
       indices[name] = i;
     }
     return undefined;
   }
   for (let i = items.length; i--; ) {
-    for (let j = i; j--; ) if (deepCompareStrict(items[i], items[j])) return { i, j };
+    for (let j = i; j--; ) {
+      if (deepCompareStrict(items[i], items[j])) {
+        return { i, j };
+      }
+    }
   }
   return undefined;
 }
@@ -414,7 +458,9 @@ function convert(
     case "uniqueItems": {
       const pair = Array.isArray(value) ? duplicateItems(value, schema.items) : undefined;
       // Ajv compares only the items of the item schema's types: a duplicate of another type is no error to it.
-      if (!pair) return undefined;
+      if (!pair) {
+        return undefined;
+      }
       return issue(
         "uniqueItems",
         pair,
@@ -439,9 +485,13 @@ function convert(
     case "dependencies": {
       const dependencies = (schema[keyword] ?? {}) as Record<string, unknown>;
       for (const [property, deps] of Object.entries(dependencies)) {
-        if (!Array.isArray(deps)) continue;
+        if (!Array.isArray(deps)) {
+          continue;
+        }
         const missing = between(unit.error, `Instance has "${property}" but does not have "`, '".');
-        if (missing === undefined || !deps.includes(missing)) continue;
+        if (missing === undefined || !deps.includes(missing)) {
+          continue;
+        }
         const names = deps.join(", ");
         return issue(
           keyword,
@@ -454,7 +504,9 @@ function convert(
     }
     case "additionalProperties":
     case "unevaluatedProperties": {
-      if (schema[keyword] !== false) return undefined;
+      if (schema[keyword] !== false) {
+        return undefined;
+      }
       const additional = keyword === "additionalProperties";
       const member =
         between(
@@ -471,7 +523,9 @@ function convert(
     }
     case "items":
     case "unevaluatedItems": {
-      if (schema[keyword] !== false) return undefined;
+      if (schema[keyword] !== false) {
+        return undefined;
+      }
       // Ajv's limit is how many items other keywords took: the index of the first refused one.
       const limit =
         keyword === "items"
@@ -577,10 +631,14 @@ function toIssues(units: readonly OutputUnit[], context: Context): SchemaIssue[]
     }
     if ((unit.keyword === "items" || unit.keyword === "unevaluatedItems") && place.schema[unit.keyword] === false) {
       skipFalse = true;
-      if (itemsRefused.has(unit.instanceLocation)) continue;
+      if (itemsRefused.has(unit.instanceLocation)) {
+        continue;
+      }
       itemsRefused.add(unit.instanceLocation);
     }
-    if (converted) placed.push({ issue: converted.issue, key: [...key, ...converted.tail] });
+    if (converted) {
+      placed.push({ issue: converted.issue, key: [...key, ...converted.tail] });
+    }
   }
   // Stable: what the keys do not order stays in cfworker's order, which is Ajv's within one keyword.
   placed.sort((a, b) => compareKeys(a.key, b.key));
@@ -591,7 +649,9 @@ function compareKeys(a: readonly number[], b: readonly number[]): number {
   const length = Math.min(a.length, b.length);
   for (let i = 0; i < length; i++) {
     const difference = (a[i] as number) - (b[i] as number);
-    if (difference !== 0) return difference;
+    if (difference !== 0) {
+      return difference;
+    }
   }
   return a.length - b.length;
 }
@@ -607,8 +667,12 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 /** A copy of a value whose property names are well-formed (U+FFFD for each lone surrogate). */
 function wellFormedNames(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(wellFormedNames);
-  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) {
+    return value.map(wellFormedNames);
+  }
+  if (typeof value !== "object" || value === null) {
+    return value;
+  }
   return Object.fromEntries(
     Object.entries(value).map(([key, item]) => [key.replace(LONE_SURROGATE, "\uFFFD"), wellFormedNames(item)]),
   );
@@ -623,9 +687,12 @@ class CfworkerSchemaValidator implements SchemaValidator {
 
   errors(value: unknown, all = true): readonly SchemaIssue[] | undefined {
     const first = this.check(value, true);
-    if (first.valid) return undefined;
-    if (!all)
+    if (first.valid) {
+      return undefined;
+    }
+    if (!all) {
       return firstOnly(toIssues(first.errors, { root: this.schema, lookup: this.lookup, input: first.checked, all }));
+    }
     const full = this.check(first.checked, false);
     return toIssues(full.errors, { root: this.schema, lookup: this.lookup, input: full.checked, all });
   }
@@ -635,7 +702,9 @@ class CfworkerSchemaValidator implements SchemaValidator {
     try {
       return { ...validate(value, this.schema, "2020-12", this.lookup, shortCircuit), checked: value };
     } catch (error) {
-      if (!(error instanceof URIError)) throw error;
+      if (!(error instanceof URIError)) {
+        throw error;
+      }
       // Only the names' paths change (a name with a lone surrogate is as valid as before, bar a pattern on it).
       const checked = wellFormedNames(value);
       return { ...validate(checked, this.schema, "2020-12", this.lookup, shortCircuit), checked };
@@ -655,9 +724,13 @@ function checkSchema(schema: unknown): void {
   }
   // Ajv compiles every pattern with the `u` flag and throws its SyntaxError: so does this.
   for (const [key, value] of keywordsOf(schema)) {
-    if (key === "pattern" && typeof value === "string") new RegExp(value, "u");
+    if (key === "pattern" && typeof value === "string") {
+      new RegExp(value, "u");
+    }
     if (key === "patternProperties" && typeof value === "object" && value !== null) {
-      for (const pattern of Object.keys(value)) new RegExp(pattern, "u");
+      for (const pattern of Object.keys(value)) {
+        new RegExp(pattern, "u");
+      }
     }
   }
 }

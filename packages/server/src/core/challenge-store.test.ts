@@ -57,12 +57,16 @@ describe("MemoryChallengeStore", () => {
       expect((await store.get("b1"))?.status).toBe("pending");
       expect(store.size).toBe(4);
       // However many more a starts, with new user ids each, it holds 3 and the total never fills for b.
-      for (let i = 5; i < 100; i++) await store.add(`a${i}`, { owner: owner(`u${i}`, "a"), scopes: [] });
+      for (let i = 5; i < 100; i++) {
+        await store.add(`a${i}`, { owner: owner(`u${i}`, "a"), scopes: [] });
+      }
       expect(store.size).toBe(4);
       await store.add("b2", { owner: owner("u2", "b"), scopes: [] });
       await store.add("b3", { owner: owner("u3", "b"), scopes: [] });
       expect(store.size).toBe(6);
-      for (const id of ["a97", "a98", "a99", "b1", "b2"]) expect((await store.get(id))?.status).toBe("pending");
+      for (const id of ["a97", "a98", "a99", "b1", "b2"]) {
+        expect((await store.get(id))?.status).toBe("pending");
+      }
       // b at its cap too: its own oldest goes, never a's.
       await store.add("b4", { owner: owner("u4", "b"), scopes: [] });
       expect(await store.get("b1")).toBeUndefined();
@@ -75,8 +79,9 @@ describe("MemoryChallengeStore", () => {
     "with the default bounds, one principal's 12,000 challenges never deny another principal's",
     async () => {
       const store = new MemoryChallengeStore();
-      for (let i = 0; i < 12_000; i++)
+      for (let i = 0; i < 12_000; i++) {
         await store.add(`flood-${i}`, { owner: owner(`user-${i}`, "jwt:a"), scopes: [] });
+      }
       expect(store.size).toBe(1_000);
       await expect(store.add("victim", { owner: owner("ann", "api-key:1"), scopes: [] })).resolves.toMatchObject({
         status: "pending",
@@ -105,7 +110,9 @@ describe("MemoryChallengeStore", () => {
 
   it("lets an owner at the cap replace their oldest even when the total is full, and replaces a reused id", async () => {
     const store = new MemoryChallengeStore({ maxChallenges: 2, maxPendingPerOwner: 2 });
-    for (const id of ["one", "two", "three"]) await store.add(id, { owner: owner("ann"), scopes: [] });
+    for (const id of ["one", "two", "three"]) {
+      await store.add(id, { owner: owner("ann"), scopes: [] });
+    }
     expect(await store.get("one")).toBeUndefined();
     await store.add("two", { owner: owner("ann"), scopes: ["again"] });
     expect((await store.get("two"))?.scopes).toEqual(["again"]);
@@ -156,7 +163,9 @@ describe("MemoryChallengeStore", () => {
     const batches: number[] = [];
     for (let from = 0; from < 20_000; from += 1_000) {
       const started = performance.now();
-      for (let i = from; i < from + 1_000; i++) await store.add(`c${i}`, { owner: owner(`user-${i}`), scopes: [] });
+      for (let i = from; i < from + 1_000; i++) {
+        await store.add(`c${i}`, { owner: owner(`user-${i}`), scopes: [] });
+      }
       batches.push(performance.now() - started);
     }
     expect(store.size).toBe(20_000);

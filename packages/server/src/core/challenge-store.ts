@@ -148,7 +148,9 @@ export class MemoryChallengeStore implements ChallengeStore {
       const oldest = this.challenges.values().next().value;
       throw new ChallengeStoreFullError((oldest?.expiresAt ?? now) - now, this.bounds.maxChallenges);
     }
-    for (const old of dropped) this.drop(old);
+    for (const old of dropped) {
+      this.drop(old);
+    }
     const held: HeldChallenge = {
       owner: { principal: challenge.owner.principal, userId: challenge.owner.userId },
       scopes: [...challenge.scopes],
@@ -178,7 +180,9 @@ export class MemoryChallengeStore implements ChallengeStore {
     if (mine) {
       let excess = mine.size - this.bounds.maxPendingPerOwner + 1;
       for (const old of mine) {
-        if (excess-- <= 0) break;
+        if (excess-- <= 0) {
+          break;
+        }
         dropped.add(old);
       }
     }
@@ -187,8 +191,12 @@ export class MemoryChallengeStore implements ChallengeStore {
       // The owner's dropped ones are the principal's too.
       let excess = theirs.size - dropped.size - this.bounds.maxChallengesPerPrincipal + 1;
       for (const old of theirs) {
-        if (excess <= 0) break;
-        if (dropped.has(old)) continue;
+        if (excess <= 0) {
+          break;
+        }
+        if (dropped.has(old)) {
+          continue;
+        }
         dropped.add(old);
         excess--;
       }
@@ -203,8 +211,12 @@ export class MemoryChallengeStore implements ChallengeStore {
 
   async decide(id: string, status: "completed" | "failed"): Promise<ChallengeStatus | undefined> {
     const held = this.live(id);
-    if (!held) return undefined;
-    if (held.status !== "pending") return held.status;
+    if (!held) {
+      return undefined;
+    }
+    if (held.status !== "pending") {
+      return held.status;
+    }
     held.status = status;
     this.unpend(id, held);
     return status;
@@ -231,26 +243,38 @@ export class MemoryChallengeStore implements ChallengeStore {
   /** Drops expired challenges from the head: each challenge is dropped once, so this is amortized O(1). */
   private prune(now: number): void {
     for (const [id, held] of this.challenges) {
-      if (held.expiresAt > now) return;
+      if (held.expiresAt > now) {
+        return;
+      }
       this.drop(id);
     }
   }
 
   private drop(id: string): void {
     const held = this.challenges.get(id);
-    if (!held) return;
+    if (!held) {
+      return;
+    }
     this.challenges.delete(id);
     this.unpend(id, held);
     const theirs = this.byPrincipal.get(held.owner.principal);
-    if (!theirs) return;
+    if (!theirs) {
+      return;
+    }
     theirs.delete(id);
-    if (theirs.size === 0) this.byPrincipal.delete(held.owner.principal);
+    if (theirs.size === 0) {
+      this.byPrincipal.delete(held.owner.principal);
+    }
   }
 
   private unpend(id: string, held: HeldChallenge): void {
     const pending = this.pendingByOwner.get(held.ownerKey);
-    if (!pending) return;
+    if (!pending) {
+      return;
+    }
     pending.delete(id);
-    if (pending.size === 0) this.pendingByOwner.delete(held.ownerKey);
+    if (pending.size === 0) {
+      this.pendingByOwner.delete(held.ownerKey);
+    }
   }
 }

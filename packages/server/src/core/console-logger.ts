@@ -76,7 +76,9 @@ function pathTree(paths: readonly string[]): PathTree {
         return;
       }
       const next = node.get(segment);
-      if (next === true) return;
+      if (next === true) {
+        return;
+      }
       const child: PathTree = next ?? new Map();
       node.set(segment, child);
       node = child;
@@ -95,10 +97,14 @@ function redact(record: Record<string, unknown>, tree: PathTree): Record<string,
   let copy: Record<string, unknown> | undefined;
   for (const key of Object.keys(record)) {
     const rule = tree.get(key) ?? tree.get("*");
-    if (rule === undefined) continue;
+    if (rule === undefined) {
+      continue;
+    }
     const value = record[key];
     const replaced = rule === true ? REDACTED : isRecord(value) ? redact(value, rule) : value;
-    if (replaced === value) continue;
+    if (replaced === value) {
+      continue;
+    }
     copy ??= { ...record };
     Object.defineProperty(copy, key, { value: replaced, enumerable: true, writable: true, configurable: true });
   }
@@ -107,7 +113,9 @@ function redact(record: Record<string, unknown>, tree: PathTree): Record<string,
 
 /** An Error as pino's `err` serializer writes one; other values as they are. */
 function serializable(value: unknown): unknown {
-  if (!(value instanceof Error)) return value;
+  if (!(value instanceof Error)) {
+    return value;
+  }
   return { type: value.name, message: value.message, stack: value.stack };
 }
 
@@ -118,9 +126,13 @@ function stringify(record: Record<string, unknown>): string {
   } catch {
     const seen = new WeakSet<object>();
     return JSON.stringify(record, (_key, value: unknown) => {
-      if (typeof value === "bigint") return value.toString();
+      if (typeof value === "bigint") {
+        return value.toString();
+      }
       if (typeof value === "object" && value !== null) {
-        if (seen.has(value)) return "[Circular]";
+        if (seen.has(value)) {
+          return "[Circular]";
+        }
         seen.add(value);
       }
       return value;
@@ -150,7 +162,9 @@ export function consoleLogger(options: ConsoleLoggerOptions = {}): CoreLogger {
 
 function makeLogger(threshold: number, bindings: Record<string, unknown>): CoreLogger {
   const write = (level: number, fields: Record<string, unknown> | string, message?: string) => {
-    if (level < threshold) return;
+    if (level < threshold) {
+      return;
+    }
     const [object, msg] = typeof fields === "string" ? [{}, fields] : [fields ?? {}, message];
     const record: Record<string, unknown> = { level, time: Date.now(), service: "oxp-server" };
     for (const source of [bindings, object]) {
@@ -163,10 +177,18 @@ function makeLogger(threshold: number, bindings: Record<string, unknown>): CoreL
         });
       }
     }
-    if (msg !== undefined) record.msg = msg;
+    if (msg !== undefined) {
+      record.msg = msg;
+    }
     const line = stringify(redact(record, REDACTIONS));
-    if (level >= LEVELS.warn) console.error(line);
-    else console.log(line);
+    // Written to the console by design: this logger is for runtimes without pino.
+    if (level >= LEVELS.warn) {
+      // biome-ignore lint/suspicious/noConsole: the console is this logger's destination
+      console.error(line);
+    } else {
+      // biome-ignore lint/suspicious/noConsole: the console is this logger's destination
+      console.log(line);
+    }
   };
   return {
     debug: (fields, message) => write(LEVELS.debug, fields, message),

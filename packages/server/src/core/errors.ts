@@ -46,7 +46,9 @@ function withoutStack(message: string): string {
 }
 
 function restoreStack(): void {
-  if (savedStackLimit === undefined) return;
+  if (savedStackLimit === undefined) {
+    return;
+  }
   Error.stackTraceLimit = savedStackLimit;
   savedStackLimit = undefined;
 }
@@ -78,12 +80,18 @@ export class WireError extends Error {
   toBody(): ServerErrorResponse | ValidationErrorResponse {
     if (this.kind === "invalid_input") {
       const body: ValidationErrorResponse = { message: this.message };
-      if (this.details.parameterErrors) body.parameter_errors = this.details.parameterErrors;
+      if (this.details.parameterErrors) {
+        body.parameter_errors = this.details.parameterErrors;
+      }
       return body;
     }
     const body: ServerErrorResponse = { message: this.message };
-    if (this.details.developerMessage) body.developer_message = this.details.developerMessage;
-    if (this.details.missingRequirements) body.missing_requirements = this.details.missingRequirements;
+    if (this.details.developerMessage) {
+      body.developer_message = this.details.developerMessage;
+    }
+    if (this.details.missingRequirements) {
+      body.missing_requirements = this.details.missingRequirements;
+    }
     return body;
   }
 }

@@ -25,7 +25,9 @@ describe("MemoryIdempotencyStore", () => {
     "keeps its write queues within a multiple of the records it holds, however many keys come and go",
     async () => {
       const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 10 });
-      for (let i = 0; i < 50_000; i++) await finish(store, "p", `c-${i}`);
+      for (let i = 0; i < 50_000; i++) {
+        await finish(store, "p", `c-${i}`);
+      }
       expect(store.size).toBe(10);
       const internals = store as unknown as {
         writes: { length: number };
@@ -52,7 +54,9 @@ describe("MemoryIdempotencyStore", () => {
     async () => {
       const store = new MemoryIdempotencyStore({ maxEntriesPerPrincipal: 3 });
       await finish(store, "bob", "b0");
-      for (const id of ["a1", "a2", "a3", "a4", "a5"]) await finish(store, "alice", id);
+      for (const id of ["a1", "a2", "a3", "a4", "a5"]) {
+        await finish(store, "alice", id);
+      }
       expect(await store.get({ principal: "alice", callId: "a1" })).toBeUndefined();
       expect(await store.get({ principal: "alice", callId: "a2" })).toBeUndefined();
       expect(await store.get({ principal: "alice", callId: "a5" })).toBeDefined();
@@ -92,7 +96,9 @@ describe("MemoryIdempotencyStore", () => {
 
   verifies("idempotency.bounded-store", "is bounded in bytes: large responses count by their size", async () => {
     const store = new MemoryIdempotencyStore({ maxBytesPerPrincipal: 1_000_000, maxResponseBytes: 400_000 });
-    for (let i = 0; i < 10; i++) await finish(store, "alice", `k${i}`, "x".repeat(300_000));
+    for (let i = 0; i < 10; i++) {
+      await finish(store, "alice", `k${i}`, "x".repeat(300_000));
+    }
     expect(store.bytes).toBeLessThanOrEqual(1_000_000);
     expect(store.size).toBe(3);
     expect(await store.get({ principal: "alice", callId: "k9" })).toBeDefined();
@@ -123,7 +129,9 @@ describe("MemoryIdempotencyStore", () => {
     const store = new MemoryIdempotencyStore();
     await finish(store, "alice", "k", { list: [1] });
     const first = await store.get({ principal: "alice", callId: "k" });
-    if (first?.response?.success) (first.response.value as { list: number[] }).list.push(2);
+    if (first?.response?.success) {
+      (first.response.value as { list: number[] }).list.push(2);
+    }
     expect((await store.get({ principal: "alice", callId: "k" }))?.response).toMatchObject({ value: { list: [1] } });
   });
 });

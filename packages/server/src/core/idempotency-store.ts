@@ -104,7 +104,9 @@ export function utf8ByteLength(text: string): number {
     // Stops before a character that does not fit, never inside a surrogate pair.
     const { read, written } = encoder.encodeInto(rest, scratch);
     bytes += written;
-    if (read >= rest.length) return bytes;
+    if (read >= rest.length) {
+      return bytes;
+    }
     rest = rest.slice(read);
   }
 }
@@ -143,8 +145,11 @@ class WriteQueue {
   *live(isLive: (id: string, seq: number) => boolean): Generator<string> {
     for (let i = this.head; i < this.ids.length; i++) {
       const id = this.ids[i] as string;
-      if (isLive(id, this.seqs[i] as number)) yield id;
-      else if (i === this.head) this.head++;
+      if (isLive(id, this.seqs[i] as number)) {
+        yield id;
+      } else if (i === this.head) {
+        this.head++;
+      }
     }
   }
 
@@ -164,7 +169,9 @@ class WriteQueue {
       this.seqs = this.seqs.slice(this.head);
       this.head = 0;
     }
-    if (this.ids.length - this.head <= 2 * liveCount + 64) return;
+    if (this.ids.length - this.head <= 2 * liveCount + 64) {
+      return;
+    }
     const ids: string[] = [];
     const seqs: number[] = [];
     for (let i = this.head; i < this.ids.length; i++) {
@@ -228,18 +235,28 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async get(key: IdempotencyKey): Promise<IdempotencyEntry | undefined> {
     const record = this.live(recordKey(key));
-    if (!record) return undefined;
+    if (!record) {
+      return undefined;
+    }
     const entry: IdempotencyEntry = { fingerprint: record.fingerprint };
-    if (record.response !== undefined) entry.response = JSON.parse(record.response) as CallToolResponse;
-    if (record.abandoned) entry.abandoned = true;
+    if (record.response !== undefined) {
+      entry.response = JSON.parse(record.response) as CallToolResponse;
+    }
+    if (record.abandoned) {
+      entry.abandoned = true;
+    }
     return entry;
   }
 
   async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined> {
     const existing = await this.get(key);
-    if (existing) return existing;
+    if (existing) {
+      return existing;
+    }
     const refused = this.put(key, { principal: key.principal, fingerprint, expiresAt: this.now() + ttlMs, bytes: 0 });
-    if (refused) throw new IdempotencyStoreFullError(refused.retryAfterMs);
+    if (refused) {
+      throw new IdempotencyStoreFullError(refused.retryAfterMs);
+    }
     return undefined;
   }
 
@@ -296,8 +313,12 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     // Over its own quota, a principal loses its own oldest finished records, nobody else's.
     if (!fits()) {
       for (const oldest of usage.queue.live(this.isLive)) {
-        if (this.records.get(oldest)?.response !== undefined) this.remove(oldest);
-        if (fits()) break;
+        if (this.records.get(oldest)?.response !== undefined) {
+          this.remove(oldest);
+        }
+        if (fits()) {
+          break;
+        }
       }
     }
     const overQuota = !fits();
@@ -321,21 +342,29 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   private remove(id: string): void {
     const record = this.records.get(id);
-    if (!record) return;
+    if (!record) {
+      return;
+    }
     this.records.delete(id);
     this.totalBytes -= record.bytes;
     const usage = this.principals.get(record.principal);
-    if (!usage) return;
+    if (!usage) {
+      return;
+    }
     usage.bytes -= record.bytes;
     usage.count--;
-    if (usage.count === 0) this.principals.delete(record.principal);
+    if (usage.count === 0) {
+      this.principals.delete(record.principal);
+    }
   }
 
   /** Drops expired records from the oldest writes on: amortized constant time per write. */
   private sweepExpired(): void {
     const now = this.now();
     for (const id of this.writes.live(this.isLive)) {
-      if ((this.records.get(id)?.expiresAt ?? 0) > now) break;
+      if ((this.records.get(id)?.expiresAt ?? 0) > now) {
+        break;
+      }
       this.remove(id);
     }
   }
@@ -346,7 +375,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     let read = 0;
     for (const id of ids) {
       soonest = Math.min(soonest, this.records.get(id)?.expiresAt ?? soonest);
-      if (++read === 64) break;
+      if (++read === 64) {
+        break;
+      }
     }
     return Number.isFinite(soonest) ? Math.max(1_000, soonest - this.now()) : 1_000;
   }

@@ -143,7 +143,9 @@ async function answersHere(inputValidator: InputValidatorChoice) {
       );
       answers.push({ value: response.success ? response.value : undefined });
     } catch (error) {
-      if (!(error instanceof WireError)) throw error;
+      if (!(error instanceof WireError)) {
+        throw error;
+      }
       answers.push({ status: error.status, body: error.toBody() });
     }
   }

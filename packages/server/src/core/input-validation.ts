@@ -57,7 +57,9 @@ let codeGenerationRefused = false;
  * a no is kept.
  */
 export function canGenerateCode(): boolean {
-  if (codeGenerationRefused) return false;
+  if (codeGenerationRefused) {
+    return false;
+  }
   try {
     return new Function("return 1")() === 1;
   } catch {
@@ -73,8 +75,12 @@ export function canGenerateCode(): boolean {
  */
 export function schemaValidators(choice: InputValidatorChoice = "auto"): SchemaValidators {
   const name = choice === "auto" ? (canGenerateCode() ? "ajv" : "cfworker") : choice;
-  if (name === "ajv") return createAjvValidators();
-  if (name === "cfworker") return createCfworkerValidators();
+  if (name === "ajv") {
+    return createAjvValidators();
+  }
+  if (name === "cfworker") {
+    return createCfworkerValidators();
+  }
   throw new ServerConfigError(`inputValidator must be "ajv", "cfworker" or "auto", not ${JSON.stringify(choice)}`);
 }
 
@@ -122,9 +128,15 @@ function pathOf(error: SchemaIssue): string {
     .slice(1)
     .map((segment) => segment.replaceAll("~1", "/").replaceAll("~0", "~"));
   const params = error.params;
-  if (error.keyword === "required") segments.push(String(params.missingProperty));
-  if (error.keyword === "additionalProperties") segments.push(String(params.additionalProperty));
-  if (error.keyword === "unevaluatedProperties") segments.push(String(params.unevaluatedProperty));
+  if (error.keyword === "required") {
+    segments.push(String(params.missingProperty));
+  }
+  if (error.keyword === "additionalProperties") {
+    segments.push(String(params.additionalProperty));
+  }
+  if (error.keyword === "unevaluatedProperties") {
+    segments.push(String(params.unevaluatedProperty));
+  }
   return segments.length === 0 ? "input" : segments.join(".");
 }
 
@@ -134,12 +146,20 @@ export function toParameterErrors(errors: readonly SchemaIssue[]): Record<string
   let count = 0;
   for (const error of errors) {
     // oneOf/anyOf/if report a summary beside the detailed errors of their branches; the details say more.
-    if (error.keyword === "oneOf" || error.keyword === "anyOf" || error.keyword === "if") continue;
+    if (error.keyword === "oneOf" || error.keyword === "anyOf" || error.keyword === "if") {
+      continue;
+    }
     const path = pathOf(error);
-    if (Object.hasOwn(out, path)) continue;
+    if (Object.hasOwn(out, path)) {
+      continue;
+    }
     Object.defineProperty(out, path, { value: describe(error), enumerable: true, writable: true, configurable: true });
-    if (++count >= MAX_PARAMETER_ERRORS) break;
+    if (++count >= MAX_PARAMETER_ERRORS) {
+      break;
+    }
   }
-  if (count === 0 && errors.length > 0) out.input = describe(errors[0] as SchemaIssue);
+  if (count === 0 && errors.length > 0) {
+    out.input = describe(errors[0] as SchemaIssue);
+  }
   return out;
 }

@@ -8,14 +8,18 @@ const NO_LIMITS = { maxDepth: 1_000_000, maxValues: Number.MAX_SAFE_INTEGER };
 
 /** What the scanner counts, from the parsed value: each container, plus one per entry after its first. */
 function expectedValues(value: unknown): number {
-  if (typeof value !== "object" || value === null) return 0;
+  if (typeof value !== "object" || value === null) {
+    return 0;
+  }
   const entries = Array.isArray(value) ? value : Object.values(value);
   return 1 + Math.max(0, entries.length - 1) + entries.reduce((sum: number, entry) => sum + expectedValues(entry), 0);
 }
 
 function scanInChunks(bytes: Uint8Array, size: number, limits = NO_LIMITS): number {
   const scanner = new JsonScanner(limits);
-  for (let at = 0; at < bytes.length; at += size) scanner.push(bytes.subarray(at, at + size));
+  for (let at = 0; at < bytes.length; at += size) {
+    scanner.push(bytes.subarray(at, at + size));
+  }
   return scanner.values;
 }
 

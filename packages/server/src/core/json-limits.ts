@@ -70,7 +70,9 @@ export class JsonScanner {
           run++;
           k--;
         }
-        if (k < i) run += this.carry;
+        if (k < i) {
+          run += this.carry;
+        }
         this.carry = 0;
         if (quote === -1) {
           this.carry = run;
@@ -78,15 +80,21 @@ export class JsonScanner {
         }
         i = quote + 1;
         // A quote after an odd number of backslashes is escaped: the string goes on.
-        if ((run & 1) === 0) this.inString = false;
+        if ((run & 1) === 0) {
+          this.inString = false;
+        }
         continue;
       }
       const byte = bytes[i] as number;
       if (byte === QUOTE) {
         this.inString = true;
       } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
-        if (++this.depth > maxDepth) throw tooDeep(maxDepth);
-        if (++this.values > maxValues) throw tooMany(maxValues);
+        if (++this.depth > maxDepth) {
+          throw tooDeep(maxDepth);
+        }
+        if (++this.values > maxValues) {
+          throw tooMany(maxValues);
+        }
       } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
         this.depth--;
       } else if (byte === COMMA && ++this.values > maxValues) {

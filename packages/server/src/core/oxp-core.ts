@@ -156,7 +156,9 @@ const LOGGED_FIELD_MAX = 128;
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
 function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (Array.isArray(value)) {
+    return `[${value.map(canonicalJson).join(",")}]`;
+  }
   if (typeof value === "object" && value !== null) {
     const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(",")}}`;
@@ -167,7 +169,9 @@ function canonicalJson(value: unknown): string {
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 
 function positiveInteger(name: string, value: number): number {
-  if (!(Number.isSafeInteger(value) && value > 0)) throw new ServerConfigError(`${name} must be a positive integer`);
+  if (!(Number.isSafeInteger(value) && value > 0)) {
+    throw new ServerConfigError(`${name} must be a positive integer`);
+  }
   return value;
 }
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -281,7 +285,9 @@ function failedRun(call: { callId: string; started: number }, error: unknown, un
     const toolError = { message: "The client went away", developer_message: error.message, can_retry: true };
     return failedWith(call, toolError, "disconnected", unsettled);
   }
-  if (error instanceof OxpToolError) return failedWith(call, error.toToolError(), "tool_error");
+  if (error instanceof OxpToolError) {
+    return failedWith(call, error.toToolError(), "tool_error");
+  }
   return failedWith(
     call,
     {
@@ -318,6 +324,15 @@ export const WRITE_CALL_LINE: unique symbol = Symbol.for("@otc/server.writeCallL
 
 /** A logger with the optional fast path for call lines. */
 type CallLineLogger = CoreLogger & { [WRITE_CALL_LINE]?: (line: CallLogLine) => void };
+
+/** A call resolved and checked, ready to run once per (principal, call_id). */
+interface PreparedCall {
+  request: CallToolRequest;
+  registered: RegisteredTool;
+  meta: CallMeta;
+  input: Record<string, unknown>;
+  run: (callId: string) => RunResult | Promise<RunResult>;
+}
 
 /** A logger that drops everything. */
 export const silentLogger: CoreLogger = {
@@ -361,7 +376,9 @@ export class OxpCore {
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
     this.defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
-    if (!(this.defaultTimeoutMs > 0)) throw new ServerConfigError("defaultTimeoutMs must be a positive number");
+    if (!(this.defaultTimeoutMs > 0)) {
+      throw new ServerConfigError("defaultTimeoutMs must be a positive number");
+    }
     this.store = options.idempotencyStore ?? new MemoryIdempotencyStore();
     this.retentionMs = options.idempotencyRetentionMs ?? DAY_MS;
     const providers = new Map<string, AuthorizationProvider>();
@@ -369,8 +386,9 @@ export class OxpCore {
       if (!/^[A-Za-z0-9_-]+$/.test(provider.id)) {
         throw new ServerConfigError(`Authorization provider id '${provider.id}' must be letters, digits, '_' or '-'`);
       }
-      if (providers.has(provider.id))
+      if (providers.has(provider.id)) {
         throw new ServerConfigError(`Two authorization providers have the id '${provider.id}'`);
+      }
       providers.set(provider.id, provider);
     }
     this.providers = providers;
@@ -428,7 +446,9 @@ export class OxpCore {
    */
   async call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
     const started = performance.now();
-    if (this.observer?.callStarted) this.notify(this.observer.callStarted, this.observer);
+    if (this.observer?.callStarted) {
+      this.notify(this.observer.callStarted, this.observer);
+    }
     const traceId = request.trace_id ?? meta.traceId;
     let registered: RegisteredTool | undefined;
     let answer: RunResult;
@@ -489,7 +509,7 @@ export class OxpCore {
           abortOnHangUp,
         });
       // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
-      const ran = this.idempotent(request, registered, meta, input, run);
+      const ran = this.idempotent({ request, registered, meta, input, run });
       answer = ran instanceof Promise ? await ran : ran;
     } catch (error) {
       // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
@@ -545,14 +565,21 @@ export class OxpCore {
     const write = Object.hasOwn(this.logger, WRITE_CALL_LINE)
       ? (this.logger as CallLineLogger)[WRITE_CALL_LINE]
       : undefined;
-    if (write) write(line);
-    else this.logger.info(line, "tool call");
+    if (write) {
+      write(line);
+    } else {
+      this.logger.info(line, "tool call");
+    }
   }
 
   /** Tells the observer and the call's own hook how a call ended, once. */
   private ended(event: CallEvent, meta: CallMeta): void {
-    if (this.observer?.callEnded) this.notify(this.observer.callEnded, this.observer, event);
-    if (meta.onEnd) this.notify(meta.onEnd, undefined, event);
+    if (this.observer?.callEnded) {
+      this.notify(this.observer.callEnded, this.observer, event);
+    }
+    if (meta.onEnd) {
+      this.notify(meta.onEnd, undefined, event);
+    }
   }
 
   /** Runs an observer hook: a hook that throws is logged, and never changes a call's answer. */
@@ -566,7 +593,9 @@ export class OxpCore {
 
   private resolve(toolId: string): RegisteredTool {
     const lookup = this.registry.lookup(toolId);
-    if (lookup.found) return lookup.registered;
+    if (lookup.found) {
+      return lookup.registered;
+    }
     if (lookup.reason === "invalid_id") {
       throw new WireError("bad_request", `Tool id '${shorten(toolId)}' is not valid`, {
         developerMessage: "A tool id looks like Toolkit.Tool, Toolkit.Tool@x or Toolkit.Tool@x.y.z.",
@@ -582,27 +611,16 @@ export class OxpCore {
   }
 
   /** Runs the call once per (principal, call_id) (protocol 3.7): replays, waits for, or refuses duplicates. */
-  private idempotent(
-    request: CallToolRequest,
-    registered: RegisteredTool,
-    meta: CallMeta,
-    input: Record<string, unknown>,
-    run: (callId: string) => RunResult | Promise<RunResult>,
-  ): RunResult | Promise<RunResult> {
-    const callId = request.call_id;
-    if (callId === undefined) return run(crypto.randomUUID());
-    return this.keyed(request, registered, meta, input, run, callId);
+  private idempotent(call: PreparedCall): RunResult | Promise<RunResult> {
+    const callId = call.request.call_id;
+    if (callId === undefined) {
+      return call.run(crypto.randomUUID());
+    }
+    return this.keyed(call, callId);
   }
 
   /** {@link idempotent} for a call that carries a call_id. */
-  private async keyed(
-    request: CallToolRequest,
-    registered: RegisteredTool,
-    meta: CallMeta,
-    input: Record<string, unknown>,
-    run: (callId: string) => RunResult | Promise<RunResult>,
-    callId: string,
-  ): Promise<RunResult> {
+  private async keyed({ request, registered, meta, input, run }: PreparedCall, callId: string): Promise<RunResult> {
     const key: IdempotencyKey = { principal: meta.principal, callId };
     const fingerprint = await sha256Base64url(
       canonicalJson([registered.definition.id, input, request.context?.user_id || null]),
@@ -613,7 +631,9 @@ export class OxpCore {
       // A pending claim lapses if this instance dies, so a retry elsewhere is not blocked for a day.
       held = await this.store.claim(key, fingerprint, timeoutMs + 5_000);
     } catch (error) {
-      if (!(error instanceof IdempotencyStoreFullError)) throw sharedStateUnavailable(error);
+      if (!(error instanceof IdempotencyStoreFullError)) {
+        throw sharedStateUnavailable(error);
+      }
       throw new WireError("unavailable", "The server cannot take new call_ids right now", {
         developerMessage:
           "Its idempotency store is full of records it must keep. Retry later, or call without a call_id.",
@@ -630,10 +650,14 @@ export class OxpCore {
         held.response || held.abandoned
           ? held
           : await orUnavailable(() => this.waitFor(key, fingerprint, timeoutMs + 5_000));
-      if (found?.response) return { response: found.response, outcome: "replayed" };
-      if (found?.abandoned) return { response: stillRunning(callId, timeoutMs), outcome: "still_running" };
+      if (found?.response) {
+        return { response: found.response, outcome: "replayed" };
+      }
+      if (found?.abandoned) {
+        return { response: stillRunning(callId, timeoutMs), outcome: "still_running" };
+      }
       // The first call was released (a retryable failure) or its claim lapsed: run it again.
-      return this.idempotent(request, registered, meta, input, run);
+      return this.idempotent({ request, registered, meta, input, run });
     }
     const id = recordKey(key);
     // Through the Promise constructor: a run that throws at once still releases its claim (below).
@@ -648,8 +672,9 @@ export class OxpCore {
     }).then(async (result) => {
       const { response, unsettled } = result;
       try {
-        if (unsettled) this.holdWhileUnsettled(key, fingerprint, unsettled);
-        else if (response.success || response.error.can_retry !== true) {
+        if (unsettled) {
+          this.holdWhileUnsettled(key, fingerprint, unsettled);
+        } else if (response.success || response.error.can_retry !== true) {
           const storing = meta.charge ? performance.now() : 0;
           const stored = this.store.complete(key, { fingerprint, response }, this.retentionMs);
           meta.charge?.(performance.now() - storing);
@@ -681,7 +706,9 @@ export class OxpCore {
     let settled = false;
     let timer: Timer | undefined;
     const later = (ms: number) => {
-      if (settled) return;
+      if (settled) {
+        return;
+      }
       timer = setTimeout(hold, ms);
       unrefTimer(timer);
     };
@@ -718,18 +745,25 @@ export class OxpCore {
     maxMs: number,
   ): Promise<IdempotencyEntry | undefined> {
     const local = this.running.get(recordKey(key));
-    if (local)
+    if (local) {
       return local.then(
         (response) => ({ fingerprint, response }),
         () => undefined,
       );
-    if (this.store.waitFor) return this.store.waitFor(key, fingerprint, maxMs);
+    }
+    if (this.store.waitFor) {
+      return this.store.waitFor(key, fingerprint, maxMs);
+    }
     const deadline = Date.now() + maxMs;
     while (Date.now() < deadline) {
       await sleep(25);
       const entry = await this.store.get(key);
-      if (!entry || entry.fingerprint !== fingerprint) return undefined;
-      if (entry.response || entry.abandoned) return entry;
+      if (!entry || entry.fingerprint !== fingerprint) {
+        return undefined;
+      }
+      if (entry.response || entry.abandoned) {
+        return entry;
+      }
     }
     return undefined;
   }
@@ -740,7 +774,9 @@ export class OxpCore {
    */
   async abortAll(): Promise<void> {
     const runs = [...this.active];
-    for (const active of runs) active.shutDown();
+    for (const active of runs) {
+      active.shutDown();
+    }
     const ignore = () => {};
     await Promise.all(runs.map((active) => active.raced.then(ignore, ignore)));
   }
@@ -784,7 +820,9 @@ export class OxpCore {
       get signal() {
         if (!controller) {
           controller = new AbortController();
-          if (stopReason) controller.abort(stopReason);
+          if (stopReason) {
+            controller.abort(stopReason);
+          }
         }
         return controller.signal;
       },
@@ -800,8 +838,9 @@ export class OxpCore {
       return failedRun(call, error);
     }
     // A tool that answered at once needs no time limit, nor a race: only a pending one is raced against it.
-    if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function")
+    if (typeof (returned as PromiseLike<unknown> | null)?.then !== "function") {
       return this.settle(registered, call, returned);
+    }
     return (async () => {
       let result: unknown;
       const running = Promise.resolve(returned);
@@ -848,11 +887,16 @@ export class OxpCore {
         unwatch?.();
         this.active.delete(active);
         const left = (this.runningByClient.get(call.client) ?? 1) - 1;
-        if (left > 0) this.runningByClient.set(call.client, left);
-        else this.runningByClient.delete(call.client);
+        if (left > 0) {
+          this.runningByClient.set(call.client, left);
+        } else {
+          this.runningByClient.delete(call.client);
+        }
       }
       // After an asynchronous tool the adapter no longer measures: checking and copying the value is charged here.
-      if (!call.meta.charge) return this.settle(registered, call, result);
+      if (!call.meta.charge) {
+        return this.settle(registered, call, result);
+      }
       const settling = performance.now();
       try {
         return this.settle(registered, call, result);
@@ -868,7 +912,9 @@ export class OxpCore {
    * that went away but whose call_id keeps them going included.
    */
   private checkRunningBounds(client: string): void {
-    if (this.active.size === 0) return;
+    if (this.active.size === 0) {
+      return;
+    }
     if ((this.runningByClient.get(client) ?? 0) >= this.maxRunningPerClient) {
       throw new WireError("too_many_requests", "Too many of your calls are running", {
         developerMessage: `At most ${this.maxRunningPerClient} calls of one client run at once; retry when one has finished.`,

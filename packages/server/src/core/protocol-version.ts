@@ -15,12 +15,20 @@ export function unsupportedVersion(asked: string): WireError {
 
 /** Throws a 400 unless the `OXP-Version` request header is absent or a supported value. */
 export function checkOxpVersionHeader(value: string | undefined): void {
-  if (value === undefined) return;
-  if (!SUPPORTED.includes(value.trim())) throw unsupportedVersion(value);
+  if (value === undefined) {
+    return;
+  }
+  if (!SUPPORTED.includes(value.trim())) {
+    throw unsupportedVersion(value);
+  }
 }
 
 /** Throws a 400 unless an envelope's `$schema` is absent or names OXP 1.0. */
 export function checkEnvelopeSchema(value: unknown): void {
-  if (value === undefined) return;
-  if (typeof value !== "string" || !SCHEMA_URI.test(value)) throw unsupportedVersion(String(value));
+  if (value === undefined) {
+    return;
+  }
+  if (typeof value !== "string" || !SCHEMA_URI.test(value)) {
+    throw unsupportedVersion(String(value));
+  }
 }

@@ -36,7 +36,9 @@ function byId<K extends "value" | "token">(
   const out: Record<string, string> = {};
   for (const item of items ?? []) {
     const value = item[field];
-    if (typeof value === "string" && value !== "" && !Object.hasOwn(out, item.id)) setOwn(out, item.id, value);
+    if (typeof value === "string" && value !== "" && !Object.hasOwn(out, item.id)) {
+      setOwn(out, item.id, value);
+    }
   }
   return out;
 }
@@ -60,7 +62,9 @@ export async function resolveRequirements(
 ): Promise<ResolvedRequirements> {
   const userId = context?.user_id ? context.user_id : undefined;
   const { secrets, tokens } = sentCredentials(context);
-  if (!requirements) return { tokens, secrets };
+  if (!requirements) {
+    return { tokens, secrets };
+  }
 
   if (requirements.user_id === true && userId === undefined) {
     throw new WireError("bad_request", "A user id is required to call this tool", {
@@ -71,10 +75,15 @@ export async function resolveRequirements(
 
   const missingSecrets: string[] = [];
   for (const { id } of requirements.secrets ?? []) {
-    if (Object.hasOwn(secrets, id)) continue;
+    if (Object.hasOwn(secrets, id)) {
+      continue;
+    }
     const held = Object.hasOwn(sources.serverSecrets, id) ? sources.serverSecrets[id] : undefined;
-    if (held) setOwn(secrets, id, held);
-    else missingSecrets.push(id);
+    if (held) {
+      setOwn(secrets, id, held);
+    } else {
+      missingSecrets.push(id);
+    }
   }
   if (missingSecrets.length > 0) {
     throw new WireError("bad_request", "A secret this tool needs was not provided", {
@@ -86,12 +95,17 @@ export async function resolveRequirements(
   const unprovided: string[] = [];
   let needsUserId = false;
   for (const { id, oauth2 } of requirements.authorization ?? []) {
-    if (Object.hasOwn(tokens, id)) continue;
+    if (Object.hasOwn(tokens, id)) {
+      continue;
+    }
     const scopes = oauth2?.scopes ?? [];
     const provider = sources.providers.get(id);
     if (userId === undefined) {
-      if (provider) needsUserId = true;
-      else unprovided.push(id);
+      if (provider) {
+        needsUserId = true;
+      } else {
+        unprovided.push(id);
+      }
       continue;
     }
     const owner = { principal: sources.principal, userId };

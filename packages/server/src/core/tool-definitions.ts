@@ -33,23 +33,33 @@ function findKeyword(
   if (Array.isArray(schema)) {
     for (const [i, item] of schema.entries()) {
       const found = findKeyword(item, matches, `${path}/${i}`, data);
-      if (found) return found;
+      if (found) {
+        return found;
+      }
     }
     return undefined;
   }
-  if (typeof schema !== "object" || schema === null) return undefined;
+  if (typeof schema !== "object" || schema === null) {
+    return undefined;
+  }
   for (const [key, value] of Object.entries(schema)) {
-    if (matches(key, value, data)) return `${path}/${key}`;
+    if (matches(key, value, data)) {
+      return `${path}/${key}`;
+    }
     if (data || DATA.has(key)) {
       const found = findKeyword(value, matches, `${path}/${key}`, true);
-      if (found) return found;
+      if (found) {
+        return found;
+      }
       continue;
     }
     const children =
       NAME_MAPS.has(key) && typeof value === "object" && value !== null ? Object.entries(value) : [["", value]];
     for (const [name, sub] of children) {
       const found = findKeyword(sub, matches, name === "" ? `${path}/${key}` : `${path}/${key}/${name}`);
-      if (found) return found;
+      if (found) {
+        return found;
+      }
     }
   }
   return undefined;
@@ -65,7 +75,9 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
     input_schema: unwrapInputSchema(tool.inputSchema) as ToolDefinition["input_schema"],
     output_schema: tool.outputSchema as ToolDefinition["output_schema"],
   };
-  if (tool.requirements !== undefined) definition.requirements = tool.requirements;
+  if (tool.requirements !== undefined) {
+    definition.requirements = tool.requirements;
+  }
   return definition;
 }
 
@@ -74,7 +86,9 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
  * code generated at run time (the spec's schemas are fixed, so they are compiled when the spec changes).
  */
 function validateAgainstSpec(definition: ToolDefinition): string | undefined {
-  if (validateToolDefinition(definition)) return undefined;
+  if (validateToolDefinition(definition)) {
+    return undefined;
+  }
   return formatSchemaErrors(validateToolDefinition.errors, { root: "/" });
 }
 
@@ -97,27 +111,40 @@ export function checkToolDefinition(
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
   };
   // The spec's ToolId pattern (checked below) refuses a bad toolkit too, but this names the field to fix.
-  if (!/^[A-Za-z0-9_]+$/.test(tool.toolkit)) refuse("the toolkit must be letters, digits and '_'");
+  if (!/^[A-Za-z0-9_]+$/.test(tool.toolkit)) {
+    refuse("the toolkit must be letters, digits and '_'");
+  }
   const specProblem = validateAgainstSpec(definition);
-  if (specProblem) refuse(`it does not match the ToolDefinition schema (${specProblem})`);
-  if (!definition.id.endsWith(`@${definition.version}`)) refuse("its id must end in '@' and its version");
+  if (specProblem) {
+    refuse(`it does not match the ToolDefinition schema (${specProblem})`);
+  }
+  if (!definition.id.endsWith(`@${definition.version}`)) {
+    refuse("its id must end in '@' and its version");
+  }
   const compiled: Partial<Record<"input_schema" | "output_schema", SchemaValidator>> = {};
   for (const [field, schema] of [
     ["input_schema", definition.input_schema],
     ["output_schema", definition.output_schema],
   ] as const) {
     const forbidden = findKeyword(schema, (key, _value, data) => (data ? REFERENCES : FORBIDDEN).has(key));
-    if (forbidden) refuse(`${field} must be self-contained, but has ${forbidden}`);
+    if (forbidden) {
+      refuse(`${field} must be self-contained, but has ${forbidden}`);
+    }
     const extension = findKeyword(schema, (key, _value, data) => !data && CODEGEN_EXTENSION.test(key));
-    if (extension)
+    if (extension) {
       refuse(`${field} uses a code generator's extension keyword, which no server publishes, at ${extension}`);
-    if (schema === null) continue;
+    }
+    if (schema === null) {
+      continue;
+    }
     // Both validators would skip an unknown format silently; a tool author expects it checked.
     const format = findKeyword(
       schema,
       (key, value, data) => !data && key === "format" && typeof value === "string" && !validators.formats.has(value),
     );
-    if (format) refuse(`${field} uses a format this server does not know, at ${format}`);
+    if (format) {
+      refuse(`${field} uses a format this server does not know, at ${format}`);
+    }
     try {
       compiled[field] = validators.compile(schema);
     } catch (error) {

@@ -51,7 +51,9 @@ export class ToolRegistry {
     this.validator = validators.name;
     for (const tool of tools) {
       const definition = toToolDefinition(tool);
-      if (this.byId.has(definition.id)) throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
+      if (this.byId.has(definition.id)) {
+        throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
+      }
       const compiled = checkToolDefinition(tool, definition, validators);
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
@@ -69,7 +71,9 @@ export class ToolRegistry {
       this.versionsByName.set(qualified, [...(this.versionsByName.get(qualified) ?? []), tool.version]);
       this.definitions.push(definition);
     }
-    for (const versions of this.versionsByName.values()) versions.sort(compareToolVersions);
+    for (const versions of this.versionsByName.values()) {
+      versions.sort(compareToolVersions);
+    }
   }
 
   /** Every definition, in the order the tools were given. */
@@ -80,14 +84,22 @@ export class ToolRegistry {
   /** Resolves a tool id (`Toolkit.Tool`, `@x`, `@x.y.z`) to one registered version. */
   lookup(toolId: string): ToolLookup {
     const known = this.found.get(toolId);
-    if (known) return known;
+    if (known) {
+      return known;
+    }
     const request = parseToolId(toolId);
-    if (!request) return { found: false, reason: "invalid_id", available: [] };
+    if (!request) {
+      return { found: false, reason: "invalid_id", available: [] };
+    }
     const available = this.versionsByName.get(request.qualifiedName) ?? [];
-    if (available.length === 0) return { found: false, reason: "unknown_tool", request, available };
+    if (available.length === 0) {
+      return { found: false, reason: "unknown_tool", request, available };
+    }
     const version = resolveToolVersion(available, request);
     const registered = version === undefined ? undefined : this.byId.get(formatToolId({ ...request, version }));
-    if (!registered) return { found: false, reason: "unknown_version", request, available };
+    if (!registered) {
+      return { found: false, reason: "unknown_version", request, available };
+    }
     const result = { found: true as const, registered };
     this.found.set(toolId, result);
     return result;

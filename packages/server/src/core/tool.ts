@@ -63,9 +63,15 @@ export class OxpToolError extends Error {
   /** The `error` object of the CallToolResponse. */
   toToolError(): ToolError {
     const error: ToolError = { message: this.message };
-    if (this.developerMessage !== undefined) error.developer_message = this.developerMessage;
-    if (this.canRetry !== undefined) error.can_retry = this.canRetry;
-    if (this.additionalPromptContent !== undefined) error.additional_prompt_content = this.additionalPromptContent;
+    if (this.developerMessage !== undefined) {
+      error.developer_message = this.developerMessage;
+    }
+    if (this.canRetry !== undefined) {
+      error.can_retry = this.canRetry;
+    }
+    if (this.additionalPromptContent !== undefined) {
+      error.additional_prompt_content = this.additionalPromptContent;
+    }
     if (this.retryAfterMs !== undefined && Number.isFinite(this.retryAfterMs)) {
       error.retry_after_ms = Math.max(0, Math.ceil(this.retryAfterMs));
     }

@@ -44,8 +44,11 @@ const ROWS: [string, string, number | undefined][] = [
 describe("parseTraceparent", () => {
   it.each(ROWS)("%s", (_what, value, traceFlags) => {
     const parsed = parseTraceparent(value);
-    if (traceFlags === undefined) expect(parsed).toBeUndefined();
-    else expect(parsed).toEqual({ version: value.trim().slice(0, 2), traceId: TRACE, parentId: PARENT, traceFlags });
+    if (traceFlags === undefined) {
+      expect(parsed).toBeUndefined();
+    } else {
+      expect(parsed).toEqual({ version: value.trim().slice(0, 2), traceId: TRACE, parentId: PARENT, traceFlags });
+    }
   });
 
   it.each(ROWS)("agrees with @opentelemetry/core's parser: %s", (_what, value) => {

@@ -26,9 +26,15 @@ const ALL_ZERO = /^0+$/;
  */
 export function parseTraceparent(header: string | undefined): Traceparent | undefined {
   const match = header === undefined ? null : TRACEPARENT.exec(header.trim());
-  if (!match) return undefined;
+  if (!match) {
+    return undefined;
+  }
   const [, version = "", traceId = "", parentId = "", flags = "", rest] = match;
-  if (version === "ff" || (version === "00" && rest !== undefined)) return undefined;
-  if (ALL_ZERO.test(traceId) || ALL_ZERO.test(parentId)) return undefined;
+  if (version === "ff" || (version === "00" && rest !== undefined)) {
+    return undefined;
+  }
+  if (ALL_ZERO.test(traceId) || ALL_ZERO.test(parentId)) {
+    return undefined;
+  }
   return { version, traceId, parentId, traceFlags: Number.parseInt(flags, 16) };
 }

@@ -5,7 +5,9 @@ const encoder = new TextEncoder();
 /** Bytes as unpadded base64url (RFC 4648 section 5), without Buffer. */
 export function base64url(bytes: Uint8Array): string {
   let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
+  for (const byte of bytes) {
+    binary += String.fromCharCode(byte);
+  }
   return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 

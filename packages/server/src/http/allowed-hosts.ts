@@ -44,7 +44,9 @@ export function createHostCheck(
   allowedHosts: AllowedHosts | undefined,
   publicUrl: string | undefined,
 ): HostCheck | undefined {
-  if (allowedHosts === "any") return undefined;
+  if (allowedHosts === "any") {
+    return undefined;
+  }
   if (allowedHosts !== undefined && !Array.isArray(allowedHosts)) {
     throw new ServerConfigError('allowedHosts must be a list of host names or "any"');
   }
@@ -57,17 +59,28 @@ export function createHostCheck(
       );
     }
     const name = entry.toLowerCase().replace(/\.$/, "");
-    if (name.startsWith(".")) domains.push(name);
-    else names.add(name);
+    if (name.startsWith(".")) {
+      domains.push(name);
+    } else {
+      names.add(name);
+    }
   }
   // A publicUrl that is not an absolute URL names no host to add.
   const publicHost = publicUrl === undefined || !URL.canParse(publicUrl) ? undefined : new URL(publicUrl).hostname;
-  if (publicHost) names.add(publicHost.toLowerCase());
+  if (publicHost) {
+    names.add(publicHost.toLowerCase());
+  }
   const everyRequest = allowedHosts !== undefined;
 
   const nameAllowed = (name: string): boolean => {
-    if (isIPv4(name) || name === "localhost" || name.endsWith(".localhost") || names.has(name)) return true;
-    for (const domain of domains) if (name.endsWith(domain) || name === domain.slice(1)) return true;
+    if (isIPv4(name) || name === "localhost" || name.endsWith(".localhost") || names.has(name)) {
+      return true;
+    }
+    for (const domain of domains) {
+      if (name.endsWith(domain) || name === domain.slice(1)) {
+        return true;
+      }
+    }
     return false;
   };
 
@@ -77,10 +90,18 @@ export function createHostCheck(
   return ({ host, localAddress, remoteAddress, connection }) => {
     const remembered = connection as { [accepted]?: string } | undefined;
     // HTTP/1.0 may omit Host (1.1 without one is refused before this): no name, nothing to rebind.
-    if (host === undefined || host === remembered?.[accepted]) return true;
-    if (!everyRequest && !isLoopback(localAddress ?? remoteAddress)) return true;
-    if (!authorityAllowed(host, nameAllowed)) return false;
-    if (remembered) remembered[accepted] = host;
+    if (host === undefined || host === remembered?.[accepted]) {
+      return true;
+    }
+    if (!everyRequest && !isLoopback(localAddress ?? remoteAddress)) {
+      return true;
+    }
+    if (!authorityAllowed(host, nameAllowed)) {
+      return false;
+    }
+    if (remembered) {
+      remembered[accepted] = host;
+    }
     return true;
   };
 }
@@ -92,7 +113,9 @@ function authorityAllowed(authority: string, nameAllowed: (name: string) => bool
     return end > 0 && isIPv6(authority.slice(1, end)) && /^(?::\d*)?$/.test(authority.slice(end + 1));
   }
   const colon = authority.indexOf(":");
-  if (colon !== -1 && !/^\d*$/.test(authority.slice(colon + 1))) return false;
+  if (colon !== -1 && !/^\d*$/.test(authority.slice(colon + 1))) {
+    return false;
+  }
   const name = (colon === -1 ? authority : authority.slice(0, colon)).toLowerCase();
   return nameAllowed(name.endsWith(".") ? name.slice(0, -1) : name);
 }

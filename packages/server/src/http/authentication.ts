@@ -106,15 +106,23 @@ function readDer(bytes: Uint8Array, offset: number, limit = bytes.length): Der {
   const tag = bytes[offset];
   let length = bytes[offset + 1];
   let start = offset + 2;
-  if (tag === undefined || length === undefined) throw new RangeError("truncated DER");
+  if (tag === undefined || length === undefined) {
+    throw new RangeError("truncated DER");
+  }
   if (length & 0x80) {
     const octets = length & 0x7f;
-    if (octets === 0 || octets > 3) throw new RangeError("unsupported DER length");
+    if (octets === 0 || octets > 3) {
+      throw new RangeError("unsupported DER length");
+    }
     length = 0;
-    for (let i = 0; i < octets; i++) length = length * 256 + (bytes[start++] ?? Number.NaN);
+    for (let i = 0; i < octets; i++) {
+      length = length * 256 + (bytes[start++] ?? Number.NaN);
+    }
   }
   const end = start + length;
-  if (!(end <= limit)) throw new RangeError("truncated DER");
+  if (!(end <= limit)) {
+    throw new RangeError("truncated DER");
+  }
   return { tag, offset, start, end };
 }
 
@@ -162,10 +170,14 @@ function derElement(tag: number, contents: readonly number[]): number[] {
  */
 function spkiOf(pem: string): Uint8Array {
   const block = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/.exec(pem);
-  if (!block) throw new RangeError("no PEM block");
+  if (!block) {
+    throw new RangeError("no PEM block");
+  }
   const bytes = Uint8Array.from(atob((block[2] as string).replace(/\s+/g, "")), (char) => char.charCodeAt(0));
   const outer = readDer(bytes, 0);
-  if (outer.tag !== SEQUENCE || outer.end !== bytes.length) throw new RangeError("not one DER SEQUENCE");
+  if (outer.tag !== SEQUENCE || outer.end !== bytes.length) {
+    throw new RangeError("not one DER SEQUENCE");
+  }
   switch (block[1]) {
     case "PUBLIC KEY":
       return bytes;
@@ -176,11 +188,15 @@ function spkiOf(pem: string): Uint8Array {
     }
     case "CERTIFICATE": {
       const tbs = derChildren(bytes, outer)[0];
-      if (tbs?.tag !== SEQUENCE) throw new RangeError("not a certificate");
+      if (tbs?.tag !== SEQUENCE) {
+        throw new RangeError("not a certificate");
+      }
       const fields = derChildren(bytes, tbs);
       // version [0] is optional; then serial, signature, issuer, validity, subject, subjectPublicKeyInfo.
       const spki = fields[fields[0]?.tag === 0xa0 ? 6 : 5];
-      if (spki?.tag !== SEQUENCE) throw new RangeError("not a certificate");
+      if (spki?.tag !== SEQUENCE) {
+        throw new RangeError("not a certificate");
+      }
       return bytes.slice(spki.offset, spki.end);
     }
     default:
@@ -194,16 +210,22 @@ function spkiOf(pem: string): Uint8Array {
  */
 function algorithmOf(spki: Uint8Array): PublicKeyAlgorithm | undefined {
   const [algorithm, key] = derChildren(spki, readDer(spki, 0));
-  if (algorithm?.tag !== SEQUENCE || key?.tag !== 0x03) throw new RangeError("not a SubjectPublicKeyInfo");
+  if (algorithm?.tag !== SEQUENCE || key?.tag !== 0x03) {
+    throw new RangeError("not a SubjectPublicKeyInfo");
+  }
   const [oid, parameters] = derChildren(spki, algorithm);
   switch (hexOf(spki, oid)) {
     case RSA_ENCRYPTION: {
       // The BIT STRING holds RSAPublicKey { modulus, publicExponent } after its unused-bits octet.
       const rsa = readDer(spki, key.start + 1, key.end);
       const modulus = rsa.tag === SEQUENCE ? derChildren(spki, rsa)[0] : undefined;
-      if (modulus?.tag !== 0x02) throw new RangeError("not an RSA public key");
+      if (modulus?.tag !== 0x02) {
+        throw new RangeError("not an RSA public key");
+      }
       let first = modulus.start;
-      while (first < modulus.end && spki[first] === 0) first++;
+      while (first < modulus.end && spki[first] === 0) {
+        first++;
+      }
       const bits =
         first === modulus.end ? 0 : (modulus.end - first - 1) * 8 + (spki[first] as number).toString(2).length;
       return bits >= 2048 ? "RS256" : undefined;
@@ -244,7 +266,9 @@ function publicKeyOf(pem: string, index: number): PublicKey {
     );
   }
   let binary = "";
-  for (const byte of spki) binary += String.fromCharCode(byte);
+  for (const byte of spki) {
+    binary += String.fromCharCode(byte);
+  }
   const spkiPem = `-----BEGIN PUBLIC KEY-----\n${btoa(binary)}\n-----END PUBLIC KEY-----`;
   const verified = alg;
   // Web Crypto imports asynchronously, and a module's top level (where a worker builds its handler) should not
@@ -275,13 +299,19 @@ function jwksUrlOf(raw: string): URL {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
     throw new ServerConfigError("jwt.jwksUrl must be an https URL (http only to a loopback address)");
   }
-  if (url.username || url.password) throw new ServerConfigError("jwt.jwksUrl must not carry credentials");
+  if (url.username || url.password) {
+    throw new ServerConfigError("jwt.jwksUrl must not carry credentials");
+  }
   return url;
 }
 
 function nonNegative(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new ServerConfigError(`jwt.${name} must be a non-negative number`);
+  if (value === undefined) {
+    return fallback;
+  }
+  if (!Number.isFinite(value) || value < 0) {
+    throw new ServerConfigError(`jwt.${name} must be a non-negative number`);
+  }
   return value;
 }
 
@@ -309,7 +339,9 @@ function remoteKeySet(
 ) {
   let failedUntil = 0;
   const boundedFetch: FetchImplementation = async (href, init) => {
-    if (Date.now() < failedUntil) throw new KeySetBackoff();
+    if (Date.now() < failedUntil) {
+      throw new KeySetBackoff();
+    }
     const response = await fetch(href, init);
     if (response.status !== 200 || !response.body) {
       await response.body?.cancel();
@@ -348,11 +380,15 @@ function remoteKeySet(
       try {
         return [await keySet(header)];
       } catch (error) {
-        if (error instanceof joseErrors.JWKSNoMatchingKey) return [];
+        if (error instanceof joseErrors.JWKSNoMatchingKey) {
+          return [];
+        }
         if (error instanceof joseErrors.JWKSMultipleMatchingKeys) {
           // No `kid`, several keys of its `alg`: each is tried.
           const keys: CryptoKey[] = [];
-          for await (const key of error) keys.push(key);
+          for await (const key of error) {
+            keys.push(key);
+          }
           return keys;
         }
         if (!(error instanceof KeySetBackoff) && Date.now() >= failedUntil) {
@@ -376,9 +412,13 @@ export function createAuthenticator(
   logger?: Pick<CoreLogger, "warn">,
 ): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
   const keys = [...(options?.apiKeys ?? [])];
-  if (keys.some((key) => key.length === 0)) throw new ServerConfigError("API keys must not be empty");
+  if (keys.some((key) => key.length === 0)) {
+    throw new ServerConfigError("API keys must not be empty");
+  }
   const jwt = options?.jwt;
-  if (keys.length === 0 && !jwt) return undefined;
+  if (keys.length === 0 && !jwt) {
+    return undefined;
+  }
   if (jwt?.secret !== undefined && jwt.secret.length === 0) {
     throw new ServerConfigError("The JWT secret must not be empty");
   }
@@ -425,7 +465,9 @@ export function createAuthenticator(
       );
     }
   }
-  if (jwt && algorithms.size === 0) throw new ServerConfigError("jwt.algorithms must not be empty");
+  if (jwt && algorithms.size === 0) {
+    throw new ServerConfigError("jwt.algorithms must not be empty");
+  }
   if (secret && !algorithms.has("HS256")) {
     throw new ServerConfigError("jwt.secret is set but HS256 is not in jwt.algorithms");
   }
@@ -461,7 +503,9 @@ export function createAuthenticator(
   const matchKey = (candidate: string): number => {
     let found = -1;
     keys.forEach((key, index) => {
-      if (constantTimeEqual(candidate, key) && found === -1) found = index;
+      if (constantTimeEqual(candidate, key) && found === -1) {
+        found = index;
+      }
     });
     return found;
   };
@@ -469,9 +513,13 @@ export function createAuthenticator(
   /** A remembered token's principal, while its `exp` holds; undefined when it is not remembered. */
   const knownJwt = (token: string): Principal | undefined => {
     const known = verified.get(token);
-    if (!known) return undefined;
+    if (!known) {
+      return undefined;
+    }
     // Every other check depends only on the token; `exp` is the one that time can break.
-    if (known.exp > Date.now() / 1000 - tolerance) return known.principal;
+    if (known.exp > Date.now() / 1000 - tolerance) {
+      return known.principal;
+    }
     verified.delete(token);
     throw unauthorized("the JWT has expired");
   };
@@ -485,7 +533,9 @@ export function createAuthenticator(
     try {
       return (await jwtVerify(token, key, options)).payload;
     } catch (error) {
-      if (error instanceof joseErrors.JWSSignatureVerificationFailed) return undefined;
+      if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+        return undefined;
+      }
       throw unauthorized(
         error instanceof joseErrors.JWTExpired
           ? "the JWT has expired"
@@ -509,13 +559,19 @@ export function createAuthenticator(
       ...(issuers ? { issuer: issuers } : {}),
     };
     for (const entry of publicKeys) {
-      if (entry.alg !== alg) continue;
+      if (entry.alg !== alg) {
+        continue;
+      }
       const payload = await verifyWith(token, await entry.key(), options);
-      if (payload) return payload;
+      if (payload) {
+        return payload;
+      }
     }
     for (const key of keySet ? await keySet.keysFor(header) : []) {
       const payload = await verifyWith(token, key, options);
-      if (payload) return payload;
+      if (payload) {
+        return payload;
+      }
     }
     return undefined;
   };
@@ -529,9 +585,13 @@ export function createAuthenticator(
     if (name.length > CLAIM_MAX_LENGTH) {
       throw unauthorized(`the JWT's ${principalClaim} claim is longer than ${CLAIM_MAX_LENGTH} characters`);
     }
-    if (CONTROL_CHARACTER.test(name)) throw unauthorized(`the JWT's ${principalClaim} claim has control characters`);
+    if (CONTROL_CHARACTER.test(name)) {
+      throw unauthorized(`the JWT's ${principalClaim} claim has control characters`);
+    }
     // The secret holder names its clients alone: `jwt:<sub>`, as the protocol's HS256 baseline has it.
-    if (!publicKey) return `jwt:${name}`;
+    if (!publicKey) {
+      return `jwt:${name}`;
+    }
     const { iss } = payload;
     if (iss !== undefined && (typeof iss !== "string" || iss.length > CLAIM_MAX_LENGTH)) {
       throw unauthorized(`the JWT's iss claim must be a string of at most ${CLAIM_MAX_LENGTH} characters`);
@@ -576,7 +636,9 @@ export function createAuthenticator(
     }
     if (payload.aud !== undefined) {
       const named = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-      if (!named.some((aud) => audiences.has(aud))) throw unauthorized("the JWT's aud is not an allowed audience");
+      if (!named.some((aud) => audiences.has(aud))) {
+        throw unauthorized("the JWT's aud is not an allowed audience");
+      }
     }
     const principal = principalOf(payload, publicKey);
     // A token signed with a key its set has since dropped stays admitted until its `exp` (15 minutes at most).
@@ -590,21 +652,31 @@ export function createAuthenticator(
   return ({ apiKey, authorization }) => {
     if (apiKey !== undefined && keys.length > 0) {
       const index = matchKey(apiKey);
-      if (index !== -1) return `api-key:${index}`;
+      if (index !== -1) {
+        return `api-key:${index}`;
+      }
     }
     const bearer = parseBearer(authorization);
     if (bearer !== undefined) {
       // A remembered JWT first (synchronously: the common case costs no hash and no promise). Only a token that
       // matched no API key is ever remembered, and the keys never change: the answer is the one the keys would give.
       const known = jwt ? knownJwt(bearer) : undefined;
-      if (known !== undefined) return known;
+      if (known !== undefined) {
+        return known;
+      }
       if (keys.length > 0) {
         const index = matchKey(bearer);
-        if (index !== -1) return `api-key:${index}`;
+        if (index !== -1) {
+          return `api-key:${index}`;
+        }
       }
-      if (jwt) return verifyNewJwt(bearer);
+      if (jwt) {
+        return verifyNewJwt(bearer);
+      }
     }
-    if (apiKey !== undefined || bearer !== undefined) throw unauthorized("the credentials sent are not valid");
+    if (apiKey !== undefined || bearer !== undefined) {
+      throw unauthorized("the credentials sent are not valid");
+    }
     throw unauthorized("send an API key in OXP-API-Key or a bearer JWT in Authorization");
   };
 }

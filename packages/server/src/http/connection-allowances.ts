@@ -73,9 +73,13 @@ export class ConnectionAllowances {
       socket.destroy();
       return false;
     }
-    if (this.pendingIn(group) >= this.limits.pendingPerAddress) this.evictFrom(group, now, PENDING_GRACE_MS);
+    if (this.pendingIn(group) >= this.limits.pendingPerAddress) {
+      this.evictFrom(group, now, PENDING_GRACE_MS);
+    }
     // Counting pending connections everywhere costs a pass over all of them: only when there are enough.
-    if (this.count >= this.limits.pending) this.enforceTotal(now);
+    if (this.count >= this.limits.pending) {
+      this.enforceTotal(now);
+    }
 
     const tracked = socket as Tracked;
     tracked[GROUP] = key;
@@ -91,14 +95,22 @@ export class ConnectionAllowances {
   private forget(socket: Tracked): void {
     const key = socket[GROUP];
     const group = key === undefined ? undefined : this.groups.get(key);
-    if (key === undefined || !group?.delete(socket)) return;
+    if (key === undefined || !group?.delete(socket)) {
+      return;
+    }
     this.count--;
-    if (group.size === 0) this.groups.delete(key);
+    if (group.size === 0) {
+      this.groups.delete(key);
+    }
   }
 
   private pendingIn(group: Set<Socket>): number {
     let pending = 0;
-    for (const socket of group) if (isPending(socket, this.lastRequestOf(socket))) pending++;
+    for (const socket of group) {
+      if (isPending(socket, this.lastRequestOf(socket))) {
+        pending++;
+      }
+    }
     return pending;
   }
 
@@ -115,7 +127,9 @@ export class ConnectionAllowances {
         heaviest = group;
       }
     }
-    if (heaviest && total >= this.limits.pending) this.evictFrom(heaviest, now, PENDING_GRACE_MS);
+    if (heaviest && total >= this.limits.pending) {
+      this.evictFrom(heaviest, now, PENDING_GRACE_MS);
+    }
   }
 
   /**
@@ -126,10 +140,16 @@ export class ConnectionAllowances {
     let idle: Socket | undefined;
     for (const socket of group) {
       // Insertion order is age order: past the first young one, all are younger.
-      if (now - ((socket as Tracked)[OPENED] ?? 0) < minAgeMs) break;
+      if (now - ((socket as Tracked)[OPENED] ?? 0) < minAgeMs) {
+        break;
+      }
       const last = this.lastRequestOf(socket);
-      if (!last?.complete) return this.evict(socket as Tracked);
-      if (idle === undefined && !(socket as Tracked)._httpMessage) idle = socket;
+      if (!last?.complete) {
+        return this.evict(socket as Tracked);
+      }
+      if (idle === undefined && !(socket as Tracked)._httpMessage) {
+        idle = socket;
+      }
     }
     return idle !== undefined && this.evict(idle as Tracked);
   }

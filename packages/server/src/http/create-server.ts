@@ -50,7 +50,9 @@ export function createServer(options: ServerOptions): OxpApp {
     const exchange = new NodeExchange(req, res, req.baseUrl, nodePages as readonly PageHandler[] | undefined);
     pipeline.handle(exchange).then(
       (answer) => {
-        if (answer) writeAnswer(res, answer);
+        if (answer) {
+          writeAnswer(res, answer);
+        }
       },
       (error: unknown) => writeAnswer(res, pipeline.fail(exchange, error)),
     );
@@ -79,7 +81,9 @@ function openApiContract(): ContractCheck {
   return async (exchange, _route, body) => {
     const { req, res } = exchange as NodeExchange;
     const request = req as Request;
-    if (body !== undefined) request.body = body;
+    if (body !== undefined) {
+      request.body = body;
+    }
     try {
       for (const middleware of middlewares) {
         await new Promise<void>((resolve, reject) => {
@@ -110,8 +114,12 @@ function contractError(error: unknown, version: string | undefined, body: unknow
   }
   const problems: ValidatorProblem[] = (error as { errors?: ValidatorProblem[] }).errors ?? [];
   const paths = problems.map((problem) => (problem.path ?? "").toLowerCase());
-  if (paths.includes("/headers/oxp-version")) return unsupportedVersion(version ?? "");
-  if (paths.includes("/body/$schema")) return unsupportedVersion(String((body as { $schema?: unknown })?.$schema));
+  if (paths.includes("/headers/oxp-version")) {
+    return unsupportedVersion(version ?? "");
+  }
+  if (paths.includes("/body/$schema")) {
+    return unsupportedVersion(String((body as { $schema?: unknown })?.$schema));
+  }
   // The envelope branch's "request is required" says nothing of a flat body; the flat branch's errors nothing of an envelope.
   const envelope = typeof body === "object" && body !== null && "request" in body;
   const relevant = problems.filter(

@@ -10,10 +10,14 @@ export function isIPv4(text: string): boolean {
 
 /** True for an IPv6 address as text, a zone id (`%eth0`) allowed, as node:net's `isIPv6` takes it. */
 export function isIPv6(text: string): boolean {
-  if (!text.includes(":")) return false;
+  if (!text.includes(":")) {
+    return false;
+  }
   const zone = text.indexOf("%");
   const bare = zone === -1 ? text : text.slice(0, zone);
-  if (zone !== -1 && !/^%[0-9A-Za-z._~-]+$/.test(text.slice(zone))) return false;
+  if (zone !== -1 && !/^%[0-9A-Za-z._~-]+$/.test(text.slice(zone))) {
+    return false;
+  }
   // The WHATWG URL parser implements RFC 4291's text forms exactly; a bracketed host parses only if it is one.
   return /^[0-9A-Fa-f:.]+$/.test(bare) && URL.canParse(`http://[${bare}]/`);
 }
@@ -24,12 +28,20 @@ export function isIPv6(text: string): boolean {
  * otherwise take a fresh address per request).
  */
 export function addressGroup(address: string | undefined): string {
-  if (address === undefined) return "";
+  if (address === undefined) {
+    return "";
+  }
   // An IPv4 address has no colon: it is its own group, with no regular expression run (this runs on every call).
-  if (!address.includes(":")) return address;
+  if (!address.includes(":")) {
+    return address;
+  }
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1] as string;
-  if (!isIPv6(address)) return address;
+  if (mapped) {
+    return mapped[1] as string;
+  }
+  if (!isIPv6(address)) {
+    return address;
+  }
   const bare = address.replace(/%.*$/, "").toLowerCase();
   const [head = "", tail] = bare.split("::");
   const left = head === "" ? [] : head.split(":");

@@ -96,13 +96,17 @@ function rawAnswer(status: number, message: string, headers: Record<string, stri
 
 function countOption(name: string, value: number | undefined, fallback: number): number {
   const count = value ?? fallback;
-  if (!(Number.isInteger(count) && count > 0)) throw new RangeError(`${name} must be a positive integer`);
+  if (!(Number.isInteger(count) && count > 0)) {
+    throw new RangeError(`${name} must be a positive integer`);
+  }
   return count;
 }
 
 function timeoutOption(name: string, value: number | undefined, fallback: number): number {
   const ms = value ?? fallback;
-  if (!(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
+  if (!(Number.isFinite(ms) && ms >= 0)) {
+    throw new RangeError(`${name} must be a number of milliseconds, 0 or more`);
+  }
   return ms;
 }
 
@@ -193,7 +197,9 @@ export async function listen(
   // Node's own answers to these are bare text without OXP-Version (docs/protocol.md 7: every error is JSON).
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // The parser stays failed and reports again on every chunk: the first answer stands.
-    if (lingering.has(socket)) return;
+    if (lingering.has(socket)) {
+      return;
+    }
     const last = (socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST];
     const pending = (socket as Duplex & { _httpMessage?: unknown })._httpMessage;
     if (last && !last.complete && !pending) {
@@ -295,7 +301,9 @@ export async function listen(
         }
       } finally {
         server.closeAllConnections();
-        for (const socket of lingering) socket.destroy();
+        for (const socket of lingering) {
+          socket.destroy();
+        }
         await closed;
       }
     })();

@@ -24,7 +24,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const destination = options.destination ?? batchedStdout();
   const logger = pino(settings, destination);
   // A destination that reads each line's level (pino.multistream) is told it by pino's own write only.
-  if ((destination as { [pino.symbols.needsMetadataGsym]?: boolean })[pino.symbols.needsMetadataGsym]) return logger;
+  if ((destination as { [pino.symbols.needsMetadataGsym]?: boolean })[pino.symbols.needsMetadataGsym]) {
+    return logger;
+  }
   return Object.assign(logger, { [WRITE_CALL_LINE]: callLineWriter(logger, destination) });
 }
 
@@ -35,14 +37,26 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 function callLineWriter(logger: Logger, destination: DestinationStream): (line: CallLogLine) => void {
   const info = pino.levels.values.info as number;
   return (line) => {
-    if (logger.levelVal > info) return;
+    if (logger.levelVal > info) {
+      return;
+    }
     let text = `{"level":${info},"time":${Date.now()},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)}`;
-    if (line.requested_tool_id !== undefined) text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
-    if (line.call_id !== undefined) text += `,"call_id":${JSON.stringify(line.call_id)}`;
-    if (line.trace_id !== undefined) text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
+    if (line.requested_tool_id !== undefined) {
+      text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
+    }
+    if (line.call_id !== undefined) {
+      text += `,"call_id":${JSON.stringify(line.call_id)}`;
+    }
+    if (line.trace_id !== undefined) {
+      text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
+    }
     text += `,"outcome":${JSON.stringify(line.outcome)}`;
-    if (line.status !== undefined) text += `,"status":${line.status}`;
-    if (line.reason !== undefined) text += `,"reason":${JSON.stringify(line.reason)}`;
+    if (line.status !== undefined) {
+      text += `,"status":${line.status}`;
+    }
+    if (line.reason !== undefined) {
+      text += `,"reason":${JSON.stringify(line.reason)}`;
+    }
     const duration = Number.isFinite(line.duration_ms) ? line.duration_ms : null;
     destination.write(`${text},"duration_ms":${duration},"msg":"tool call"}\n`);
   };
@@ -56,7 +70,9 @@ const batches = new Set<() => void>();
 let flushing = false;
 
 function flushBatches(): void {
-  for (const flush of batches) flush();
+  for (const flush of batches) {
+    flush();
+  }
 }
 
 /**
@@ -72,7 +88,9 @@ function batchedStdout(): DestinationStream & { flush(done?: () => void): void }
   let chars = 0;
   let closed = false;
   const flush = () => {
-    if (chars === 0) return;
+    if (chars === 0) {
+      return;
+    }
     const batch = lines.join("");
     lines = [];
     chars = 0;
@@ -92,10 +110,14 @@ function batchedStdout(): DestinationStream & { flush(done?: () => void): void }
   batches.add(flush);
   return {
     write(line: string) {
-      if (closed) return;
+      if (closed) {
+        return;
+      }
       lines.push(line);
       chars += line.length;
-      if (chars >= BATCH_CHARS) flush();
+      if (chars >= BATCH_CHARS) {
+        flush();
+      }
     },
     flush(done?: () => void) {
       flush();

@@ -7,7 +7,9 @@ export async function optionalPeer<T>(load: () => Promise<T>, name: string, need
     return await load();
   } catch (error) {
     const code = (error as { code?: unknown } | undefined)?.code;
-    if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") throw error;
+    if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") {
+      throw error;
+    }
     throw new ServerConfigError(`${neededBy} needs the package '${name}': npm install ${name}`);
   }
 }

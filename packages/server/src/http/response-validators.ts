@@ -12,9 +12,15 @@ import type { RouteName } from "./routes.js";
 
 /** The validator (precompiled from the spec) of a route's answer with `status`; undefined when the spec gives it no body. */
 export function responseValidator(route: RouteName, status: number, envelope: boolean): Validator<unknown> | undefined {
-  if (status === 304 || status === 204) return undefined;
-  if (status === 422) return validateValidationErrorResponse;
-  if (status !== 200) return validateServerErrorResponse;
+  if (status === 304 || status === 204) {
+    return undefined;
+  }
+  if (status === 422) {
+    return validateValidationErrorResponse;
+  }
+  if (status !== 200) {
+    return validateServerErrorResponse;
+  }
   switch (route) {
     case "call":
       return envelope ? validateCallToolResultEnvelope : validateCallToolResponse;

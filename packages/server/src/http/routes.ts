@@ -40,9 +40,13 @@ export function requestPath(target: string): string | undefined {
   let path = target;
   if (path.charCodeAt(0) !== 47 /* / */) {
     const authority = /^https?:\/\/[^/?#]*/i.exec(path);
-    if (!authority) return undefined;
+    if (!authority) {
+      return undefined;
+    }
     path = path.slice(authority[0].length) || "/";
-    if (path.charCodeAt(0) !== 47) path = `/${path}`;
+    if (path.charCodeAt(0) !== 47) {
+      path = `/${path}`;
+    }
   }
   const query = path.indexOf("?");
   return query === -1 ? path : path.slice(0, query);
@@ -55,10 +59,14 @@ export function requestPath(target: string): string | undefined {
 export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
   const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.slice(0, -1) : rawPath;
   const fixed = FIXED.get(path);
-  if (fixed) return fixed;
+  if (fixed) {
+    return fixed;
+  }
   if (path.startsWith(CHECK_PREFIX)) {
     const segment = path.slice(CHECK_PREFIX.length);
-    if (segment.length > 0 && !segment.includes("/")) return { name: "check", methods: CHECK_METHODS, segment };
+    if (segment.length > 0 && !segment.includes("/")) {
+      return { name: "check", methods: CHECK_METHODS, segment };
+    }
   }
   return undefined;
 }

@@ -97,7 +97,9 @@ export function createMetrics(
     labelNames: ["provider"] as const,
     registers,
   });
-  if (options.defaultMetrics) prom.collectDefaultMetrics({ register: registry });
+  if (options.defaultMetrics) {
+    prom.collectDefaultMetrics({ register: registry });
+  }
 
   // Every label value comes from the server's own configuration (catalog, outcomes, providers): the
   // series stay bounded whatever clients send.
@@ -108,7 +110,9 @@ export function createMetrics(
       const labels = { tool_id: event.toolId ?? UNKNOWN_TOOL, outcome: event.outcome };
       calls.inc(labels);
       duration.observe(labels, event.durationMs / 1000);
-      if (event.outcome === "replayed") replays.inc({ tool_id: labels.tool_id });
+      if (event.outcome === "replayed") {
+        replays.inc({ tool_id: labels.tool_id });
+      }
     },
     // Provider ids have no dots; a challenge id is `<provider id>.<uuid>`: either way, only the provider is a label.
     challengeStarted: (providerId) => challenges.inc({ provider: providerId.split(".", 1)[0] ?? providerId }),
@@ -117,15 +121,21 @@ export function createMetrics(
   const expected = options.token;
   /** Why the request's credential is refused, or undefined when it is admitted. */
   const refusal = (request: Request): string | undefined => {
-    if (expected === undefined) return undefined;
+    if (expected === undefined) {
+      return undefined;
+    }
     const header = request.headers.get("authorization") ?? undefined;
     const token = parseBearer(header);
-    if (token === undefined) return header === undefined ? "no Authorization header" : "not a bearer token";
+    if (token === undefined) {
+      return header === undefined ? "no Authorization header" : "not a bearer token";
+    }
     return constantTimeEqual(token, expected) ? undefined : "wrong metrics token";
   };
 
   const page: FetchPage = async (request) => {
-    if (new URL(request.url).pathname !== path) return undefined;
+    if (new URL(request.url).pathname !== path) {
+      return undefined;
+    }
     const reason = refusal(request);
     if (reason) {
       logger?.warn({ reason, method: request.method, path }, "metrics authentication failed");

@@ -44,12 +44,18 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
   /** The request's trace context, parsed as W3C Trace Context (for when no global propagator is registered). */
   const remoteSpanContext = (headers: RequestHeaders): SpanContext | undefined => {
     const parsed = parseTraceparent(headers.traceparent);
-    if (!parsed) return undefined;
+    if (!parsed) {
+      return undefined;
+    }
     const { traceId, parentId: spanId, traceFlags } = parsed;
     const spanContext: SpanContext = { traceId, spanId, traceFlags, isRemote: true };
-    if (!api.isSpanContextValid(spanContext)) return undefined;
+    if (!api.isSpanContextValid(spanContext)) {
+      return undefined;
+    }
     const state = headers.tracestate;
-    if (state) spanContext.traceState = api.createTraceState(state);
+    if (state) {
+      spanContext.traceState = api.createTraceState(state);
+    }
     return spanContext;
   };
 
@@ -60,7 +66,9 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
   const parentContext = (headers: RequestHeaders): Context => {
     const extracted = api.propagation.extract(api.ROOT_CONTEXT, headers, api.defaultTextMapGetter);
     const found = api.trace.getSpanContext(extracted);
-    if (found && api.isSpanContextValid(found)) return extracted;
+    if (found && api.isSpanContextValid(found)) {
+      return extracted;
+    }
     const remote = remoteSpanContext(headers);
     return remote ? api.trace.setSpanContext(extracted, remote) : extracted;
   };
@@ -73,7 +81,9 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
       span.setAttribute("oxp.tool_id", event.toolId);
       span.updateName(`${SPAN_NAME} ${event.toolId}`);
     }
-    if (event.traceId !== undefined) span.setAttribute("oxp.trace_id", event.traceId.slice(0, TRACE_ID_ATTRIBUTE_MAX));
+    if (event.traceId !== undefined) {
+      span.setAttribute("oxp.trace_id", event.traceId.slice(0, TRACE_ID_ATTRIBUTE_MAX));
+    }
     const failed = FAILED_OUTCOMES.has(event.outcome) || event.status >= 500;
     if (failed) {
       const type = event.status >= 500 ? String(event.status) : event.outcome;
@@ -95,7 +105,9 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
     );
     const own = span.spanContext();
     // A no-op tracer hands back the parent's context: only a span of our own is named in the response.
-    if (api.isSpanContextValid(own) && own.spanId !== parentSpanId) answerHeaders.traceparent = formatTraceparent(own);
+    if (api.isSpanContextValid(own) && own.spanId !== parentSpanId) {
+      answerHeaders.traceparent = formatTraceparent(own);
+    }
     let ended = false;
     const onEnd = (event: CallEvent) => {
       ended = true;
@@ -106,7 +118,9 @@ export function createCallTracer(api: OtelApi, options: TracingOptions): NonNull
       return await api.context.with(api.trace.setSpan(parent, span), run, undefined, onEnd);
     } catch (error) {
       // Not the error's message: it can quote the request.
-      if (!ended) span.setStatus({ code: api.SpanStatusCode.ERROR });
+      if (!ended) {
+        span.setStatus({ code: api.SpanStatusCode.ERROR });
+      }
       throw error;
     } finally {
       span.end();
