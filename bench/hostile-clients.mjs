@@ -19,10 +19,14 @@ import { SignJWT } from "jose";
 const argv = process.argv.slice(2);
 const flag = (name) => {
   const at = argv.indexOf(name);
-  if (at === -1) return undefined;
+  if (at === -1) {
+    return undefined;
+  }
   const value = argv[at + 1];
   argv.splice(at, 2);
-  if (value === undefined) throw new Error(`${name} needs a value`);
+  if (value === undefined) {
+    throw new Error(`${name} needs a value`);
+  }
   return value;
 };
 const DEMO = flag("--demo") ?? fileURLToPath(new URL("../apps/demo/dist/main.js", import.meta.url));
@@ -41,15 +45,22 @@ const PHASES = [
   "challenge-fill",
   "slowloris",
 ];
-if (!["node", "express"].includes(ADAPTER)) throw new Error("--adapter is node or express");
-for (const name of ONLY ?? []) if (!PHASES.includes(name)) throw new Error(`--only takes ${PHASES.join(", ")}`);
+if (!["node", "express"].includes(ADAPTER)) {
+  throw new Error("--adapter is node or express");
+}
+for (const name of ONLY ?? []) {
+  if (!PHASES.includes(name)) {
+    throw new Error(`--only takes ${PHASES.join(", ")}`);
+  }
+}
 /** Whether a phase runs (all of them unless --only names some; the baseline always). */
 const runs = (name) => name === "baseline" || !ONLY || ONLY.includes(name);
 /** Where attackers call from: another loopback address than the legitimate load's. */
 const ATTACKER_ADDRESS = "127.0.0.2";
 const DURATION_S = Number(argv[0] ?? 60);
-if (!(DURATION_S > 0) || !(FLOOD_MIN > 0))
+if (!(DURATION_S > 0) || !(FLOOD_MIN > 0)) {
   throw new Error("usage: node bench/hostile-clients.mjs [SECONDS] [--demo PATH]");
+}
 const HALF_S = Math.max(3, Math.round(DURATION_S / 2));
 
 const CONNECTIONS = 16; // legitimate load, as in server-throughput.mjs
@@ -71,7 +82,11 @@ const LEGIT = json({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } });
 // ---- the server under test, as a child process -----------------------------------------------------------------
 const children = new Set();
 const killAll = () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const child of children) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+    }
+  }
 };
 process.on("exit", killAll);
 for (const signal of ["SIGINT", "SIGTERM"]) {
@@ -118,7 +133,9 @@ async function startServer({ auth = false } = {}) {
     legitHeaders: auth ? await bearer("legit") : {},
   };
   child.stderr.on("data", (chunk) => {
-    if (server.stderrHead.length < 1_000) server.stderrHead += chunk;
+    if (server.stderrHead.length < 1_000) {
+      server.stderrHead += chunk;
+    }
     server.stderr = (server.stderr + chunk).slice(-3_000);
   });
   child.on("exit", (code, signal) => {
@@ -157,7 +174,9 @@ async function startServer({ auth = false } = {}) {
 }
 
 async function stopServer(server) {
-  if (server.exit) return;
+  if (server.exit) {
+    return;
+  }
   server.stopping = true;
   const exited = once(server.child, "exit");
   server.child.kill("SIGTERM");
@@ -202,7 +221,9 @@ class Monitor {
   }
   bucket(now = Date.now()) {
     const i = Math.floor((now - this.t0) / SAMPLE_MS);
-    for (let j = this.buckets.length; j <= i; j++) this.buckets.push({ legit: 0, attack: 0 });
+    for (let j = this.buckets.length; j <= i; j++) {
+      this.buckets.push({ legit: 0, attack: 0 });
+    }
     return this.buckets[i];
   }
   legit() {
@@ -212,10 +233,14 @@ class Monitor {
     this.bucket().attack++;
   }
   async sample() {
-    if (this.server.exit) return;
+    if (this.server.exit) {
+      return;
+    }
     const at = Date.now();
     const proc = readProc(this.server.pid) ?? (await readPs(this.server.pid));
-    if (proc) this.samples.push({ t: (at - this.t0) / 1000, ...proc });
+    if (proc) {
+      this.samples.push({ t: (at - this.t0) / 1000, ...proc });
+    }
   }
   stop() {
     clearInterval(this.timer);
@@ -263,7 +288,9 @@ async function legitLoad(server, monitor, seconds, signal) {
   const request = { ...LEGIT, headers: { ...LEGIT.headers, ...server.legitHeaders } };
   const instance = autocannon({ url: server.url, connections: CONNECTIONS, duration: seconds, requests: [request] });
   instance.on("response", (_client, status) => {
-    if (status >= 200 && status < 300) monitor.legit();
+    if (status >= 200 && status < 300) {
+      monitor.legit();
+    }
   });
   const stop = () => instance.stop();
   signal.addEventListener("abort", stop, { once: true });
@@ -281,8 +308,11 @@ async function legitLoad(server, monitor, seconds, signal) {
   };
 }
 
-/** Autocannon as an attacker (small bodies, `[<id>]` made unique per request); answers counted by status. */
-async function cannon(server, monitor, options, signal, onAnswer) {
+/**
+ * Autocannon as an attacker (small bodies, `[<id>]` made unique per request) until `signal` aborts; answers counted
+ * by status, each told to `onAnswer`.
+ */
+async function cannon(server, monitor, options, { signal, onAnswer }) {
   const instance = autocannon({ url: server.url, idReplacement: true, ...options });
   let answers = 0;
   instance.on("response", (_client, status) => {
@@ -295,9 +325,15 @@ async function cannon(server, monitor, options, signal, onAnswer) {
   const result = await instance;
   signal.removeEventListener("abort", stop);
   const codes = {};
-  for (const [code, { count }] of Object.entries(result.statusCodeStats)) codes[code] = count;
-  if (result.errors - result.timeouts > 0) codes.errors = result.errors - result.timeouts;
-  if (result.timeouts > 0) codes.timeouts = result.timeouts;
+  for (const [code, { count }] of Object.entries(result.statusCodeStats)) {
+    codes[code] = count;
+  }
+  if (result.errors - result.timeouts > 0) {
+    codes.errors = result.errors - result.timeouts;
+  }
+  if (result.timeouts > 0) {
+    codes.timeouts = result.timeouts;
+  }
   return { codes, answered: answers, seconds: result.duration, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
@@ -318,7 +354,9 @@ async function attacker(
   const end = () => stopper.abort();
   const timer = setTimeout(end, seconds * 1000);
   signal.addEventListener("abort", end, { once: true });
-  if (signal.aborted) end();
+  if (signal.aborted) {
+    end();
+  }
   let inFlight = 0;
   const count = (code) => {
     stats.codes[code] = (stats.codes[code] ?? 0) + 1;
@@ -331,14 +369,18 @@ async function attacker(
       inFlight++;
       let settled = false;
       const settle = (code) => {
-        if (settled) return;
+        if (settled) {
+          return;
+        }
         settled = true;
         inFlight--;
         if (typeof code === "number") {
           monitor.attack();
           stats.latencies.push(performance.now() - started);
           count(code);
-        } else count(done() ? "cut at end" : code);
+        } else {
+          count(done() ? "cut at end" : code);
+        }
         resolve();
       };
       const req = http.request(
@@ -359,14 +401,18 @@ async function attacker(
       );
       req.on("timeout", () => req.destroy(Object.assign(new Error("timeout"), { code: "timeout" })));
       req.on("error", (error) => settle(error.code ?? error.name));
-      for (const part of body.slice(0, -1)) req.write(part);
+      for (const part of body.slice(0, -1)) {
+        req.write(part);
+      }
       req.end(body.at(-1));
     });
 
   if (rate) {
     const pending = new Set();
     const tick = setInterval(() => {
-      if (done()) return;
+      if (done()) {
+        return;
+      }
       if (inFlight >= maxInFlight) {
         stats.skipped++;
         return;
@@ -374,13 +420,17 @@ async function attacker(
       const p = send().finally(() => pending.delete(p));
       pending.add(p);
     }, 1000 / rate);
-    if (!done()) await once(stopper.signal, "abort");
+    if (!done()) {
+      await once(stopper.signal, "abort");
+    }
     clearInterval(tick);
     await Promise.all(pending);
   } else {
     await Promise.all(
       Array.from({ length: connections }, async () => {
-        while (!done()) await send();
+        while (!done()) {
+          await send();
+        }
       }),
     );
   }
@@ -428,7 +478,9 @@ async function phase(title, seconds, attack, { legit = true, auth = false } = {}
   const monitor = new Monitor(server);
   const died = new AbortController();
   server.child.once("exit", () => {
-    if (!server.stopping) died.abort();
+    if (!server.stopping) {
+      died.abort();
+    }
   });
   const legitRun = legit ? legitLoad(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
   const attackRun = attack ? attack(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
@@ -476,7 +528,7 @@ const challengeAttack = (server, monitor, seconds, signal) =>
       duration: seconds,
       requests: [json({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: `hostile-user-[<id>]` } })],
     },
-    signal,
+    { signal },
   );
 
 const versionBody = [Buffer.from(JSON.stringify({ tool_id: `Greeting.Hello@${"9".repeat(VERSION_DIGITS)}` }))];
@@ -493,7 +545,9 @@ const cpuAttack = (rate) => async (server, monitor, seconds, signal) => {
     });
   const [a, b] = await Promise.all([one(), one()]);
   const codes = { ...a.codes };
-  for (const [code, n] of Object.entries(b.codes)) codes[code] = (codes[code] ?? 0) + n;
+  for (const [code, n] of Object.entries(b.codes)) {
+    codes[code] = (codes[code] ?? 0) + n;
+  }
   const latencies = [...a.latencies, ...b.latencies];
   return {
     codes,
@@ -535,8 +589,7 @@ async function idempotencyAttack(server, monitor, seconds, signal) {
       server,
       monitor,
       { connections: CONNECTIONS, duration: seconds, requests: [floodRequest] },
-      signal,
-      onAnswer,
+      { signal, onAnswer },
     ),
   ];
   let answered = floods[0].answered;
@@ -544,7 +597,12 @@ async function idempotencyAttack(server, monitor, seconds, signal) {
     const more = (n) => onAnswer(answered + n);
     const amount = Math.max(CONNECTIONS, FLOOD_MIN - answered);
     floods.push(
-      await cannon(server, monitor, { connections: CONNECTIONS, amount, requests: [floodRequest] }, signal, more),
+      await cannon(
+        server,
+        monitor,
+        { connections: CONNECTIONS, amount, requests: [floodRequest] },
+        { signal, onAnswer: more },
+      ),
     );
     answered += floods[1].answered;
   }
@@ -555,20 +613,28 @@ async function idempotencyAttack(server, monitor, seconds, signal) {
   const retry = await call(server, counterBody, victim);
   const [sleepFirst, sleepDup] = await Promise.all([sleep, duplicate]);
   const codes = {};
-  for (const flood of floods) for (const [code, n] of Object.entries(flood.codes)) codes[code] = (codes[code] ?? 0) + n;
+  for (const flood of floods) {
+    for (const [code, n] of Object.entries(flood.codes)) {
+      codes[code] = (codes[code] ?? 0) + n;
+    }
+  }
   return { first, retry, sleepFirst, sleepDup, duplicateAfter, codes, answered, floodSeconds: floods[0].seconds };
 }
 
 /** The issue's wide body: 60,000 keys in `input` (878 KB); the server's value bound refuses it before parsing. */
 const wide60k = (() => {
   const input = { a: 1, b: 2 };
-  for (let i = 0; i < 60_000; i++) input[`k${i}`] = i;
+  for (let i = 0; i < 60_000; i++) {
+    input[`k${i}`] = i;
+  }
   return [Buffer.from(JSON.stringify({ tool_id: "Calculator.Add", input }))];
 })();
 /** The costliest body within the default bounds: 9,500 keys of 100 characters (1 MiB, under 10,000 values). */
 const wideAtBounds = (() => {
   const input = { a: 1, b: 2 };
-  for (let i = 0; i < 9_500; i++) input[`${"k".repeat(94)}${String(i).padStart(6, "0")}`] = i;
+  for (let i = 0; i < 9_500; i++) {
+    input[`${"k".repeat(94)}${String(i).padStart(6, "0")}`] = i;
+  }
   return [Buffer.from(JSON.stringify({ tool_id: "Calculator.Add", input }))];
 })();
 /** Attack 4: one connection sending wide bodies back to back, as fast as the answers come. */
@@ -617,7 +683,9 @@ const orphanAttack = (callIds) => async (server, monitor, seconds, signal) => {
     });
   await Promise.all(
     Array.from({ length: 64 }, async () => {
-      while (sent < ORPHANS && Date.now() < deadline && !signal.aborted) await one();
+      while (sent < ORPHANS && Date.now() < deadline && !signal.aborted) {
+        await one();
+      }
     }),
   );
   const victim = await call(server, { tool_id: "Calculator.Add", call_id: `victim-${RUN}`, input: { a: 1, b: 2 } });
@@ -636,7 +704,7 @@ async function challengeFillAttack(server, monitor, seconds, signal) {
     server,
     monitor,
     { connections: CONNECTIONS, duration: seconds, requests: [request] },
-    signal,
+    { signal },
   );
   const victim = await call(
     server,
@@ -659,7 +727,9 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
   let opened = 0;
   let closedByServer = 0;
   const open = () => {
-    if (Date.now() >= deadline || signal.aborted) return;
+    if (Date.now() >= deadline || signal.aborted) {
+      return;
+    }
     opened++;
     const socket = net.connect({ host: hostname, port: Number(port), localAddress: ATTACKER_ADDRESS });
     live.add(socket);
@@ -685,7 +755,9 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
   // In batches of 100 a few milliseconds apart: a burst of 1,100 SYNs at once would overflow the listen backlog
   // (511), a kernel matter no server code changes, and stall every client's connect by a second.
   for (let i = 0; i < SLOW_SOCKETS; i += 100) {
-    for (let j = i; j < Math.min(SLOW_SOCKETS, i + 100); j++) open();
+    for (let j = i; j < Math.min(SLOW_SOCKETS, i + 100); j++) {
+      open();
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const probes = { ok: 0, failed: 0, latencies: [] };
@@ -697,14 +769,18 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
       if (response.status === 200) {
         probes.ok++;
         probes.latencies.push(performance.now() - sent);
-      } else probes.failed++;
+      } else {
+        probes.failed++;
+      }
     } catch {
       probes.failed++;
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   const stillOpen = live.size;
-  for (const socket of live) socket.destroy();
+  for (const socket of live) {
+    socket.destroy();
+  }
   return {
     opened,
     closedByServer: closedByServer - stillOpen,
@@ -722,7 +798,9 @@ const mb = (n) => (Number.isFinite(n) ? `${Math.round(n)} MB` : "-");
 const ms = (n) => (Number.isFinite(n) ? `${n < 10 ? n.toFixed(1) : Math.round(n)} ms` : "-");
 const pct = (n) => (Number.isFinite(n) ? `${Math.round(n * 100)}%` : "-");
 const ratio = (a, b) => {
-  if (!Number.isFinite(a) || !Number.isFinite(b) || b <= 0) return "-";
+  if (!Number.isFinite(a) || !Number.isFinite(b) || b <= 0) {
+    return "-";
+  }
   const r = a / b;
   return `${r > 0 && r < 0.1 ? r.toPrecision(2) : r.toFixed(2)}x`;
 };
@@ -1012,7 +1090,9 @@ async function main() {
     ["trickle", slowTrickle],
     ["idle", slowIdle],
   ]) {
-    if (!slow) continue;
+    if (!slow) {
+      continue;
+    }
     const p = slow.attack.probes;
     console.log(
       `  slowloris (${label}): /health ${pct(p.ok / Math.max(1, p.ok + p.failed))} answered, p99 ${ms(p.p99)}`,

@@ -1,5 +1,5 @@
 /** Where our two stacks spend CPU under load: `node --cpu-prof` on each server, summarised as top self-time functions. */
-// Usage: `node bench/profile.mjs [SECONDS=10] [--out bench/results/profile.md]`. Runs the call scenario (Calculator.Add,
+// Usage: `node bench/profile.mjs [SECONDS=10] [--out bench/results/profile.md] [--top N] [--stacks ID,...]`. Runs the call scenario (Calculator.Add,
 // 50 connections) against the native and the Express adapter in turn, each profiled from start to exit (start-up is
 // a few percent of the samples), and prints the top functions by self time and the share of each package.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -16,6 +16,7 @@ const { values: opts, positionals } = parseArgs({
   options: {
     out: { type: "string", default: `${ROOT}bench/results/profile.md` },
     top: { type: "string", default: "15" },
+    stacks: { type: "string" },
   },
 });
 const SECONDS = Number(positionals[0] ?? 10);
@@ -25,13 +26,23 @@ const call = SCENARIOS.find((scenario) => scenario.id === "call");
 
 /** Where a frame's code lives: a workspace package, an npm package, Node itself, or V8. */
 function owner(url) {
-  if (!url) return "(V8 / native)";
-  if (url.startsWith("node:")) return "node internals";
+  if (!url) {
+    return "(V8 / native)";
+  }
+  if (url.startsWith("node:")) {
+    return "node internals";
+  }
   const npm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (npm && !/node_modules\/@otc\//.test(url)) return npm[1];
+  if (npm && !/node_modules\/@otc\//.test(url)) {
+    return npm[1];
+  }
   const workspace = /\/(packages|apps)\/([^/]+)\//.exec(url);
-  if (workspace) return `@otc/${workspace[2]}`;
-  if (/\/bench\//.test(url)) return "bench harness";
+  if (workspace) {
+    return `@otc/${workspace[2]}`;
+  }
+  if (/\/bench\//.test(url)) {
+    return "bench harness";
+  }
   return url;
 }
 
@@ -74,7 +85,9 @@ const lines = [
   `- ${pinning.why}`,
   "- Self time: samples in the function itself, as a share of the server's busy (non-idle) samples",
 ];
-for (const stack of STACKS.filter((candidate) => candidate.ours || candidate.diagnostic)) {
+const ONLY = opts.stacks ? new Set(opts.stacks.split(",")) : undefined;
+const profiled = STACKS.filter((candidate) => (ONLY ? ONLY.has(candidate.id) : candidate.ours || candidate.diagnostic));
+for (const stack of profiled) {
   const dir = mkdtempSync(path.join(tmpdir(), "otc-prof-"));
   const server = await startServer(
     pinning,
@@ -87,7 +100,9 @@ for (const stack of STACKS.filter((candidate) => candidate.ours || candidate.dia
   const result = await measure(server, spec.request, { ...load, seconds: SECONDS });
   await server.stop();
   const file = readdirSync(dir).find((name) => name.endsWith(".cpuprofile"));
-  if (!file) throw new Error(`${stack.label}: no profile written`);
+  if (!file) {
+    throw new Error(`${stack.label}: no profile written`);
+  }
   const summary = summarise(JSON.parse(readFileSync(path.join(dir, file), "utf8")));
   rmSync(dir, { recursive: true, force: true });
   lines.push(

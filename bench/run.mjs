@@ -1,4 +1,4 @@
-/** The benchmark against the peers, in one run: our two adapters, the floor, Express, Fastify and the MCP SDK side by side. */
+/** The benchmark against the peers, in one run: our adapters (the fetch handler on Node, Bun and Deno too), the floor, Express, Fastify and the MCP SDK side by side. */
 // Usage: `npm run bench` (builds, then the full run) or `node bench/run.mjs [--quick] [--rounds N] [--seconds S]
 // [--warmup S] [--connections N] [--out FILE.md] [--no-cold] [--stacks ID,...] [--scenarios ID,...]`; the last two
 // narrow a run to some stacks and scenarios (ids from bench/lib/scenarios.mjs), for working on one figure. Writes a Markdown report (bench/results/latest.md by
@@ -12,6 +12,7 @@ import { parseArgs } from "node:util";
 import { SignJWT } from "jose";
 import { coldStart, wallTime } from "./lib/cold.mjs";
 import { measure, median, pinCores, startServer } from "./lib/harness.mjs";
+import { launchDir, launchOf, runtimeVersion, startRuntimeServer } from "./lib/runtimes.mjs";
 import { notApplicable, QUICK_SCENARIOS, quickRuns, RATIOS, requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
 import { LARGE_CATALOG, wireToolList } from "./stacks/catalog.mjs";
 
@@ -30,14 +31,17 @@ const { values: opts } = parseArgs({
   },
 });
 const QUICK = opts.quick;
+// 5 rounds of 1.5 s: `npm run bench` stays under ten minutes with every row; ratios are taken within each round.
 const ROUNDS = Number(opts.rounds ?? (QUICK ? 1 : 5));
-const SECONDS = Number(opts.seconds ?? (QUICK ? 0.4 : 3));
-const WARMUP = Number(opts.warmup ?? (QUICK ? 0.2 : 1));
+const SECONDS = Number(opts.seconds ?? (QUICK ? 0.4 : 1.5));
+const WARMUP = Number(opts.warmup ?? (QUICK ? 0.2 : 0.5));
 const CONNECTIONS = Number(opts.connections);
 const OUT = opts.out ?? `${ROOT}bench/results/${QUICK ? "quick" : "latest"}.md`;
 const COLD_RUNS = QUICK ? 1 : 5;
 for (const [name, value] of Object.entries({ ROUNDS, SECONDS, CONNECTIONS })) {
-  if (!(value > 0)) throw new Error(`${name.toLowerCase()} must be a positive number`);
+  if (!(value > 0)) {
+    throw new Error(`${name.toLowerCase()} must be a positive number`);
+  }
 }
 
 const problems = [];
@@ -77,7 +81,8 @@ const serverConfig = (stack, server) => {
     stack: stack.module,
     catalog,
     ...(server === "auth" ? { auth: AUTH } : {}),
-    ...(stack.ours ? {} : { listFile: listFile(catalog) }),
+    // Ours build their own list; so does the fetch handler on Node (the bench's catalog module).
+    ...(stack.ours || stack.partial ? {} : { listFile: listFile(catalog) }),
   };
 };
 
@@ -85,7 +90,11 @@ const serverConfig = (stack, server) => {
 const servers = new Map();
 const needed = new Set();
 for (const scenario of selected) {
-  for (const stack of STACKS) if (runs(scenario, stack)) needed.add(`${stack.id}/${scenario.server}`);
+  for (const stack of STACKS) {
+    if (runs(scenario, stack)) {
+      needed.add(`${stack.id}/${scenario.server}`);
+    }
+  }
 }
 log(`bench: starting ${needed.size} server processes`);
 await Promise.all(
@@ -94,7 +103,12 @@ await Promise.all(
     const stack = STACKS.find((candidate) => candidate.id === stackId);
     try {
       // Generous: a 1,000-tool server compiles 1,000 validators at start, on a machine busy starting the rest.
-      servers.set(key, await startServer(pinning, serverConfig(stack, server), { timeoutMs: 180_000 }));
+      servers.set(
+        key,
+        stack.runtime
+          ? await startRuntimeServer(pinning, stack.runtime, { timeoutMs: 180_000 })
+          : await startServer(pinning, serverConfig(stack, server), { timeoutMs: 180_000 }),
+      );
     } catch (error) {
       problems.push(`${stack.label} (${server}) did not start: ${error.message}`);
     }
@@ -112,7 +126,9 @@ const ctx = {
 /** A token as an agent holds one: signed once, reused until it nears its exp (the server allows 15 minutes). */
 let jwtSignedAt = 0;
 async function refreshJwt() {
-  if (Date.now() - jwtSignedAt < 10 * 60_000) return;
+  if (Date.now() - jwtSignedAt < 10 * 60_000) {
+    return;
+  }
   jwtSignedAt = Date.now();
   ctx.jwt = await new SignJWT({ sub: "bench-agent" })
     .setProtectedHeader({ alg: "HS256" })
@@ -123,7 +139,9 @@ await refreshJwt();
 // The ETag rows run once the server sends one.
 for (const [key, server] of servers) {
   const etag = (await fetch(`${server.url}/tools`)).headers.get("etag");
-  if (etag) ctx.etags.set(key, etag);
+  if (etag) {
+    ctx.etags.set(key, etag);
+  }
 }
 
 // ---- probe: one request per row, its answer checked, before anything is measured --------------------------------
@@ -131,11 +149,17 @@ for (const [key, server] of servers) {
 const rows = [];
 for (const scenario of selected) {
   for (const stack of STACKS) {
-    if (!runs(scenario, stack)) continue;
+    if (!runs(scenario, stack)) {
+      continue;
+    }
     const server = servers.get(`${stack.id}/${scenario.server}`);
-    if (!server) continue;
+    if (!server) {
+      continue;
+    }
     const spec = requestFor(stack, scenario, ctx);
-    if (!spec) continue; // the 304 row before the server sends ETags
+    if (!spec) {
+      continue; // the 304 row before the server sends ETags
+    }
     const { request } = spec;
     const answer = await fetch(`${server.url}${request.path}`, {
       method: request.method,
@@ -150,8 +174,11 @@ for (const scenario of selected) {
       body = undefined;
     }
     const problem = answer.status !== spec.status ? `status ${answer.status}, not ${spec.status}` : spec.check(body);
-    if (problem) problems.push(`${stack.label}, ${scenario.label}: ${problem}: ${text.slice(0, 200)}`);
-    else rows.push({ stack, scenario, server, spec, samples: [] });
+    if (problem) {
+      problems.push(`${stack.label}, ${scenario.label}: ${problem}: ${text.slice(0, 200)}`);
+    } else {
+      rows.push({ stack, scenario, server, spec, samples: [] });
+    }
   }
 }
 
@@ -159,7 +186,9 @@ for (const scenario of selected) {
 const window = (row, seconds) =>
   measure(row.server, row.spec.request, { seconds, connections: CONNECTIONS, expectStatus: row.spec.status });
 log(`bench: warming up ${rows.length} rows, ${WARMUP} s each`);
-for (const row of rows) await window(row, WARMUP);
+for (const row of rows) {
+  await window(row, WARMUP);
+}
 for (let round = 0; round < ROUNDS; round++) {
   log(`bench: round ${round + 1}/${ROUNDS}`);
   for (const scenario of selected) {
@@ -221,6 +250,45 @@ if (!opts["no-cold"]) {
     }
   }
   if (!QUICK) {
+    // The same demo catalog on every runtime, spawn to first answer; workerd's bundle is built before its clock starts.
+    const entries = [
+      ["node-adapter", "node adapter on Node (`createHandler` + `listen`, `@otc/server/node`)"],
+      ["node-bridge", "fetch handler on Node (@hono/node-server `serve`)"],
+      ["bun", `fetch handler on Bun ${runtimeVersion("bun")} (\`Bun.serve\`)`],
+      ["deno", `fetch handler on Deno ${runtimeVersion("deno")} (\`Deno.serve\`)`],
+      ["workerd", `fetch handler on workerd ${runtimeVersion("workerd")} (esbuild bundle; built on the first request)`],
+    ];
+    for (const [runtime, label] of entries) {
+      log(`bench: cold start, ${runtime}`);
+      const samples = [];
+      try {
+        for (let i = 0; i < COLD_RUNS; i++) {
+          const { dir, remove } = launchDir(runtime);
+          try {
+            const launch = await launchOf(runtime, dir);
+            samples.push(
+              await coldStart(pinning, {
+                command: launch.command,
+                args: launch.args,
+                cwd: dir,
+                env: { NO_COLOR: "1", ...launch.env },
+                controlFd: launch.controlFd,
+              }),
+            );
+          } finally {
+            remove();
+          }
+        }
+        cold.push({
+          label,
+          runs: samples.length,
+          healthMs: median(samples.map((sample) => sample.healthMs)),
+          callMs: median(samples.map((sample) => sample.callMs)),
+        });
+      } catch (error) {
+        problems.push(`cold start, ${runtime}: ${error.message}`);
+      }
+    }
     log("bench: cold start, npm start");
     try {
       const npmStart = await coldStart(pinning, {
@@ -253,7 +321,9 @@ if (!QUICK) {
   }
 }
 
-for (const server of servers.values()) await server.stop();
+for (const server of servers.values()) {
+  await server.stop();
+}
 
 // ---- figures --------------------------------------------------------------------------------------------------------
 const results = rows.map((row) => {
@@ -274,7 +344,7 @@ const results = rows.map((row) => {
   };
 });
 const rowOf = (stack, scenario) => rows.find((row) => row.stack.id === stack && row.scenario.id === scenario);
-const ratios = RATIOS.filter((ratio) => !QUICK || !ratio.diagnostic).map((ratio) => {
+const ratios = RATIOS.filter((ratio) => !QUICK || !(ratio.diagnostic || ratio.fullOnly)).map((ratio) => {
   const a = rowOf(...ratio.a);
   const b = rowOf(...ratio.b);
   const within = (metric) =>
@@ -282,14 +352,19 @@ const ratios = RATIOS.filter((ratio) => !QUICK || !ratio.diagnostic).map((ratio)
       Array.from({ length: ROUNDS }, (_, round) => {
         const x = a?.samples[round];
         const y = b?.samples[round];
-        if (!x || !y) return Number.NaN;
+        if (!x || !y) {
+          return Number.NaN;
+        }
         return metric === "cpu" ? x.cpuUs / y.cpuUs : x.rps / y.rps;
       }),
     );
   const value = within(ratio.metric);
   const other = within(ratio.metric === "cpu" ? "rps" : "cpu");
-  const pass = Number.isFinite(value) ? (ratio.op === "<=" ? value <= ratio.target : value >= ratio.target) : undefined;
-  if (!Number.isFinite(value)) problems.push(`ratio ${ratio.label}: not measured`);
+  const judged = ratio.target !== undefined && Number.isFinite(value);
+  const pass = judged ? (ratio.op === "<=" ? value <= ratio.target : value >= ratio.target) : undefined;
+  if (!Number.isFinite(value)) {
+    problems.push(`ratio ${ratio.label}: not measured`);
+  }
   return { label: ratio.label, metric: ratio.metric, value, other, op: ratio.op, target: ratio.target, pass };
 });
 
@@ -311,14 +386,14 @@ const lines = [
   "",
   `- Date: ${new Date().toISOString()}`,
   `- Machine: ${cpu[0]?.model ?? "unknown CPU"}, ${CORES} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()}`,
-  `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ajv ${version("ajv")}`,
+  `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ajv ${version("ajv")}, @hono/node-server ${version("@hono/node-server")}; Bun ${runtimeVersion("bun")}, Deno ${runtimeVersion("deno")}`,
   `- Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections; warm-up ${WARMUP} s per row, then ${ROUNDS} interleaved round(s) x ${SECONDS} s; medians over rounds`,
   `- Pinning: ${pinning.why}`,
   "- Native adapter: `createHandler` + `listen` from @otc/server",
   `- ETag on GET /tools: ${ctx.etags.size > 0 ? `sent by ${[...new Set([...ctx.etags.keys()].map((key) => key.split("/")[0]))].join(", ")}` : "not sent yet, so no 304 row"}`,
-  "- CPU/req: the server's own process.cpuUsage() (user + system) over the window, read in the server over IPC, divided by the answers; peak RSS: the server process's maxRSS",
+  "- CPU/req: the server's own process.cpuUsage() (user + system) over the window, read in the server over IPC, divided by the answers; peak RSS: the server process's maxRSS. Bun and Deno: the process's utime + stime and VmHWM from /proc (10 ms ticks)",
   "- Catalogs: the demo's (" +
-    `${ctx.oxpTools.demo} tools) or ${ctx.oxpTools.large} (the demo's plus generated ones); our servers log one JSON line per call to /dev/null (stdout), as deployed`,
+    `${ctx.oxpTools.demo} tools) or ${ctx.oxpTools.large} (the demo's plus generated ones); our servers log one JSON line per call to /dev/null (stdout), as deployed: pino's line (\`createLogger\`) on Node, the fetch handler included; consoleLogger's (its default off Node) on Bun and Deno`,
   "",
   "## Ratios (median of the per-round ratios)",
   "",
@@ -326,7 +401,7 @@ const lines = [
   "| --- | ---: | ---: | :---: | ---: |",
   ...ratios.map(
     (ratio) =>
-      `| ${ratio.label} | ${fixed(ratio.value, 2)}x | ${ratio.op} ${ratio.target}x | ${ratio.pass === undefined ? "?" : ratio.pass ? "pass" : "FAIL"} | ${ratio.metric === "cpu" ? "calls/s" : "CPU"} ${fixed(ratio.other, 2)}x |`,
+      `| ${ratio.label} | ${fixed(ratio.value, 2)}x | ${ratio.target === undefined ? "-" : `${ratio.op} ${ratio.target}x`} | ${ratio.target === undefined ? "" : ratio.pass === undefined ? "?" : ratio.pass ? "pass" : "FAIL"} | ${ratio.metric === "cpu" ? "calls/s" : "CPU"} ${fixed(ratio.other, 2)}x |`,
   ),
   "",
   "## Rows",
@@ -341,7 +416,7 @@ for (const scenario of selected) {
       lines.push(
         `| ${scenario.label} | ${stack.label} | ${fixed(result.rps)} | ${fixed(result.p50)} | ${fixed(result.p99)} | ${fixed(result.cpuUs, 1)} | ${fixed(result.rssMb)} | ${result.errors} |`,
       );
-    } else if (!scenario.stacks.includes(stack.id) && !QUICK && !stack.diagnostic) {
+    } else if (!scenario.stacks.includes(stack.id) && !QUICK && !stack.diagnostic && !stack.partial) {
       lines.push(`| ${scenario.label} | ${stack.label} | ${notApplicable(scenario)} | | | | | |`);
     } else if (scenario.needsEtag && !QUICK) {
       lines.push(`| ${scenario.label} | ${stack.label} | n/a: no ETag sent yet | | | | | |`);
@@ -358,7 +433,9 @@ if (cold.length > 0 || buildTimes.length > 0) {
         : `| ${entry.label} | ${entry.runs} | ${fixed(entry.healthMs)} ms | ${fixed(entry.callMs)} ms |`,
     );
   }
-  for (const entry of buildTimes) lines.push(`| ${entry.label} | 1 | wall time ${fixed(entry.ms)} ms | |`);
+  for (const entry of buildTimes) {
+    lines.push(`| ${entry.label} | 1 | wall time ${fixed(entry.ms)} ms | |`);
+  }
 }
 lines.push(
   "",
@@ -370,7 +447,9 @@ lines.push(
 );
 // One line each: a failed command's output would break the list.
 const oneLine = (text) => text.replace(/\s*\n\s*/g, " / ").slice(0, 600);
-if (problems.length > 0) lines.push("", "## Problems", "", ...problems.map((problem) => `- ${oneLine(problem)}`));
+if (problems.length > 0) {
+  lines.push("", "## Problems", "", ...problems.map((problem) => `- ${oneLine(problem)}`));
+}
 const markdown = `${lines.join("\n")}\n`;
 mkdirSync(path.dirname(OUT), { recursive: true });
 writeFileSync(OUT, markdown);
@@ -381,7 +460,12 @@ writeFileSync(
       quick: QUICK,
       settings: { rounds: ROUNDS, seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, pinning: pinning.why },
       nativeAdapter: "createHandler",
-      results: results.map(({ samples: _samples, ...result }) => result),
+      // Each round's CPU and calls/s too: how far the medians' rounds spread.
+      results: results.map(({ samples, ...result }) => ({
+        ...result,
+        cpuUsByRound: samples.map((sample) => Math.round(sample.cpuUs * 10) / 10),
+        rpsByRound: samples.map((sample) => Math.round(sample.rps)),
+      })),
       ratios,
       cold,
       buildTimes,

@@ -46,7 +46,9 @@ const results = {};
 for (const mode of modes) {
   const { child, url } = await start(mode);
   results[mode] = {};
-  for (const [name, request] of Object.entries(workloads)) results[mode][name] = await load(url, request);
+  for (const [name, request] of Object.entries(workloads)) {
+    results[mode][name] = await load(url, request);
+  }
   child.kill("SIGTERM");
   await once(child, "exit");
 }

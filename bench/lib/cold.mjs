@@ -2,60 +2,47 @@
 import { spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { spawnPinned, track } from "./harness.mjs";
+import { urlOf } from "./runtimes.mjs";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function firstOk(attempt, deadline) {
   for (;;) {
     try {
-      if (await attempt()) return;
+      if (await attempt()) {
+        return;
+      }
     } catch {
       // not up yet
     }
-    if (performance.now() > deadline) throw new Error("no successful answer in time");
+    if (performance.now() > deadline) {
+      throw new Error("no successful answer in time");
+    }
     await sleep(2);
   }
 }
 
 /**
- * Spawns `command args` (a server that prints `listening on <url>`), then times, from the spawn: the first 200
- * on `/health` and the first successful Calculator.Add call. `group` kills the whole process group after
- * (for `npm start`, whose server is a grandchild).
+ * Spawns `command args` (a server that prints `listening on <url>` on either stream, or workerd reporting its port on
+ * descriptor 3 with `controlFd`), then times, from the spawn: the first 200 on `/health` and the first successful
+ * Calculator.Add call. `group` kills the whole process group after (for `npm start`, whose server is a grandchild).
  */
-export async function coldStart(pinning, { command, args, env, cwd, group = false, timeoutMs = 60_000 }) {
+export async function coldStart(
+  pinning,
+  { command, args, env, cwd, group = false, controlFd = false, timeoutMs = 60_000 },
+) {
   const started = performance.now();
   const child = track(
     spawnPinned(pinning, command, args, {
       cwd,
       env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe", controlFd ? "pipe" : "ignore"],
       detached: group,
     }),
   );
   const deadline = started + timeoutMs;
   try {
-    let out = "";
-    const url = await new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`no URL printed in ${timeoutMs} ms: ${out.slice(-500)}`)),
-        timeoutMs,
-      );
-      child.stdout.on("data", (chunk) => {
-        out += chunk;
-        const match = /listening on (http:\/\/\S+)/.exec(out);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]);
-        }
-      });
-      child.stderr.on("data", (chunk) => {
-        out += chunk;
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`exited (${code}) before listening: ${out.slice(-500)}`));
-      });
-    });
+    const url = await urlOf(child, { controlFd, timeoutMs, what: command });
     child.stdout.resume();
     await firstOk(async () => (await fetch(`${url}/health`)).status === 200, deadline);
     const healthMs = performance.now() - started;
@@ -71,8 +58,11 @@ export async function coldStart(pinning, { command, args, env, cwd, group = fals
   } finally {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = once(child, "exit");
-      if (group) process.kill(-child.pid, "SIGTERM");
-      else child.kill("SIGTERM");
+      if (group) {
+        process.kill(-child.pid, "SIGTERM");
+      } else {
+        child.kill("SIGTERM");
+      }
       const timer = setTimeout(() => (group ? process.kill(-child.pid, "SIGKILL") : child.kill("SIGKILL")), 5_000);
       await exited;
       clearTimeout(timer);

@@ -12,7 +12,9 @@ const CHILD = fileURLToPath(new URL("../child.mjs", import.meta.url));
  * or explains why it did not: no `taskset`, or fewer than 2 cores.
  */
 export function pinCores() {
-  if (os.availableParallelism() < 2) return { pinned: false, prefix: [], why: "fewer than 2 cores: not pinned" };
+  if (os.availableParallelism() < 2) {
+    return { pinned: false, prefix: [], why: "fewer than 2 cores: not pinned" };
+  }
   const cores = os.availableParallelism();
   const probe = spawnSync("taskset", ["-a", "-cp", "0", String(process.pid)], { stdio: "ignore" });
   if (probe.error || probe.status !== 0) {
@@ -37,7 +39,11 @@ export function spawnPinned(pinning, command, args, options) {
 
 const live = new Set();
 const killAll = () => {
-  for (const child of live) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  for (const child of live) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+    }
+  }
 };
 process.on("exit", killAll);
 for (const signal of ["SIGINT", "SIGTERM"]) {
@@ -94,7 +100,9 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
     });
   });
   const { url, note } = await ready;
-  if (pinning.pinned && !pinning.pin(child.pid)) throw new Error(`taskset could not move ${config.stack} to core 1`);
+  if (pinning.pinned && !pinning.pin(child.pid)) {
+    throw new Error(`taskset could not move ${config.stack} to core 1`);
+  }
   return {
     url,
     note,
@@ -108,7 +116,9 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
         child.send({ type: "usage", id });
       }),
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) {
+        return;
+      }
       const exited = once(child, "exit");
       child.send({ type: "exit" });
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
@@ -145,7 +155,9 @@ export async function measure(server, request, { seconds, connections, expectSta
   let expected = 0;
   for (const [status, { count }] of Object.entries(result.statusCodeStats ?? {})) {
     responses += Number(count);
-    if (Number(status) === expectStatus) expected += Number(count);
+    if (Number(status) === expectStatus) {
+      expected += Number(count);
+    }
   }
   return {
     rps: responses / wallS,
@@ -161,7 +173,9 @@ export async function measure(server, request, { seconds, connections, expectSta
 /** The median of finite numbers (NaN when there are none). */
 export function median(values) {
   const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
+  if (sorted.length === 0) {
+    return Number.NaN;
+  }
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }

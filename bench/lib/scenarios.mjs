@@ -11,17 +11,29 @@ export const STACKS = [
   { id: "mcp", label: "MCP SDK (stateless HTTP)", module: "mcp", mcp: true },
   // Not a stack of its own: where the native adapter's time goes, with its per-call log line off.
   { id: "native-nolog", label: "ours: native, `logger: false`", module: "ours-native-nolog", diagnostic: true },
+  // The fetch handler (`@otc/server/fetch`), on the call only (`partial`: no n/a rows elsewhere). On Node through
+  // @hono/node-server's bridge, logging through the native adapter's logger; on Bun and Deno through its default,
+  // consoleLogger (bench/runtimes), measured from outside (/proc) as they cannot report over Node's IPC.
+  {
+    id: "fetch-node",
+    label: "ours: fetch handler, Node + bridge (pino line)",
+    module: "ours-fetch-node",
+    partial: true,
+  },
+  { id: "bun", label: "ours: fetch handler, Bun (console line)", runtime: "bun", partial: true },
+  { id: "deno", label: "ours: fetch handler, Deno (console line)", runtime: "deno", partial: true },
 ];
 
-const ALL = STACKS.filter((stack) => !stack.diagnostic).map((stack) => stack.id);
+const ALL = STACKS.filter((stack) => !stack.diagnostic && !stack.partial).map((stack) => stack.id);
 const OURS = STACKS.filter((stack) => stack.ours).map((stack) => stack.id);
+const FETCH = STACKS.filter((stack) => stack.partial).map((stack) => stack.id);
 
 /**
  * Every scenario: `server` names the server process it runs against (`plain`: demo catalog; `large`: 1,000
  * tools; `auth`: demo catalog with API key + JWT authentication), `stacks` who runs it.
  */
 export const SCENARIOS = [
-  { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog"] },
+  { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog", ...FETCH] },
   { id: "invalid", label: "invalid input (422)", server: "plain", stacks: ALL },
   { id: "toolError", label: "tool error (OxpToolError)", server: "plain", stacks: ALL },
   { id: "list", label: "GET /tools, demo catalog", server: "plain", stacks: ALL },
@@ -43,7 +55,7 @@ export const SCENARIOS = [
   { id: "fresh", label: "call, a fresh call_id each time", server: "plain", stacks: OURS },
 ];
 
-/** `--quick`: every stack's call, and what our ratios need. */
+/** `--quick`: every stack's call, and what our ratios need (not the fetch handler's rows: no Bun or Deno in `npm test`). */
 export const QUICK_SCENARIOS = new Set([
   "call",
   "list",
@@ -61,9 +73,15 @@ export const quickRuns = (scenario, stackId) =>
 
 /** Why a peer does not run a scenario. */
 export function notApplicable(scenario) {
-  if (scenario.needsEtag) return "n/a: no ETag";
-  if (scenario.gzip) return "n/a: no compression";
-  if (scenario.id === "replay") return "n/a: no idempotency";
+  if (scenario.needsEtag) {
+    return "n/a: no ETag";
+  }
+  if (scenario.gzip) {
+    return "n/a: no compression";
+  }
+  if (scenario.id === "replay") {
+    return "n/a: no idempotency";
+  }
   return "n/a: no auth";
 }
 
@@ -154,7 +172,9 @@ export function requestFor(stack, scenario, ctx) {
     case "list304":
     case "list1000_304": {
       const etag = ctx.etags.get(`${stack.id}/${scenario.server}`);
-      if (!etag) return undefined;
+      if (!etag) {
+        return undefined;
+      }
       return {
         request: { method: "GET", path: "/tools", headers: { "if-none-match": etag } },
         status: 304,
@@ -192,7 +212,7 @@ export function requestFor(stack, scenario, ctx) {
   return undefined;
 }
 
-/** The ratios, each within one round: `a` over `b` on a metric, against its target. */
+/** The ratios, each within one round: `a` over `b` on a metric, against its target (none: a figure to read). */
 export const RATIOS = [
   {
     label: "native vs floor, CPU/call",
@@ -228,6 +248,22 @@ export const RATIOS = [
     op: "<=",
     target: 1.1,
   },
+  {
+    label: "fetch handler on Node (bridge) vs native adapter, CPU/call",
+    a: ["fetch-node", "call"],
+    b: ["native", "call"],
+    metric: "cpu",
+    op: "<=",
+    target: 1.5,
+    fullOnly: true,
+  },
+  ...["bun", "deno"].map((runtime) => ({
+    label: `fetch handler on ${runtime === "bun" ? "Bun" : "Deno"} vs native adapter on Node, CPU/call`,
+    a: [runtime, "call"],
+    b: ["native", "call"],
+    metric: "cpu",
+    fullOnly: true,
+  })),
   {
     label: "Express adapter vs MCP, calls/s",
     a: ["express", "call"],

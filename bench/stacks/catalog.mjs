@@ -118,7 +118,9 @@ export async function runPeerTool(tool, input, callId) {
     const value = await tool.run(input);
     return { call_id: callId, duration: performance.now() - started, success: true, value };
   } catch (error) {
-    if (!(error instanceof PeerToolError)) throw error;
+    if (!(error instanceof PeerToolError)) {
+      throw error;
+    }
     return {
       call_id: callId,
       duration: performance.now() - started,

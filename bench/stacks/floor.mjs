@@ -11,8 +11,12 @@ export async function start(config) {
     const chunks = [];
     req.on("data", (chunk) => chunks.push(chunk));
     req.on("end", async () => {
-      if (req.method === "GET" && req.url === "/tools") return send(res, 200, work.list());
-      if (req.method !== "POST" || req.url !== "/tools/call") return send(res, 404, { message: "Not found" });
+      if (req.method === "GET" && req.url === "/tools") {
+        return send(res, 200, work.list());
+      }
+      if (req.method !== "POST" || req.url !== "/tools/call") {
+        return send(res, 404, { message: "Not found" });
+      }
       let body;
       try {
         body = JSON.parse(Buffer.concat(chunks).toString());

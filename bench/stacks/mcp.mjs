@@ -8,7 +8,9 @@ import { PeerToolError, peerToolList, peerTools } from "./catalog.mjs";
 
 /** A zod schema for the simple JSON Schemas the catalogs use (objects of primitives); anything else passes. */
 function toZod(schema) {
-  if (!schema || typeof schema !== "object") return z.any();
+  if (!schema || typeof schema !== "object") {
+    return z.any();
+  }
   switch (schema.type) {
     case "string":
       return z.string();
@@ -16,8 +18,12 @@ function toZod(schema) {
       return z.number();
     case "integer": {
       let int = z.number().int();
-      if (schema.minimum !== undefined) int = int.min(schema.minimum);
-      if (schema.maximum !== undefined) int = int.max(schema.maximum);
+      if (schema.minimum !== undefined) {
+        int = int.min(schema.minimum);
+      }
+      if (schema.maximum !== undefined) {
+        int = int.max(schema.maximum);
+      }
       return int;
     }
     case "boolean":
@@ -46,7 +52,9 @@ export async function start(config) {
   // MCP tools have no versions: one tool per name (the demo's Greeting.Hello has two versions).
   const byName = new Map();
   for (const item of list.items) {
-    if (byName.has(item.name)) continue;
+    if (byName.has(item.name)) {
+      continue;
+    }
     byName.set(item.name, {
       name: item.name,
       description: item.description,
@@ -62,12 +70,16 @@ export async function start(config) {
         tool.name,
         { description: tool.description, inputSchema: tool.inputSchema },
         async (input) => {
-          if (!tool.runner) return { content: [{ type: "text", text: "{}" }] };
+          if (!tool.runner) {
+            return { content: [{ type: "text", text: "{}" }] };
+          }
           try {
             const value = await tool.runner.run(input);
             return { content: [{ type: "text", text: JSON.stringify(value) }] };
           } catch (error) {
-            if (!(error instanceof PeerToolError)) throw error;
+            if (!(error instanceof PeerToolError)) {
+              throw error;
+            }
             return {
               isError: true,
               content: [{ type: "text", text: JSON.stringify({ message: error.message, ...error.fields }) }],

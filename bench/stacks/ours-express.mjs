@@ -5,7 +5,9 @@ import { catalogTools } from "./catalog.mjs";
 /** Server options shared by our two adapters: the catalog, and API key + JWT authentication when asked. */
 export function ourOptions({ catalog, auth }) {
   const options = { tools: catalogTools(catalog) };
-  if (auth) options.auth = { apiKeys: [auth.apiKey], jwt: { secret: auth.jwtSecret } };
+  if (auth) {
+    options.auth = { apiKeys: [auth.apiKey], jwt: { secret: auth.jwtSecret } };
+  }
   return options;
 }
 

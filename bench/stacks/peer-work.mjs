@@ -24,10 +24,14 @@ export function peerWork(config, { checkRequest = true } = {}) {
         return { status: 400, body: { message: "The request does not match the schema" } };
       }
       const tool = tools.get(body.tool_id);
-      if (!tool) return { status: 404, body: { message: "No such tool" } };
+      if (!tool) {
+        return { status: 404, body: { message: "No such tool" } };
+      }
       const input = body.input ?? {};
       const validateInput = inputValidators.get(tool);
-      if (!validateInput(input)) return { status: 422, body: inputErrors(validateInput.errors) };
+      if (!validateInput(input)) {
+        return { status: 422, body: inputErrors(validateInput.errors) };
+      }
       return { status: 200, body: await runPeerTool(tool, input, body.call_id ?? randomUUID()) };
     },
   };

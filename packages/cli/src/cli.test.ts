@@ -223,7 +223,7 @@ describe("generateBindings", () => {
         "check",
         "--error-on-warnings",
         "--vcs-enabled=false",
-        `--config-path=${path.join(repoRoot, "biome.json")}`,
+        `--config-path=${path.join(repoRoot, "biome.jsonc")}`,
         path.join(dir, "tools.ts"),
         path.join(dir, "unsuppressed.ts"),
       ]);
@@ -422,7 +422,9 @@ async function rawServer(handle: (req: IncomingMessage, res: ServerResponse, bod
   const hits: { method: string; url: string; headers: IncomingMessage["headers"] }[] = [];
   const server = createHttpServer(async (req, res) => {
     const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
+    for await (const chunk of req) {
+      chunks.push(chunk as Buffer);
+    }
     hits.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers });
     await handle(req, res, Buffer.concat(chunks).toString());
   });
@@ -473,18 +475,30 @@ describe("a hostile server", () => {
 
   it("cannot steer the terminal through otc tools, otc call or their errors, in text or --json", async () => {
     const server = await rawServer((req, res, body) => {
-      if (req.url === "/tools") return json(res, 200, { items: [hostileTool] });
+      if (req.url === "/tools") {
+        return json(res, 200, { items: [hostileTool] });
+      }
       // The tool id names the case: Evil.value, Evil.failure...
       const failing = (JSON.parse(body) as { tool_id: string }).tool_id.split(".")[1];
-      if (failing === "value") return json(res, 200, { call_id: "c", duration: 1, success: true, value: HOSTILE });
-      if (failing === "object") return json(res, 200, { call_id: "c", duration: 1, success: true, value: { HOSTILE } });
+      if (failing === "value") {
+        return json(res, 200, { call_id: "c", duration: 1, success: true, value: HOSTILE });
+      }
+      if (failing === "object") {
+        return json(res, 200, { call_id: "c", duration: 1, success: true, value: { HOSTILE } });
+      }
       if (failing === "failure") {
         const error = { message: HOSTILE, developer_message: HOSTILE, additional_prompt_content: HOSTILE };
         return json(res, 200, { call_id: `c${CLEAR}`, duration: 1, success: false, error });
       }
-      if (failing === "invalid") return json(res, 422, { message: HOSTILE, parameter_errors: { [HOSTILE]: HOSTILE } });
-      if (failing === "unauthorized") return json(res, 401, { message: HOSTILE, developer_message: HOSTILE });
-      if (failing === "text") return res.writeHead(404).end(HOSTILE);
+      if (failing === "invalid") {
+        return json(res, 422, { message: HOSTILE, parameter_errors: { [HOSTILE]: HOSTILE } });
+      }
+      if (failing === "unauthorized") {
+        return json(res, 401, { message: HOSTILE, developer_message: HOSTILE });
+      }
+      if (failing === "text") {
+        return res.writeHead(404).end(HOSTILE);
+      }
       return json(res, 400, { message: HOSTILE, developer_message: HOSTILE });
     });
     try {

@@ -4,7 +4,7 @@ import { compile, type Options } from "json-schema-to-typescript";
 
 type Schema = Record<string, unknown>;
 
-/** The project's biome.json line width: bindings are laid out as Biome lays them out, so `biome ci` passes on them. */
+/** The project's biome.jsonc line width: bindings are laid out as Biome lays them out, so `biome ci` passes on them. */
 const LINE_WIDTH = 120;
 
 /**
@@ -84,7 +84,9 @@ function blockCommentText(text: string): string {
   let out = "";
   for (const char of lines) {
     const code = char.codePointAt(0) ?? 0;
-    if (char === "\n" || char === "\t" || !isUnsafe(code)) out += char;
+    if (char === "\n" || char === "\t" || !isUnsafe(code)) {
+      out += char;
+    }
   }
   return out.replaceAll("*/", "*\\/").replaceAll("/*", "/\\*");
 }
@@ -94,7 +96,9 @@ function lineCommentText(text: string): string {
   const line = text.split(/[\r\n\u2028\u2029\u0085]/)[0] ?? "";
   let out = "";
   for (const char of line) {
-    if (char === "\t" || !isUnsafe(char.codePointAt(0) ?? 0)) out += char;
+    if (char === "\t" || !isUnsafe(char.codePointAt(0) ?? 0)) {
+      out += char;
+    }
   }
   return out.trim();
 }
@@ -169,7 +173,9 @@ const ANNOTATIONS = new Set([
 
 /** An object schema that allows no property: `additionalProperties` absent counts as closed, as in `typeFor`. */
 function allowsNoProperty(schema: Schema): boolean {
-  if (schema.type !== "object") return false;
+  if (schema.type !== "object") {
+    return false;
+  }
   return Object.entries(schema).every(
     ([key, value]) =>
       ANNOTATIONS.has(key) ||
@@ -207,17 +213,23 @@ const below = (place: Place, key: string | number, extra: Partial<Place> = {}): 
 });
 
 function checkDepth(place: Place): void {
-  if (place.depth > MAX_SCHEMA_DEPTH) refuse(place, `nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
+  if (place.depth > MAX_SCHEMA_DEPTH) {
+    refuse(place, `nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
+  }
 }
 
 /** Checks data (`enum`, `const`, `default`) for references and depth; the data itself is kept as it is. */
 function checkData(value: unknown, place: Place): void {
   checkDepth(place);
   if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) checkData(item, below(place, i));
+    for (const [i, item] of value.entries()) {
+      checkData(item, below(place, i));
+    }
   } else if (isSchema(value)) {
     for (const [key, item] of Object.entries(value)) {
-      if (REFERENCES.has(key)) refuse(below(place, key), `has ${key}`, NO_REFERENCE);
+      if (REFERENCES.has(key)) {
+        refuse(below(place, key), `has ${key}`, NO_REFERENCE);
+      }
       checkData(item, below(place, key));
     }
   }
@@ -236,8 +248,12 @@ const isCount = (value: unknown): value is number => Number.isSafeInteger(value)
  */
 function sanitize(schema: unknown, place: Place): unknown {
   checkDepth(place);
-  if (typeof schema === "boolean") return schema;
-  if (!isSchema(schema)) refuse(place, "has a schema that is neither an object nor a boolean");
+  if (typeof schema === "boolean") {
+    return schema;
+  }
+  if (!isSchema(schema)) {
+    refuse(place, "has a schema that is neither an object nor a boolean");
+  }
   const out: Schema = {};
   const subschema = (value: unknown, key: string, extra: Partial<Place> = {}) =>
     sanitize(value, below(place, key, extra));
@@ -246,18 +262,24 @@ function sanitize(schema: unknown, place: Place): unknown {
   );
   for (const [key, value] of Object.entries(schema)) {
     const here = below(place, key);
-    if (REFERENCES.has(key)) refuse(here, `has ${key}`, NO_REFERENCE);
+    if (REFERENCES.has(key)) {
+      refuse(here, `has ${key}`, NO_REFERENCE);
+    }
     if (key === "type") {
       const types = Array.isArray(value) ? value : [value];
-      if (types.length === 0 || !types.every((type) => typeof type === "string" && TYPES.has(type)))
+      if (types.length === 0 || !types.every((type) => typeof type === "string" && TYPES.has(type))) {
         refuse(here, "has a type that is not one of JSON Schema's seven");
+      }
       setOwn(out, key, Array.isArray(value) ? [...value] : value);
     } else if (key === "description") {
-      if (typeof value !== "string") refuse(here, "has a description that is not a string");
+      if (typeof value !== "string") {
+        refuse(here, "has a description that is not a string");
+      }
       setOwn(out, key, blockCommentText(value));
     } else if (key === "required") {
-      if (!Array.isArray(value) || !value.every((name) => typeof name === "string"))
+      if (!Array.isArray(value) || !value.every((name) => typeof name === "string")) {
         refuse(here, "has a required that is not a list of names");
+      }
       setOwn(out, key, [...value]);
     } else if (key === "items") {
       const extra = { inTuple: place.inTuple || keptBounds };
@@ -271,50 +293,73 @@ function sanitize(schema: unknown, place: Place): unknown {
     } else if (ONE_SCHEMA.has(key)) {
       setOwn(out, key, subschema(value, key));
     } else if (SCHEMA_LIST.has(key)) {
-      if (!Array.isArray(value)) refuse(here, `has a ${key} that is not a list of schemas`);
+      if (!Array.isArray(value)) {
+        refuse(here, `has a ${key} that is not a list of schemas`);
+      }
       setOwn(
         out,
         key,
         value.map((item, i) => sanitize(item, below(here, i))),
       );
     } else if (SCHEMA_MAP.has(key) || key === "patternProperties") {
-      if (!isSchema(value)) refuse(here, `has a ${key} that is not an object of schemas`);
+      if (!isSchema(value)) {
+        refuse(here, `has a ${key} that is not an object of schemas`);
+      }
       const map: Schema = {};
       for (const [name, item] of Object.entries(value)) {
         // A pattern appears in a comment of the generated file; a property name only as a quoted key.
         const safeName = key === "patternProperties" ? blockCommentText(name) : name;
-        if (!Object.hasOwn(map, safeName)) setOwn(map, safeName, sanitize(item, below(here, name)));
+        if (!Object.hasOwn(map, safeName)) {
+          setOwn(map, safeName, sanitize(item, below(here, name)));
+        }
       }
       setOwn(out, key, map);
     } else if (key === "minItems" || key === "maxItems") {
-      if (!isCount(value)) refuse(here, `has a ${key} that is not a non-negative integer`);
-      if (keptBounds && value <= MAX_TUPLE_ITEMS) setOwn(out, key, value);
+      if (!isCount(value)) {
+        refuse(here, `has a ${key} that is not a non-negative integer`);
+      }
+      if (keptBounds && value <= MAX_TUPLE_ITEMS) {
+        setOwn(out, key, value);
+      }
     } else if (COUNTS.has(key)) {
-      if (!isCount(value)) refuse(here, `has a ${key} that is not a non-negative integer`);
+      if (!isCount(value)) {
+        refuse(here, `has a ${key} that is not a non-negative integer`);
+      }
       setOwn(out, key, value);
     } else if (NUMBERS.has(key) || NUMBERS_OR_FLAGS.has(key)) {
       const ok = Number.isFinite(value) || (NUMBERS_OR_FLAGS.has(key) && typeof value === "boolean");
-      if (!ok) refuse(here, `has a ${key} that is not a number`);
+      if (!ok) {
+        refuse(here, `has a ${key} that is not a number`);
+      }
       setOwn(out, key, value);
     } else if (STRINGS.has(key)) {
-      if (typeof value !== "string") refuse(here, `has a ${key} that is not a string`);
+      if (typeof value !== "string") {
+        refuse(here, `has a ${key} that is not a string`);
+      }
       setOwn(out, key, value);
     } else if (FLAGS.has(key)) {
-      if (typeof value !== "boolean") refuse(here, `has a ${key} that is not a boolean`);
+      if (typeof value !== "boolean") {
+        refuse(here, `has a ${key} that is not a boolean`);
+      }
       setOwn(out, key, value);
     } else if (key === "dependentRequired") {
       const lists = isSchema(value) ? Object.values(value) : [undefined];
-      if (!lists.every((names) => Array.isArray(names) && names.every((name) => typeof name === "string")))
+      if (!lists.every((names) => Array.isArray(names) && names.every((name) => typeof name === "string"))) {
         refuse(here, "has a dependentRequired that is not an object of lists of names");
+      }
       setOwn(out, key, value);
     } else if (DATA.has(key)) {
-      if (key === "enum" && !Array.isArray(value)) refuse(here, "has an enum that is not a list");
+      if (key === "enum" && !Array.isArray(value)) {
+        refuse(here, "has an enum that is not a list");
+      }
       checkData(value, here);
       setOwn(out, key, value);
     }
     // Anything else is dropped: it cannot change a type, or it is an extension no catalog may drive.
   }
-  if (allowsNoProperty(out)) out.tsType = NO_PROPERTIES;
+  if (allowsNoProperty(out)) {
+    out.tsType = NO_PROPERTIES;
+  }
   return out;
 }
 
@@ -329,9 +374,13 @@ export const NO_REFERENCES: Options["$refOptions"] = {
 };
 
 async function typeFor(schema: unknown, name: string, place: Place, input: boolean): Promise<string> {
-  if (!isSchema(schema)) refuse(place, "is not a JSON Schema object");
+  if (!isSchema(schema)) {
+    refuse(place, "is not a JSON Schema object");
+  }
   const sanitized = sanitize(input && schema.type === undefined ? { type: "object", ...schema } : schema, place);
-  if (!input && isSchema(sanitized) && Object.keys(sanitized).length === 0) return `export type ${name} = unknown;\n`;
+  if (!input && isSchema(sanitized) && Object.keys(sanitized).length === 0) {
+    return `export type ${name} = unknown;\n`;
+  }
   const code = await compile(sanitized as Parameters<typeof compile>[0], name, options).catch((error: unknown) =>
     refuse(place, "cannot be turned into types", quote(error instanceof Error ? error.message : String(error), 200)),
   );
@@ -351,7 +400,7 @@ const options: Partial<Options> = {
   format: true,
   unknownAny: true,
   strictIndexSignatures: false,
-  // Prettier with Biome's settings (see biome.json); json-schema-to-typescript's defaults differ.
+  // Prettier with Biome's settings (see biome.jsonc); json-schema-to-typescript's defaults differ.
   style: {
     bracketSpacing: true,
     printWidth: LINE_WIDTH,
@@ -366,14 +415,18 @@ const options: Partial<Options> = {
 /** `[a, b] as const` on one line when it fits, else one item a line, as Biome writes it. */
 function constArray(head: string, items: readonly string[]): string[] {
   const flat = `${head}[${items.join(", ")}] as const;`;
-  if (flat.length <= LINE_WIDTH || items.length === 0) return [flat];
+  if (flat.length <= LINE_WIDTH || items.length === 0) {
+    return [flat];
+  }
   return [`${head}[`, ...items.map((item) => `  ${item},`), "] as const;"];
 }
 
 /** One member of `Tools`, broken over lines as Biome does when it is wider than the line. */
 function toolsMember(key: string, name: string): string[] {
   const flat = `  ${key}: { input: ${name}Input; output: ${name}Output };`;
-  if (flat.length <= LINE_WIDTH) return [flat];
+  if (flat.length <= LINE_WIDTH) {
+    return [flat];
+  }
   return [`  ${key}: {`, `    input: ${name}Input;`, `    output: ${name}Output;`, "  };"];
 }
 
@@ -382,20 +435,23 @@ function checkTools(tools: readonly ToolDefinition[]): void {
   const names = new Map<string, string>();
   for (const tool of tools as readonly unknown[]) {
     const { id, description } = (isSchema(tool) ? tool : {}) as { id?: unknown; description?: unknown };
-    if (typeof id !== "string" || parseToolId(id)?.kind !== "exact")
+    if (typeof id !== "string" || parseToolId(id)?.kind !== "exact") {
       throw new CatalogError(
         `the catalog has a tool id that is not Toolkit.Tool@x.y.z: ${typeof id === "string" ? quote(id) : String(id)}`,
       );
-    if (typeof description !== "string")
+    }
+    if (typeof description !== "string") {
       throw new CatalogError(`tool ${quote(id)} is refused: its description is not a string`);
+    }
     const name = typeNameOf(id);
     const twin = names.get(name);
-    if (twin !== undefined)
+    if (twin !== undefined) {
       throw new CatalogError(
         twin === id
           ? `the catalog lists tool ${quote(id)} twice`
           : `tools ${quote(twin)} and ${quote(id)} would both be named ${name}`,
       );
+    }
     names.set(name, id);
   }
 }

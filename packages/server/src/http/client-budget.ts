@@ -67,8 +67,9 @@ export class ClientBudget {
     }
     this.maxDebt = this.burstMs + 1_000 * this.share;
     this.now = now;
-    if (!(this.share > 0 && this.share <= 1))
+    if (!(this.share > 0 && this.share <= 1)) {
       throw new ServerConfigError("fairness.share must be above 0 and at most 1");
+    }
     if (!(this.burstMs >= 0 && Number.isFinite(this.burstMs))) {
       throw new ServerConfigError("fairness.burstMs must be a number of milliseconds, 0 or more");
     }
@@ -91,13 +92,17 @@ export class ClientBudget {
   /** Throws a 429 with `Retry-After` when `client` is over its budget while others call; cheap when it is not. */
   admit(client: string): void {
     const debt = this.debts.get(client);
-    if (debt === undefined) return;
+    if (debt === undefined) {
+      return;
+    }
     // Each admitted call closes the last one's account: what was charged since is about one call's cost.
     debt.perCall = debt.perCall * 0.8 + debt.sinceAdmit * 0.2;
     debt.sinceAdmit = 0;
     const now = this.now();
     const over = this.owed(debt, now) - this.burstMs;
-    if (over <= 0 || debt.perCall < this.costlyCallMs || !this.othersActive(client, now)) return;
+    if (over <= 0 || debt.perCall < this.costlyCallMs || !this.othersActive(client, now)) {
+      return;
+    }
     const seconds = Math.max(1, Math.ceil(over / this.share / 1000));
     throw new WireError("too_many_requests", "Too many requests: slow down", {
       developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time; retry in ${seconds} s.`,
@@ -106,11 +111,11 @@ export class ClientBudget {
     });
   }
 
-  /** Adds `ms` of work to `client`'s debt. */
-  charge(client: string, ms: number): void {
-    const now = this.now();
-    if (this.latest?.client === client) this.latest.at = now;
-    else {
+  /** Adds `ms` of work to `client`'s debt; `now` is the clock's reading at the work's end, when the caller has it. */
+  charge(client: string, ms: number, now: number = this.now()): void {
+    if (this.latest?.client === client) {
+      this.latest.at = now;
+    } else {
       this.previous = this.latest;
       this.latest = { client, at: now };
     }
@@ -122,7 +127,9 @@ export class ClientBudget {
       return;
     }
     this.debts.set(client, { ms: Math.min(ms, this.maxDebt), at: now, perCall: 0, sinceAdmit: ms });
-    if (this.debts.size > this.maxClients) this.evict(now);
+    if (this.debts.size > this.maxClients) {
+      this.evict(now);
+    }
   }
 
   /**
@@ -130,10 +137,16 @@ export class ClientBudget {
    * O(clients), and it runs at most once per tenth of the bound of new clients.
    */
   private evict(now: number): void {
-    for (const [client, debt] of this.debts) if (this.owed(debt, now) === 0) this.debts.delete(client);
+    for (const [client, debt] of this.debts) {
+      if (this.owed(debt, now) === 0) {
+        this.debts.delete(client);
+      }
+    }
     const target = Math.floor(this.maxClients * 0.9);
     for (const client of this.debts.keys()) {
-      if (this.debts.size <= target) break;
+      if (this.debts.size <= target) {
+        break;
+      }
       this.debts.delete(client);
     }
   }

@@ -28,14 +28,19 @@ export class NodeExchange implements Exchange {
   }
   headers(): Readonly<Record<string, string | undefined>> {
     const all: Record<string, string | undefined> = {};
-    for (const [name, value] of Object.entries(this.req.headers))
+    for (const [name, value] of Object.entries(this.req.headers)) {
       all[name] = Array.isArray(value) ? value.join(",") : value;
+    }
     return all;
   }
   hostHeaders(): number {
     let hosts = 0;
     const raw = this.req.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === "host") hosts++;
+    for (let i = 0; i < raw.length; i += 2) {
+      if (raw[i]?.length === 4 && raw[i]?.toLowerCase() === "host") {
+        hosts++;
+      }
+    }
     // HTTP/1.0 may omit Host: it counts as one there.
     return hosts === 0 && this.req.httpVersion === "1.0" ? 1 : hosts;
   }
@@ -62,7 +67,9 @@ export class NodeExchange implements Exchange {
       return () => {};
     }
     const listener = () => {
-      if (!res.writableFinished) onGone();
+      if (!res.writableFinished) {
+        onGone();
+      }
     };
     res.once("close", listener);
     return () => res.off("close", listener);
@@ -74,7 +81,9 @@ export class NodeExchange implements Exchange {
       : `${localOrigin(req.socket)}${req.url ?? "/"}`;
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) {
-      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+      for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+        headers.append(name, one);
+      }
     }
     const bodyless = this.method === "GET" || this.method === "HEAD";
     return new Request(url, {
@@ -85,9 +94,13 @@ export class NodeExchange implements Exchange {
   }
   hostPages(headers: Record<string, string>): Promise<boolean> {
     const pages = this.pages ?? [];
-    if (pages.length === 0) return Promise.resolve(false);
+    if (pages.length === 0) {
+      return Promise.resolve(false);
+    }
     const { req, res } = this;
-    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(headers)) {
+      res.setHeader(name, value);
+    }
     return new Promise((resolve, reject) => {
       let index = 0;
       const next = (error?: unknown) => {
@@ -103,13 +116,17 @@ export class NodeExchange implements Exchange {
         // Each page may pass the request on once; an async page's rejection is its error.
         let passed = false;
         const once = (failure?: unknown) => {
-          if (passed) return;
+          if (passed) {
+            return;
+          }
           passed = true;
           next(failure);
         };
         try {
           const result: unknown = page(req, res, once);
-          if (result instanceof Promise) result.catch((thrown: unknown) => once(thrown ?? new Error("page failed")));
+          if (result instanceof Promise) {
+            result.catch((thrown: unknown) => once(thrown ?? new Error("page failed")));
+          }
         } catch (thrown) {
           once(thrown ?? new Error("page failed"));
         }
@@ -185,8 +202,9 @@ export function writeAnswer(res: ServerResponse, answer: Answer): void {
     return;
   }
   const body = answer.body;
-  if (body !== undefined)
+  if (body !== undefined) {
     headers["Content-Length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.length);
+  }
   res.writeHead(answer.status, headers);
   res.end(body);
 }
@@ -197,7 +215,9 @@ function writeResponse(res: ServerResponse, response: Response): void {
     headers[name] = value;
   });
   const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers["set-cookie"] = cookies;
+  if (cookies.length > 0) {
+    headers["set-cookie"] = cookies;
+  }
   res.writeHead(response.status, headers);
   if (!response.body || res.req.method === "HEAD") {
     res.end();

@@ -35,7 +35,9 @@ export function createHandler(options: HandlerOptions): OxpHandler {
     const exchange = new NodeExchange(req, res, "", nodePages);
     pipeline.handle(exchange).then(
       (answer) => {
-        if (answer) writeAnswer(res, answer);
+        if (answer) {
+          writeAnswer(res, answer);
+        }
       },
       // The pipeline answers every error itself; this is for a fault in writing the answer.
       (error: unknown) => writeAnswer(res, pipeline.fail(exchange, error)),

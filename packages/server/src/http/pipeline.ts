@@ -85,6 +85,21 @@ export interface PipelineHost {
   contract?: ContractCheck;
 }
 
+/** What an answer is, for `validateResponses`: the route that gave it, and for a call whether in the envelope. */
+interface AnswerKind {
+  readonly route: RouteName;
+  readonly envelope: boolean;
+}
+
+/** Every kind of answer, made once. */
+const ANSWER_KIND = {
+  health: { route: "health", envelope: false },
+  tools: { route: "tools", envelope: false },
+  check: { route: "check", envelope: false },
+  call: { route: "call", envelope: false },
+  callEnvelope: { route: "call", envelope: true },
+} as const satisfies Record<string, AnswerKind>;
+
 /** The media type of every JSON answer. */
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
@@ -148,16 +163,12 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   };
 
   /** A JSON answer; with `validateResponses`, one off the spec becomes a 500. */
-  const answer = (
-    status: number,
-    text: string,
-    route: RouteName,
-    headers?: Record<string, string>,
-    envelope = false,
-  ): Answer => {
+  const answer = (status: number, text: string, kind: AnswerKind, headers?: Record<string, string>): Answer => {
     if (validateResponses) {
-      const validate = responseValidator(route, status, envelope);
-      if (validate && !validate(JSON.parse(text))) return offSpec(status, validate);
+      const validate = responseValidator(kind.route, status, kind.envelope);
+      if (validate && !validate(JSON.parse(text))) {
+        return offSpec(status, validate);
+      }
     }
     return jsonAnswer(status, text, headers);
   };
@@ -169,7 +180,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
 
   /** Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise. */
   const principalOf = (exchange: Exchange): string | Promise<string> => {
-    if (!authenticate) return "anonymous";
+    if (!authenticate) {
+      return "anonymous";
+    }
     const refused = (error: unknown) => {
       if (error instanceof WireError && error.kind === "unauthorized") {
         // Who tried and why, never what they sent.
@@ -218,14 +231,18 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
 
   /** Step 3, for a path no protocol route serves: the host's pages, the fetch pages, then (authenticated) a 404. */
   const servePages = async (exchange: Exchange, headers: Record<string, string>): Promise<Answer | undefined> => {
-    if (exchange.hostPages && (await exchange.hostPages(headers))) return undefined;
+    if (exchange.hostPages && (await exchange.hostPages(headers))) {
+      return undefined;
+    }
     const request = pages.length > 0 && exchange.path !== undefined ? requestOf(exchange) : undefined;
     // A page matches on the URL's path, which resolves dot segments: `/a/../tools` would reach it as `/tools`, a
     // protocol route it must never answer. Such a target is no page's.
     if (request && pathOf(request.url) === exchange.path) {
       for (const page of pages) {
         const response = await page(request);
-        if (response) return { status: response.status, headers: {}, response: withHeaders(response, headers) };
+        if (response) {
+          return { status: response.status, headers: {}, response: withHeaders(response, headers) };
+        }
       }
     }
     await principalOf(exchange);
@@ -235,7 +252,31 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     });
   };
 
-  /** Step 6: `POST /tools/call`. */
+  /** The client key of the last anonymous request that came without a connection, by its address. */
+  let lastAnonymous = { address: undefined as string | undefined, client: clientOf("anonymous", undefined) };
+
+  /**
+   * {@link clientOf} an anonymous request, worked out once per connection where the host has one (the same string
+   * each time, so the budget's map finds it without hashing a new key per call), else once per run of requests
+   * from one address.
+   */
+  const anonymousClient = (exchange: Exchange): string => {
+    const connection = exchange.connection as { [ANONYMOUS_CLIENT]?: string } | undefined;
+    if (connection !== undefined) {
+      connection[ANONYMOUS_CLIENT] ??= clientOf("anonymous", exchange.remoteAddress);
+      return connection[ANONYMOUS_CLIENT];
+    }
+    const address = exchange.remoteAddress;
+    if (address !== lastAnonymous.address) {
+      lastAnonymous = { address, client: clientOf("anonymous", address) };
+    }
+    return lastAnonymous.client;
+  };
+
+  /**
+   * Step 6: `POST /tools/call`. The fair-share clock is read only where work is charged, each reading shared by
+   * the charge it ends and the measure it starts.
+   */
   const serveCall = async (exchange: Exchange, principal: string, headers: Record<string, string>): Promise<Answer> => {
     if (!isJsonType(exchange.header("content-type"))) {
       throw new WireError("unsupported_media_type", "The request body must be JSON", {
@@ -244,41 +285,51 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     }
     checkBodyFraming(exchange, limit);
     // Before the body is read: a client over its share of the server's time waits its turn (429).
-    const client = clientOf(principal, exchange.remoteAddress);
+    const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
     budget?.admit(client);
     // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
     const scanner = new JsonScanner(limits);
     let spent = 0;
     let parsed: ReturnType<typeof checkCallBody>;
+    let checked = 0;
     try {
       const text = await exchange.readText(limit, (chunk) => {
-        const started = performance.now();
+        const started = budget ? performance.now() : 0;
         try {
           scanner.push(chunk);
         } catch (error) {
           // What is left of the body is not read: the connection cannot carry another request.
-          if (error instanceof WireError) error.details.headers = { ...error.details.headers, Connection: "close" };
+          if (error instanceof WireError) {
+            error.details.headers = { ...error.details.headers, Connection: "close" };
+          }
           throw error;
         } finally {
-          spent += performance.now() - started;
+          if (budget) {
+            spent += performance.now() - started;
+          }
         }
       });
-      const checking = performance.now();
+      const checking = budget ? performance.now() : 0;
       try {
         const body = parseJson(text);
         if (contract) {
-          const checked = contract(exchange, "call", body);
-          if (checked) await checked;
+          const checkedByHost = contract(exchange, "call", body);
+          if (checkedByHost) {
+            await checkedByHost;
+          }
           parsed = unwrapCallBody(body as CallBody);
         } else {
           checkOxpVersionHeader(exchange.header("oxp-version"));
           parsed = checkCallBody(body);
         }
       } finally {
-        spent += performance.now() - checking;
+        if (budget) {
+          checked = performance.now();
+          spent += checked - checking;
+        }
       }
     } finally {
-      budget?.charge(client, spent);
+      budget?.charge(client, spent, checked || undefined);
     }
     const { request, envelope } = parsed;
     const meta = new ExchangeCallMeta({
@@ -291,50 +342,98 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       bodyValues: scanner.values,
     });
     // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
-    // without a call_id) is measured here; what it does after a wait, it charges through the meta.
-    const calling = performance.now();
-    const pending = telemetry?.traceCall
-      ? telemetry.traceCall(exchange.headers(), headers, (onEnd) => {
-          meta.onEnd = onEnd;
-          return core.call(request, meta);
-        })
-      : core.call(request, meta);
-    budget?.charge(client, performance.now() - calling);
-    const response = await pending;
-    const answering = performance.now();
-    const done = answer(200, JSON.stringify(wrapResponse(response, envelope)), "call", headers, envelope);
+    // without a call_id) is measured here, from the reading that closed the body's charge; what it does after a
+    // wait, it charges through the meta.
+    let response: Awaited<ReturnType<typeof core.call>>;
+    try {
+      const pending = telemetry?.traceCall
+        ? telemetry.traceCall(exchange.headers(), headers, (onEnd) => {
+            meta.onEnd = onEnd;
+            return core.call(request, meta);
+          })
+        : core.call(request, meta);
+      if (budget) {
+        const called = performance.now();
+        budget.charge(client, called - checked, called);
+      }
+      response = await pending;
+    } finally {
+      meta.answered();
+    }
+    const answering = budget ? performance.now() : 0;
+    const text = JSON.stringify(wrapResponse(response, envelope));
+    const done = answer(200, text, envelope ? ANSWER_KIND.callEnvelope : ANSWER_KIND.call, headers);
     // Serializing a large answer is the client's cost too.
-    budget?.charge(client, performance.now() - answering);
+    if (budget) {
+      const answered = performance.now();
+      budget.charge(client, answered - answering, answered);
+    }
     return done;
   };
 
   /** The version check of a GET route: the host's contract check, or the pipeline's. */
   const checkVersion = async (exchange: Exchange, route: RouteName) => {
-    if (contract) await contract(exchange, route, undefined);
-    else checkOxpVersionHeader(exchange.header("oxp-version"));
+    if (contract) {
+      await contract(exchange, route, undefined);
+    } else {
+      checkOxpVersionHeader(exchange.header("oxp-version"));
+    }
   };
 
-  const serveRoute = async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>) => {
-    const method = exchange.method;
+  /**
+   * Steps 4-8 for a protocol route: `/health` before authentication, the others after it. Not itself async: a
+   * call authenticated at once (no credentials, an API key, a remembered JWT) reaches serveCall without a wait.
+   */
+  const serveRoute = (
+    exchange: Exchange,
+    route: ProtocolRoute,
+    headers: Record<string, string>,
+  ): Answer | Promise<Answer> => {
     if (route.name === "health") {
-      if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
-      await checkVersion(exchange, "health");
-      const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
-      return answer(status, JSON.stringify(body), "health", headers);
+      return serveHealth(exchange, route, headers);
     }
     const found = principalOf(exchange);
-    const principal = typeof found === "string" ? found : await found;
-    if (!route.methods.includes(method)) throw methodNotAllowed(route.methods);
-    if (route.name === "call") return serveCall(exchange, principal, headers);
+    return typeof found === "string"
+      ? serveAuthenticated(exchange, route, found, headers)
+      : found.then((principal) => serveAuthenticated(exchange, route, principal, headers));
+  };
+
+  /** Step 4: `/health`. */
+  const serveHealth = async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>) => {
+    if (!route.methods.includes(exchange.method)) {
+      throw methodNotAllowed(route.methods);
+    }
+    await checkVersion(exchange, "health");
+    const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
+    return answer(status, JSON.stringify(body), ANSWER_KIND.health, headers);
+  };
+
+  /** Steps 5-8 once the principal is known: the method, then the route. */
+  const serveAuthenticated = (
+    exchange: Exchange,
+    route: ProtocolRoute,
+    principal: string,
+    headers: Record<string, string>,
+  ): Promise<Answer> => {
+    if (!route.methods.includes(exchange.method)) {
+      throw methodNotAllowed(route.methods);
+    }
+    return route.name === "call" ? serveCall(exchange, principal, headers) : serveRead(exchange, route, headers);
+  };
+
+  /** Steps 7 and 8: `GET /tools` and a check_url. */
+  const serveRead = async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>) => {
     await checkVersion(exchange, route.name);
-    if (route.name === "tools") return toolListAnswer(exchange, headers);
+    if (route.name === "tools") {
+      return toolListAnswer(exchange, headers);
+    }
     let challengeId: string;
     try {
       challengeId = decodeURIComponent(route.segment ?? "");
     } catch (error) {
       throw toWireError(error);
     }
-    return answer(200, JSON.stringify(await core.checkChallenge(challengeId)), "check", headers);
+    return answer(200, JSON.stringify(await core.checkChallenge(challengeId)), ANSWER_KIND.check, headers);
   };
 
   /** Step 7: the tool list, serialized once per catalog and gzipped once too, or 304 when `If-None-Match` names it. */
@@ -353,8 +452,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         return { status: 304, headers: { ...headers, "OXP-Version": OXP_VERSION, ETag: etag } };
       }
     }
-    const checked = answer(200, list.body, "tools", { ...headers, ETag: list.etag });
-    if (checked.status !== 200) return checked;
+    const checked = answer(200, list.body, ANSWER_KIND.tools, { ...headers, ETag: list.etag });
+    if (checked.status !== 200) {
+      return checked;
+    }
     const encoding = exchange.header("accept-encoding");
     if (
       small &&
@@ -368,19 +469,28 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
 
   const handle = async (exchange: Exchange): Promise<Answer | undefined> => {
     lifecycle.inFlight++;
-    let headers: Record<string, string> = {};
+    // A tracing telemetry adds `traceparent` to the answer's headers, error answers included: it gets an object of
+    // this request's own.
+    let headers = telemetry?.traceCall ? {} : NO_HEADERS;
     try {
       const refused = admission(exchange);
-      if (refused) throw refused;
+      if (refused) {
+        throw refused;
+      }
       if (cors) {
         const verdict = cors(exchange);
-        if (verdict.preflight) return { status: 204, headers: { ...verdict.headers, "OXP-Version": OXP_VERSION } };
+        if (verdict.preflight) {
+          return { status: 204, headers: { ...verdict.headers, "OXP-Version": OXP_VERSION } };
+        }
         headers = verdict.headers;
       }
       const path = exchange.path;
       const route = path === undefined ? undefined : protocolRouteOf(path);
-      if (!route) return await servePages(exchange, { ...headers, "OXP-Version": OXP_VERSION });
-      return await serveRoute(exchange, route, headers);
+      if (!route) {
+        return await servePages(exchange, { ...headers, "OXP-Version": OXP_VERSION });
+      }
+      const served = serveRoute(exchange, route, headers);
+      return served instanceof Promise ? await served : served;
     } catch (error) {
       return fail(exchange, error, headers);
     } finally {
@@ -400,6 +510,9 @@ export function clientOf(principal: string, remoteAddress: string | undefined): 
   return principal === "anonymous" ? `address:${addressGroup(remoteAddress)}` : principal;
 }
 
+/** Where a connection keeps the client key of its anonymous requests: its address never changes. */
+const ANONYMOUS_CLIENT = Symbol("oxp.anonymousClient");
+
 /** The exchange as a `Request` for the pages, or undefined when its target makes no URL (`*`, a bad authority): no page's. */
 function requestOf(exchange: Exchange): Request | undefined {
   try {
@@ -413,22 +526,30 @@ function requestOf(exchange: Exchange): Request | undefined {
 export function pathOf(url: string): string {
   const scheme = url.indexOf("://");
   const start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);
-  if (start === -1) return "/";
-  let end = url.length;
-  for (const mark of ["?", "#"]) {
-    const at = url.indexOf(mark, start);
-    if (at !== -1 && at < end) end = at;
+  if (start === -1) {
+    return "/";
   }
-  return url.slice(start, end);
+  // The query, else the fragment, ends the path: a `?` after a `#` is the fragment's.
+  const query = url.indexOf("?", start);
+  const fragment = url.indexOf("#", start);
+  const end = fragment !== -1 && (query === -1 || fragment < query) ? fragment : query;
+  return end === -1 ? url.slice(start) : url.slice(start, end);
 }
 
-/** A JSON answer with the protocol's headers. */
+/**
+ * The headers of a request's answer when neither CORS nor tracing adds any: shared, so never written to (answers
+ * copy them).
+ */
+const NO_HEADERS: Record<string, string> = Object.freeze({});
+
+/** A JSON answer with the protocol's headers, in a new object the adapter may add to. */
 function jsonAnswer(status: number, body: string | Uint8Array, headers?: Record<string, string>): Answer {
   return {
     status,
-    headers: headers
-      ? { ...headers, "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE }
-      : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE },
+    headers:
+      headers && headers !== NO_HEADERS
+        ? { ...headers, "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE }
+        : { "OXP-Version": OXP_VERSION, "Content-Type": JSON_CONTENT_TYPE },
     body,
   };
 }
@@ -439,7 +560,9 @@ function jsonLimits(options: AdapterOptions): JsonLimits {
     maxValues: options.maxValues ?? DEFAULT_MAX_VALUES,
   };
   for (const [name, value] of Object.entries(limits)) {
-    if (!(Number.isSafeInteger(value) && value > 0)) throw new ServerConfigError(`${name} must be a positive integer`);
+    if (!(Number.isSafeInteger(value) && value > 0)) {
+      throw new ServerConfigError(`${name} must be a positive integer`);
+    }
   }
   return limits;
 }
@@ -447,16 +570,24 @@ function jsonLimits(options: AdapterOptions): JsonLimits {
 /** The observer the core gets: the `observer` option and the telemetry's, both told of everything. */
 export function combinedObserver(...observers: (CallObserver | undefined)[]): CallObserver | undefined {
   const present = observers.filter((observer): observer is CallObserver => observer !== undefined);
-  if (present.length <= 1) return present[0];
+  if (present.length <= 1) {
+    return present[0];
+  }
   return {
     callStarted: () => {
-      for (const observer of present) observer.callStarted?.();
+      for (const observer of present) {
+        observer.callStarted?.();
+      }
     },
     callEnded: (event) => {
-      for (const observer of present) observer.callEnded?.(event);
+      for (const observer of present) {
+        observer.callEnded?.(event);
+      }
     },
     challengeStarted: (providerId) => {
-      for (const observer of present) observer.challengeStarted?.(providerId);
+      for (const observer of present) {
+        observer.challengeStarted?.(providerId);
+      }
     },
   };
 }
@@ -478,14 +609,20 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
  */
 function checkBodyFraming(exchange: Exchange, limit: number): void {
   const declared = Number(exchange.header("content-length"));
-  if (declared > limit) throw bodyTooLarge(limit);
+  if (declared > limit) {
+    throw bodyTooLarge(limit);
+  }
   const encoding = exchange.header("content-encoding")?.trim().toLowerCase();
   if (encoding && encoding !== "identity") {
     throw new WireError("unsupported_media_type", "The request body's encoding is not supported", {
       developerMessage: "Send the body without Content-Encoding.",
     });
   }
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(exchange.header("content-type") ?? "")?.[1]?.toLowerCase();
+  const contentType = exchange.header("content-type") ?? "";
+  // Parameters follow a semicolon: without one there is no charset to read.
+  const charset = contentType.includes(";")
+    ? /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1]?.toLowerCase()
+    : undefined;
   if (charset !== undefined && charset !== "utf-8") {
     throw new WireError("unsupported_media_type", "The request body's encoding is not supported", {
       developerMessage: "Send the body as UTF-8 JSON (charset=utf-8, or no charset).",
@@ -503,7 +640,8 @@ export function bodyTooLarge(limit: number): WireError {
 
 /** The spec declares one media type for request bodies: application/json, parameters (charset) allowed. */
 const isJsonType = (contentType: string | undefined) =>
-  contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim());
+  contentType === "application/json" ||
+  (contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim()));
 
 /** Parses a JSON body (any JSON value; a leading BOM tolerated); 400 when it is empty or not JSON. */
 function parseJson(text: string): unknown {
@@ -530,8 +668,12 @@ function methodNotAllowed(methods: readonly string[]): WireError {
  * conditional request.
  */
 export function ifNoneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  if (header.trim() === "*") return true;
+  if (header === undefined) {
+    return false;
+  }
+  if (header.trim() === "*") {
+    return true;
+  }
   return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
@@ -544,7 +686,9 @@ const gzippedLists = new WeakMap<object, Promise<{ body: Uint8Array; etag: strin
 /** The list gzipped with the runtime's own `CompressionStream`, with an ETag of its own; null for a list too small to be worth it. */
 async function gzipList(list: { body: string; etag: string }): Promise<{ body: Uint8Array; etag: string } | null> {
   const plain = new TextEncoder().encode(list.body);
-  if (plain.length < GZIP_MIN_BYTES) return null;
+  if (plain.length < GZIP_MIN_BYTES) {
+    return null;
+  }
   const stream = new Blob([plain]).stream().pipeThrough(new CompressionStream("gzip"));
   const body = new Uint8Array(await new Response(stream).arrayBuffer());
   return { body, etag: `${list.etag.slice(0, -1)}-gzip"` };
@@ -566,7 +710,9 @@ const CORS_EXPOSED_HEADERS = ["OXP-Version", "WWW-Authenticate", "Retry-After", 
  * preflight to answer at once, and the headers for its answer. Undefined when CORS is off.
  */
 function createCors(options: CorsOptions | undefined) {
-  if (!options) return undefined;
+  if (!options) {
+    return undefined;
+  }
   const handler = corsMiddleware({
     origin: options.origins === "*" ? "*" : [...options.origins],
     methods: ["GET", "HEAD", "POST"],
@@ -616,7 +762,9 @@ function withHeaders(response: Response, added: Record<string, string>): Respons
 
 /** Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. */
 export function toWireError(error: unknown): WireError {
-  if (error instanceof WireError) return error;
+  if (error instanceof WireError) {
+    return error;
+  }
   if (error instanceof URIError) {
     return new WireError("bad_request", "The request URL is malformed", {
       developerMessage: "A path segment is not valid percent-encoding.",
@@ -644,7 +792,9 @@ export function toWireError(error: unknown): WireError {
       cause: error,
     });
   }
-  if (status === 404) return new WireError("not_found", "Not found", { cause: error });
+  if (status === 404) {
+    return new WireError("not_found", "Not found", { cause: error });
+  }
   if (typeof status === "number" && status >= 400 && status < 500) {
     return new WireError("bad_request", "The request is not valid", { cause: error });
   }
@@ -661,7 +811,8 @@ class ExchangeCallMeta implements CallMeta {
   readonly traceId: string | undefined;
   readonly bodyValues: number;
   onEnd?: CallMeta["onEnd"];
-  private readonly exchange: Exchange;
+  /** The request, until its call is answered (see {@link answered}). */
+  private exchange: Exchange | undefined;
   private readonly publicUrl: string | undefined;
   private readonly budget: ClientBudget | undefined;
   constructor(init: {
@@ -682,13 +833,28 @@ class ExchangeCallMeta implements CallMeta {
     this.traceId = init.tracing ? parseTraceparent(init.exchange.header("traceparent"))?.traceId : undefined;
   }
   get baseUrl(): string {
-    return this.publicUrl ?? this.exchange.baseUrl();
+    if (this.publicUrl !== undefined) {
+      return this.publicUrl;
+    }
+    if (this.exchange === undefined) {
+      throw new Error("The call was answered: its request is gone");
+    }
+    return this.exchange.baseUrl();
   }
   charge(ms: number): void {
     this.budget?.charge(this.client, ms);
   }
   watchClient(onGone: () => void): () => void {
-    return this.exchange.watchClient(onGone);
+    // Once the call is answered, its client has nothing left to wait for.
+    return this.exchange ? this.exchange.watchClient(onGone) : () => {};
+  }
+  /**
+   * Lets go of the request once the core has answered. The core may keep a call's meta past its answer (a tool's
+   * context, an unsettled run), and the request holds its whole connection's objects: kept from a short-lived
+   * object, they would all outlive the young generation, and every collection would copy them.
+   */
+  answered(): void {
+    this.exchange = undefined;
   }
 }
 
