@@ -530,6 +530,26 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
   );
 });
 
+describe("shutdown before a run starts", () => {
+  verifies(
+    "limits.drain-answers-every-caller",
+    "stops at once a run that starts after abortAll (its call_id claim was still pending)",
+    async () => {
+      const slow = tool({
+        run: (_input, ctx) =>
+          new Promise((_, reject) => {
+            ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason));
+          }),
+      });
+      const core = new OxpCore({ tools: [slow] });
+      const call = core.call({ tool_id: "Test.Tool", call_id: "late" }, meta);
+      await core.abortAll();
+      expect(await call).toMatchObject({ success: false, error: { message: "The server is shutting down" } });
+    },
+    5_000,
+  );
+});
+
 describe("authorization requirements (docs/protocol.md 4)", () => {
   const needsGithub = tool({
     requirements: { authorization: [{ id: "github", oauth2: { scopes: ["repo", "user"] } }] },

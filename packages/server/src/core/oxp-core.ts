@@ -368,6 +368,8 @@ export class OxpCore {
   private readonly running = new Map<string, Promise<CallToolResponse>>();
   /** Tool runs in progress, for {@link abortAll}. */
   private readonly active = new Set<ActiveRun>();
+  /** Set by {@link abortAll}: a run that starts afterwards (its call was accepted, then waited) is stopped at once. */
+  private shutDown = false;
   private readonly maxRunning: number;
   private readonly maxRunningPerClient: number;
   /** Runs in progress by client, for the per-client bound (an entry only while it is above 0). */
@@ -773,6 +775,7 @@ export class OxpCore {
    * the server is shutting down; resolves once those answers exist. For the end of a graceful drain.
    */
   async abortAll(): Promise<void> {
+    this.shutDown = true;
     const runs = [...this.active];
     for (const active of runs) {
       active.shutDown();
@@ -870,6 +873,9 @@ export class OxpCore {
         raced,
       };
       this.active.add(active);
+      if (this.shutDown) {
+        active.shutDown();
+      }
       this.runningByClient.set(call.client, (this.runningByClient.get(call.client) ?? 0) + 1);
       let unwatch: (() => void) | undefined;
       try {
