@@ -204,6 +204,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     }
   };
 
+  /** Where the Host check keeps its verdict for requests that come without a connection. */
+  const hostVerdicts = {};
+
   /** Step 1: the check every request passes first. */
   const admission = (exchange: Exchange): WireError | undefined => {
     const hosts = exchange.hostHeaders();
@@ -213,7 +216,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       });
     }
     const host = exchange.header("host");
-    const { localAddress, remoteAddress, connection } = exchange;
+    const { localAddress, remoteAddress } = exchange;
+    // Without a connection (a fetch host), the check remembers the last Host it let in on the pipeline's behalf: it
+    // remembers only a Host its name rules accept, whoever sent it, so the verdict is the same.
+    const connection = exchange.connection ?? hostVerdicts;
     if (hostAllowed && !hostAllowed({ host, localAddress, remoteAddress, connection })) {
       // A 400, which the spec declares on every route: the request names a server this is not.
       return new WireError("bad_request", "The request's Host does not name this server", {
@@ -291,7 +297,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     const scanner = new JsonScanner(limits);
     let spent = 0;
     let parsed: ReturnType<typeof checkCallBody>;
-    let checked = 0;
+    // When the body was parsed and checked, as the budget's clock read it.
+    let checkedAt = 0;
     try {
       const text = await exchange.readText(limit, (chunk) => {
         const started = budget ? performance.now() : 0;
@@ -313,9 +320,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       try {
         const body = parseJson(text);
         if (contract) {
-          const checkedByHost = contract(exchange, "call", body);
-          if (checkedByHost) {
-            await checkedByHost;
+          const hostCheck = contract(exchange, "call", body);
+          if (hostCheck) {
+            await hostCheck;
           }
           parsed = unwrapCallBody(body as CallBody);
         } else {
@@ -324,12 +331,12 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         }
       } finally {
         if (budget) {
-          checked = performance.now();
-          spent += checked - checking;
+          checkedAt = performance.now();
+          spent += checkedAt - checking;
         }
       }
     } finally {
-      budget?.charge(client, spent, checked || undefined);
+      budget?.charge(client, spent, checkedAt || undefined);
     }
     const { request, envelope } = parsed;
     const meta = new ExchangeCallMeta({
@@ -354,7 +361,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         : core.call(request, meta);
       if (budget) {
         const called = performance.now();
-        budget.charge(client, called - checked, called);
+        budget.charge(client, called - checkedAt, called);
       }
       response = await pending;
     } finally {
