@@ -808,32 +808,7 @@ export class OxpCore {
     const { tool, definition } = registered;
     this.checkRunningBounds(call.client);
     const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
-    // Made when the tool first reads its signal or logger: most tools never do, and each costs per call.
-    let controller: AbortController | undefined;
-    let stopReason: Error | undefined;
-    let toolLogger: ToolLogger | undefined;
-    const logger = this.logger;
-    const context: ToolContext = {
-      callId: call.callId,
-      traceId: call.traceId,
-      userId: call.userId,
-      tokens: call.tokens,
-      secrets: call.secrets,
-      extra: call.extra,
-      get signal() {
-        if (!controller) {
-          controller = new AbortController();
-          if (stopReason) {
-            controller.abort(stopReason);
-          }
-        }
-        return controller.signal;
-      },
-      get logger() {
-        toolLogger ??= logger.child({ tool_id: definition.id, call_id: call.callId });
-        return toolLogger;
-      },
-    };
+    const context = new RunContext(call, this.logger, definition.id);
     let returned: unknown;
     try {
       returned = tool.run(input, context);
@@ -851,10 +826,9 @@ export class OxpCore {
       let stop: (error: Error) => void = () => {};
       const stopped = new Promise<never>((_, reject) => {
         stop = (error) => {
-          stopReason = error;
           // Settled before the abort: a tool that rejects on its signal must not win the race with its own error.
           reject(error);
-          controller?.abort(error);
+          context.stop(error);
         };
         timer = setTimeout(
           () => stop(new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`)),
@@ -977,5 +951,70 @@ export class OxpCore {
       response: { call_id: call.callId, duration: roundMs(performance.now() - call.started), success: true, value },
       outcome: "success",
     };
+  }
+}
+
+/**
+ * The context a tool's run receives. A class, not an object literal with getters: V8 keeps a literal's accessor
+ * pair outside the young generation, so its closures (and the call they hold) survived every scavenge and were
+ * promoted, a third of the node adapter's CPU per call (bench/results/notes.md, issue 21).
+ */
+class RunContext implements ToolContext {
+  readonly callId: string;
+  readonly traceId: string | undefined;
+  readonly userId: string | undefined;
+  readonly tokens: Record<string, string>;
+  readonly secrets: Record<string, string>;
+  readonly extra: Record<string, unknown>;
+  // Made when the tool first reads its signal or logger: most tools never do, and each costs per call.
+  #controller: AbortController | undefined;
+  #stopReason: Error | undefined;
+  #toolLogger: ToolLogger | undefined;
+  readonly #logger: CoreLogger;
+  readonly #toolId: string;
+
+  constructor(
+    call: {
+      callId: string;
+      traceId: string | undefined;
+      userId: string | undefined;
+      tokens: Record<string, string>;
+      secrets: Record<string, string>;
+      extra: Record<string, unknown>;
+    },
+    logger: CoreLogger,
+    toolId: string,
+  ) {
+    this.callId = call.callId;
+    this.traceId = call.traceId;
+    this.userId = call.userId;
+    this.tokens = call.tokens;
+    this.secrets = call.secrets;
+    this.extra = call.extra;
+    this.#logger = logger;
+    this.#toolId = toolId;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#stopReason) {
+        this.#controller.abort(this.#stopReason);
+      }
+    }
+    return this.#controller.signal;
+  }
+
+  get logger(): ToolLogger {
+    if (!this.#toolLogger) {
+      this.#toolLogger = this.#logger.child({ tool_id: this.#toolId, call_id: this.callId });
+    }
+    return this.#toolLogger;
+  }
+
+  /** Aborts the signal (now, or when the tool first reads it) with the reason the run was given up. */
+  stop(reason: Error): void {
+    this.#stopReason = reason;
+    this.#controller?.abort(reason);
   }
 }

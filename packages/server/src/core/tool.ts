@@ -24,8 +24,12 @@ export interface ToolContext {
   secrets: Readonly<Record<string, string>>;
   /** The request's other `context` keys, as sent. */
   extra: Readonly<Record<string, unknown>>;
-  /** Aborted when the call runs past its time limit or the server gives up on it. */
+  /**
+   * Aborted when the call runs past its time limit or the server gives up on it. Like `logger`, made on first
+   * read by a getter of the context's class: read it from the context, as a spread copy (`{ ...context }`) has neither.
+   */
   signal: AbortSignal;
+  /** A logger whose lines carry the tool's id and the call's id. */
   logger: ToolLogger;
 }
 
