@@ -141,7 +141,15 @@ const HTTP_METHODS = new Set(["get", "put", "post", "delete", "options", "head",
 function pathConstantName(path: string): string {
   const segments = path.split("/").filter((segment) => segment !== "");
   const fixed = segments.filter((segment) => !segment.startsWith("{"));
-  const stem = fixed.map((segment) => segment.replace(/[^A-Za-z0-9]+/g, "_").toUpperCase()).join("_") || "ROOT";
+  const stem =
+    fixed
+      .map((segment) =>
+        segment
+          .replace(/[^A-Za-z0-9]+/g, "_")
+          .replace(/^_+|_+$/g, "")
+          .toUpperCase(),
+      )
+      .join("_") || "ROOT";
   return `${stem}_${fixed.length < segments.length ? "PATH_TEMPLATE" : "PATH"}`;
 }
 

@@ -29,6 +29,7 @@ export function testTools(counter = { value: 0 }): Tool[] {
       toolkit: "Calculator",
       name: "Add",
       version: "1.0.0",
+      annotations: { title: "Add two numbers", read_only: true, idempotent: true, open_world: false },
       description: "Adds two numbers together.",
       inputSchema: {
         type: "object",
@@ -94,6 +95,7 @@ export function testTools(counter = { value: 0 }): Tool[] {
       toolkit: "SMS",
       name: "Send",
       version: "0.1.2",
+      annotations: { destructive: true, open_world: true },
       description: "Pretends to send an SMS: needs the TWILIO_API_KEY secret.",
       inputSchema: {
         type: "object",
@@ -118,6 +120,7 @@ export function testTools(counter = { value: 0 }): Tool[] {
       toolkit: "Greeting",
       name: "Hello",
       version: "1.0.0",
+      deprecationMessage: "Use Greeting.Hello@2.0.0, which speaks Spanish too.",
       description: "Greets someone by name (version 1: returns a plain string).",
       inputSchema: {
         type: "object",

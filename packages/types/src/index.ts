@@ -6,6 +6,8 @@ export { parseBearer } from "./bearer.js";
 export { constantTimeEqual } from "./constant-time.js";
 export { ENVELOPE_SCHEMA } from "./envelope.js";
 export type { AuthorizationChallengeCheckResponse } from "./generated/authorization-challenge-check-response.js";
+export type { CallProgress } from "./generated/call-progress.js";
+export type { CallStatus } from "./generated/call-status.js";
 export type { CallToolEnvelope } from "./generated/call-tool-envelope.js";
 export type {
   CallToolContext,
@@ -21,6 +23,7 @@ export type {
   CallToolSuccess,
 } from "./generated/call-tool-response.js";
 export type { CallToolResultEnvelope } from "./generated/call-tool-result-envelope.js";
+export type { DiscoveryDocument } from "./generated/discovery-document.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { openapiDocument } from "./generated/openapi-document.js";
 export {
@@ -32,16 +35,23 @@ export {
   OXP_VERSION,
   SUPPORTED_OXP_VERSIONS,
   TOOLS_CALL_PATH,
+  TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
+  TOOLS_CALLS_PATH_TEMPLATE,
   TOOLS_PATH,
+  WELL_KNOWN_OXP_PATH,
 } from "./generated/protocol.js";
 export {
   AuthorizationChallengeCheckResponseSchema,
   allSchemas,
+  CallProgressSchema,
+  CallStatusSchema,
   CallToolEnvelopeSchema,
   CallToolRequestSchema,
   CallToolResponseSchema,
   CallToolResultEnvelopeSchema,
+  DiscoveryDocumentSchema,
   ServerErrorResponseSchema,
+  ToolAnnotationsSchema,
   ToolAuthorizationChallengeSchema,
   ToolDefinitionSchema,
   ToolErrorSchema,
@@ -52,6 +62,7 @@ export {
   ValidationErrorResponseSchema,
 } from "./generated/schemas.js";
 export type { MissingRequirements, ServerErrorResponse } from "./generated/server-error-response.js";
+export type { ToolAnnotations } from "./generated/tool-annotations.js";
 export type { ToolAuthorizationChallenge } from "./generated/tool-authorization-challenge.js";
 export type { ToolDefinition, ToolInputSchema, ToolOutputSchema } from "./generated/tool-definition.js";
 export type { ToolError } from "./generated/tool-error.js";
@@ -68,11 +79,15 @@ export type { ValidationErrorResponse } from "./generated/validation-error-respo
 export {
   type Validator,
   validateAuthorizationChallengeCheckResponse,
+  validateCallProgress,
+  validateCallStatus,
   validateCallToolEnvelope,
   validateCallToolRequest,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateDiscoveryDocument,
   validateServerErrorResponse,
+  validateToolAnnotations,
   validateToolAuthorizationChallenge,
   validateToolDefinition,
   validateToolError,

@@ -39,12 +39,15 @@ describe("openapiDocument", () => {
     expect(componentSchemas.CallToolEnvelope?.$schema).toBeUndefined();
   });
 
-  it("serves the four routes, and every response of every operation carries OXP-Version", () => {
+  it("serves the four 1.0 routes and the extensions' three, and every response of every operation carries OXP-Version", () => {
     expect(Object.keys(document.paths).sort()).toEqual([
+      "/.well-known/oxp",
       "/authorization/challenges/{challenge_id}",
       "/health",
       "/tools",
       "/tools/call",
+      "/tools/calls/{call_id}",
+      "/tools/calls/{call_id}/events",
     ]);
     for (const [route, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
@@ -52,7 +55,9 @@ describe("openapiDocument", () => {
           const header = (response.headers as Record<string, Node> | undefined)?.["OXP-Version"];
           expect(header?.required, `${method} ${route} ${status}`).toBe(true);
           expect(header?.schema).toEqual({ type: "string", const: OXP_VERSION });
-          expect(response.content, `${method} ${route} ${status} has a JSON body`).toHaveProperty(["application/json"]);
+          // The one body that is not JSON: a call's event stream (docs/protocol.md 9.3).
+          const media = route.endsWith("/events") && status === "200" ? "text/event-stream" : "application/json";
+          expect(response.content, `${method} ${route} ${status} has a ${media} body`).toHaveProperty([media]);
         }
       }
     }
@@ -66,11 +71,11 @@ describe("openapiDocument", () => {
     expect(OXP_ROUTES).toEqual(declared);
   });
 
-  verifies("spec.api-key-scheme", "lets only /health go without authentication", () => {
+  verifies("spec.api-key-scheme", "lets only /health and discovery go without authentication", () => {
     for (const [route, operations] of Object.entries(document.paths)) {
       for (const operation of Object.values(operations)) {
         expect(operation.security === undefined ? "global" : "none", route).toBe(
-          route === "/health" ? "none" : "global",
+          route === "/health" || route === "/.well-known/oxp" ? "none" : "global",
         );
       }
     }

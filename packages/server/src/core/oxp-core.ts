@@ -362,8 +362,11 @@ export class OxpCore {
   private readonly secrets: Readonly<Record<string, string>>;
   private readonly logger: CoreLogger;
   private readonly observer: CallObserver | undefined;
-  /** The GET /tools body and its ETag, made once: the catalog never changes after construction. */
-  private toolListCache: Promise<ToolList> | undefined;
+  /** The GET /tools bodies and their ETags (OXP 1.0's, then the annotated one), each made once: the catalog never changes. */
+  private readonly toolListCache: [Promise<ToolList> | undefined, Promise<ToolList> | undefined] = [
+    undefined,
+    undefined,
+  ];
   /** Calls running in this process, by (principal, call_id), so a duplicate can wait for the first. */
   private readonly running = new Map<string, Promise<CallToolResponse>>();
   /** Tool runs in progress, for {@link abortAll}. */
@@ -402,31 +405,35 @@ export class OxpCore {
     this.maxRunningPerClient = positiveInteger("maxRunningCallsPerClient", options.maxRunningCallsPerClient ?? 128);
   }
 
-  /** The GET /tools body. */
-  listTools(): ToolListResponse {
-    return { items: [...this.registry.list()] };
+  /** The GET /tools body: OXP 1.0's, or with the annotations extension's fields (docs/protocol.md 9.2). */
+  listTools(options: { annotations?: boolean } = {}): ToolListResponse {
+    return { items: [...this.registry.list(options)] };
   }
 
   /**
-   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match` (the body's SHA-256). Both are made
-   * once, since the catalog is fixed when the core is built: every call resolves to the same object, which a
-   * caller may key its own caches on. A promise because Web Crypto's digest is one.
+   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match` (the body's SHA-256), in OXP 1.0's
+   * form or with the annotations. Each is made once, since the catalog is fixed when the core is built: every call
+   * resolves to the same object, which a caller may key its own caches on. A promise because Web Crypto's digest
+   * is one.
    *
    * @example
    * const { body, etag } = await core.toolList();
    */
-  toolList(): Promise<ToolList> {
-    if (!this.toolListCache) {
-      const body = JSON.stringify(this.listTools());
-      this.toolListCache = sha256Base64url(body).then(
+  toolList(options: { annotations?: boolean } = {}): Promise<ToolList> {
+    const slot = options.annotations ? 1 : 0;
+    let cached = this.toolListCache[slot];
+    if (!cached) {
+      const body = JSON.stringify(this.listTools(options));
+      cached = sha256Base64url(body).then(
         (digest): ToolList => Object.freeze({ body, etag: `"${digest}"` }),
         (error: unknown) => {
-          this.toolListCache = undefined;
+          this.toolListCache[slot] = undefined;
           throw error;
         },
       );
+      this.toolListCache[slot] = cached;
     }
-    return this.toolListCache;
+    return cached;
   }
 
   /** A challenge's status for its check_url; a 404 when no provider knows it, a 503 when the provider fails. */

@@ -65,7 +65,10 @@ function findKeyword(
   return undefined;
 }
 
-/** The ToolDefinition a tool is listed with. */
+/**
+ * The ToolDefinition a tool is listed with to a client that asks for the annotations extension: with its
+ * `annotations` and `deprecation_message` where it has them. {@link withoutAnnotations} gives the OXP 1.0 form.
+ */
 export function toToolDefinition(tool: Tool): ToolDefinition {
   const definition: ToolDefinition = {
     id: formatToolId({ toolkit: tool.toolkit, tool: tool.name, version: tool.version }),
@@ -78,7 +81,22 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
   if (tool.requirements !== undefined) {
     definition.requirements = tool.requirements;
   }
+  if (tool.annotations !== undefined) {
+    definition.annotations = tool.annotations;
+  }
+  if (tool.deprecationMessage !== undefined) {
+    definition.deprecation_message = tool.deprecationMessage;
+  }
   return definition;
+}
+
+/** A definition as OXP 1.0 lists it: without the annotations extension's fields (docs/protocol.md 9.2). */
+export function withoutAnnotations(definition: ToolDefinition): ToolDefinition {
+  if (definition.annotations === undefined && definition.deprecation_message === undefined) {
+    return definition;
+  }
+  const { annotations: _annotations, deprecation_message: _deprecation, ...plain } = definition;
+  return plain;
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   schemaValidators,
 } from "./input-validation.js";
 import type { Tool } from "./tool.js";
-import { checkToolDefinition, toToolDefinition } from "./tool-definitions.js";
+import { checkToolDefinition, toToolDefinition, withoutAnnotations } from "./tool-definitions.js";
 
 /** A tool with everything the server needs per call worked out in advance. */
 export interface RegisteredTool {
@@ -37,6 +37,7 @@ export class ToolRegistry {
   private readonly byId = new Map<string, RegisteredTool>();
   private readonly versionsByName = new Map<string, string[]>();
   private readonly definitions: ToolDefinition[] = [];
+  private readonly annotated: ToolDefinition[] = [];
   /**
    * Successful lookups by the id as written. Bounded: only ids that name a registered tool get in,
    * and each tool has a handful of spellings (`A.B`, `A.B@1`, `A.B@1.0.0`). The catalog never changes.
@@ -69,16 +70,20 @@ export class ToolRegistry {
       this.byId.set(definition.id, registered);
       const qualified = formatToolId({ toolkit: tool.toolkit, tool: tool.name });
       this.versionsByName.set(qualified, [...(this.versionsByName.get(qualified) ?? []), tool.version]);
-      this.definitions.push(definition);
+      this.definitions.push(withoutAnnotations(definition));
+      this.annotated.push(definition);
     }
     for (const versions of this.versionsByName.values()) {
       versions.sort(compareToolVersions);
     }
   }
 
-  /** Every definition, in the order the tools were given. */
-  list(): readonly ToolDefinition[] {
-    return this.definitions;
+  /**
+   * Every definition, in the order the tools were given: as OXP 1.0 lists them, or with the annotations
+   * extension's fields (docs/protocol.md 9.2).
+   */
+  list(options: { annotations?: boolean } = {}): readonly ToolDefinition[] {
+    return options.annotations ? this.annotated : this.definitions;
   }
 
   /** Resolves a tool id (`Toolkit.Tool`, `@x`, `@x.y.z`) to one registered version. */

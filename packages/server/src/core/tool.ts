@@ -1,5 +1,5 @@
 /** Authoring tools: `defineTool`, the context a tool runs with, and the error a tool throws to fail on purpose. */
-import type { ToolError, ToolRequirements } from "@otc/types";
+import type { ToolAnnotations, ToolError, ToolRequirements } from "@otc/types";
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
 
 /** The logger a tool gets: structured, one object of fields plus a message. */
@@ -107,6 +107,13 @@ export interface ToolSpec<I extends SchemaObject, O extends SchemaObject | null>
   /** A JSON Schema for the result, `{}` for any value, `null` when the tool returns nothing. */
   outputSchema: O;
   requirements?: ToolRequirements;
+  /**
+   * What the tool does to the world (`read_only`, `destructive`, `idempotent`, `open_world`, `title`): hints
+   * listed to clients that ask for the annotations extension (docs/protocol.md 9.2). Checked at start-up.
+   */
+  annotations?: ToolAnnotations;
+  /** Marks the tool deprecated: what to use instead. Listed with the annotations extension. */
+  deprecationMessage?: string;
   /** Overrides the server's default time limit for this tool. */
   timeoutMs?: number;
   run(input: ToolInput<I>, ctx: ToolContext): ToolOutput<O> | Promise<ToolOutput<O>>;
@@ -121,6 +128,8 @@ export interface Tool {
   readonly inputSchema: SchemaObject;
   readonly outputSchema: SchemaObject | null;
   readonly requirements: ToolRequirements | undefined;
+  readonly annotations?: ToolAnnotations | undefined;
+  readonly deprecationMessage?: string | undefined;
   readonly timeoutMs: number | undefined;
   run(input: Record<string, unknown>, ctx: ToolContext): unknown;
 }
@@ -148,6 +157,8 @@ export function defineTool<const I extends SchemaObject, const O extends SchemaO
     inputSchema: spec.inputSchema,
     outputSchema: spec.outputSchema,
     requirements: spec.requirements,
+    annotations: spec.annotations,
+    deprecationMessage: spec.deprecationMessage,
     timeoutMs: spec.timeoutMs,
     run: spec.run as Tool["run"],
   };

@@ -3,7 +3,7 @@ import { consoleLogger } from "../core/console-logger.js";
 import { ServerConfigError } from "../core/errors.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
-import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf } from "./pipeline.js";
+import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf, queryOf } from "./pipeline.js";
 
 /** Options of {@link createFetchHandler}: those of every adapter. */
 export type FetchHandlerOptions = AdapterOptions;
@@ -90,6 +90,9 @@ class FetchExchange implements Exchange {
     this.localAddress = typeof info?.localAddress === "string" ? info.localAddress : undefined;
     this.remoteAddress = typeof info?.remoteAddress === "string" ? info.remoteAddress : undefined;
     this.origin = typeof info?.origin === "string" ? info.origin : undefined;
+  }
+  query(): string {
+    return queryOf(this.request.url);
   }
   header(name: string): string | undefined {
     const value = this.request.headers.get(name);

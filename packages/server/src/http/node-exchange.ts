@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
-import { type Answer, bodyTooLarge, type Exchange } from "./pipeline.js";
+import { type Answer, bodyTooLarge, type Exchange, queryOf } from "./pipeline.js";
 import { requestPath } from "./routes.js";
 
 /** A handler in the node style (an Express app or router fits): `next()` when it does not serve the request. */
@@ -21,6 +21,9 @@ export class NodeExchange implements Exchange {
   ) {
     this.method = req.method ?? "GET";
     this.path = requestPath(req.url ?? "/");
+  }
+  query(): string {
+    return queryOf(this.req.url ?? "");
   }
   header(name: string): string | undefined {
     const value = this.req.headers[name];

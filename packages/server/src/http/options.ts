@@ -1,4 +1,5 @@
 /** The options every adapter takes (node:http, Express, fetch) and the types they share; no runtime code. */
+import type { ExtensionId } from "../core/extensions.js";
 import type { CallEvent, CallObserver, CoreLogger, OxpCore, OxpCoreOptions } from "../core/oxp-core.js";
 import type { AllowedHosts } from "./allowed-hosts.js";
 import type { AuthenticationOptions } from "./authentication.js";
@@ -56,6 +57,12 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
   telemetry?: Telemetry;
   /** Pages served beside the protocol routes, on every adapter (see {@link FetchPage}). */
   pages?: readonly FetchPage[];
+  /**
+   * The extensions beyond OXP 1.0 that a request may ask for with `OXP-Extensions` (docs/protocol.md 9): every
+   * one the server implements by default, `false` for none (the server is then exactly OXP 1.0 and its discovery
+   * document lists none), or a list of ids.
+   */
+  extensions?: false | readonly ExtensionId[];
 }
 
 /** Telemetry an adapter plugs in: metrics through a call observer and a page, a trace span around each call. */

@@ -16,6 +16,14 @@ import {
   wrapResponse,
 } from "../core/call-body.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
+import {
+  appliedHeader,
+  EXTENSIONS,
+  type ExtensionId,
+  type ExtensionSet,
+  pageOf,
+  requestedExtensions,
+} from "../core/extensions.js";
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits, JsonScanner } from "../core/json-limits.js";
 import { type CallMeta, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
@@ -26,7 +34,7 @@ import { ClientBudget } from "./client-budget.js";
 import { addressGroup } from "./ip.js";
 import type { AdapterOptions, CorsOptions, OxpLifecycle, OxpRuntime } from "./options.js";
 import { responseValidator } from "./response-validators.js";
-import { type ProtocolRoute, protocolRouteOf, type RouteName } from "./routes.js";
+import { type ProtocolRoute, protocolRouteOf, type RouteName, TASK_ROUTES } from "./routes.js";
 
 /** One request as an adapter hands it to the pipeline. */
 export interface Exchange {
@@ -34,6 +42,8 @@ export interface Exchange {
   readonly method: string;
   /** The target's path below the mount point, query dropped; undefined when the target names no path. */
   readonly path: string | undefined;
+  /** The target's query, without its `?` (and without a fragment): empty when there is none. */
+  query(): string;
   /** A header's value (the name in lower case), the first of several. */
   header(name: string): string | undefined;
   /** Every header, names in lower case: what a trace propagator may read. Asked only when tracing. */
@@ -94,6 +104,7 @@ interface AnswerKind {
 /** Every kind of answer, made once. */
 const ANSWER_KIND = {
   health: { route: "health", envelope: false },
+  discovery: { route: "discovery", envelope: false },
   tools: { route: "tools", envelope: false },
   check: { route: "check", envelope: false },
   call: { route: "call", envelope: false },
@@ -144,6 +155,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
   const validateResponses = options.validateResponses ?? false;
   const contract = host.contract;
+  const offered = offeredExtensions(options.extensions);
+  const discovery = JSON.stringify({ oxp_versions: [OXP_VERSION], extensions: [...offered] });
 
   const fail: Pipeline["fail"] = (exchange, error, headers) => {
     const wire = toWireError(error);
@@ -396,7 +409,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     route: ProtocolRoute,
     headers: Record<string, string>,
   ): Answer | Promise<Answer> => {
-    if (route.name === "health") {
+    if (route.name === "health" || route.name === "discovery") {
       return serveHealth(exchange, route, headers);
     }
     const found = principalOf(exchange);
@@ -405,12 +418,15 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       : found.then((principal) => serveAuthenticated(exchange, route, principal, headers));
   };
 
-  /** Step 4: `/health`. */
+  /** Step 4: `/health`, and discovery (docs/protocol.md 9.1), served at any time. */
   const serveHealth = async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>) => {
     if (!route.methods.includes(exchange.method)) {
       throw methodNotAllowed(route.methods);
     }
-    await checkVersion(exchange, "health");
+    await checkVersion(exchange, route.name);
+    if (route.name === "discovery") {
+      return answer(200, discovery, ANSWER_KIND.discovery, headers);
+    }
     const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
     return answer(status, JSON.stringify(body), ANSWER_KIND.health, headers);
   };
@@ -443,10 +459,33 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     return answer(200, JSON.stringify(await core.checkChallenge(challengeId)), ANSWER_KIND.check, headers);
   };
 
-  /** Step 7: the tool list, serialized once per catalog and gzipped once too, or 304 when `If-None-Match` names it. */
+  /**
+   * Step 7: the tool list, serialized once per catalog and gzipped once too, or 304 when `If-None-Match` names it;
+   * with the annotations extension, its annotated form; with pagination, one page of it (docs/protocol.md 9).
+   */
   const toolListAnswer = async (exchange: Exchange, base: Record<string, string>): Promise<Answer> => {
-    const headers = { ...base, Vary: vary.append(base.Vary ?? "", "Accept-Encoding") };
-    const list = await core.toolList();
+    // Always: a cache must keep the forms apart, also the one a request without the header got.
+    const headers: Record<string, string> = {
+      ...base,
+      Vary: vary.append(base.Vary ?? "", "Accept-Encoding, OXP-Extensions"),
+    };
+    const asked = requestedExtensions(exchange.header("oxp-extensions"), offered);
+    const annotations = asked.has("annotations");
+    const applied = appliedHeader([...asked].filter((id) => id !== "tasks"));
+    if (applied) {
+      headers["OXP-Extensions"] = applied;
+    }
+    if (asked.has("pagination")) {
+      const catalog = await core.toolList();
+      const query = new URLSearchParams(exchange.query());
+      const page = pageOf(core.registry.list({ annotations }), catalog.etag, {
+        limit: query.get("limit"),
+        cursor: query.get("cursor"),
+        toolkit: query.get("toolkit"),
+      });
+      return answer(200, JSON.stringify(page), ANSWER_KIND.tools, headers);
+    }
+    const list = await core.toolList({ annotations });
     let gzipped = gzippedLists.get(list);
     if (gzipped === undefined) {
       gzipped = gzipList(list);
@@ -474,6 +513,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     return checked;
   };
 
+  const asksFor = (exchange: Exchange, id: ExtensionId) =>
+    requestedExtensions(exchange.header("oxp-extensions"), offered).has(id);
+
   const handle = async (exchange: Exchange): Promise<Answer | undefined> => {
     lifecycle.inFlight++;
     // A tracing telemetry adds `traceparent` to the answer's headers, error answers included: it gets an object of
@@ -492,7 +534,11 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         headers = verdict.headers;
       }
       const path = exchange.path;
-      const route = path === undefined ? undefined : protocolRouteOf(path);
+      let route = path === undefined ? undefined : protocolRouteOf(path);
+      // The tasks extension's paths exist only for a request that asks for it: for any other, they are unknown.
+      if (route && TASK_ROUTES.has(route.name) && !asksFor(exchange, "tasks")) {
+        route = undefined;
+      }
       if (!route) {
         return await servePages(exchange, { ...headers, "OXP-Version": OXP_VERSION });
       }
@@ -530,6 +576,38 @@ function requestOf(exchange: Exchange): Request | undefined {
 }
 
 /** The path of an absolute URL, query and fragment dropped, as written (not re-encoded). */
+/** The extensions a server offers for its `extensions` option: those implemented, or none for `false`. */
+function offeredExtensions(option: AdapterOptions["extensions"]): ExtensionSet {
+  if (option === false) {
+    return new Set();
+  }
+  const implemented: readonly ExtensionId[] = IMPLEMENTED_EXTENSIONS;
+  if (option === undefined) {
+    return new Set(implemented);
+  }
+  for (const id of option) {
+    if (!implemented.includes(id)) {
+      throw new ServerConfigError(
+        `The extension '${String(id)}' is not one this server implements: ${implemented.join(", ")}`,
+      );
+    }
+  }
+  return new Set(EXTENSIONS.filter((id) => option.includes(id)));
+}
+
+/** The extensions the pipeline serves so far, in the order they are named. */
+const IMPLEMENTED_EXTENSIONS: readonly ExtensionId[] = ["annotations", "pagination"];
+
+/** The query of a request target or URL, without its `?` and any fragment; empty when there is none. */
+export function queryOf(url: string): string {
+  const start = url.indexOf("?");
+  if (start === -1) {
+    return "";
+  }
+  const fragment = url.indexOf("#", start);
+  return fragment === -1 ? url.slice(start + 1) : url.slice(start + 1, fragment);
+}
+
 export function pathOf(url: string): string {
   const scheme = url.indexOf("://");
   const start = url.indexOf("/", scheme === -1 ? 0 : scheme + 3);

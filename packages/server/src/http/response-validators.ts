@@ -4,6 +4,7 @@ import {
   validateAuthorizationChallengeCheckResponse,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateDiscoveryDocument,
   validateServerErrorResponse,
   validateToolListResponse,
   validateValidationErrorResponse,
@@ -26,6 +27,8 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
       return envelope ? validateCallToolResultEnvelope : validateCallToolResponse;
     case "tools":
       return validateToolListResponse;
+    case "discovery":
+      return validateDiscoveryDocument;
     case "check":
       return validateAuthorizationChallengeCheckResponse;
     default:

@@ -1,5 +1,13 @@
 /** The protocol's routes, read from the spec: which path names which route, and the methods each takes. */
-import { HEALTH_PATH, OXP_ROUTES, TOOLS_CALL_PATH, TOOLS_PATH } from "@otc/types";
+import {
+  HEALTH_PATH,
+  OXP_ROUTES,
+  TOOLS_CALL_PATH,
+  TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
+  TOOLS_CALLS_PATH_TEMPLATE,
+  TOOLS_PATH,
+  WELL_KNOWN_OXP_PATH,
+} from "@otc/types";
 import { CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
 
 /** The spec's routes with the methods each takes, HEAD wherever GET is (docs/protocol.md 1). */
@@ -8,26 +16,37 @@ export const ROUTES: readonly { path: string; methods: readonly string[] }[] = O
   methods: route.methods.flatMap((method) => (method === "GET" ? ["GET", "HEAD"] : [method])),
 }));
 
-/** The name of each protocol route. */
-export type RouteName = "health" | "tools" | "call" | "check";
+/**
+ * The name of each protocol route: OXP 1.0's four, discovery, and the tasks extension's two (a call's status,
+ * and its events), which exist only for a request that asks for that extension.
+ */
+export type RouteName = "health" | "discovery" | "tools" | "call" | "check" | "status" | "events";
+
+/** The routes of the tasks extension: without `OXP-Extensions: tasks`, their paths are answered as unknown ones. */
+export const TASK_ROUTES: ReadonlySet<RouteName> = new Set(["status", "events"]);
 
 /** A protocol route a request names: its name, the methods it takes, and (for a check_url) the raw challenge id segment. */
 export interface ProtocolRoute {
   readonly name: RouteName;
   readonly methods: readonly string[];
-  /** The challenge id as sent (still percent-encoded: it is decoded after authentication). */
+  /** The challenge id or call id as sent (still percent-encoded: it is decoded after authentication). */
   readonly segment?: string;
 }
 
 const methodsOf = (path: string) => ROUTES.find((route) => route.path === path)?.methods ?? [];
 const CHECK_PREFIX = `${CHALLENGE_CHECK_PATH}/`;
 const CHECK_METHODS = methodsOf(`${CHECK_PREFIX}{challenge_id}`);
+const CALLS_PREFIX = TOOLS_CALLS_PATH_TEMPLATE.replace("{call_id}", "");
+const EVENTS_SUFFIX = TOOLS_CALLS_EVENTS_PATH_TEMPLATE.replace(TOOLS_CALLS_PATH_TEMPLATE, "");
+const STATUS_METHODS = methodsOf(TOOLS_CALLS_PATH_TEMPLATE);
+const EVENTS_METHODS = methodsOf(TOOLS_CALLS_EVENTS_PATH_TEMPLATE);
 const FIXED: ReadonlyMap<string, ProtocolRoute> = new Map(
   (
     [
       [TOOLS_CALL_PATH, "call"],
       [TOOLS_PATH, "tools"],
       [HEALTH_PATH, "health"],
+      [WELL_KNOWN_OXP_PATH, "discovery"],
     ] as const
   ).map(([path, name]) => [path, Object.freeze({ name, methods: methodsOf(path) })]),
 );
@@ -66,6 +85,16 @@ export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
     const segment = path.slice(CHECK_PREFIX.length);
     if (segment.length > 0 && !segment.includes("/")) {
       return { name: "check", methods: CHECK_METHODS, segment };
+    }
+  }
+  if (path.startsWith(CALLS_PREFIX)) {
+    const rest = path.slice(CALLS_PREFIX.length);
+    const events = rest.endsWith(EVENTS_SUFFIX);
+    const segment = events ? rest.slice(0, -EVENTS_SUFFIX.length) : rest;
+    if (segment.length > 0 && !segment.includes("/")) {
+      return events
+        ? { name: "events", methods: EVENTS_METHODS, segment }
+        : { name: "status", methods: STATUS_METHODS, segment };
     }
   }
   return undefined;

@@ -32,6 +32,10 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
     {
       name: "Authorization",
       description: "The status of authorization challenges that tools raise."
+    },
+    {
+      name: "Extensions",
+      description: "Beyond OXP 1.0, asked for per request with the `OXP-Extensions` header; without it every answer is exactly 1.0."
     }
   ],
   security: [
@@ -428,14 +432,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         }
       }
     },
-    "/tools": {
+    "/.well-known/oxp": {
       get: {
-        operationId: "listTools",
+        operationId: "discover",
         tags: [
-          "Tools"
+          "Extensions"
         ],
-        summary: "List tools",
-        description: "Lists every version of every tool the server offers.",
+        summary: "Discover versions and extensions",
+        description: "The OXP versions this server speaks and the extensions a request may ask for with the `OXP-Extensions` header. Served whether or not the request asks for an extension, and never requires authentication.",
+        security: [],
         parameters: [
           {
             name: "OXP-Version",
@@ -454,7 +459,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         ],
         responses: {
           "200": {
-            description: "The tools, `items` empty when there are none.",
+            description: "What the server supports.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -468,8 +473,298 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             content: {
               "application/json": {
                 schema: {
+                  title: "DiscoveryDocument",
+                  description: "What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header.",
+                  type: "object",
+                  properties: {
+                    oxp_versions: {
+                      description: "The OXP versions served, newest first.",
+                      type: "array",
+                      items: {
+                        type: "string",
+                        pattern: "^[0-9]+\\.[0-9]+$"
+                      },
+                      minItems: 1,
+                      uniqueItems: true
+                    },
+                    extensions: {
+                      description: "The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know.",
+                      type: "array",
+                      items: {
+                        type: "string",
+                        pattern: "^[a-z][a-z0-9-]{0,63}$"
+                      },
+                      uniqueItems: true
+                    }
+                  },
+                  required: [
+                    "oxp_versions",
+                    "extensions"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/tools": {
+      get: {
+        operationId: "listTools",
+        tags: [
+          "Tools"
+        ],
+        summary: "List tools",
+        description: "Lists every version of every tool the server offers.\n\nWith `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`\nwhere it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,\n`next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:\na request that does not ask for it has them ignored, as every unknown parameter is, and one that\ndoes has them checked (400).\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "limit",
+            in: "query",
+            required: false,
+            description: "With the pagination extension, the most tools on one page, 1 to 1000. Default 100.",
+            schema: {
+              type: "integer",
+              minimum: 1,
+              maximum: 1000
+            }
+          },
+          {
+            name: "cursor",
+            in: "query",
+            required: false,
+            description: "With the pagination extension, the `next_cursor` of the previous page. Opaque; a cursor made for another catalog is refused with a 400 that says to start over.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 1024
+            }
+          },
+          {
+            name: "toolkit",
+            in: "query",
+            required: false,
+            description: "With the pagination extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly).",
+            schema: {
+              type: "string",
+              pattern: "^[A-Za-z0-9_]+$",
+              maxLength: 128
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "The tools, `items` empty when there are none.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              Vary: {
+                description: "Always names `OXP-Extensions` (and `Accept-Encoding`), since the list depends on them.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
                   title: "ToolListResponse",
-                  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none.",
+                  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
                   type: "object",
                   properties: {
                     items: {
@@ -635,6 +930,57 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                               }
                             },
                             additionalProperties: false
+                          },
+                          annotations: {
+                            title: "ToolAnnotations",
+                            description: "What the tool does to the world. Listed only when the request asked for the annotations extension.",
+                            type: "object",
+                            properties: {
+                              title: {
+                                description: "A short name for people, shown in place of the tool's name.",
+                                type: "string",
+                                minLength: 1,
+                                maxLength: 200
+                              },
+                              read_only: {
+                                description: "True when the tool changes nothing outside itself. Default false.",
+                                type: "boolean"
+                              },
+                              destructive: {
+                                description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                                type: "boolean"
+                              },
+                              idempotent: {
+                                description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                                type: "boolean"
+                              },
+                              open_world: {
+                                description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                                type: "boolean"
+                              }
+                            },
+                            additionalProperties: false,
+                            not: {
+                              description: "A read-only tool cannot also be destructive.",
+                              required: [
+                                "read_only",
+                                "destructive"
+                              ],
+                              properties: {
+                                read_only: {
+                                  const: true
+                                },
+                                destructive: {
+                                  const: true
+                                }
+                              }
+                            }
+                          },
+                          deprecation_message: {
+                            description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
+                            type: "string",
+                            minLength: 1,
+                            maxLength: 1000
                           }
                         },
                         required: [
@@ -647,6 +993,12 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                         ],
                         additionalProperties: false
                       }
+                    },
+                    next_cursor: {
+                      description: "Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.",
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 1024
                     }
                   },
                   required: [
@@ -911,7 +1263,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "Call a tool",
-        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails. A client with too many calls running, or whose calls take more than its share\nof the server's time to check, is answered 429 with `Retry-After`.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n",
+        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails. A client with too many calls running, or whose calls take more than its share\nof the server's time to check, is answered 429 with `Retry-After`.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n\nWith `OXP-Extensions: tasks` and `Prefer: respond-async`, a call still running after\n`Prefer: wait=N` seconds (default 0) is answered `202` with its CallStatus and a `Location` to\npoll; the checks before the tool runs answer exactly as without them.\n",
         parameters: [
           {
             name: "OXP-Version",
@@ -925,6 +1277,24 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 "1",
                 "1.0.0"
               ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "Prefer",
+            in: "header",
+            required: false,
+            description: "RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored.",
+            schema: {
+              type: "string"
             }
           }
         ],
@@ -1392,6 +1762,215 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               }
             }
           },
+          "202": {
+            description: "With the tasks extension and `Prefer: respond-async`, the call is still running. Follow `Location` for its status.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              Location: {
+                description: "The call's status URL, `/tools/calls/{call_id}`, absolute when the server knows its public URL.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              },
+              "Preference-Applied": {
+                description: "`respond-async`.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "CallStatus",
+                  description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+                  type: "object",
+                  properties: {
+                    call_id: {
+                      description: "The call's id: the one the client sent, or the one the server made.",
+                      type: "string",
+                      minLength: 1
+                    },
+                    status: {
+                      description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+                      type: "string",
+                      enum: [
+                        "running",
+                        "completed",
+                        "cancelled"
+                      ]
+                    },
+                    progress: {
+                      title: "CallProgress",
+                      description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+                      type: "object",
+                      properties: {
+                        progress: {
+                          description: "Work done so far, in the tool's own unit.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        total: {
+                          description: "The work to do in all, in the same unit, when the tool knows it.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        message: {
+                          description: "What the tool is doing now, for people (at most 1,000 characters).",
+                          type: "string",
+                          maxLength: 1000
+                        }
+                      },
+                      required: [
+                        "progress"
+                      ],
+                      additionalProperties: false
+                    },
+                    result: {
+                      title: "CallToolResponse",
+                      description: "The call's response, exactly when the status is not 'running'.",
+                      oneOf: [
+                        {
+                          title: "CallToolSuccess",
+                          description: "The tool ran and returned a value.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: true
+                            },
+                            value: {
+                              description: "What the tool returned, matching its output_schema: any JSON value, null when the tool returns nothing."
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "value"
+                          ],
+                          additionalProperties: false
+                        },
+                        {
+                          title: "CallToolFailure",
+                          description: "The tool ran and failed.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: false
+                            },
+                            error: {
+                              title: "ToolError",
+                              description: "Why a tool failed, and whether and when the call may be tried again.",
+                              type: "object",
+                              properties: {
+                                message: {
+                                  description: "Says what went wrong, fit to show the user or the model.",
+                                  type: "string"
+                                },
+                                developer_message: {
+                                  description: "Details for logs and developers; never shown to the user or the model.",
+                                  type: "string"
+                                },
+                                can_retry: {
+                                  description: "True when the same call may succeed if tried again. Absent means false.",
+                                  type: "boolean"
+                                },
+                                additional_prompt_content: {
+                                  description: "Extra text for the model when it retries, e.g. the values that would have worked.",
+                                  type: "string"
+                                },
+                                retry_after_ms: {
+                                  description: "How long to wait before trying again, in milliseconds.",
+                                  type: "integer",
+                                  minimum: 0
+                                }
+                              },
+                              required: [
+                                "message"
+                              ],
+                              additionalProperties: false
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "error"
+                          ],
+                          additionalProperties: false
+                        }
+                      ]
+                    }
+                  },
+                  required: [
+                    "call_id",
+                    "status"
+                  ],
+                  additionalProperties: false,
+                  if: {
+                    properties: {
+                      status: {
+                        const: "running"
+                      }
+                    }
+                  },
+                  then: {
+                    properties: {
+                      result: false
+                    }
+                  },
+                  else: {
+                    required: [
+                      "result"
+                    ],
+                    properties: {
+                      result: true
+                    }
+                  }
+                }
+              }
+            }
+          },
           "400": {
             description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
             headers: {
@@ -1744,6 +2323,1635 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                       additionalProperties: {
                         type: "string"
                       }
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "429": {
+            description: "This client (its principal, or its address when it is anonymous) has too many calls running, or its calls took more than its share of the server's time to check. `Retry-After` says when to try again; the body of the refused request may be left unread, and the connection then closes.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "Retry-After": {
+                description: "Seconds to wait before retrying.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/tools/calls/{call_id}": {
+      get: {
+        operationId: "getCallStatus",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Get a call's status",
+        description: "With `OXP-Extensions: tasks`: where a call stands, for the principal that made it. `Prefer: wait=N`\n(at most 30 seconds) holds the answer until the status or the progress changes, or N seconds pass.\nAnother principal's call, an unknown or an expired id: 404. Without the header, this path is\nanswered as any path the server does not serve.\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "Prefer",
+            in: "header",
+            required: false,
+            description: "RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "call_id",
+            in: "path",
+            required: true,
+            description: "The call's `call_id`.",
+            schema: {
+              type: "string",
+              minLength: 1
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "Where the call stands.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "CallStatus",
+                  description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+                  type: "object",
+                  properties: {
+                    call_id: {
+                      description: "The call's id: the one the client sent, or the one the server made.",
+                      type: "string",
+                      minLength: 1
+                    },
+                    status: {
+                      description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+                      type: "string",
+                      enum: [
+                        "running",
+                        "completed",
+                        "cancelled"
+                      ]
+                    },
+                    progress: {
+                      title: "CallProgress",
+                      description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+                      type: "object",
+                      properties: {
+                        progress: {
+                          description: "Work done so far, in the tool's own unit.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        total: {
+                          description: "The work to do in all, in the same unit, when the tool knows it.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        message: {
+                          description: "What the tool is doing now, for people (at most 1,000 characters).",
+                          type: "string",
+                          maxLength: 1000
+                        }
+                      },
+                      required: [
+                        "progress"
+                      ],
+                      additionalProperties: false
+                    },
+                    result: {
+                      title: "CallToolResponse",
+                      description: "The call's response, exactly when the status is not 'running'.",
+                      oneOf: [
+                        {
+                          title: "CallToolSuccess",
+                          description: "The tool ran and returned a value.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: true
+                            },
+                            value: {
+                              description: "What the tool returned, matching its output_schema: any JSON value, null when the tool returns nothing."
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "value"
+                          ],
+                          additionalProperties: false
+                        },
+                        {
+                          title: "CallToolFailure",
+                          description: "The tool ran and failed.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: false
+                            },
+                            error: {
+                              title: "ToolError",
+                              description: "Why a tool failed, and whether and when the call may be tried again.",
+                              type: "object",
+                              properties: {
+                                message: {
+                                  description: "Says what went wrong, fit to show the user or the model.",
+                                  type: "string"
+                                },
+                                developer_message: {
+                                  description: "Details for logs and developers; never shown to the user or the model.",
+                                  type: "string"
+                                },
+                                can_retry: {
+                                  description: "True when the same call may succeed if tried again. Absent means false.",
+                                  type: "boolean"
+                                },
+                                additional_prompt_content: {
+                                  description: "Extra text for the model when it retries, e.g. the values that would have worked.",
+                                  type: "string"
+                                },
+                                retry_after_ms: {
+                                  description: "How long to wait before trying again, in milliseconds.",
+                                  type: "integer",
+                                  minimum: 0
+                                }
+                              },
+                              required: [
+                                "message"
+                              ],
+                              additionalProperties: false
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "error"
+                          ],
+                          additionalProperties: false
+                        }
+                      ]
+                    }
+                  },
+                  required: [
+                    "call_id",
+                    "status"
+                  ],
+                  additionalProperties: false,
+                  if: {
+                    properties: {
+                      status: {
+                        const: "running"
+                      }
+                    }
+                  },
+                  then: {
+                    properties: {
+                      result: false
+                    }
+                  },
+                  else: {
+                    required: [
+                      "result"
+                    ],
+                    properties: {
+                      result: true
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      },
+      delete: {
+        operationId: "cancelCall",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Cancel a call",
+        description: "With `OXP-Extensions: tasks`: cancels a running call. Its tool's AbortSignal fires and the call\nends `cancelled`, its result a failure that cannot be retried. A call that has ended is left as\nit is. Either way the answer is its CallStatus.\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "call_id",
+            in: "path",
+            required: true,
+            description: "The call's `call_id`.",
+            schema: {
+              type: "string",
+              minLength: 1
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "Where the call stands.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "CallStatus",
+                  description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+                  type: "object",
+                  properties: {
+                    call_id: {
+                      description: "The call's id: the one the client sent, or the one the server made.",
+                      type: "string",
+                      minLength: 1
+                    },
+                    status: {
+                      description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+                      type: "string",
+                      enum: [
+                        "running",
+                        "completed",
+                        "cancelled"
+                      ]
+                    },
+                    progress: {
+                      title: "CallProgress",
+                      description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+                      type: "object",
+                      properties: {
+                        progress: {
+                          description: "Work done so far, in the tool's own unit.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        total: {
+                          description: "The work to do in all, in the same unit, when the tool knows it.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        message: {
+                          description: "What the tool is doing now, for people (at most 1,000 characters).",
+                          type: "string",
+                          maxLength: 1000
+                        }
+                      },
+                      required: [
+                        "progress"
+                      ],
+                      additionalProperties: false
+                    },
+                    result: {
+                      title: "CallToolResponse",
+                      description: "The call's response, exactly when the status is not 'running'.",
+                      oneOf: [
+                        {
+                          title: "CallToolSuccess",
+                          description: "The tool ran and returned a value.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: true
+                            },
+                            value: {
+                              description: "What the tool returned, matching its output_schema: any JSON value, null when the tool returns nothing."
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "value"
+                          ],
+                          additionalProperties: false
+                        },
+                        {
+                          title: "CallToolFailure",
+                          description: "The tool ran and failed.",
+                          type: "object",
+                          properties: {
+                            call_id: {
+                              title: "CallId",
+                              description: "The request's call_id, or the one the server made for it.",
+                              type: "string",
+                              minLength: 1
+                            },
+                            duration: {
+                              title: "CallDuration",
+                              description: "How long the call took, in milliseconds.",
+                              type: "number",
+                              minimum: 0
+                            },
+                            success: {
+                              const: false
+                            },
+                            error: {
+                              title: "ToolError",
+                              description: "Why a tool failed, and whether and when the call may be tried again.",
+                              type: "object",
+                              properties: {
+                                message: {
+                                  description: "Says what went wrong, fit to show the user or the model.",
+                                  type: "string"
+                                },
+                                developer_message: {
+                                  description: "Details for logs and developers; never shown to the user or the model.",
+                                  type: "string"
+                                },
+                                can_retry: {
+                                  description: "True when the same call may succeed if tried again. Absent means false.",
+                                  type: "boolean"
+                                },
+                                additional_prompt_content: {
+                                  description: "Extra text for the model when it retries, e.g. the values that would have worked.",
+                                  type: "string"
+                                },
+                                retry_after_ms: {
+                                  description: "How long to wait before trying again, in milliseconds.",
+                                  type: "integer",
+                                  minimum: 0
+                                }
+                              },
+                              required: [
+                                "message"
+                              ],
+                              additionalProperties: false
+                            }
+                          },
+                          required: [
+                            "call_id",
+                            "duration",
+                            "success",
+                            "error"
+                          ],
+                          additionalProperties: false
+                        }
+                      ]
+                    }
+                  },
+                  required: [
+                    "call_id",
+                    "status"
+                  ],
+                  additionalProperties: false,
+                  if: {
+                    properties: {
+                      status: {
+                        const: "running"
+                      }
+                    }
+                  },
+                  then: {
+                    properties: {
+                      result: false
+                    }
+                  },
+                  else: {
+                    required: [
+                      "result"
+                    ],
+                    properties: {
+                      result: true
+                    }
+                  }
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/tools/calls/{call_id}/events": {
+      get: {
+        operationId: "streamCallEvents",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Stream a call's progress and result",
+        description: "With `OXP-Extensions: tasks`: a `text/event-stream` of `progress` events (data: a CallProgress)\nand one `result` event (data: the CallToolResponse), after which the stream ends. Every event has\nan `id`; `Last-Event-ID` resumes after it, with the latest progress when some was missed. Comment\nlines keep an idle stream open. A principal has a bounded number of open streams (429 past it).\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "call_id",
+            in: "path",
+            required: true,
+            description: "The call's `call_id`.",
+            schema: {
+              type: "string",
+              minLength: 1
+            }
+          },
+          {
+            name: "Last-Event-ID",
+            in: "header",
+            required: false,
+            description: "The id of the last event received; the stream resumes after it. An id this server did not send starts the stream from the beginning.",
+            schema: {
+              type: "string"
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "The events, until the `result` event.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "text/event-stream": {
+                schema: {
+                  type: "string"
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
                     }
                   },
                   required: [
@@ -2350,9 +4558,44 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             "1.0.0"
           ]
         }
+      },
+      OxpExtensions: {
+        name: "OXP-Extensions",
+        in: "header",
+        required: false,
+        description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+        schema: {
+          type: "string"
+        }
+      },
+      Prefer: {
+        name: "Prefer",
+        in: "header",
+        required: false,
+        description: "RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored.",
+        schema: {
+          type: "string"
+        }
+      },
+      CallId: {
+        name: "call_id",
+        in: "path",
+        required: true,
+        description: "The call's `call_id`.",
+        schema: {
+          type: "string",
+          minLength: 1
+        }
       }
     },
     headers: {
+      OxpExtensionsApplied: {
+        description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+        required: false,
+        schema: {
+          type: "string"
+        }
+      },
       OxpVersion: {
         description: "The OXP version the server speaks.",
         required: true,
@@ -3054,6 +5297,201 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           }
         }
+      },
+      CallStatus: {
+        description: "Where the call stands.",
+        headers: {
+          "OXP-Version": {
+            description: "The OXP version the server speaks.",
+            required: true,
+            schema: {
+              type: "string",
+              const: "1.0"
+            }
+          },
+          "OXP-Extensions": {
+            description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+            required: false,
+            schema: {
+              type: "string"
+            }
+          }
+        },
+        content: {
+          "application/json": {
+            schema: {
+              title: "CallStatus",
+              description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+              type: "object",
+              properties: {
+                call_id: {
+                  description: "The call's id: the one the client sent, or the one the server made.",
+                  type: "string",
+                  minLength: 1
+                },
+                status: {
+                  description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+                  type: "string",
+                  enum: [
+                    "running",
+                    "completed",
+                    "cancelled"
+                  ]
+                },
+                progress: {
+                  title: "CallProgress",
+                  description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+                  type: "object",
+                  properties: {
+                    progress: {
+                      description: "Work done so far, in the tool's own unit.",
+                      type: "number",
+                      minimum: 0
+                    },
+                    total: {
+                      description: "The work to do in all, in the same unit, when the tool knows it.",
+                      type: "number",
+                      minimum: 0
+                    },
+                    message: {
+                      description: "What the tool is doing now, for people (at most 1,000 characters).",
+                      type: "string",
+                      maxLength: 1000
+                    }
+                  },
+                  required: [
+                    "progress"
+                  ],
+                  additionalProperties: false
+                },
+                result: {
+                  title: "CallToolResponse",
+                  description: "The call's response, exactly when the status is not 'running'.",
+                  oneOf: [
+                    {
+                      title: "CallToolSuccess",
+                      description: "The tool ran and returned a value.",
+                      type: "object",
+                      properties: {
+                        call_id: {
+                          title: "CallId",
+                          description: "The request's call_id, or the one the server made for it.",
+                          type: "string",
+                          minLength: 1
+                        },
+                        duration: {
+                          title: "CallDuration",
+                          description: "How long the call took, in milliseconds.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        success: {
+                          const: true
+                        },
+                        value: {
+                          description: "What the tool returned, matching its output_schema: any JSON value, null when the tool returns nothing."
+                        }
+                      },
+                      required: [
+                        "call_id",
+                        "duration",
+                        "success",
+                        "value"
+                      ],
+                      additionalProperties: false
+                    },
+                    {
+                      title: "CallToolFailure",
+                      description: "The tool ran and failed.",
+                      type: "object",
+                      properties: {
+                        call_id: {
+                          title: "CallId",
+                          description: "The request's call_id, or the one the server made for it.",
+                          type: "string",
+                          minLength: 1
+                        },
+                        duration: {
+                          title: "CallDuration",
+                          description: "How long the call took, in milliseconds.",
+                          type: "number",
+                          minimum: 0
+                        },
+                        success: {
+                          const: false
+                        },
+                        error: {
+                          title: "ToolError",
+                          description: "Why a tool failed, and whether and when the call may be tried again.",
+                          type: "object",
+                          properties: {
+                            message: {
+                              description: "Says what went wrong, fit to show the user or the model.",
+                              type: "string"
+                            },
+                            developer_message: {
+                              description: "Details for logs and developers; never shown to the user or the model.",
+                              type: "string"
+                            },
+                            can_retry: {
+                              description: "True when the same call may succeed if tried again. Absent means false.",
+                              type: "boolean"
+                            },
+                            additional_prompt_content: {
+                              description: "Extra text for the model when it retries, e.g. the values that would have worked.",
+                              type: "string"
+                            },
+                            retry_after_ms: {
+                              description: "How long to wait before trying again, in milliseconds.",
+                              type: "integer",
+                              minimum: 0
+                            }
+                          },
+                          required: [
+                            "message"
+                          ],
+                          additionalProperties: false
+                        }
+                      },
+                      required: [
+                        "call_id",
+                        "duration",
+                        "success",
+                        "error"
+                      ],
+                      additionalProperties: false
+                    }
+                  ]
+                }
+              },
+              required: [
+                "call_id",
+                "status"
+              ],
+              additionalProperties: false,
+              if: {
+                properties: {
+                  status: {
+                    const: "running"
+                  }
+                }
+              },
+              then: {
+                properties: {
+                  result: false
+                }
+              },
+              else: {
+                required: [
+                  "result"
+                ],
+                properties: {
+                  result: true
+                }
+              }
+            }
+          }
+        }
       }
     },
     schemas: {
@@ -3254,6 +5692,57 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               }
             },
             additionalProperties: false
+          },
+          annotations: {
+            title: "ToolAnnotations",
+            description: "What the tool does to the world. Listed only when the request asked for the annotations extension.",
+            type: "object",
+            properties: {
+              title: {
+                description: "A short name for people, shown in place of the tool's name.",
+                type: "string",
+                minLength: 1,
+                maxLength: 200
+              },
+              read_only: {
+                description: "True when the tool changes nothing outside itself. Default false.",
+                type: "boolean"
+              },
+              destructive: {
+                description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                type: "boolean"
+              },
+              idempotent: {
+                description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                type: "boolean"
+              },
+              open_world: {
+                description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                type: "boolean"
+              }
+            },
+            additionalProperties: false,
+            not: {
+              description: "A read-only tool cannot also be destructive.",
+              required: [
+                "read_only",
+                "destructive"
+              ],
+              properties: {
+                read_only: {
+                  const: true
+                },
+                destructive: {
+                  const: true
+                }
+              }
+            }
+          },
+          deprecation_message: {
+            description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
+            type: "string",
+            minLength: 1,
+            maxLength: 1000
           }
         },
         required: [
@@ -3335,7 +5824,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       },
       ToolListResponse: {
         title: "ToolListResponse",
-        description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none.",
+        description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
         type: "object",
         properties: {
           items: {
@@ -3501,6 +5990,57 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                     }
                   },
                   additionalProperties: false
+                },
+                annotations: {
+                  title: "ToolAnnotations",
+                  description: "What the tool does to the world. Listed only when the request asked for the annotations extension.",
+                  type: "object",
+                  properties: {
+                    title: {
+                      description: "A short name for people, shown in place of the tool's name.",
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 200
+                    },
+                    read_only: {
+                      description: "True when the tool changes nothing outside itself. Default false.",
+                      type: "boolean"
+                    },
+                    destructive: {
+                      description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                      type: "boolean"
+                    },
+                    idempotent: {
+                      description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                      type: "boolean"
+                    },
+                    open_world: {
+                      description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                      type: "boolean"
+                    }
+                  },
+                  additionalProperties: false,
+                  not: {
+                    description: "A read-only tool cannot also be destructive.",
+                    required: [
+                      "read_only",
+                      "destructive"
+                    ],
+                    properties: {
+                      read_only: {
+                        const: true
+                      },
+                      destructive: {
+                        const: true
+                      }
+                    }
+                  }
+                },
+                deprecation_message: {
+                  description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
+                  type: "string",
+                  minLength: 1,
+                  maxLength: 1000
                 }
               },
               required: [
@@ -3513,6 +6053,12 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               ],
               additionalProperties: false
             }
+          },
+          next_cursor: {
+            description: "Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.",
+            type: "string",
+            minLength: 1,
+            maxLength: 1024
           }
         },
         required: [
@@ -4113,6 +6659,279 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "status"
         ],
         additionalProperties: false
+      },
+      DiscoveryDocument: {
+        title: "DiscoveryDocument",
+        description: "What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header.",
+        type: "object",
+        properties: {
+          oxp_versions: {
+            description: "The OXP versions served, newest first.",
+            type: "array",
+            items: {
+              type: "string",
+              pattern: "^[0-9]+\\.[0-9]+$"
+            },
+            minItems: 1,
+            uniqueItems: true
+          },
+          extensions: {
+            description: "The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know.",
+            type: "array",
+            items: {
+              type: "string",
+              pattern: "^[a-z][a-z0-9-]{0,63}$"
+            },
+            uniqueItems: true
+          }
+        },
+        required: [
+          "oxp_versions",
+          "extensions"
+        ],
+        additionalProperties: false
+      },
+      ToolAnnotations: {
+        title: "ToolAnnotations",
+        description: "Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.",
+        type: "object",
+        properties: {
+          title: {
+            description: "A short name for people, shown in place of the tool's name.",
+            type: "string",
+            minLength: 1,
+            maxLength: 200
+          },
+          read_only: {
+            description: "True when the tool changes nothing outside itself. Default false.",
+            type: "boolean"
+          },
+          destructive: {
+            description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+            type: "boolean"
+          },
+          idempotent: {
+            description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+            type: "boolean"
+          },
+          open_world: {
+            description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+            type: "boolean"
+          }
+        },
+        additionalProperties: false,
+        not: {
+          description: "A read-only tool cannot also be destructive.",
+          required: [
+            "read_only",
+            "destructive"
+          ],
+          properties: {
+            read_only: {
+              const: true
+            },
+            destructive: {
+              const: true
+            }
+          }
+        }
+      },
+      CallProgress: {
+        title: "CallProgress",
+        description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+        type: "object",
+        properties: {
+          progress: {
+            description: "Work done so far, in the tool's own unit.",
+            type: "number",
+            minimum: 0
+          },
+          total: {
+            description: "The work to do in all, in the same unit, when the tool knows it.",
+            type: "number",
+            minimum: 0
+          },
+          message: {
+            description: "What the tool is doing now, for people (at most 1,000 characters).",
+            type: "string",
+            maxLength: 1000
+          }
+        },
+        required: [
+          "progress"
+        ],
+        additionalProperties: false
+      },
+      CallStatus: {
+        title: "CallStatus",
+        description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+        type: "object",
+        properties: {
+          call_id: {
+            description: "The call's id: the one the client sent, or the one the server made.",
+            type: "string",
+            minLength: 1
+          },
+          status: {
+            description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+            type: "string",
+            enum: [
+              "running",
+              "completed",
+              "cancelled"
+            ]
+          },
+          progress: {
+            title: "CallProgress",
+            description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+            type: "object",
+            properties: {
+              progress: {
+                description: "Work done so far, in the tool's own unit.",
+                type: "number",
+                minimum: 0
+              },
+              total: {
+                description: "The work to do in all, in the same unit, when the tool knows it.",
+                type: "number",
+                minimum: 0
+              },
+              message: {
+                description: "What the tool is doing now, for people (at most 1,000 characters).",
+                type: "string",
+                maxLength: 1000
+              }
+            },
+            required: [
+              "progress"
+            ],
+            additionalProperties: false
+          },
+          result: {
+            title: "CallToolResponse",
+            description: "The call's response, exactly when the status is not 'running'.",
+            oneOf: [
+              {
+                title: "CallToolSuccess",
+                description: "The tool ran and returned a value.",
+                type: "object",
+                properties: {
+                  call_id: {
+                    title: "CallId",
+                    description: "The request's call_id, or the one the server made for it.",
+                    type: "string",
+                    minLength: 1
+                  },
+                  duration: {
+                    title: "CallDuration",
+                    description: "How long the call took, in milliseconds.",
+                    type: "number",
+                    minimum: 0
+                  },
+                  success: {
+                    const: true
+                  },
+                  value: {
+                    description: "What the tool returned, matching its output_schema: any JSON value, null when the tool returns nothing."
+                  }
+                },
+                required: [
+                  "call_id",
+                  "duration",
+                  "success",
+                  "value"
+                ],
+                additionalProperties: false
+              },
+              {
+                title: "CallToolFailure",
+                description: "The tool ran and failed.",
+                type: "object",
+                properties: {
+                  call_id: {
+                    title: "CallId",
+                    description: "The request's call_id, or the one the server made for it.",
+                    type: "string",
+                    minLength: 1
+                  },
+                  duration: {
+                    title: "CallDuration",
+                    description: "How long the call took, in milliseconds.",
+                    type: "number",
+                    minimum: 0
+                  },
+                  success: {
+                    const: false
+                  },
+                  error: {
+                    title: "ToolError",
+                    description: "Why a tool failed, and whether and when the call may be tried again.",
+                    type: "object",
+                    properties: {
+                      message: {
+                        description: "Says what went wrong, fit to show the user or the model.",
+                        type: "string"
+                      },
+                      developer_message: {
+                        description: "Details for logs and developers; never shown to the user or the model.",
+                        type: "string"
+                      },
+                      can_retry: {
+                        description: "True when the same call may succeed if tried again. Absent means false.",
+                        type: "boolean"
+                      },
+                      additional_prompt_content: {
+                        description: "Extra text for the model when it retries, e.g. the values that would have worked.",
+                        type: "string"
+                      },
+                      retry_after_ms: {
+                        description: "How long to wait before trying again, in milliseconds.",
+                        type: "integer",
+                        minimum: 0
+                      }
+                    },
+                    required: [
+                      "message"
+                    ],
+                    additionalProperties: false
+                  }
+                },
+                required: [
+                  "call_id",
+                  "duration",
+                  "success",
+                  "error"
+                ],
+                additionalProperties: false
+              }
+            ]
+          }
+        },
+        required: [
+          "call_id",
+          "status"
+        ],
+        additionalProperties: false,
+        if: {
+          properties: {
+            status: {
+              const: "running"
+            }
+          }
+        },
+        then: {
+          properties: {
+            result: false
+          }
+        },
+        else: {
+          required: [
+            "result"
+          ],
+          properties: {
+            result: true
+          }
+        }
       },
       CallToolContext: {
         title: "CallToolContext",

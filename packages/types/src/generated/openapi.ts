@@ -22,6 +22,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oxp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Discover versions and extensions
+         * @description The OXP versions this server speaks and the extensions a request may ask for with the `OXP-Extensions` header. Served whether or not the request asks for an extension, and never requires authentication.
+         */
+        get: operations["discover"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tools": {
         parameters: {
             query?: never;
@@ -32,6 +52,12 @@ export interface paths {
         /**
          * List tools
          * @description Lists every version of every tool the server offers.
+         *
+         *     With `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`
+         *     where it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,
+         *     `next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:
+         *     a request that does not ask for it has them ignored, as every unknown parameter is, and one that
+         *     does has them checked (400).
          */
         get: operations["listTools"];
         put?: never;
@@ -64,8 +90,64 @@ export interface paths {
          *     A body with a top-level `request` object is the 1.0 draft's envelope; it is answered in
          *     the same envelope. `call_id` is an idempotency key: repeating a call returns the stored
          *     answer without running the tool again.
+         *
+         *     With `OXP-Extensions: tasks` and `Prefer: respond-async`, a call still running after
+         *     `Prefer: wait=N` seconds (default 0) is answered `202` with its CallStatus and a `Location` to
+         *     poll; the checks before the tool runs answer exactly as without them.
          */
         post: operations["callTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/calls/{call_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a call's status
+         * @description With `OXP-Extensions: tasks`: where a call stands, for the principal that made it. `Prefer: wait=N`
+         *     (at most 30 seconds) holds the answer until the status or the progress changes, or N seconds pass.
+         *     Another principal's call, an unknown or an expired id: 404. Without the header, this path is
+         *     answered as any path the server does not serve.
+         */
+        get: operations["getCallStatus"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a call
+         * @description With `OXP-Extensions: tasks`: cancels a running call. Its tool's AbortSignal fires and the call
+         *     ends `cancelled`, its result a failure that cannot be retried. A call that has ended is left as
+         *     it is. Either way the answer is its CallStatus.
+         */
+        delete: operations["cancelCall"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tools/calls/{call_id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Stream a call's progress and result
+         * @description With `OXP-Extensions: tasks`: a `text/event-stream` of `progress` events (data: a CallProgress)
+         *     and one `result` event (data: the CallToolResponse), after which the stream ends. Every event has
+         *     an `id`; `Last-Event-ID` resumes after it, with the latest progress when some was missed. Comment
+         *     lines keep an idle stream open. A principal has a bounded number of open streams (429 past it).
+         */
+        get: operations["streamCallEvents"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -133,6 +215,10 @@ export interface components {
             input_schema: components["schemas"]["ToolInputSchema"];
             output_schema: components["schemas"]["ToolOutputSchema"];
             requirements?: components["schemas"]["ToolRequirements"];
+            /** @description What the tool does to the world. Listed only when the request asked for the annotations extension. */
+            annotations?: components["schemas"]["ToolAnnotations"];
+            /** @description Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension. */
+            deprecation_message?: string;
         };
         /**
          * ToolRequirements
@@ -148,10 +234,12 @@ export interface components {
         };
         /**
          * ToolListResponse
-         * @description The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none.
+         * @description The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.
          */
         ToolListResponse: {
             items: components["schemas"]["ToolDefinition"][];
+            /** @description Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page. */
+            next_cursor?: string;
         };
         /**
          * CallToolRequest
@@ -259,6 +347,60 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "completed" | "failed";
+        };
+        /**
+         * DiscoveryDocument
+         * @description What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header.
+         */
+        DiscoveryDocument: {
+            /** @description The OXP versions served, newest first. */
+            oxp_versions: string[];
+            /** @description The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know. */
+            extensions: string[];
+        };
+        /**
+         * ToolAnnotations
+         * @description Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.
+         */
+        ToolAnnotations: {
+            /** @description A short name for people, shown in place of the tool's name. */
+            title?: string;
+            /** @description True when the tool changes nothing outside itself. Default false. */
+            read_only?: boolean;
+            /** @description For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true. */
+            destructive?: boolean;
+            /** @description For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false. */
+            idempotent?: boolean;
+            /** @description True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true. */
+            open_world?: boolean;
+        };
+        /**
+         * CallProgress
+         * @description How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.
+         */
+        CallProgress: {
+            /** @description Work done so far, in the tool's own unit. */
+            progress: number;
+            /** @description The work to do in all, in the same unit, when the tool knows it. */
+            total?: number;
+            /** @description What the tool is doing now, for people (at most 1,000 characters). */
+            message?: string;
+        };
+        /**
+         * CallStatus
+         * @description Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.
+         */
+        CallStatus: {
+            /** @description The call's id: the one the client sent, or the one the server made. */
+            call_id: string;
+            /**
+             * @description 'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.
+             * @enum {string}
+             */
+            status: "running" | "completed" | "cancelled";
+            progress?: components["schemas"]["CallProgress"];
+            /** @description The call's response, exactly when the status is not 'running'. */
+            result?: components["schemas"]["CallToolResponse"];
         };
         /**
          * CallToolContext
@@ -479,13 +621,32 @@ export interface components {
                 "application/json": components["schemas"]["ServerErrorResponse"];
             };
         };
+        /** @description Where the call stands. */
+        CallStatus: {
+            headers: {
+                "OXP-Version": components["headers"]["OxpVersion"];
+                "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["CallStatus"];
+            };
+        };
     };
     parameters: {
         /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
         OxpVersion: "1.0" | "1" | "1.0.0";
+        /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+        OxpExtensions: string;
+        /** @description RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored. */
+        Prefer: string;
+        /** @description The call's `call_id`. */
+        CallId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description The extensions that shaped this answer, comma-separated. Absent when none did. */
+        OxpExtensionsApplied: string;
         /** @description The OXP version the server speaks. */
         OxpVersion: "1.0";
     };
@@ -519,7 +680,7 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
-    listTools: {
+    discover: {
         parameters: {
             query?: never;
             header?: {
@@ -531,10 +692,48 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description What the server supports. */
+            200: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DiscoveryDocument"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTools: {
+        parameters: {
+            query?: {
+                /** @description With the pagination extension, the most tools on one page, 1 to 1000. Default 100. */
+                limit?: number;
+                /** @description With the pagination extension, the `next_cursor` of the previous page. Opaque; a cursor made for another catalog is refused with a 400 that says to start over. */
+                cursor?: string;
+                /** @description With the pagination extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly). */
+                toolkit?: string;
+            };
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
             /** @description The tools, `items` empty when there are none. */
             200: {
                 headers: {
                     "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    /** @description Always names `OXP-Extensions` (and `Accept-Encoding`), since the list depends on them. */
+                    Vary: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -552,6 +751,10 @@ export interface operations {
             header?: {
                 /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
                 "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored. */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -572,11 +775,113 @@ export interface operations {
                     "application/json": components["schemas"]["CallToolResponse"] | components["schemas"]["CallToolResultEnvelope"];
                 };
             };
+            /** @description With the tasks extension and `Prefer: respond-async`, the call is still running. Follow `Location` for its status. */
+            202: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    /** @description The call's status URL, `/tools/calls/{call_id}`, absolute when the server knows its public URL. */
+                    Location: string;
+                    /** @description `respond-async`. */
+                    "Preference-Applied": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallStatus"];
+                };
+            };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidInput"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getCallStatus: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored. */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The call's `call_id`. */
+                call_id: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["CallStatus"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelCall: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+            };
+            path: {
+                /** @description The call's `call_id`. */
+                call_id: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["CallStatus"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamCallEvents: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description The id of the last event received; the stream resumes after it. An id this server did not send starts the stream from the beginning. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The call's `call_id`. */
+                call_id: components["parameters"]["CallId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The events, until the `result` event. */
+            200: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -16,11 +16,20 @@ export const CHALLENGE_STATUSES = ["pending","completed","failed"] as const;
 /** `GET /health`: Check health. */
 export const HEALTH_PATH = "/health" as const;
 
+/** `GET /.well-known/oxp`: Discover versions and extensions. */
+export const WELL_KNOWN_OXP_PATH = "/.well-known/oxp" as const;
+
 /** `GET /tools`: List tools. */
 export const TOOLS_PATH = "/tools" as const;
 
 /** `POST /tools/call`: Call a tool. */
 export const TOOLS_CALL_PATH = "/tools/call" as const;
+
+/** `GET /tools/calls/{call_id}`, `DELETE /tools/calls/{call_id}`: Get a call's status; Cancel a call. */
+export const TOOLS_CALLS_PATH_TEMPLATE = "/tools/calls/{call_id}" as const;
+
+/** `GET /tools/calls/{call_id}/events`: Stream a call's progress and result. */
+export const TOOLS_CALLS_EVENTS_PATH_TEMPLATE = "/tools/calls/{call_id}/events" as const;
 
 /** `GET /authorization/challenges/{challenge_id}`: Check an authorization challenge. */
 export const AUTHORIZATION_CHALLENGES_PATH_TEMPLATE = "/authorization/challenges/{challenge_id}" as const;
@@ -28,7 +37,10 @@ export const AUTHORIZATION_CHALLENGES_PATH_TEMPLATE = "/authorization/challenges
 /** Every path the spec declares, with the methods it declares for it, in the spec's order. */
 export const OXP_ROUTES = [
   { path: HEALTH_PATH, methods: ["GET"] },
+  { path: WELL_KNOWN_OXP_PATH, methods: ["GET"] },
   { path: TOOLS_PATH, methods: ["GET"] },
   { path: TOOLS_CALL_PATH, methods: ["POST"] },
+  { path: TOOLS_CALLS_PATH_TEMPLATE, methods: ["GET","DELETE"] },
+  { path: TOOLS_CALLS_EVENTS_PATH_TEMPLATE, methods: ["GET"] },
   { path: AUTHORIZATION_CHALLENGES_PATH_TEMPLATE, methods: ["GET"] },
 ] as const;

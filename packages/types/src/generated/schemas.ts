@@ -25,6 +25,93 @@ export const AuthorizationChallengeCheckResponseSchema = {
   additionalProperties: false
 } as const;
 
+/** JSON Schema of CallProgress: How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life. */
+export const CallProgressSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/call-progress.json",
+  title: "CallProgress",
+  description: "How far a running call has got, as its tool last reported it (the tasks extension). 'progress' only increases over a call's life.",
+  type: "object",
+  properties: {
+    progress: {
+      description: "Work done so far, in the tool's own unit.",
+      type: "number",
+      minimum: 0
+    },
+    total: {
+      description: "The work to do in all, in the same unit, when the tool knows it.",
+      type: "number",
+      minimum: 0
+    },
+    message: {
+      description: "What the tool is doing now, for people (at most 1,000 characters).",
+      type: "string",
+      maxLength: 1000
+    }
+  },
+  required: [
+    "progress"
+  ],
+  additionalProperties: false
+} as const;
+
+/** JSON Schema of CallStatus: Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse. */
+export const CallStatusSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/call-status.json",
+  title: "CallStatus",
+  description: "Where an asynchronous call stands (the tasks extension): running, with its latest progress, or ended, with its CallToolResponse.",
+  type: "object",
+  properties: {
+    call_id: {
+      description: "The call's id: the one the client sent, or the one the server made.",
+      type: "string",
+      minLength: 1
+    },
+    status: {
+      description: "'running' until the call ends; 'completed' when its tool answered, failed or ran out of time; 'cancelled' when a client cancelled it.",
+      type: "string",
+      enum: [
+        "running",
+        "completed",
+        "cancelled"
+      ]
+    },
+    progress: {
+      "$ref": "call-progress.json"
+    },
+    result: {
+      "$ref": "call-tool-response.json",
+      description: "The call's response, exactly when the status is not 'running'."
+    }
+  },
+  required: [
+    "call_id",
+    "status"
+  ],
+  additionalProperties: false,
+  if: {
+    properties: {
+      status: {
+        const: "running"
+      }
+    }
+  },
+  then: {
+    properties: {
+      result: false
+    }
+  },
+  else: {
+    required: [
+      "result"
+    ],
+    properties: {
+      result: true
+    }
+  }
+} as const;
+
 /** JSON Schema of CallToolEnvelope: The 1.0 draft's wrapped form of a CallToolRequest, as published generated clients send it. A server accepts it and answers in a CallToolResultEnvelope. */
 export const CallToolEnvelopeSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -260,6 +347,41 @@ export const CallToolResultEnvelopeSchema = {
   additionalProperties: false
 } as const;
 
+/** JSON Schema of DiscoveryDocument: What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header. */
+export const DiscoveryDocumentSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/discovery-document.json",
+  title: "DiscoveryDocument",
+  description: "What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header.",
+  type: "object",
+  properties: {
+    oxp_versions: {
+      description: "The OXP versions served, newest first.",
+      type: "array",
+      items: {
+        type: "string",
+        pattern: "^[0-9]+\\.[0-9]+$"
+      },
+      minItems: 1,
+      uniqueItems: true
+    },
+    extensions: {
+      description: "The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know.",
+      type: "array",
+      items: {
+        type: "string",
+        pattern: "^[a-z][a-z0-9-]{0,63}$"
+      },
+      uniqueItems: true
+    }
+  },
+  required: [
+    "oxp_versions",
+    "extensions"
+  ],
+  additionalProperties: false
+} as const;
+
 /** JSON Schema of ServerErrorResponse: The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422). */
 export const ServerErrorResponseSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -303,6 +425,55 @@ export const ServerErrorResponseSchema = {
         }
       },
       additionalProperties: false
+    }
+  }
+} as const;
+
+/** JSON Schema of ToolAnnotations: Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world. */
+export const ToolAnnotationsSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/tool-annotations.json",
+  title: "ToolAnnotations",
+  description: "Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.",
+  type: "object",
+  properties: {
+    title: {
+      description: "A short name for people, shown in place of the tool's name.",
+      type: "string",
+      minLength: 1,
+      maxLength: 200
+    },
+    read_only: {
+      description: "True when the tool changes nothing outside itself. Default false.",
+      type: "boolean"
+    },
+    destructive: {
+      description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+      type: "boolean"
+    },
+    idempotent: {
+      description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+      type: "boolean"
+    },
+    open_world: {
+      description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+      type: "boolean"
+    }
+  },
+  additionalProperties: false,
+  not: {
+    description: "A read-only tool cannot also be destructive.",
+    required: [
+      "read_only",
+      "destructive"
+    ],
+    properties: {
+      read_only: {
+        const: true
+      },
+      destructive: {
+        const: true
+      }
     }
   }
 } as const;
@@ -374,6 +545,16 @@ export const ToolDefinitionSchema = {
     },
     requirements: {
       "$ref": "tool-requirements.json"
+    },
+    annotations: {
+      "$ref": "tool-annotations.json",
+      description: "What the tool does to the world. Listed only when the request asked for the annotations extension."
+    },
+    deprecation_message: {
+      description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
+      type: "string",
+      minLength: 1,
+      maxLength: 1000
     }
   },
   required: [
@@ -491,12 +672,12 @@ export const ToolIdSchema = {
   ]
 } as const;
 
-/** JSON Schema of ToolListResponse: The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. */
+/** JSON Schema of ToolListResponse: The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them. */
 export const ToolListResponseSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "https://otc.dev/schemas/oxp/1.0/tool-list-response.json",
   title: "ToolListResponse",
-  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none.",
+  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
   type: "object",
   properties: {
     items: {
@@ -504,6 +685,12 @@ export const ToolListResponseSchema = {
       items: {
         "$ref": "tool-definition.json"
       }
+    },
+    next_cursor: {
+      description: "Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.",
+      type: "string",
+      minLength: 1,
+      maxLength: 1024
     }
   },
   required: [
@@ -633,4 +820,4 @@ export const ValidationErrorResponseSchema = {
 } as const;
 
 /** Every schema above: add them all to one Ajv instance so that their `$ref`s between files resolve. */
-export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, ServerErrorResponseSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;
+export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, DiscoveryDocumentSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;

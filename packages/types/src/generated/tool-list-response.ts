@@ -4,8 +4,12 @@
 import type { ToolDefinition } from "./tool-definition.js";
 
 /**
- * The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none.
+ * The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.
  */
 export interface ToolListResponse {
   items: ToolDefinition[];
+  /**
+   * Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.
+   */
+  next_cursor?: string;
 }

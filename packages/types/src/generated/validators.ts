@@ -3,11 +3,15 @@
 
 // @ts-nocheck: Ajv writes this code; the typed exports at the end are the only exports.
 import type { AuthorizationChallengeCheckResponse } from "./authorization-challenge-check-response.js";
+import type { CallProgress } from "./call-progress.js";
+import type { CallStatus } from "./call-status.js";
 import type { CallToolEnvelope } from "./call-tool-envelope.js";
 import type { CallToolRequest } from "./call-tool-request.js";
 import type { CallToolResponse } from "./call-tool-response.js";
 import type { CallToolResultEnvelope } from "./call-tool-result-envelope.js";
+import type { DiscoveryDocument } from "./discovery-document.js";
 import type { ServerErrorResponse } from "./server-error-response.js";
+import type { ToolAnnotations } from "./tool-annotations.js";
 import type { ToolAuthorizationChallenge } from "./tool-authorization-challenge.js";
 import type { ToolDefinition } from "./tool-definition.js";
 import type { ToolError } from "./tool-error.js";
@@ -90,369 +94,12 @@ return errors === 0;
 }
 validate20.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _CallToolEnvelope = validate21;
-const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json","type":"object","properties":{"$schema":{"type":"string","maxLength":1024,"pattern":"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},"request":{"$ref":"call-tool-request.json"}},"required":["request"],"additionalProperties":false};
+const _CallProgress = validate21;
+const schema32 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-progress.json","type":"object","properties":{"progress":{"type":"number","minimum":0},"total":{"type":"number","minimum":0},"message":{"type":"string","maxLength":1000}},"required":["progress"],"additionalProperties":false};
 const func1 = ucs2length;
-const pattern4 = new RegExp("^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$", "u");
-const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-request.json","type":"object","properties":{"tool_id":{"$ref":"tool-id.json"},"call_id":{"type":"string","minLength":1,"maxLength":256},"trace_id":{"type":"string","maxLength":256},"input":{"type":"object","additionalProperties":true},"context":{"$ref":"#/$defs/Context"}},"required":["tool_id"],"additionalProperties":false,"$defs":{"Context":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true},"AuthorizationToken":{"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false},"SecretValue":{"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false}}};
-const schema34 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-id.json","type":"string","maxLength":256,"pattern":"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"};
-const pattern5 = new RegExp("^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$", "u");
-const schema35 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true};
-const schema36 = {"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false};
-const schema37 = {"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false};
-
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate23.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.authorization !== undefined){
-let data0 = data.authorization;
-const _errs2 = errors;
-if(errors === _errs2){
-if(Array.isArray(data0)){
-var valid1 = true;
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-const _errs4 = errors;
-const _errs5 = errors;
-if(errors === _errs5){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-let missing0;
-if(((data1.id === undefined) && (missing0 = "id")) || ((data1.token === undefined) && (missing0 = "token"))){
-validate23.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs7 = errors;
-for(const key0 in data1){
-if(!((key0 === "id") || (key0 === "token"))){
-validate23.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs7 === errors){
-if(data1.id !== undefined){
-const _errs8 = errors;
-if(typeof data1.id !== "string"){
-validate23.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationToken/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid3 = _errs8 === errors;
-}
-else {
-var valid3 = true;
-}
-if(valid3){
-if(data1.token !== undefined){
-const _errs10 = errors;
-if(typeof data1.token !== "string"){
-validate23.errors = [{instancePath:instancePath+"/authorization/" + i0+"/token",schemaPath:"#/$defs/AuthorizationToken/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid3 = _errs10 === errors;
-}
-else {
-var valid3 = true;
-}
-}
-}
-}
-}
-else {
-validate23.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid1 = _errs4 === errors;
-if(!valid1){
-break;
-}
-}
-}
-else {
-validate23.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.secrets !== undefined){
-let data4 = data.secrets;
-const _errs12 = errors;
-if(errors === _errs12){
-if(Array.isArray(data4)){
-var valid4 = true;
-const len1 = data4.length;
-for(let i1=0; i1<len1; i1++){
-let data5 = data4[i1];
-const _errs14 = errors;
-const _errs15 = errors;
-if(errors === _errs15){
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-let missing1;
-if(((data5.id === undefined) && (missing1 = "id")) || ((data5.value === undefined) && (missing1 = "value"))){
-validate23.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
-return false;
-}
-else {
-const _errs17 = errors;
-for(const key1 in data5){
-if(!((key1 === "id") || (key1 === "value"))){
-validate23.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs17 === errors){
-if(data5.id !== undefined){
-const _errs18 = errors;
-if(typeof data5.id !== "string"){
-validate23.errors = [{instancePath:instancePath+"/secrets/" + i1+"/id",schemaPath:"#/$defs/SecretValue/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs18 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data5.value !== undefined){
-const _errs20 = errors;
-if(typeof data5.value !== "string"){
-validate23.errors = [{instancePath:instancePath+"/secrets/" + i1+"/value",schemaPath:"#/$defs/SecretValue/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs20 === errors;
-}
-else {
-var valid6 = true;
-}
-}
-}
-}
-}
-else {
-validate23.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid4 = _errs14 === errors;
-if(!valid4){
-break;
-}
-}
-}
-else {
-validate23.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
-}
-}
-var valid0 = _errs12 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.user_id !== undefined){
-let data8 = data.user_id;
-const _errs22 = errors;
-if(errors === _errs22){
-if(typeof data8 === "string"){
-if(func1(data8) > 256){
-validate23.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-}
-else {
-validate23.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs22 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-else {
-validate23.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate23.errors = vErrors;
-return errors === 0;
-}
-validate23.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-request.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate22.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.tool_id === undefined) && (missing0 = "tool_id")){
-validate22.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((((key0 === "tool_id") || (key0 === "call_id")) || (key0 === "trace_id")) || (key0 === "input")) || (key0 === "context"))){
-validate22.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.tool_id !== undefined){
-let data0 = data.tool_id;
-const _errs2 = errors;
-const _errs3 = errors;
-if(errors === _errs3){
-if(typeof data0 === "string"){
-if(func1(data0) > 256){
-validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-else {
-if(!pattern5.test(data0)){
-validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
-return false;
-}
-}
-}
-else {
-validate22.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.call_id !== undefined){
-let data1 = data.call_id;
-const _errs5 = errors;
-if(errors === _errs5){
-if(typeof data1 === "string"){
-if(func1(data1) > 256){
-validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-else {
-if(func1(data1) < 1){
-validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
-return false;
-}
-}
-}
-else {
-validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs5 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.trace_id !== undefined){
-let data2 = data.trace_id;
-const _errs7 = errors;
-if(errors === _errs7){
-if(typeof data2 === "string"){
-if(func1(data2) > 256){
-validate22.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-}
-else {
-validate22.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-var valid0 = _errs7 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.input !== undefined){
-let data3 = data.input;
-const _errs9 = errors;
-if(errors === _errs9){
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-}
-else {
-validate22.errors = [{instancePath:instancePath+"/input",schemaPath:"#/properties/input/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-var valid0 = _errs9 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.context !== undefined){
-const _errs12 = errors;
-if(!(validate23(data.context, {instancePath:instancePath+"/context",parentData:data,parentDataProperty:"context",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
-errors = vErrors.length;
-}
-var valid0 = _errs12 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate22.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate22.errors = vErrors;
-return errors === 0;
-}
-validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-progress.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate21.evaluated;
@@ -465,38 +112,32 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if((data.request === undefined) && (missing0 = "request")){
+if((data.progress === undefined) && (missing0 = "progress")){
 validate21.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((key0 === "$schema") || (key0 === "request"))){
+if(!(((key0 === "progress") || (key0 === "total")) || (key0 === "message"))){
 validate21.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
 if(_errs1 === errors){
-if(data.$schema !== undefined){
-let data0 = data.$schema;
+if(data.progress !== undefined){
+let data0 = data.progress;
 const _errs2 = errors;
 if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) > 1024){
-validate21.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
-return false;
-}
-else {
-if(!pattern4.test(data0)){
-validate21.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/pattern",keyword:"pattern",params:{pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},message:"must match pattern \""+"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"+"\""}];
+if(typeof data0 == "number"){
+if(data0 < 0 || isNaN(data0)){
+validate21.errors = [{instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
-}
 else {
-validate21.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate21.errors = [{instancePath:instancePath+"/progress",schemaPath:"#/properties/progress/type",keyword:"type",params:{type: "number"},message:"must be number"}];
 return false;
 }
 }
@@ -506,16 +147,47 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.request !== undefined){
+if(data.total !== undefined){
+let data1 = data.total;
 const _errs4 = errors;
-if(!(validate22(data.request, {instancePath:instancePath+"/request",parentData:data,parentDataProperty:"request",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
-errors = vErrors.length;
+if(errors === _errs4){
+if(typeof data1 == "number"){
+if(data1 < 0 || isNaN(data1)){
+validate21.errors = [{instancePath:instancePath+"/total",schemaPath:"#/properties/total/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+else {
+validate21.errors = [{instancePath:instancePath+"/total",schemaPath:"#/properties/total/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
 }
 var valid0 = _errs4 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.message !== undefined){
+let data2 = data.message;
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 1000){
+validate21.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+return false;
+}
+}
+else {
+validate21.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -531,18 +203,17 @@ return errors === 0;
 }
 validate21.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _CallToolRequest = validate22;
+const _CallStatus = validate22;
+const schema33 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-status.json","type":"object","properties":{"call_id":{"type":"string","minLength":1},"status":{"type":"string","enum":["running","completed","cancelled"]},"progress":{"$ref":"call-progress.json"},"result":{"$ref":"call-tool-response.json"}},"required":["call_id","status"],"additionalProperties":false,"if":{"properties":{"status":{"const":"running"}}},"then":{"properties":{"result":false}},"else":{"required":["result"],"properties":{"result":true}}};
+const schema35 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-response.json","oneOf":[{"$ref":"#/$defs/Success"},{"$ref":"#/$defs/Failure"}],"$defs":{"CallId":{"type":"string","minLength":1},"Duration":{"type":"number","minimum":0},"Success":{"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":true},"value":{}},"required":["call_id","duration","success","value"],"additionalProperties":false},"Failure":{"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":false},"error":{"$ref":"tool-error.json"}},"required":["call_id","duration","success","error"],"additionalProperties":false}}};
+const schema36 = {"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":true},"value":{}},"required":["call_id","duration","success","value"],"additionalProperties":false};
+const schema37 = {"type":"string","minLength":1};
+const schema38 = {"type":"number","minimum":0};
 
-const _CallToolResponse = validate26;
-const schema38 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-response.json","oneOf":[{"$ref":"#/$defs/Success"},{"$ref":"#/$defs/Failure"}],"$defs":{"CallId":{"type":"string","minLength":1},"Duration":{"type":"number","minimum":0},"Success":{"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":true},"value":{}},"required":["call_id","duration","success","value"],"additionalProperties":false},"Failure":{"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":false},"error":{"$ref":"tool-error.json"}},"required":["call_id","duration","success","error"],"additionalProperties":false}}};
-const schema39 = {"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":true},"value":{}},"required":["call_id","duration","success","value"],"additionalProperties":false};
-const schema40 = {"type":"string","minLength":1};
-const schema41 = {"type":"number","minimum":0};
-
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate27.evaluated;
+const evaluated0 = validate24.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -553,14 +224,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((data.call_id === undefined) && (missing0 = "call_id")) || ((data.duration === undefined) && (missing0 = "duration"))) || ((data.success === undefined) && (missing0 = "success"))) || ((data.value === undefined) && (missing0 = "value"))){
-validate27.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate24.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((key0 === "call_id") || (key0 === "duration")) || (key0 === "success")) || (key0 === "value"))){
-validate27.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate24.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -573,12 +244,12 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(func1(data0) < 1){
-validate27.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate24.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate27.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate24.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -595,12 +266,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data1 == "number"){
 if(data1 < 0 || isNaN(data1)){
-validate27.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate24.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
 else {
-validate27.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+validate24.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/type",keyword:"type",params:{type: "number"},message:"must be number"}];
 return false;
 }
 }
@@ -613,7 +284,7 @@ if(valid0){
 if(data.success !== undefined){
 const _errs8 = errors;
 if(true !== data.success){
-validate27.errors = [{instancePath:instancePath+"/success",schemaPath:"#/properties/success/const",keyword:"const",params:{allowedValue: true},message:"must be equal to constant"}];
+validate24.errors = [{instancePath:instancePath+"/success",schemaPath:"#/properties/success/const",keyword:"const",params:{allowedValue: true},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs8 === errors;
@@ -627,22 +298,22 @@ var valid0 = true;
 }
 }
 else {
-validate27.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate24.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate27.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
-validate27.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate24.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const schema42 = {"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":false},"error":{"$ref":"tool-error.json"}},"required":["call_id","duration","success","error"],"additionalProperties":false};
-const schema45 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-error.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"can_retry":{"type":"boolean"},"additional_prompt_content":{"type":"string"},"retry_after_ms":{"type":"integer","minimum":0}},"required":["message"],"additionalProperties":false};
+const schema39 = {"type":"object","properties":{"call_id":{"$ref":"#/$defs/CallId"},"duration":{"$ref":"#/$defs/Duration"},"success":{"const":false},"error":{"$ref":"tool-error.json"}},"required":["call_id","duration","success","error"],"additionalProperties":false};
+const schema42 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-error.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"can_retry":{"type":"boolean"},"additional_prompt_content":{"type":"string"},"retry_after_ms":{"type":"integer","minimum":0}},"required":["message"],"additionalProperties":false};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate29.evaluated;
+const evaluated0 = validate26.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -653,14 +324,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((data.call_id === undefined) && (missing0 = "call_id")) || ((data.duration === undefined) && (missing0 = "duration"))) || ((data.success === undefined) && (missing0 = "success"))) || ((data.error === undefined) && (missing0 = "error"))){
-validate29.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate26.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((((key0 === "call_id") || (key0 === "duration")) || (key0 === "success")) || (key0 === "error"))){
-validate29.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate26.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -673,12 +344,12 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(func1(data0) < 1){
-validate29.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate26.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate26.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/$defs/CallId/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -695,12 +366,12 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data1 == "number"){
 if(data1 < 0 || isNaN(data1)){
-validate29.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate26.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+validate26.errors = [{instancePath:instancePath+"/duration",schemaPath:"#/$defs/Duration/type",keyword:"type",params:{type: "number"},message:"must be number"}];
 return false;
 }
 }
@@ -713,7 +384,7 @@ if(valid0){
 if(data.success !== undefined){
 const _errs8 = errors;
 if(false !== data.success){
-validate29.errors = [{instancePath:instancePath+"/success",schemaPath:"#/properties/success/const",keyword:"const",params:{allowedValue: false},message:"must be equal to constant"}];
+validate26.errors = [{instancePath:instancePath+"/success",schemaPath:"#/properties/success/const",keyword:"const",params:{allowedValue: false},message:"must be equal to constant"}];
 return false;
 }
 var valid0 = _errs8 === errors;
@@ -730,14 +401,14 @@ if(errors === _errs10){
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 let missing1;
 if((data3.message === undefined) && (missing1 = "message")){
-validate29.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate26.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 const _errs12 = errors;
 for(const key1 in data3){
 if(!(((((key1 === "message") || (key1 === "developer_message")) || (key1 === "can_retry")) || (key1 === "additional_prompt_content")) || (key1 === "retry_after_ms"))){
-validate29.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate26.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -746,7 +417,7 @@ if(_errs12 === errors){
 if(data3.message !== undefined){
 const _errs13 = errors;
 if(typeof data3.message !== "string"){
-validate29.errors = [{instancePath:instancePath+"/error/message",schemaPath:"tool-error.json/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate26.errors = [{instancePath:instancePath+"/error/message",schemaPath:"tool-error.json/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs13 === errors;
@@ -758,7 +429,7 @@ if(valid4){
 if(data3.developer_message !== undefined){
 const _errs15 = errors;
 if(typeof data3.developer_message !== "string"){
-validate29.errors = [{instancePath:instancePath+"/error/developer_message",schemaPath:"tool-error.json/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate26.errors = [{instancePath:instancePath+"/error/developer_message",schemaPath:"tool-error.json/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs15 === errors;
@@ -770,7 +441,7 @@ if(valid4){
 if(data3.can_retry !== undefined){
 const _errs17 = errors;
 if(typeof data3.can_retry !== "boolean"){
-validate29.errors = [{instancePath:instancePath+"/error/can_retry",schemaPath:"tool-error.json/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate26.errors = [{instancePath:instancePath+"/error/can_retry",schemaPath:"tool-error.json/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid4 = _errs17 === errors;
@@ -782,7 +453,7 @@ if(valid4){
 if(data3.additional_prompt_content !== undefined){
 const _errs19 = errors;
 if(typeof data3.additional_prompt_content !== "string"){
-validate29.errors = [{instancePath:instancePath+"/error/additional_prompt_content",schemaPath:"tool-error.json/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate26.errors = [{instancePath:instancePath+"/error/additional_prompt_content",schemaPath:"tool-error.json/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid4 = _errs19 === errors;
@@ -795,13 +466,13 @@ if(data3.retry_after_ms !== undefined){
 let data8 = data3.retry_after_ms;
 const _errs21 = errors;
 if(!((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8)))){
-validate29.errors = [{instancePath:instancePath+"/error/retry_after_ms",schemaPath:"tool-error.json/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate26.errors = [{instancePath:instancePath+"/error/retry_after_ms",schemaPath:"tool-error.json/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs21){
 if(typeof data8 == "number"){
 if(data8 < 0 || isNaN(data8)){
-validate29.errors = [{instancePath:instancePath+"/error/retry_after_ms",schemaPath:"tool-error.json/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate26.errors = [{instancePath:instancePath+"/error/retry_after_ms",schemaPath:"tool-error.json/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -819,7 +490,7 @@ var valid4 = true;
 }
 }
 else {
-validate29.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate26.errors = [{instancePath:instancePath+"/error",schemaPath:"tool-error.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -835,21 +506,21 @@ var valid0 = true;
 }
 }
 else {
-validate29.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate26.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate29.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
-validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate26.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate26.evaluated;
+const evaluated0 = validate23.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -860,8 +531,8 @@ const _errs0 = errors;
 let valid0 = false;
 let passing0 = null;
 const _errs1 = errors;
-if(!(validate27(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate27.errors : vErrors.concat(validate27.errors);
+if(!(validate24(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate24.errors : vErrors.concat(validate24.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs1 === errors;
@@ -871,8 +542,8 @@ passing0 = 0;
 var props0 = true;
 }
 const _errs2 = errors;
-if(!(validate29(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate29.errors : vErrors.concat(validate29.errors);
+if(!(validate26(data, {instancePath,parentData,parentDataProperty,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 var _valid0 = _errs2 === errors;
@@ -898,7 +569,7 @@ else {
 vErrors.push(err0);
 }
 errors++;
-validate26.errors = vErrors;
+validate23.errors = vErrors;
 return false;
 }
 else {
@@ -912,17 +583,292 @@ vErrors = null;
 }
 }
 }
-validate26.errors = vErrors;
+validate23.errors = vErrors;
 evaluated0.props = props0;
 return errors === 0;
 }
-validate26.evaluated = {"dynamicProps":true,"dynamicItems":false};
+validate23.evaluated = {"dynamicProps":true,"dynamicItems":false};
 
-const _CallToolResultEnvelope = validate31;
-const schema46 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-result-envelope.json","type":"object","properties":{"$schema":{"type":"string"},"result":{"$ref":"call-tool-response.json"}},"required":["$schema","result"],"additionalProperties":false};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-status.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate22.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs1 = errors;
+let valid0 = true;
+const _errs2 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.status !== undefined){
+if("running" !== data.status){
+const err0 = {};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+}
+var _valid0 = _errs2 === errors;
+errors = _errs1;
+if(vErrors !== null){
+if(_errs1){
+vErrors.length = _errs1;
+}
+else {
+vErrors = null;
+}
+}
+let ifClause0;
+if(_valid0){
+const _errs4 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.result !== undefined){
+validate22.errors = [{instancePath:instancePath+"/result",schemaPath:"#/then/properties/result/false schema",keyword:"false schema",params:{},message:"boolean schema is false"}];
+return false;
+}
+}
+var _valid0 = _errs4 === errors;
+valid0 = _valid0;
+if(valid0){
+var props0 = {};
+props0.result = true;
+props0.status = true;
+}
+ifClause0 = "then";
+}
+else {
+const _errs5 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.result === undefined) && (missing0 = "result")){
+validate22.errors = [{instancePath,schemaPath:"#/else/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+}
+var _valid0 = _errs5 === errors;
+valid0 = _valid0;
+if(valid0){
+if(props0 !== true){
+props0 = props0 || {};
+props0.result = true;
+}
+}
+ifClause0 = "else";
+}
+if(!valid0){
+const err1 = {instancePath,schemaPath:"#/if",keyword:"if",params:{failingKeyword: ifClause0},message:"must match \""+ifClause0+"\" schema"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+validate22.errors = vErrors;
+return false;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing1;
+if(((data.call_id === undefined) && (missing1 = "call_id")) || ((data.status === undefined) && (missing1 = "status"))){
+validate22.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+const _errs6 = errors;
+for(const key0 in data){
+if(!((((key0 === "call_id") || (key0 === "status")) || (key0 === "progress")) || (key0 === "result"))){
+validate22.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs6 === errors){
+if(data.call_id !== undefined){
+let data2 = data.call_id;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(func1(data2) < 1){
+validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate22.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs7 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data.status !== undefined){
+let data3 = data.status;
+const _errs9 = errors;
+if(typeof data3 !== "string"){
+validate22.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data3 === "running") || (data3 === "completed")) || (data3 === "cancelled"))){
+validate22.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema33.properties.status.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid3 = _errs9 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data.progress !== undefined){
+let data4 = data.progress;
+const _errs11 = errors;
+const _errs12 = errors;
+if(errors === _errs12){
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+let missing2;
+if((data4.progress === undefined) && (missing2 = "progress")){
+validate22.errors = [{instancePath:instancePath+"/progress",schemaPath:"call-progress.json/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+const _errs14 = errors;
+for(const key1 in data4){
+if(!(((key1 === "progress") || (key1 === "total")) || (key1 === "message"))){
+validate22.errors = [{instancePath:instancePath+"/progress",schemaPath:"call-progress.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs14 === errors){
+if(data4.progress !== undefined){
+let data5 = data4.progress;
+const _errs15 = errors;
+if(errors === _errs15){
+if(typeof data5 == "number"){
+if(data5 < 0 || isNaN(data5)){
+validate22.errors = [{instancePath:instancePath+"/progress/progress",schemaPath:"call-progress.json/properties/progress/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+else {
+validate22.errors = [{instancePath:instancePath+"/progress/progress",schemaPath:"call-progress.json/properties/progress/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid5 = _errs15 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data4.total !== undefined){
+let data6 = data4.total;
+const _errs17 = errors;
+if(errors === _errs17){
+if(typeof data6 == "number"){
+if(data6 < 0 || isNaN(data6)){
+validate22.errors = [{instancePath:instancePath+"/progress/total",schemaPath:"call-progress.json/properties/total/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+else {
+validate22.errors = [{instancePath:instancePath+"/progress/total",schemaPath:"call-progress.json/properties/total/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid5 = _errs17 === errors;
+}
+else {
+var valid5 = true;
+}
+if(valid5){
+if(data4.message !== undefined){
+let data7 = data4.message;
+const _errs19 = errors;
+if(errors === _errs19){
+if(typeof data7 === "string"){
+if(func1(data7) > 1000){
+validate22.errors = [{instancePath:instancePath+"/progress/message",schemaPath:"call-progress.json/properties/message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+return false;
+}
+}
+else {
+validate22.errors = [{instancePath:instancePath+"/progress/message",schemaPath:"call-progress.json/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid5 = _errs19 === errors;
+}
+else {
+var valid5 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate22.errors = [{instancePath:instancePath+"/progress",schemaPath:"call-progress.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid3 = _errs11 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data.result !== undefined){
+const _errs21 = errors;
+if(!(validate23(data.result, {instancePath:instancePath+"/result",parentData:data,parentDataProperty:"result",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+errors = vErrors.length;
+}
+var valid3 = _errs21 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate22.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate22.errors = vErrors;
+return errors === 0;
+}
+validate22.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _CallToolEnvelope = validate29;
+const schema43 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json","type":"object","properties":{"$schema":{"type":"string","maxLength":1024,"pattern":"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},"request":{"$ref":"call-tool-request.json"}},"required":["request"],"additionalProperties":false};
+const pattern4 = new RegExp("^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$", "u");
+const schema44 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-request.json","type":"object","properties":{"tool_id":{"$ref":"tool-id.json"},"call_id":{"type":"string","minLength":1,"maxLength":256},"trace_id":{"type":"string","maxLength":256},"input":{"type":"object","additionalProperties":true},"context":{"$ref":"#/$defs/Context"}},"required":["tool_id"],"additionalProperties":false,"$defs":{"Context":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true},"AuthorizationToken":{"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false},"SecretValue":{"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false}}};
+const schema45 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-id.json","type":"string","maxLength":256,"pattern":"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"};
+const pattern5 = new RegExp("^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$", "u");
+const schema46 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationToken"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretValue"}},"user_id":{"type":"string","maxLength":256}},"additionalProperties":true};
+const schema47 = {"type":"object","properties":{"id":{"type":"string"},"token":{"type":"string"}},"required":["id","token"],"additionalProperties":false};
+const schema48 = {"type":"object","properties":{"id":{"type":"string"},"value":{"type":"string"}},"required":["id","value"],"additionalProperties":false};
 
 function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-result-envelope.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate31.evaluated;
@@ -934,84 +880,6 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if(((data.$schema === undefined) && (missing0 = "$schema")) || ((data.result === undefined) && (missing0 = "result"))){
-validate31.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!((key0 === "$schema") || (key0 === "result"))){
-validate31.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.$schema !== undefined){
-const _errs2 = errors;
-if(typeof data.$schema !== "string"){
-validate31.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.result !== undefined){
-const _errs4 = errors;
-if(!(validate26(data.result, {instancePath:instancePath+"/result",parentData:data,parentDataProperty:"result",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
-errors = vErrors.length;
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-else {
-validate31.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate31.errors = vErrors;
-return errors === 0;
-}
-validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const _ServerErrorResponse = validate33;
-const schema47 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
-const schema48 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
-const schema49 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
-
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate34.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-const _errs1 = errors;
-for(const key0 in data){
-if(!((key0 === "authorization") || (key0 === "user_id"))){
-validate34.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
 if(data.authorization !== undefined){
 let data0 = data.authorization;
 const _errs2 = errors;
@@ -1026,34 +894,25 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
-if(((data1.id === undefined) && (missing0 = "id")) || ((data1.url === undefined) && (missing0 = "url"))){
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+if(((data1.id === undefined) && (missing0 = "id")) || ((data1.token === undefined) && (missing0 = "token"))){
+validate31.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
-for(const key1 in data1){
-if(!(((key1 === "id") || (key1 === "url")) || (key1 === "check_url"))){
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+for(const key0 in data1){
+if(!((key0 === "id") || (key0 === "token"))){
+validate31.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
 if(_errs7 === errors){
 if(data1.id !== undefined){
-let data2 = data1.id;
 const _errs8 = errors;
-if(errors === _errs8){
-if(typeof data2 === "string"){
-if(func1(data2) < 1){
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+if(typeof data1.id !== "string"){
+validate31.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationToken/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
-}
-}
-else {
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
 }
 var valid3 = _errs8 === errors;
 }
@@ -1061,44 +920,23 @@ else {
 var valid3 = true;
 }
 if(valid3){
-if(data1.url !== undefined){
+if(data1.token !== undefined){
 const _errs10 = errors;
-if(errors === _errs10){
-if(errors === _errs10){
-if(!(typeof data1.url === "string")){
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(typeof data1.token !== "string"){
+validate31.errors = [{instancePath:instancePath+"/authorization/" + i0+"/token",schemaPath:"#/$defs/AuthorizationToken/properties/token/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
-}
-}
 }
 var valid3 = _errs10 === errors;
 }
 else {
 var valid3 = true;
 }
-if(valid3){
-if(data1.check_url !== undefined){
-const _errs12 = errors;
-if(errors === _errs12){
-if(errors === _errs12){
-if(!(typeof data1.check_url === "string")){
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-}
-var valid3 = _errs12 === errors;
-}
-else {
-var valid3 = true;
-}
-}
 }
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate31.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationToken/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1109,7 +947,7 @@ break;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate31.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1119,16 +957,405 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.user_id !== undefined){
+if(data.secrets !== undefined){
+let data4 = data.secrets;
+const _errs12 = errors;
+if(errors === _errs12){
+if(Array.isArray(data4)){
+var valid4 = true;
+const len1 = data4.length;
+for(let i1=0; i1<len1; i1++){
+let data5 = data4[i1];
 const _errs14 = errors;
-if(typeof data.user_id !== "boolean"){
-validate34.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+const _errs15 = errors;
+if(errors === _errs15){
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+let missing1;
+if(((data5.id === undefined) && (missing1 = "id")) || ((data5.value === undefined) && (missing1 = "value"))){
+validate31.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
-var valid0 = _errs14 === errors;
+else {
+const _errs17 = errors;
+for(const key1 in data5){
+if(!((key1 === "id") || (key1 === "value"))){
+validate31.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs17 === errors){
+if(data5.id !== undefined){
+const _errs18 = errors;
+if(typeof data5.id !== "string"){
+validate31.errors = [{instancePath:instancePath+"/secrets/" + i1+"/id",schemaPath:"#/$defs/SecretValue/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid6 = _errs18 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data5.value !== undefined){
+const _errs20 = errors;
+if(typeof data5.value !== "string"){
+validate31.errors = [{instancePath:instancePath+"/secrets/" + i1+"/value",schemaPath:"#/$defs/SecretValue/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid6 = _errs20 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+else {
+validate31.errors = [{instancePath:instancePath+"/secrets/" + i1,schemaPath:"#/$defs/SecretValue/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid4 = _errs14 === errors;
+if(!valid4){
+break;
+}
+}
+}
+else {
+validate31.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs12 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.user_id !== undefined){
+let data8 = data.user_id;
+const _errs22 = errors;
+if(errors === _errs22){
+if(typeof data8 === "string"){
+if(func1(data8) > 256){
+validate31.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
+validate31.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs22 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate31.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate31.errors = vErrors;
+return errors === 0;
+}
+validate31.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-request.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate30.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.tool_id === undefined) && (missing0 = "tool_id")){
+validate30.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((key0 === "tool_id") || (key0 === "call_id")) || (key0 === "trace_id")) || (key0 === "input")) || (key0 === "context"))){
+validate30.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.tool_id !== undefined){
+let data0 = data.tool_id;
+const _errs2 = errors;
+const _errs3 = errors;
+if(errors === _errs3){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate30.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(!pattern5.test(data0)){
+validate30.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate30.errors = [{instancePath:instancePath+"/tool_id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.call_id !== undefined){
+let data1 = data.call_id;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data1 === "string"){
+if(func1(data1) > 256){
+validate30.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data1) < 1){
+validate30.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate30.errors = [{instancePath:instancePath+"/call_id",schemaPath:"#/properties/call_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.trace_id !== undefined){
+let data2 = data.trace_id;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+validate30.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+}
+else {
+validate30.errors = [{instancePath:instancePath+"/trace_id",schemaPath:"#/properties/trace_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.input !== undefined){
+let data3 = data.input;
+const _errs9 = errors;
+if(errors === _errs9){
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+validate30.errors = [{instancePath:instancePath+"/input",schemaPath:"#/properties/input/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs9 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.context !== undefined){
+const _errs12 = errors;
+if(!(validate31(data.context, {instancePath:instancePath+"/context",parentData:data,parentDataProperty:"context",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
+errors = vErrors.length;
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate30.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate30.errors = vErrors;
+return errors === 0;
+}
+validate30.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-envelope.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate29.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.request === undefined) && (missing0 = "request")){
+validate29.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "$schema") || (key0 === "request"))){
+validate29.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.$schema !== undefined){
+let data0 = data.$schema;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 1024){
+validate29.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+return false;
+}
+else {
+if(!pattern4.test(data0)){
+validate29.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/pattern",keyword:"pattern",params:{pattern: "^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"},message:"must match pattern \""+"^(urn:oxp:1\\.0|otc://1\\.0|https?://[^/?#]+(/[^?#]*)?/1\\.0/openapi\\.json([?#].*)?)$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate29.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.request !== undefined){
+const _errs4 = errors;
+if(!(validate30(data.request, {instancePath:instancePath+"/request",parentData:data,parentDataProperty:"request",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+errors = vErrors.length;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate29.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate29.errors = vErrors;
+return errors === 0;
+}
+validate29.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _CallToolRequest = validate30;
+
+const _CallToolResponse = validate23;
+
+const _CallToolResultEnvelope = validate34;
+const schema49 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/call-tool-result-envelope.json","type":"object","properties":{"$schema":{"type":"string"},"result":{"$ref":"call-tool-response.json"}},"required":["$schema","result"],"additionalProperties":false};
+
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/call-tool-result-envelope.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate34.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.$schema === undefined) && (missing0 = "$schema")) || ((data.result === undefined) && (missing0 = "result"))){
+validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "$schema") || (key0 === "result"))){
+validate34.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.$schema !== undefined){
+const _errs2 = errors;
+if(typeof data.$schema !== "string"){
+validate34.errors = [{instancePath:instancePath+"/$schema",schemaPath:"#/properties/%24schema/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.result !== undefined){
+const _errs4 = errors;
+if(!(validate23(data.result, {instancePath:instancePath+"/result",parentData:data,parentDataProperty:"result",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+errors = vErrors.length;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -1143,89 +1370,13 @@ return errors === 0;
 }
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/server-error-response.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate33.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.message === undefined) && (missing0 = "message")){
-validate33.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((key0 === "message") || (key0 === "developer_message")) || (key0 === "missing_requirements"))){
-validate33.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.message !== undefined){
-const _errs2 = errors;
-if(typeof data.message !== "string"){
-validate33.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs2 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.developer_message !== undefined){
-const _errs4 = errors;
-if(typeof data.developer_message !== "string"){
-validate33.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.missing_requirements !== undefined){
-const _errs6 = errors;
-if(!(validate34(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
-errors = vErrors.length;
-}
-var valid0 = _errs6 === errors;
-}
-else {
-var valid0 = true;
-}
-}
-}
-}
-}
-}
-else {
-validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate33.errors = vErrors;
-return errors === 0;
-}
-validate33.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const _ToolAuthorizationChallenge = validate36;
+const _DiscoveryDocument = validate36;
+const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true}},"required":["oxp_versions","extensions"],"additionalProperties":false};
+const pattern6 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const pattern7 = new RegExp("^[a-z][a-z0-9-]{0,63}$", "u");
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/discovery-document.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate36.evaluated;
@@ -1238,32 +1389,76 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.id === undefined) && (missing0 = "id")) || ((data.url === undefined) && (missing0 = "url"))){
+if(((data.oxp_versions === undefined) && (missing0 = "oxp_versions")) || ((data.extensions === undefined) && (missing0 = "extensions"))){
 validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((key0 === "id") || (key0 === "url")) || (key0 === "check_url"))){
+if(!((key0 === "oxp_versions") || (key0 === "extensions"))){
 validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
 if(_errs1 === errors){
-if(data.id !== undefined){
-let data0 = data.id;
+if(data.oxp_versions !== undefined){
+let data0 = data.oxp_versions;
 const _errs2 = errors;
 if(errors === _errs2){
-if(typeof data0 === "string"){
-if(func1(data0) < 1){
-validate36.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+if(Array.isArray(data0)){
+if(data0.length < 1){
+validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs4 = errors;
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!pattern6.test(data1)){
+validate36.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate36.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+if(valid1){
+let i1 = data0.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data0[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1273,37 +1468,63 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.url !== undefined){
-const _errs4 = errors;
-if(errors === _errs4){
-if(errors === _errs4){
-if(!(typeof data.url === "string")){
-validate36.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-}
-var valid0 = _errs4 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.check_url !== undefined){
+if(data.extensions !== undefined){
+let data2 = data.extensions;
 const _errs6 = errors;
 if(errors === _errs6){
-if(errors === _errs6){
-if(!(typeof data.check_url === "string")){
-validate36.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(Array.isArray(data2)){
+var valid3 = true;
+const len1 = data2.length;
+for(let i2=0; i2<len1; i2++){
+let data3 = data2[i2];
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data3 === "string"){
+if(!pattern7.test(data3)){
+validate36.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]{0,63}$"},message:"must match pattern \""+"^[a-z][a-z0-9-]{0,63}$"+"\""}];
 return false;
 }
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs8 === errors;
+if(!valid3){
+break;
+}
+}
+if(valid3){
+let i3 = data2.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data2[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+validate36.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+return false;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
 }
 }
 var valid0 = _errs6 === errors;
 }
 else {
 var valid0 = true;
-}
 }
 }
 }
@@ -1319,20 +1540,12 @@ return errors === 0;
 }
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolDefinition = validate37;
-const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true}}};
-const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
-const schema54 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
-const schema55 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
-const pattern7 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
-const pattern8 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
-const pattern9 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
-const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
-const schema57 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
-const schema58 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
+const _ServerErrorResponse = validate37;
+const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
+const schema52 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
+const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
 
 function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-requirements.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate38.evaluated;
@@ -1346,7 +1559,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((key0 === "authorization") || (key0 === "secrets")) || (key0 === "user_id"))){
+if(!((key0 === "authorization") || (key0 === "user_id"))){
 validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1367,15 +1580,15 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
-if((data1.id === undefined) && (missing0 = "id")){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+if(((data1.id === undefined) && (missing0 = "id")) || ((data1.url === undefined) && (missing0 = "url"))){
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
 for(const key1 in data1){
-if(!((key1 === "id") || (key1 === "oauth2"))){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+if(!(((key1 === "id") || (key1 === "url")) || (key1 === "check_url"))){
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1387,12 +1600,538 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs8 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.url !== undefined){
+const _errs10 = errors;
+if(errors === _errs10){
+if(errors === _errs10){
+if(!(typeof data1.url === "string")){
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid3 = _errs10 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.check_url !== undefined){
+const _errs12 = errors;
+if(errors === _errs12){
+if(errors === _errs12){
+if(!(typeof data1.check_url === "string")){
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid3 = _errs12 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.user_id !== undefined){
+const _errs14 = errors;
+if(typeof data.user_id !== "boolean"){
+validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/server-error-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.message === undefined) && (missing0 = "message")){
+validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "message") || (key0 === "developer_message")) || (key0 === "missing_requirements"))){
+validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.message !== undefined){
+const _errs2 = errors;
+if(typeof data.message !== "string"){
+validate37.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.developer_message !== undefined){
+const _errs4 = errors;
+if(typeof data.developer_message !== "string"){
+validate37.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.missing_requirements !== undefined){
+const _errs6 = errors;
+if(!(validate38(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+errors = vErrors.length;
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ToolAnnotations = validate40;
+const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-annotations.json","type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"read_only":{"type":"boolean"},"destructive":{"type":"boolean"},"idempotent":{"type":"boolean"},"open_world":{"type":"boolean"}},"additionalProperties":false,"not":{"required":["read_only","destructive"],"properties":{"read_only":{"const":true},"destructive":{"const":true}}}};
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-annotations.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+const _errs1 = errors;
+const _errs2 = errors;
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.read_only === undefined) && (missing0 = "read_only")) || ((data.destructive === undefined) && (missing0 = "destructive"))){
+const err0 = {};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+else {
+if(data.read_only !== undefined){
+const _errs3 = errors;
+if(true !== data.read_only){
+const err1 = {};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var valid1 = _errs3 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data.destructive !== undefined){
+const _errs4 = errors;
+if(true !== data.destructive){
+const err2 = {};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+var valid1 = _errs4 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+var valid0 = _errs2 === errors;
+if(valid0){
+validate40.errors = [{instancePath,schemaPath:"#/not",keyword:"not",params:{},message:"must NOT be valid"}];
+return false;
+}
+else {
+errors = _errs1;
+if(vErrors !== null){
+if(_errs1){
+vErrors.length = _errs1;
+}
+else {
+vErrors = null;
+}
+}
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+const _errs5 = errors;
+for(const key0 in data){
+if(!(((((key0 === "title") || (key0 === "read_only")) || (key0 === "destructive")) || (key0 === "idempotent")) || (key0 === "open_world"))){
+validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs5 === errors){
+if(data.title !== undefined){
+let data2 = data.title;
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 200){
+validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid2 = _errs6 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.read_only !== undefined){
+const _errs8 = errors;
+if(typeof data.read_only !== "boolean"){
+validate40.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid2 = _errs8 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.destructive !== undefined){
+const _errs10 = errors;
+if(typeof data.destructive !== "boolean"){
+validate40.errors = [{instancePath:instancePath+"/destructive",schemaPath:"#/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid2 = _errs10 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.idempotent !== undefined){
+const _errs12 = errors;
+if(typeof data.idempotent !== "boolean"){
+validate40.errors = [{instancePath:instancePath+"/idempotent",schemaPath:"#/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid2 = _errs12 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data.open_world !== undefined){
+const _errs14 = errors;
+if(typeof data.open_world !== "boolean"){
+validate40.errors = [{instancePath:instancePath+"/open_world",schemaPath:"#/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid2 = _errs14 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate40.errors = vErrors;
+return errors === 0;
+}
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ToolAuthorizationChallenge = validate41;
+
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate41.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.id === undefined) && (missing0 = "id")) || ((data.url === undefined) && (missing0 = "url"))){
+validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "id") || (key0 === "url")) || (key0 === "check_url"))){
+validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.id !== undefined){
+let data0 = data.id;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) < 1){
+validate41.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate41.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.url !== undefined){
+const _errs4 = errors;
+if(errors === _errs4){
+if(errors === _errs4){
+if(!(typeof data.url === "string")){
+validate41.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.check_url !== undefined){
+const _errs6 = errors;
+if(errors === _errs6){
+if(errors === _errs6){
+if(!(typeof data.check_url === "string")){
+validate41.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ToolDefinition = validate42;
+const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true}}};
+const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
+const schema59 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
+const schema60 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
+const func16 = Object.prototype.hasOwnProperty;
+const pattern9 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
+const pattern10 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
+const pattern11 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
+const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
+const schema62 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
+const schema63 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
+
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-requirements.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate43.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "authorization") || (key0 === "secrets")) || (key0 === "user_id"))){
+validate43.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.authorization !== undefined){
+let data0 = data.authorization;
+const _errs2 = errors;
+if(errors === _errs2){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs4 = errors;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing0;
+if((data1.id === undefined) && (missing0 = "id")){
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs7 = errors;
+for(const key1 in data1){
+if(!((key1 === "id") || (key1 === "oauth2"))){
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs7 === errors){
+if(data1.id !== undefined){
+let data2 = data1.id;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data2 === "string"){
+if(func1(data2) < 1){
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1410,7 +2149,7 @@ if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 const _errs12 = errors;
 for(const key2 in data3){
 if(!(key2 === "scopes")){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1426,7 +2165,7 @@ const len1 = data4.length;
 for(let i1=0; i1<len1; i1++){
 const _errs15 = errors;
 if(typeof data4[i1] !== "string"){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid5 = _errs15 === errors;
@@ -1436,7 +2175,7 @@ break;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1444,7 +2183,7 @@ return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1458,7 +2197,7 @@ var valid3 = true;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1469,7 +2208,7 @@ break;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1494,14 +2233,14 @@ if(errors === _errs20){
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 let missing1;
 if((data7.id === undefined) && (missing1 = "id")){
-validate38.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 const _errs22 = errors;
 for(const key3 in data7){
 if(!(key3 === "id")){
-validate38.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1513,12 +2252,12 @@ const _errs23 = errors;
 if(errors === _errs23){
 if(typeof data8 === "string"){
 if(func1(data8) < 1){
-validate38.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1527,7 +2266,7 @@ return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1538,7 +2277,7 @@ break;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1551,7 +2290,7 @@ if(valid0){
 if(data.user_id !== undefined){
 const _errs25 = errors;
 if(typeof data.user_id !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs25 === errors;
@@ -1564,21 +2303,21 @@ var valid0 = true;
 }
 }
 else {
-validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate38.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-definition.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1589,14 +2328,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((((data.id === undefined) && (missing0 = "id")) || ((data.name === undefined) && (missing0 = "name"))) || ((data.description === undefined) && (missing0 = "description"))) || ((data.version === undefined) && (missing0 = "version"))) || ((data.input_schema === undefined) && (missing0 = "input_schema"))) || ((data.output_schema === undefined) && (missing0 = "output_schema"))){
-validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "id") || (key0 === "name")) || (key0 === "description")) || (key0 === "version")) || (key0 === "input_schema")) || (key0 === "output_schema")) || (key0 === "requirements"))){
-validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+if(!(func16.call(schema56.properties, key0))){
+validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1609,30 +2348,30 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(func1(data0) > 256){
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
 }
 else {
 if(!pattern5.test(data0)){
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
 return false;
 }
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(errors === _errs2){
 if(typeof data0 === "string"){
-if(!pattern7.test(data0)){
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
+if(!pattern9.test(data0)){
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1647,13 +2386,13 @@ let data1 = data.name;
 const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data1 === "string"){
-if(!pattern8.test(data1)){
-validate37.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+if(!pattern10.test(data1)){
+validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1669,12 +2408,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate37.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1690,13 +2429,13 @@ const _errs10 = errors;
 const _errs11 = errors;
 if(errors === _errs11){
 if(typeof data3 === "string"){
-if(!pattern9.test(data3)){
-validate37.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+if(!pattern11.test(data3)){
+validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1758,7 +2497,7 @@ else {
 vErrors.push(err2);
 }
 errors++;
-validate37.errors = vErrors;
+validate42.errors = vErrors;
 return false;
 break;
 }
@@ -1776,20 +2515,20 @@ if(errors === _errs23){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 let missing1;
 if((data6.description === undefined) && (missing1 = "description")){
-validate37.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data6.description !== undefined){
 if(typeof data6.description !== "string"){
-validate37.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1800,7 +2539,7 @@ break;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1808,7 +2547,7 @@ return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1823,7 +2562,7 @@ let data8 = data.output_schema;
 const _errs27 = errors;
 const _errs28 = errors;
 if((!(data8 && typeof data8 == "object" && !Array.isArray(data8))) && (data8 !== null)){
-validate37.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema55.type},message:"must be object,null"}];
+validate42.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema60.type},message:"must be object,null"}];
 return false;
 }
 if(errors === _errs28){
@@ -1874,7 +2613,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate37.errors = vErrors;
+validate42.errors = vErrors;
 return false;
 break;
 }
@@ -1889,8 +2628,8 @@ var valid0 = true;
 if(valid0){
 if(data.requirements !== undefined){
 const _errs34 = errors;
-if(!(validate38(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate43(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs34 === errors;
@@ -1898,119 +2637,204 @@ var valid0 = _errs34 === errors;
 else {
 var valid0 = true;
 }
-}
-}
-}
-}
-}
-}
-}
-}
-}
-else {
-validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate37.errors = vErrors;
-return errors === 0;
-}
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const _ToolError = validate40;
-
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-error.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate40.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.message === undefined) && (missing0 = "message")){
-validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
+if(valid0){
+if(data.annotations !== undefined){
+let data10 = data.annotations;
+const _errs35 = errors;
+const _errs36 = errors;
+const _errs38 = errors;
+const _errs39 = errors;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+let missing2;
+if(((data10.read_only === undefined) && (missing2 = "read_only")) || ((data10.destructive === undefined) && (missing2 = "destructive"))){
+const err6 = {};
+if(vErrors === null){
+vErrors = [err6];
 }
 else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(((((key0 === "message") || (key0 === "developer_message")) || (key0 === "can_retry")) || (key0 === "additional_prompt_content")) || (key0 === "retry_after_ms"))){
-validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+if(data10.read_only !== undefined){
+const _errs40 = errors;
+if(true !== data10.read_only){
+const err7 = {};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var valid14 = _errs40 === errors;
+}
+else {
+var valid14 = true;
+}
+if(valid14){
+if(data10.destructive !== undefined){
+const _errs41 = errors;
+if(true !== data10.destructive){
+const err8 = {};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+var valid14 = _errs41 === errors;
+}
+else {
+var valid14 = true;
+}
+}
+}
+}
+var valid13 = _errs39 === errors;
+if(valid13){
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
+return false;
+}
+else {
+errors = _errs38;
+if(vErrors !== null){
+if(_errs38){
+vErrors.length = _errs38;
+}
+else {
+vErrors = null;
+}
+}
+}
+if(errors === _errs36){
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+const _errs42 = errors;
+for(const key4 in data10){
+if(!(((((key4 === "title") || (key4 === "read_only")) || (key4 === "destructive")) || (key4 === "idempotent")) || (key4 === "open_world"))){
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
 return false;
 break;
 }
 }
-if(_errs1 === errors){
-if(data.message !== undefined){
-const _errs2 = errors;
-if(typeof data.message !== "string"){
-validate40.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(_errs42 === errors){
+if(data10.title !== undefined){
+let data13 = data10.title;
+const _errs43 = errors;
+if(errors === _errs43){
+if(typeof data13 === "string"){
+if(func1(data13) > 200){
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
-var valid0 = _errs2 === errors;
+else {
+if(func1(data13) < 1){
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid15 = _errs43 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data10.read_only !== undefined){
+const _errs45 = errors;
+if(typeof data10.read_only !== "boolean"){
+validate42.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs45 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data10.destructive !== undefined){
+const _errs47 = errors;
+if(typeof data10.destructive !== "boolean"){
+validate42.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs47 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data10.idempotent !== undefined){
+const _errs49 = errors;
+if(typeof data10.idempotent !== "boolean"){
+validate42.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs49 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data10.open_world !== undefined){
+const _errs51 = errors;
+if(typeof data10.open_world !== "boolean"){
+validate42.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs51 === errors;
+}
+else {
+var valid15 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs35 === errors;
 }
 else {
 var valid0 = true;
 }
 if(valid0){
-if(data.developer_message !== undefined){
-const _errs4 = errors;
-if(typeof data.developer_message !== "string"){
-validate40.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(data.deprecation_message !== undefined){
+let data18 = data.deprecation_message;
+const _errs53 = errors;
+if(errors === _errs53){
+if(typeof data18 === "string"){
+if(func1(data18) > 1000){
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
 return false;
-}
-var valid0 = _errs4 === errors;
 }
 else {
-var valid0 = true;
-}
-if(valid0){
-if(data.can_retry !== undefined){
-const _errs6 = errors;
-if(typeof data.can_retry !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+if(func1(data18) < 1){
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
-var valid0 = _errs6 === errors;
+}
 }
 else {
-var valid0 = true;
-}
-if(valid0){
-if(data.additional_prompt_content !== undefined){
-const _errs8 = errors;
-if(typeof data.additional_prompt_content !== "string"){
-validate40.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid0 = _errs8 === errors;
-}
-else {
-var valid0 = true;
-}
-if(valid0){
-if(data.retry_after_ms !== undefined){
-let data4 = data.retry_after_ms;
-const _errs10 = errors;
-if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate40.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
-return false;
-}
-if(errors === _errs10){
-if(typeof data4 == "number"){
-if(data4 < 0 || isNaN(data4)){
-validate40.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-}
-var valid0 = _errs10 === errors;
+var valid0 = _errs53 === errors;
 }
 else {
 var valid0 = true;
@@ -2020,107 +2844,6 @@ var valid0 = true;
 }
 }
 }
-}
-}
-else {
-validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate40.errors = vErrors;
-return errors === 0;
-}
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const _ToolId = validate41;
-
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-id.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate41.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(typeof data === "string"){
-if(func1(data) > 256){
-validate41.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-else {
-if(!pattern5.test(data)){
-validate41.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
-return false;
-}
-}
-}
-else {
-validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-validate41.errors = vErrors;
-return errors === 0;
-}
-validate41.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const _ToolListResponse = validate42;
-const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}}},"required":["items"],"additionalProperties":false};
-
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate42.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(data && typeof data == "object" && !Array.isArray(data)){
-let missing0;
-if((data.items === undefined) && (missing0 = "items")){
-validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
-return false;
-}
-else {
-const _errs1 = errors;
-for(const key0 in data){
-if(!(key0 === "items")){
-validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
-return false;
-break;
-}
-}
-if(_errs1 === errors){
-if(data.items !== undefined){
-let data0 = data.items;
-const _errs2 = errors;
-if(errors === _errs2){
-if(Array.isArray(data0)){
-var valid1 = true;
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-const _errs4 = errors;
-if(!(validate37(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate37.errors : vErrors.concat(validate37.errors);
-errors = vErrors.length;
-}
-var valid1 = _errs4 === errors;
-if(!valid1){
-break;
-}
-}
-}
-else {
-validate42.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
-return false;
 }
 }
 }
@@ -2137,43 +2860,10 @@ return errors === 0;
 }
 validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolRequirements = validate38;
-
-const _ToolVersion = validate44;
-
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate44.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(typeof data === "string"){
-if(!pattern9.test(data)){
-validate44.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
-return false;
-}
-}
-else {
-validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-validate44.errors = vErrors;
-return errors === 0;
-}
-validate44.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const _ValidationErrorResponse = validate45;
-const schema63 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+const _ToolError = validate45;
 
 function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-error.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate45.evaluated;
@@ -2193,7 +2883,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((key0 === "message") || (key0 === "parameter_errors"))){
+if(!(((((key0 === "message") || (key0 === "developer_message")) || (key0 === "can_retry")) || (key0 === "additional_prompt_content")) || (key0 === "retry_after_ms"))){
 validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -2212,32 +2902,64 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.parameter_errors !== undefined){
-let data1 = data.parameter_errors;
+if(data.developer_message !== undefined){
 const _errs4 = errors;
-if(errors === _errs4){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-for(const key1 in data1){
-const _errs7 = errors;
-if(typeof data1[key1] !== "string"){
-validate45.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(typeof data.developer_message !== "string"){
+validate45.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
-}
-var valid1 = _errs7 === errors;
-if(!valid1){
-break;
-}
-}
-}
-else {
-validate45.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
 }
 var valid0 = _errs4 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.can_retry !== undefined){
+const _errs6 = errors;
+if(typeof data.can_retry !== "boolean"){
+validate45.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.additional_prompt_content !== undefined){
+const _errs8 = errors;
+if(typeof data.additional_prompt_content !== "string"){
+validate45.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.retry_after_ms !== undefined){
+let data4 = data.retry_after_ms;
+const _errs10 = errors;
+if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
+validate45.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs10){
+if(typeof data4 == "number"){
+if(data4 < 0 || isNaN(data4)){
+validate45.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid0 = _errs10 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
 }
 }
 }
@@ -2253,9 +2975,266 @@ return errors === 0;
 }
 validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
+const _ToolId = validate46;
+
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-id.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate46.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(typeof data === "string"){
+if(func1(data) > 256){
+validate46.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(!pattern5.test(data)){
+validate46.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+validate46.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const _ToolListResponse = validate47;
+const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate47.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.items === undefined) && (missing0 = "items")){
+validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "items") || (key0 === "next_cursor"))){
+validate47.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.items !== undefined){
+let data0 = data.items;
+const _errs2 = errors;
+if(errors === _errs2){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+const _errs4 = errors;
+if(!(validate42(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+errors = vErrors.length;
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.next_cursor !== undefined){
+let data2 = data.next_cursor;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data2 === "string"){
+if(func1(data2) > 1024){
+validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ToolRequirements = validate43;
+
+const _ToolVersion = validate49;
+
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate49.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(typeof data === "string"){
+if(!pattern11.test(data)){
+validate49.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+return false;
+}
+}
+else {
+validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+validate49.errors = vErrors;
+return errors === 0;
+}
+validate49.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const _ValidationErrorResponse = validate50;
+const schema69 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate50.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.message === undefined) && (missing0 = "message")){
+validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((key0 === "message") || (key0 === "parameter_errors"))){
+validate50.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.message !== undefined){
+const _errs2 = errors;
+if(typeof data.message !== "string"){
+validate50.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.parameter_errors !== undefined){
+let data1 = data.parameter_errors;
+const _errs4 = errors;
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const _errs7 = errors;
+if(typeof data1[key1] !== "string"){
+validate50.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid1 = _errs7 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate50.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate50.errors = vErrors;
+return errors === 0;
+}
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
 
 /** Checks a value against the AuthorizationChallengeCheckResponse schema (formats not checked). */
 export const validateAuthorizationChallengeCheckResponse = _AuthorizationChallengeCheckResponse as unknown as Validator<AuthorizationChallengeCheckResponse>;
+/** Checks a value against the CallProgress schema (formats not checked). */
+export const validateCallProgress = _CallProgress as unknown as Validator<CallProgress>;
+/** Checks a value against the CallStatus schema (formats not checked). */
+export const validateCallStatus = _CallStatus as unknown as Validator<CallStatus>;
 /** Checks a value against the CallToolEnvelope schema (formats not checked). */
 export const validateCallToolEnvelope = _CallToolEnvelope as unknown as Validator<CallToolEnvelope>;
 /** Checks a value against the CallToolRequest schema (formats not checked). */
@@ -2264,8 +3243,12 @@ export const validateCallToolRequest = _CallToolRequest as unknown as Validator<
 export const validateCallToolResponse = _CallToolResponse as unknown as Validator<CallToolResponse>;
 /** Checks a value against the CallToolResultEnvelope schema (formats not checked). */
 export const validateCallToolResultEnvelope = _CallToolResultEnvelope as unknown as Validator<CallToolResultEnvelope>;
+/** Checks a value against the DiscoveryDocument schema (formats not checked). */
+export const validateDiscoveryDocument = _DiscoveryDocument as unknown as Validator<DiscoveryDocument>;
 /** Checks a value against the ServerErrorResponse schema (formats not checked). */
 export const validateServerErrorResponse = _ServerErrorResponse as unknown as Validator<ServerErrorResponse>;
+/** Checks a value against the ToolAnnotations schema (formats not checked). */
+export const validateToolAnnotations = _ToolAnnotations as unknown as Validator<ToolAnnotations>;
 /** Checks a value against the ToolAuthorizationChallenge schema (formats not checked). */
 export const validateToolAuthorizationChallenge = _ToolAuthorizationChallenge as unknown as Validator<ToolAuthorizationChallenge>;
 /** Checks a value against the ToolDefinition schema (formats not checked). */
