@@ -52,8 +52,8 @@ export interface DemoGoogleProviderOptions {
 }
 
 /**
- * Headers of every consent route's answer: the page must not be framed (clickjacking the Approve
- * button), cached, or leak its URL (it holds the challenge id) in a Referer.
+ * Headers of every consent route's answer, its JSON errors included: the page must not be framed (clickjacking the
+ * Approve button), cached, or leak its URL (it holds the challenge id) in a Referer.
  */
 const SECURITY_HEADERS = {
   "X-Frame-Options": "DENY",
@@ -76,6 +76,34 @@ const unavailable = (cause: unknown) =>
         headers: { "Retry-After": "1" },
         cause,
       });
+
+/** The methods a consent page answers; any other is a 405 naming them in `Allow`. */
+const ALLOWED_METHODS = "GET, HEAD, POST";
+
+/**
+ * A consent route's error, answered by the server in JSON, with the headers of the route's other answers: a
+ * {@link WireError} thrown on the way keeps its kind, message, headers (`Retry-After`) and cause; anything else is
+ * thrown as it is, for the server to answer (and log) as its own.
+ */
+const withSecurityHeaders = (error: unknown) =>
+  error instanceof WireError
+    ? new WireError(error.kind, error.message, {
+        ...error.details,
+        headers: { ...SECURITY_HEADERS, ...error.details.headers },
+      })
+    : error;
+
+/** A consent page's challenge id from its path segment: a segment that is not valid percent-encoding is a 400. */
+function challengeIdOf(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch (error) {
+    throw new WireError("bad_request", "This authorization request's address is malformed", {
+      developerMessage: "The challenge id in the path is not valid percent-encoding.",
+      cause: error,
+    });
+  }
+}
 
 /** The anti-CSRF token the consent form carries, kept with the challenge so any instance can check it. */
 const csrfOf = (challenge: StoredChallenge) => challenge.data.csrf ?? "";
@@ -314,10 +342,10 @@ export class DemoGoogleProvider implements AuthorizationProvider {
 
   /**
    * The consent pages as a fetch-style page, for every adapter and runtime: GET and HEAD show the request, POST
-   * `action=approve|deny` with the form's `csrf` token decides it and answers a 303 back to the page. Other paths and
-   * methods are passed on (undefined). A failing store, a body past 1 KiB or in another encoding are thrown as their
-   * {@link WireError} (503, 413, 415), a path segment that is not valid percent-encoding as a `URIError` (400): the
-   * server answers them in JSON.
+   * `action=approve|deny` with the form's `csrf` token decides it and answers a 303 back to the page. Other paths are
+   * passed on (undefined). Another method (405, with `Allow`), a path segment that is not valid percent-encoding
+   * (400), a body past 1 KiB (413) or in another encoding (415) and a failing store (503) are thrown as their
+   * {@link WireError}, with the pages' security headers: the server answers them in JSON.
    *
    * @example
    * const google = new DemoGoogleProvider();
@@ -325,32 +353,47 @@ export class DemoGoogleProvider implements AuthorizationProvider {
    */
   page(): FetchPage {
     return async (request) => {
-      const { method } = request;
       const route = CONSENT_ROUTE.exec(new URL(request.url).pathname);
-      if (!route || (method !== "GET" && method !== "HEAD" && method !== "POST")) {
+      if (!route) {
         return undefined;
       }
-      const [, segment = "", slash] = route;
-      const id = decodeURIComponent(segment);
-      // Read before the store is asked, as Express's body parser ran before the route: a 413 needs no lookup.
-      const form = method === "POST" ? await readForm(request) : undefined;
-      const challenge = await this.challenge(id);
-      if (!challenge) {
-        return htmlResponse(PAGES.notFound, method === "HEAD");
+      try {
+        return await this.answer(request, route);
+      } catch (error) {
+        throw withSecurityHeaders(error);
       }
-      if (!form) {
-        return htmlResponse([200, consentHtml(challenge)], method === "HEAD");
-      }
-      const outcome = await this.decideByForm(id, challenge, {
-        csrf: fieldOf(form, "csrf"),
-        action: fieldOf(form, "action"),
-      });
-      if (outcome !== "decided") {
-        return htmlResponse(PAGES[outcome]);
-      }
-      // Relative to the path asked for, so that it holds below whatever prefix the server is mounted under.
-      const location = `${slash ? "../" : "./"}${encodeURIComponent(id)}`;
-      return new Response(null, { status: 303, headers: { ...SECURITY_HEADERS, Location: location } });
     };
+  }
+
+  /** A consent route's answer to `request`; `route` is its path's match of {@link CONSENT_ROUTE}. */
+  private async answer(request: Request, route: RegExpExecArray): Promise<Response> {
+    const { method } = request;
+    if (method !== "GET" && method !== "HEAD" && method !== "POST") {
+      throw new WireError("method_not_allowed", "This method is not allowed here", {
+        developerMessage: `A consent page answers ${ALLOWED_METHODS}.`,
+        headers: { Allow: ALLOWED_METHODS },
+      });
+    }
+    const [, segment = "", slash] = route;
+    const id = challengeIdOf(segment);
+    // Read before the store is asked, as Express's body parser ran before the route: a 413 needs no lookup.
+    const form = method === "POST" ? await readForm(request) : undefined;
+    const challenge = await this.challenge(id);
+    if (!challenge) {
+      return htmlResponse(PAGES.notFound, method === "HEAD");
+    }
+    if (!form) {
+      return htmlResponse([200, consentHtml(challenge)], method === "HEAD");
+    }
+    const outcome = await this.decideByForm(id, challenge, {
+      csrf: fieldOf(form, "csrf"),
+      action: fieldOf(form, "action"),
+    });
+    if (outcome !== "decided") {
+      return htmlResponse(PAGES[outcome]);
+    }
+    // Relative to the path asked for, so that it holds below whatever prefix the server is mounted under.
+    const location = `${slash ? "../" : "./"}${encodeURIComponent(id)}`;
+    return new Response(null, { status: 303, headers: { ...SECURITY_HEADERS, Location: location } });
   }
 }

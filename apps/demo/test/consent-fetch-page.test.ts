@@ -8,6 +8,7 @@ import {
 } from "@otc/server/fetch";
 import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
+import { createDemoFetchHandler } from "../src/fetch.js";
 import { DemoGoogleProvider } from "../src/google-provider.js";
 import { GMAIL_READONLY_SCOPE } from "../src/tools.js";
 
@@ -80,6 +81,19 @@ function expectHtml(response: Response, status: number): void {
 }
 
 const expectNoStack = (text: string) => expect(text).not.toMatch(/\n\s+at |node_modules|\/work\/|\.ts:\d+/);
+
+/** What `answer` throws for the server to answer in JSON: a {@link WireError} of `status`, with the pages' headers. */
+async function expectThrown(answered: Promise<Response>, status: number): Promise<WireError> {
+  const thrown = await answered.then(
+    (response) => response,
+    (error: unknown) => error,
+  );
+  expect(thrown).toBeInstanceOf(WireError);
+  const error = thrown as WireError;
+  expect(error.status).toBe(status);
+  expectSecurityHeaders(new Response(null, { headers: error.details.headers }));
+  return error;
+}
 
 describe("the consent page as a fetch page", () => {
   verifies(
@@ -230,10 +244,7 @@ describe("the consent page as a fetch page", () => {
     const challenge = await start("fay");
     const csrf = await csrfOf(await answer(new Request(challenge.url)));
     const big = form({ action: "approve", csrf, pad: "x".repeat(1024) });
-    await expect(answer(post(challenge.url, big))).rejects.toMatchObject({
-      status: 413,
-      message: "The request body is too large",
-    });
+    expect((await expectThrown(answer(post(challenge.url, big)), 413)).message).toBe("The request body is too large");
     // A stream of unknown length, cut off once past the limit.
     let pulled = 0;
     const endless = new ReadableStream<Uint8Array>({
@@ -248,7 +259,7 @@ describe("the consent page as a fetch page", () => {
       body: endless,
       duplex: "half",
     } as RequestInit);
-    await expect(answer(streamed)).rejects.toBeInstanceOf(WireError);
+    await expectThrown(answer(streamed), 413);
     expect(pulled).toBeLessThan(10);
     // A body of exactly the limit is read.
     const exact = form({ action: "approve", csrf, pad: "" });
@@ -265,7 +276,7 @@ describe("the consent page as a fetch page", () => {
       { "content-type": "application/x-www-form-urlencoded; charset=latin2" } as Record<string, string>,
       { "content-encoding": "gzip" },
     ]) {
-      await expect(answer(post(url, "action=approve", headers))).rejects.toMatchObject({ status: 415 });
+      await expectThrown(answer(post(url, "action=approve", headers)), 415);
     }
     // ISO-8859-1, which Express's parser took too, is read.
     expectHtml(
@@ -291,42 +302,49 @@ describe("the consent page as a fetch page", () => {
     const csrf = await csrfOf(await answer(new Request(challenge.url)));
     failing.add("get");
     for (const request of [new Request(challenge.url), post(challenge.url, form({ action: "approve", csrf }))]) {
-      const thrown = await answer(request).catch((error: unknown) => error);
-      expect(thrown).toBeInstanceOf(WireError);
-      expect(thrown).toMatchObject({ status: 503, details: { headers: { "Retry-After": "1" } }, cause: down });
-      expect((thrown as WireError).toBody()).toEqual({
+      const thrown = await expectThrown(answer(request), 503);
+      expect(thrown).toMatchObject({ details: { headers: { "Retry-After": "1" } }, cause: down });
+      expect(thrown.toBody()).toEqual({
         message: "The server's shared state is unavailable",
         developer_message: "The authorization request could not be read or decided; retry shortly.",
       });
     }
     failing.clear();
     failing.add("decide");
-    await expect(answer(post(challenge.url, form({ action: "approve", csrf })))).rejects.toMatchObject({
-      status: 503,
-      cause: down,
-    });
+    expect((await expectThrown(answer(post(challenge.url, form({ action: "approve", csrf }))), 503)).cause).toBe(down);
     failing.clear();
     expect(await provider.checkChallenge(challenge.id)).toBe("pending");
   });
 
-  it("throws a URIError, which the server answers with a 400, for a path that is not valid percent-encoding", async () => {
+  it("throws a 400 for a path that is not valid percent-encoding", async () => {
     const { answer } = setup();
-    await expect(answer(new Request(`${BASE_URL}/demo/authorize/%E0%A4%A`))).rejects.toBeInstanceOf(URIError);
+    const thrown = await expectThrown(answer(new Request(`${BASE_URL}/demo/authorize/%E0%A4%A`)), 400);
+    expect(thrown.cause).toBeInstanceOf(URIError);
   });
 
-  it("passes on other paths and other methods", async () => {
+  verifies("endpoints.unknown-route", "throws a 405 naming GET, HEAD and POST for another method", async () => {
+    const { start, answer, provider } = setup();
+    const { url, id } = await start("ivy");
+    for (const method of ["PUT", "DELETE", "OPTIONS", "PATCH"]) {
+      const thrown = await expectThrown(answer(new Request(url, { method })), 405);
+      expect(thrown.details.headers?.Allow).toBe("GET, HEAD, POST");
+      expect(thrown.toBody()).toMatchObject({ message: "This method is not allowed here" });
+    }
+    expect(await provider.checkChallenge(id)).toBe("pending");
+  });
+
+  it("passes on other paths", async () => {
     const { start, page } = setup();
     const { url } = await start("ivy");
     for (const request of [
-      new Request(url, { method: "PUT" }),
-      new Request(url, { method: "DELETE" }),
-      new Request(url, { method: "OPTIONS" }),
       new Request(`${BASE_URL}/demo/authorize`),
       new Request(`${BASE_URL}/demo/authorize/`),
       new Request(`${BASE_URL}/demo/authorize//`),
       new Request(`${url}/more`),
+      new Request(`${url}/more`, { method: "DELETE" }),
       new Request(url.replace("/demo/", "/Demo/")),
       new Request(`${BASE_URL}/tools`),
+      new Request(`${BASE_URL}/tools`, { method: "PUT" }),
     ]) {
       expect(await page(request), `${request.method} ${request.url}`).toBeUndefined();
     }
@@ -338,4 +356,41 @@ describe("the consent page as a fetch page", () => {
     const encoded = `${BASE_URL}/demo/authorize/${id.replace(".", "%2E")}?x=1`;
     expect(await (await answer(new Request(encoded))).text()).toContain('name="csrf"');
   });
+});
+
+describe("the consent page's errors, answered by the demo's fetch handler", () => {
+  verifies(
+    ["requirements.consent-page-safe", "endpoints.error-json", "endpoints.unknown-route"],
+    "are JSON with OXP-Version and the headers of the pages: never framed, cached or sniffed",
+    async () => {
+      const { handler } = createDemoFetchHandler({ logger: false });
+      const called = await handler(
+        new Request(`${BASE_URL}/tools/call`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "kim" } }),
+        }),
+      );
+      const { url } = ((await called.json()) as { missing_requirements: { authorization: [{ url: string }] } })
+        .missing_requirements.authorization[0];
+      expectHtml(await handler(new Request(url)), 200);
+      const formType = { "content-type": "application/x-www-form-urlencoded" };
+      for (const [status, request] of [
+        [400, new Request(`${BASE_URL}/demo/authorize/%E0%A4%A`)],
+        [405, new Request(url, { method: "PUT" })],
+        [413, post(url, form({ action: "approve", pad: "x".repeat(2_000) }))],
+        [415, post(url, "action=approve", { ...formType, "content-encoding": "gzip" })],
+      ] as const) {
+        const reply = await handler(request);
+        expect(reply.status, `${request.method} ${request.url}`).toBe(status);
+        expect(reply.headers.get("content-type")).toBe("application/json; charset=utf-8");
+        expect(reply.headers.get("oxp-version")).toBe("1.0");
+        expectSecurityHeaders(reply);
+        const text = await reply.text();
+        expect(JSON.parse(text)).toMatchObject({ message: expect.any(String) });
+        expectNoStack(text);
+      }
+      expect((await handler(new Request(url, { method: "DELETE" }))).headers.get("allow")).toBe("GET, HEAD, POST");
+    },
+  );
 });

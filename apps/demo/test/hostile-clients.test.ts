@@ -42,10 +42,16 @@ describe("finding 4: errors of the demo's own pages are JSON with OXP-Version, w
       },
       415,
     ],
-  ])("%s gets a %i JSON answer", async (_case, path, init, status) => {
+    ["another method", "/demo/authorize/google.x", { method: "PUT" }, 405],
+  ])("%s gets a %i JSON answer, with the consent pages' headers", async (_case, path, init, status) => {
     const reply = await send(`${server.baseUrl}${path}`, init);
     expectError(reply, status);
     expect(reply.text).not.toMatch(/URIError|decodeParam|node_modules/);
+    expect(reply.headers.get("x-frame-options")).toBe("DENY");
+    expect(reply.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(reply.headers.get("cache-control")).toBe("no-store");
+    expect(reply.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(reply.headers.get("x-content-type-options")).toBe("nosniff");
   });
 
   verifies(

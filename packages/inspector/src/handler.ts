@@ -147,10 +147,7 @@ export function inspector(options: InspectorOptions = {}): InspectorHandler {
       pass();
       return;
     }
-    const mount = (path: string) => {
-      const base = mountPrefix(req, path);
-      return base === undefined ? undefined : { links: base, base };
-    };
+    const mount = (path: string) => mountPrefix(req, path);
     answer({ method: req.method ?? "GET", url, acceptEncoding: req.headers["accept-encoding"], mount })
       .then((answered) => (answered ? write(req, res, answered) : pass()))
       .catch((error: unknown) => {

@@ -38,8 +38,8 @@ function relativeRoot(path: string): string {
 /**
  * Returns the fetch page serving the OXP Inspector at `/inspector` and the project's API reference at `/docs`
  * (Scalar), every file from the package: no CDN, works offline. GET and HEAD; another method on those paths is a
- * JSON 405, any other path is passed on (undefined). The pages' links are relative, so they hold below any prefix;
- * the reference's "This server" is the origin's root, as the page is not told the prefix.
+ * JSON 405, any other path is passed on (undefined). The pages' links are relative, so they hold below any prefix
+ * the page is not told: its assets, the OpenAPI document, and the reference's "This server" (the server's root).
  *
  * @throws TypeError when `serverUrl` is not an http(s) URL with a plain host name.
  * @example
@@ -56,7 +56,7 @@ export function inspectorPage(options: InspectorPageOptions): FetchPage {
       method: request.method,
       url: new URL(request.url),
       acceptEncoding: request.headers.get("accept-encoding"),
-      mount: (path) => ({ links: relativeRoot(path), base: "" }),
+      mount: relativeRoot,
     });
     if (!answered) {
       return undefined;

@@ -9,6 +9,7 @@ import { createHandler, createServer, listen } from "@otc/server";
 import { openapiDocument } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InspectorHandler, inspector } from "../src/index.js";
+import { referenceServer } from "./reference-server.js";
 
 interface Running {
   url: string;
@@ -363,6 +364,9 @@ describe("options and mounting", () => {
         expect(url.startsWith("/oxp/docs/assets/")).toBe(true);
       }
       expect(docs).toContain('"url":"/oxp/docs/openapi.json"');
+      const init = assetUrls(docs).find((url) => /\/init-[\w-]+\.js$/.test(url)) ?? "";
+      const script = await (await fetch(`${running.url}${init}`)).text();
+      expect(referenceServer(docs, script, `${running.url}/oxp/docs`)).toBe(`${running.url}/oxp`);
       expect((await fetch(`${running.url}/oxp${assetUrls(page)[0]?.slice(4)}`)).status).toBe(200);
     } finally {
       await running.close();

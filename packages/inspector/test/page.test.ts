@@ -1,12 +1,12 @@
 /** inspectorPage(), the fetch form, called with Request objects: every behaviour handler.test.ts checks of the node form, then inside the servers and bundled for a neutral platform. */
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import { createHandler, createServer, listen } from "@otc/server";
+import { bundleWithoutNode } from "@otc/test-helpers/bundle";
 import { openapiDocument } from "@otc/types";
-import { build, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { type InspectorFiles, inspectorPage, readInspectorFiles } from "../src/index.js";
+import { referenceServer } from "./reference-server.js";
 
 const ORIGIN = "http://127.0.0.1:1234";
 const files = readInspectorFiles();
@@ -127,7 +127,8 @@ describe("inspectorPage()", () => {
         /<script id="docs-config" type="application\/json">(.*?)<\/script>/.exec(html)?.[1] ?? "",
       );
       expect(new URL(config.url, `${ORIGIN}${path}`).pathname).toBe("/docs/openapi.json");
-      expect(config.base).toBe("");
+      const init = await (await answer(paths[2] ?? "")).text();
+      expect(referenceServer(html, init, `${ORIGIN}${path}`)).toBe(ORIGIN);
     }
     const html = await (await answer("/docs")).text();
     const paths = resolvedAssets(html, `${ORIGIN}/docs`);
@@ -316,11 +317,17 @@ describe("inspectorPage() options and mounting", () => {
         expect((await answer(url.slice(4))).status).toBe(200);
       }
     }
-    const docs = await (await answer("/docs")).text();
-    const config = JSON.parse(
-      /<script id="docs-config" type="application\/json">(.*?)<\/script>/.exec(docs)?.[1] ?? "",
-    );
-    expect(new URL(config.url, `${ORIGIN}/oxp/docs`).pathname).toBe("/oxp/docs/openapi.json");
+    for (const path of ["/docs", "/docs/"]) {
+      const docs = await (await answer(path)).text();
+      const config = JSON.parse(
+        /<script id="docs-config" type="application\/json">(.*?)<\/script>/.exec(docs)?.[1] ?? "",
+      );
+      expect(new URL(config.url, `${ORIGIN}/oxp${path}`).pathname).toBe("/oxp/docs/openapi.json");
+      // The reference's "This server", where its requests go: the server below the prefix, not the origin's root.
+      const init = resolvedAssets(docs, `${ORIGIN}/oxp${path}`).find((url) => /\/init-[\w-]+\.js$/.test(url)) ?? "";
+      const script = await (await answer(init.slice("/oxp".length))).text();
+      expect(referenceServer(docs, script, `${ORIGIN}/oxp${path}`)).toBe(`${ORIGIN}/oxp`);
+    }
   });
 
   it("answers a 503 in JSON while the package is not built, and serves it once it is, asking again each time", async () => {
@@ -428,50 +435,8 @@ describe("inspectorPage() inside the servers", () => {
 
 describe("runtime neutrality", () => {
   it("bundles the fetch entry for a neutral platform (workerd's conditions) without any Node built-in", async () => {
-    const root = fileURLToPath(new URL("../../../", import.meta.url));
-    const { compilerOptions } = JSON.parse(readFileSync(`${root}tsconfig.sources.json`, "utf8")) as {
-      compilerOptions: { paths: Record<string, [string]> };
-    };
-    // The workspace packages from their sources, as in the tests: no build needed.
-    const sources: Plugin = {
-      name: "otc-sources",
-      setup(bundler) {
-        bundler.onResolve({ filter: /^@otc\// }, (args) => {
-          const target = compilerOptions.paths[args.path]?.[0];
-          return target ? { path: `${root}${target}` } : undefined;
-        });
-      },
-    };
-    const builtins: string[] = [];
-    const result = await build({
-      entryPoints: [fileURLToPath(new URL("../src/fetch.ts", import.meta.url))],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      plugins: [
-        sources,
-        {
-          name: "node-builtins",
-          setup(bundler) {
-            bundler.onResolve(
-              { filter: /^node:|^(fs|path|crypto|net|http|zlib|stream|events|os|util|buffer)$/ },
-              (args) => {
-                builtins.push(`${args.path} (from ${args.importer.replace(root, "")})`);
-                return { path: args.path, external: true };
-              },
-            );
-          },
-        },
-      ],
-      logLevel: "silent",
-    });
-    expect(result.errors).toEqual([]);
-    expect(builtins).toEqual([]);
-    const text = result.outputFiles[0]?.text ?? "";
-    expect(text).toContain("inspectorPage");
-    expect(text).not.toMatch(/\bBuffer\b|\bprocess\./);
+    const code = await bundleWithoutNode(fileURLToPath(new URL("../src/fetch.ts", import.meta.url)));
+    expect(code).toContain("inspectorPage");
+    expect(code).not.toMatch(/\bBuffer\b|\bprocess\./);
   }, 60_000);
 });

@@ -4,8 +4,11 @@
  */
 export * from "./exports.js";
 export {
+  type BunServer,
   type ClientInfo,
   createFetchHandler,
+  type DenoServeHandlerInfo,
   type FetchHandler,
+  type FetchHandlerInfo,
   type FetchHandlerOptions,
 } from "./http/fetch-handler.js";

@@ -1,13 +1,11 @@
 // What each entry point loads: /node, /fetch and /core load no Express, /fetch no pino either, and /fetch bundles for a neutral platform with no Node built-in.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { build, type Plugin } from "esbuild";
+import { bundleWithoutNode } from "@otc/test-helpers/bundle";
 import { describe, expect, it } from "vitest";
 
 const src = fileURLToPath(new URL("../src/", import.meta.url));
-const root = fileURLToPath(new URL("../../../", import.meta.url));
 
 /** The CommonJS packages (Express and its kin are CommonJS) an entry point loads, in a fresh process. */
 async function packagesLoadedBy(entry: string): Promise<string[]> {
@@ -52,47 +50,6 @@ describe("entry points", () => {
   });
 
   it("bundles the fetch entry for a neutral platform (workerd's conditions) without any Node built-in", async () => {
-    const { compilerOptions } = JSON.parse(readFileSync(`${root}tsconfig.sources.json`, "utf8")) as {
-      compilerOptions: { paths: Record<string, [string]> };
-    };
-    // The workspace packages from their sources, as in the tests: no build needed.
-    const sources: Plugin = {
-      name: "otc-sources",
-      setup(bundler) {
-        bundler.onResolve({ filter: /^@otc\// }, (args) => {
-          const target = compilerOptions.paths[args.path]?.[0];
-          return target ? { path: `${root}${target}` } : undefined;
-        });
-      },
-    };
-    const builtins: string[] = [];
-    const result = await build({
-      entryPoints: [`${src}fetch.ts`],
-      bundle: true,
-      write: false,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      plugins: [
-        sources,
-        {
-          name: "node-builtins",
-          setup(bundler) {
-            bundler.onResolve(
-              { filter: /^node:|^(fs|path|crypto|net|http|zlib|stream|events|os|util|buffer)$/ },
-              (args) => {
-                builtins.push(`${args.path} (from ${args.importer.replace(root, "")})`);
-                return { path: args.path, external: true };
-              },
-            );
-          },
-        },
-      ],
-      logLevel: "silent",
-    });
-    expect(result.errors).toEqual([]);
-    expect(builtins).toEqual([]);
-    expect(result.outputFiles[0]?.text).toContain("createFetchHandler");
+    expect(await bundleWithoutNode(`${src}fetch.ts`)).toContain("createFetchHandler");
   }, 60_000);
 });

@@ -172,7 +172,9 @@ describe("annotations", () => {
       // A tool without annotations is listed without them: its hints take their defaults.
       expect(byId.get("Counter.Increment@1.0.0")).not.toHaveProperty("annotations");
       // Apart from the two fields, the forms are the same.
-      const stripped = reply.body.items.map(({ annotations: _a, deprecation_message: _d, ...rest }: never) => rest);
+      const stripped = reply.body.items.map(
+        ({ annotations: _a, deprecation_message: _d, ...rest }: Record<string, unknown>) => rest,
+      );
       expect(stripped).toEqual(bare.body.items);
     },
   );

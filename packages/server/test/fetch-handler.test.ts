@@ -34,6 +34,123 @@ describe("the fetch handler's Host check", () => {
   });
 });
 
+describe("the client's address, from the handler's second argument", () => {
+  /** A handler that logs who failed to authenticate, and the `remote_address` of each such line. */
+  const loggingHandler = () => {
+    const addresses: unknown[] = [];
+    const logger = {
+      debug: () => {},
+      info: () => {},
+      error: () => {},
+      warn: (fields: Record<string, unknown>, message?: string) => {
+        if (message === "authentication failed") {
+          addresses.push(fields.remote_address);
+        }
+      },
+      child: () => logger,
+    };
+    return { handler: handlerOf({ logger, auth: { apiKeys: ["k-123"] } }), addresses };
+  };
+  const badKey = () => new Request("http://127.0.0.1:8787/tools", { headers: { "OXP-API-Key": "wrong" } });
+  const throwing = new Proxy(
+    {},
+    {
+      get() {
+        throw new Error("no such binding");
+      },
+    },
+  );
+
+  it.each<[string, unknown, string | undefined]>([
+    ["the explicit form", { remoteAddress: "192.0.2.9" }, "192.0.2.9"],
+    [
+      "Deno's ServeHandlerInfo",
+      { remoteAddr: { transport: "tcp", hostname: "192.0.2.10", port: 50_000 }, completed: Promise.resolve() },
+      "192.0.2.10",
+    ],
+    ["Deno's ServeHandlerInfo on IPv6", { remoteAddr: { transport: "tcp", hostname: "::1", port: 50_000 } }, "::1"],
+    [
+      "Deno's ServeHandlerInfo on a Unix socket",
+      { remoteAddr: { transport: "unix", path: "/tmp/oxp.sock" } },
+      undefined,
+    ],
+    [
+      "Bun's Server",
+      { port: 8787, requestIP: () => ({ address: "192.0.2.11", family: "IPv4", port: 50_000 }) },
+      "192.0.2.11",
+    ],
+    ["Bun's Server once the socket is gone", { port: 8787, requestIP: () => null }, undefined],
+    [
+      "Bun's Server whose requestIP throws",
+      {
+        requestIP: () => {
+          throw new Error("closed");
+        },
+      },
+      undefined,
+    ],
+    ["Workers' env", { API_KEY: "k-123", REMOTE_ADDRESS: "192.0.2.12", remoteAddr: "192.0.2.12" }, undefined],
+    ["an env whose requestIP is a value", { requestIP: "192.0.2.13" }, undefined],
+    ["@hono/node-server's env", { incoming: { socket: { remoteAddress: "192.0.2.14" } }, outgoing: {} }, undefined],
+    ["an object whose every property throws", throwing, undefined],
+    ["nothing", undefined, undefined],
+    ["null", null, undefined],
+    ["a string", "192.0.2.15", undefined],
+  ])("reads %s", async (_name, second, address) => {
+    const { handler, addresses } = loggingHandler();
+    const answer = await handler(badKey(), second as Parameters<typeof handler>[1]);
+    expect(answer.status).toBe(401);
+    expect(addresses).toEqual([address]);
+  });
+
+  it("asks Bun's Server about the request being answered", async () => {
+    const { handler, addresses } = loggingHandler();
+    const request = badKey();
+    const asked: Request[] = [];
+    const server = {
+      requestIP(this: unknown, about: Request) {
+        expect(this).toBe(server);
+        asked.push(about);
+        return { address: "::ffff:192.0.2.16", family: "IPv6", port: 50_000 };
+      },
+    };
+    await handler(request, server);
+    expect(asked).toEqual([request]);
+    expect(addresses).toEqual(["::ffff:192.0.2.16"]);
+  });
+
+  it("turns the Host check on for a loopback client of Bun or Deno, as on node:http", async () => {
+    const handler = handlerOf();
+    const bun = { requestIP: () => ({ address: "127.0.0.1", family: "IPv4", port: 50_000 }) };
+    const deno = { remoteAddr: { transport: "tcp", hostname: "::1", port: 50_000 } };
+    for (const host of [bun, deno]) {
+      expect((await handler(new Request("http://evil.example/tools"), host)).status).toBe(400);
+      expect((await handler(new Request("http://localhost:8787/tools"), host)).status).toBe(200);
+    }
+  });
+
+  it("counts anonymous Bun clients apart by their addresses: one over its share does not hold up another", async () => {
+    const handler = handlerOf({ fairness: { share: 0.01, burstMs: 1, costlyCallMs: 0 } });
+    const from = (address: string) => ({ requestIP: () => ({ address, family: "IPv4", port: 50_000 }) });
+    const add = { tool_id: "Calculator.Add", input: { a: 1, b: 2 } };
+    // Thousands of unknown input keys: a 422 that costs a millisecond or so to read and check, charged to its client.
+    const costly = {
+      ...add,
+      input: { ...add.input, ...Object.fromEntries(Array.from({ length: 9_000 }, (_, i) => [`k${i}`, i])) },
+    };
+    // A first call warms the handler up (its cost would put whoever made it over the burst), then the other client
+    // calls: the budget holds a client to its share only while others are served.
+    await handler(call(add), from("192.0.2.22"));
+    expect((await handler(call(add), from("192.0.2.21"))).status).toBe(200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 100 && !statuses.includes(429); i++) {
+      statuses.push((await handler(call(costly), from("192.0.2.20"))).status);
+    }
+    expect(statuses.at(-1)).toBe(429);
+    expect((await handler(call(add), from("192.0.2.21"))).status).toBe(200);
+  });
+});
+
 describe("challenge links on a fetch host", () => {
   const gmail = { tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "fetch-user" } };
 

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
+import { WORKERD_BUILD } from "./bundle.js";
 
 /** A runtime {@link startRuntime} can serve a handler on. */
 export type Runtime = "bun" | "deno" | "workerd" | "node";
@@ -22,7 +23,9 @@ export interface StartRuntimeOptions {
   /**
    * The handler's `fetch` gets this as its second argument on every runtime (on workerd as text bindings), and
    * nowhere else: not in the process environment, which workerd does not have, so a handler passes only when it
-   * reads that argument.
+   * reads that argument. Without it, `fetch` gets what its runtime passes there itself, as `bun run`, `deno serve`
+   * and workerd call a default export: Bun's `Server`, Deno's `ServeHandlerInfo`, workerd's (empty) env, and on
+   * Node @hono/node-server's `{ incoming, outgoing }`.
    */
   env?: Record<string, string>;
   /** The path polled until the server answers it (any status counts): `/` unless given. */
@@ -67,11 +70,10 @@ export async function startRuntime(options: StartRuntimeOptions): Promise<Runnin
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   const dir = await mkdtemp(join(tmpdir(), `otc-${options.runtime}-`));
   try {
-    const env = options.env ?? {};
     const launch =
       options.runtime === "workerd"
-        ? await workerd(options.entry, dir, env)
-        : await launcher(options.runtime, dir, pathToFileURL(options.entry).href, env);
+        ? await workerd(options.entry, dir, options.env ?? {})
+        : await launcher(options.runtime, dir, pathToFileURL(options.entry).href, options.env);
     return await serve(launch, options, dir, deadline);
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
@@ -267,19 +269,21 @@ function binary(name: "bun" | "deno" | "workerd"): string {
 /**
  * Writes the launcher of `runtime` into `dir`: it imports the entry and serves it on port 0, printing the port.
  * The entry is imported statically, from a file in `dir`: Deno then needs no read permission to load it, and no
- * runtime finds a config file of the repository's.
+ * runtime finds a config file of the repository's. `fetch` gets `env`, or without it the runtime's own second
+ * argument.
  */
 async function launcher(
   runtime: Exclude<Runtime, "workerd">,
   dir: string,
   entryUrl: string,
-  env: Record<string, string>,
+  env: Record<string, string> | undefined,
 ): Promise<Launch> {
   const head = [
     `import entry from ${JSON.stringify(entryUrl)};`,
     `if (typeof entry?.fetch !== "function") throw new Error(${JSON.stringify(`the default export of ${entryUrl} has no fetch method`)});`,
-    `const env = ${JSON.stringify(env)};`,
-    "const handle = (request) => entry.fetch(request, env);",
+    env === undefined
+      ? "const handle = (request, host) => entry.fetch(request, host);"
+      : `const env = ${JSON.stringify(env)};\nconst handle = (request) => entry.fetch(request, env);`,
   ];
   const path = join(dir, "launcher.mjs");
   const write = (lines: string[]) => writeFile(path, `${[...head, ...lines].join("\n")}\n`);
@@ -339,16 +343,7 @@ async function launcher(
 /** Bundles `entry` for workerd into one module, as a Workers deployment would: no Node built-ins to fall back on. */
 async function bundle(entry: string, outfile: string): Promise<void> {
   try {
-    await build({
-      entryPoints: [entry],
-      outfile,
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      logLevel: "silent",
-    });
+    await build({ ...WORKERD_BUILD, entryPoints: [entry], outfile });
   } catch (error) {
     throw new Error(`esbuild could not bundle ${entry} for workerd: ${error instanceof Error ? error.message : error}`);
   }

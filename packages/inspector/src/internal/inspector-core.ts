@@ -23,10 +23,10 @@ export interface InspectorRequest {
   url: URL;
   acceptEncoding: string | null | undefined;
   /**
-   * For a path the Inspector serves: where the pages' links start (the mount prefix, or a relative path up to it),
-   * and the mount prefix as an absolute path (the reference's server; "" when unknown). Undefined to serve nothing.
+   * For a path the Inspector serves: the server's root, where the pages' links start and the reference's "This
+   * server": the prefix it is mounted under ("" for none), or a relative path up to it. Undefined to serve nothing.
    */
-  mount(path: string): { links: string; base: string } | undefined;
+  mount(path: string): string | undefined;
 }
 
 /** An answer of the Inspector; each form writes it (a HEAD without its body). */
@@ -324,11 +324,12 @@ export function createInspectorCore(options: InspectorCoreOptions) {
     return send(html, NO_CACHE, inspectorPolicy(connect), request.acceptEncoding);
   };
 
-  const docsPage = ({ docsManifest }: Built, request: InspectorRequest, links: string, base: string) => {
+  const docsPage = ({ docsManifest }: Built, request: InspectorRequest, links: string) => {
     const asset = (name: string) => `${escapeHtml(links)}/docs/assets/${encodeURIComponent(name)}`;
-    const config = { url: `${links}/docs/openapi.json`, base };
+    // `base`: the server the reference's requests go to, resolved against the page's URL by its script.
+    const config = { url: `${links}/docs/openapi.json`, base: links };
     const html = cachedPage(
-      JSON.stringify(["docs", links, base]),
+      JSON.stringify(["docs", links]),
       () =>
         `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>OXP API reference</title>` +
         `<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="icon" href="data:,">` +
@@ -355,14 +356,12 @@ export function createInspectorCore(options: InspectorCoreOptions) {
       return jsonError(503, "The inspector is not built: run `npm run build` in @otc/inspector");
     }
     const [, name, rest = ""] = section;
-    const mount = request.mount(path);
-    if (!mount) {
+    const links = request.mount(path);
+    if (links === undefined) {
       return undefined;
     }
     if (rest === "" || rest === "/") {
-      return name === "inspector"
-        ? inspectorPage(built, request, mount.links)
-        : docsPage(built, request, mount.links, mount.base);
+      return name === "inspector" ? inspectorPage(built, request, links) : docsPage(built, request, links);
     }
     if (name === "docs" && rest === "/openapi.json") {
       return send(built.openapiJson, NO_CACHE, DOCUMENT_POLICY, request.acceptEncoding);

@@ -8,7 +8,7 @@ import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf, query
 /** Options of {@link createFetchHandler}: those of every adapter. */
 export type FetchHandlerOptions = AdapterOptions;
 
-/** What a host may tell of a request's connection, when it knows (Deno's `info.remoteAddr`, Bun's `server.requestIP`). */
+/** What a host may tell of a request's connection, when it knows: the explicit form of a {@link FetchHandler}'s second argument. */
 export interface ClientInfo {
   /** The client's address: the per-client limits of anonymous callers count by it, and the default Host check reads it. */
   remoteAddress?: string;
@@ -18,8 +18,29 @@ export interface ClientInfo {
   origin?: string;
 }
 
+/** Deno's `ServeHandlerInfo`, the second argument of `Deno.serve`'s handler, as far as a {@link FetchHandler} reads it. */
+export interface DenoServeHandlerInfo {
+  /** The client's address: read when `transport` is `"tcp"` (a Unix socket's has no `hostname`). */
+  readonly remoteAddr: { readonly transport: string; readonly hostname?: string };
+}
+
+/** Bun's `Server`, the second argument of `Bun.serve`'s `fetch`, as far as a {@link FetchHandler} reads it. */
+export interface BunServer {
+  /** The client's address, or null when Bun no longer knows it (the socket is closed). */
+  requestIP(request: Request): { readonly address: string } | null;
+}
+
+/**
+ * The second argument of a {@link FetchHandler}: a {@link ClientInfo}, or what Deno (`Deno.serve(handler)`) and Bun
+ * (`Bun.serve({ fetch: handler })`) pass there themselves, read for the client's address. Anything else a host
+ * passes (Cloudflare Workers' `env`, a Node bridge's own object) is ignored.
+ */
+export type FetchHandlerInfo = ClientInfo | DenoServeHandlerInfo | BunServer | object;
+
 /** A fetch handler serving OXP, with its runtime (lifecycle and core) for a host's own shutdown. */
-export type FetchHandler = ((request: Request, info?: ClientInfo) => Promise<Response>) & { readonly oxp: OxpRuntime };
+export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promise<Response>) & {
+  readonly oxp: OxpRuntime;
+};
 
 /**
  * Creates a fetch handler that serves the given tools over OXP, with the same options and the same contract as
@@ -27,17 +48,21 @@ export type FetchHandler = ((request: Request, info?: ClientInfo) => Promise<Res
  * (`Bun.serve({ fetch: handler })`), Deno (`Deno.serve(handler)`), Cloudflare Workers
  * (`export default { fetch: handler }`) and Node through any fetch bridge.
  *
+ * On Bun and Deno the handler reads the client's address from the runtime's own second argument (Bun's `Server`,
+ * Deno's `ServeHandlerInfo`); elsewhere pass it as `{ remoteAddress }`. Anonymous callers' fair share and the
+ * default Host check count by it.
+ *
  * State kept in memory (call_id answers, challenges, tokens, the fair-share budget) is per process, and on
  * Workers per isolate: give the stores options a shared store (e.g. Redis, or one of your own) where instances
  * must agree.
  *
  * @example
  * const handler = createFetchHandler({ tools: [add] });
- * Deno.serve((request, info) => handler(request, { remoteAddress: info.remoteAddr.hostname }));
+ * Deno.serve(handler); // or Bun.serve({ fetch: handler }), or export default { fetch: handler }
  */
 export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const pipeline = createPipeline(options, { defaultLogger: consoleLogger });
-  const handler = async (request: Request, info?: ClientInfo): Promise<Response> => {
+  const handler = async (request: Request, info?: FetchHandlerInfo): Promise<Response> => {
     const exchange = new FetchExchange(request, info);
     let answer: Answer | undefined;
     try {
@@ -63,6 +88,45 @@ function toResponse(answer: Answer, method: string): Response {
   });
 }
 
+/** The answer of {@link clientInfoOf} when the second argument tells nothing: one object, made once. */
+const NOTHING_KNOWN: ClientInfo = Object.freeze({});
+
+/**
+ * What a {@link FetchHandler}'s second argument tells of the request's connection: a {@link ClientInfo}'s string
+ * fields; the client's address from Deno's `ServeHandlerInfo` (a TCP `remoteAddr`) or Bun's `Server`
+ * (`requestIP(request)`); nothing from anything else, Workers' `env` among them. Never throws: a host's object may
+ * have getters of its own, and an odd argument only leaves the address unknown.
+ */
+function clientInfoOf(request: Request, info: FetchHandlerInfo | undefined): ClientInfo {
+  if (typeof info !== "object" || info === null) {
+    return NOTHING_KNOWN;
+  }
+  try {
+    const { remoteAddress, localAddress, origin } = info as ClientInfo;
+    if (typeof remoteAddress === "string" || typeof localAddress === "string" || typeof origin === "string") {
+      return {
+        remoteAddress: typeof remoteAddress === "string" ? remoteAddress : undefined,
+        localAddress: typeof localAddress === "string" ? localAddress : undefined,
+        origin: typeof origin === "string" ? origin : undefined,
+      };
+    }
+    const { remoteAddr } = info as Partial<DenoServeHandlerInfo>;
+    if (typeof remoteAddr === "object" && remoteAddr !== null) {
+      return remoteAddr.transport === "tcp" && typeof remoteAddr.hostname === "string"
+        ? { remoteAddress: remoteAddr.hostname }
+        : NOTHING_KNOWN;
+    }
+    const { requestIP } = info as Partial<BunServer>;
+    if (typeof requestIP === "function") {
+      const address = requestIP.call(info, request)?.address;
+      return typeof address === "string" ? { remoteAddress: address } : NOTHING_KNOWN;
+    }
+  } catch {
+    // A getter or requestIP that throws tells nothing.
+  }
+  return NOTHING_KNOWN;
+}
+
 /**
  * Bodies declared at most this long are read whole ({@link FetchExchange.readWhole}), larger or undeclared ones as
  * a stream: 64 KiB, one read of a socket on most hosts.
@@ -82,14 +146,14 @@ class FetchExchange implements Exchange {
   private readonly origin: string | undefined;
   constructor(
     private readonly request: Request,
-    info: ClientInfo | undefined,
+    info: FetchHandlerInfo | undefined,
   ) {
     this.method = request.method;
     this.path = pathOf(request.url);
-    // A host's own second argument (Bun's server, Workers' env) has no such fields; only a ClientInfo does.
-    this.localAddress = typeof info?.localAddress === "string" ? info.localAddress : undefined;
-    this.remoteAddress = typeof info?.remoteAddress === "string" ? info.remoteAddress : undefined;
-    this.origin = typeof info?.origin === "string" ? info.origin : undefined;
+    const client = clientInfoOf(request, info);
+    this.localAddress = client.localAddress;
+    this.remoteAddress = client.remoteAddress;
+    this.origin = client.origin;
   }
   query(): string {
     return queryOf(this.request.url);
