@@ -25,6 +25,7 @@ export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WireError } from "./core/errors.js";
 export type {
+  CompletedEntry,
   IdempotencyEntry,
   IdempotencyKey,
   IdempotencyStore,

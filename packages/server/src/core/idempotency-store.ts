@@ -19,6 +19,23 @@ export interface IdempotencyEntry {
    * the key stays held so a retry cannot start a second concurrent run.
    */
   abandoned?: boolean;
+  /** The call was cancelled (the tasks extension, docs/protocol.md 9.3): its response says so. */
+  cancelled?: boolean;
+  /**
+   * The response is a retryable failure of an asynchronous call, kept so that its status can be read, but not
+   * replayed: a new call with the key runs again, as for OXP 1.0's retryable failures, which are not kept at all.
+   */
+  rerunnable?: boolean;
+}
+
+/** What {@link IdempotencyStore.complete} keeps: the response, and how the call ended. */
+export interface CompletedEntry {
+  fingerprint: string;
+  response: CallToolResponse;
+  /** See {@link IdempotencyEntry.cancelled}. */
+  cancelled?: boolean;
+  /** See {@link IdempotencyEntry.rerunnable}. */
+  rerunnable?: boolean;
 }
 
 /**
@@ -28,18 +45,18 @@ export interface IdempotencyEntry {
 export interface IdempotencyStore {
   /**
    * Claims `key` for a new call. Returns undefined when the caller now holds the key (it must later
-   * `complete`, `abandon` or `release` it), or the entry that already holds it. A claim lapses after
+   * `complete`, `abandon` or `release` it), or the entry that already holds it. A `rerunnable` entry holds
+   * nothing: the claim replaces it. A claim lapses after
    * `ttlMs`, so a claim of an instance that died does not block the key. Throws an
    * {@link IdempotencyStoreFullError} when the store cannot take the key without dropping records it
    * must keep.
    */
   claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined>;
-  /** Stores the finished response of a claimed key for `ttlMs`; a response too large to keep frees the key instead. */
-  complete(
-    key: IdempotencyKey,
-    entry: { fingerprint: string; response: CallToolResponse },
-    ttlMs: number,
-  ): Promise<void>;
+  /**
+   * Stores the finished response of a claimed key for `ttlMs`, with how the call ended; a response too large
+   * to keep frees the key instead.
+   */
+  complete(key: IdempotencyKey, entry: CompletedEntry, ttlMs: number): Promise<void>;
   /** Marks a claimed key as held by an abandoned run, for `ttlMs` (renewed while the run goes on). */
   abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void>;
   /**
@@ -119,6 +136,8 @@ interface StoredRecord {
   /** The response, serialized: its size is then known exactly, and a replay hands out a fresh copy. */
   response?: string;
   abandoned?: boolean;
+  cancelled?: boolean;
+  rerunnable?: boolean;
   expiresAt: number;
   bytes: number;
   /** Which write made this record: an entry of a {@link WriteQueue} with another number is stale. */
@@ -245,12 +264,18 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (record.abandoned) {
       entry.abandoned = true;
     }
+    if (record.cancelled) {
+      entry.cancelled = true;
+    }
+    if (record.rerunnable) {
+      entry.rerunnable = true;
+    }
     return entry;
   }
 
   async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined> {
     const existing = await this.get(key);
-    if (existing) {
+    if (existing && !existing.rerunnable) {
       return existing;
     }
     const refused = this.put(key, { principal: key.principal, fingerprint, expiresAt: this.now() + ttlMs, bytes: 0 });
@@ -260,22 +285,27 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return undefined;
   }
 
-  async complete(
-    key: IdempotencyKey,
-    entry: { fingerprint: string; response: CallToolResponse },
-    ttlMs: number,
-  ): Promise<void> {
+  async complete(key: IdempotencyKey, entry: CompletedEntry, ttlMs: number): Promise<void> {
     const response = JSON.stringify(entry.response);
     const responseBytes = utf8ByteLength(response);
     if (responseBytes > this.limits.maxResponseBytes) {
       this.remove(recordKey(key));
       return;
     }
-    this.put(
-      key,
-      { principal: key.principal, fingerprint: entry.fingerprint, response, expiresAt: this.now() + ttlMs, bytes: 0 },
-      responseBytes,
-    );
+    const record: StoredRecord = {
+      principal: key.principal,
+      fingerprint: entry.fingerprint,
+      response,
+      expiresAt: this.now() + ttlMs,
+      bytes: 0,
+    };
+    if (entry.cancelled) {
+      record.cancelled = true;
+    }
+    if (entry.rerunnable) {
+      record.rerunnable = true;
+    }
+    this.put(key, record, responseBytes);
   }
 
   async abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void> {

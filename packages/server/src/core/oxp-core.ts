@@ -1,6 +1,8 @@
 /** The protocol core: lists tools and runs calls (resolution, requirements, input, idempotency, timeout, output). */
 import {
   AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
+  type CallProgress,
+  type CallStatus,
   type CallToolRequest,
   type CallToolResponse,
   formatSchemaErrors,
@@ -24,6 +26,7 @@ import {
 } from "./idempotency-store.js";
 import { type InputValidatorChoice, toParameterErrors } from "./input-validation.js";
 import { resolveRequirements, sentCredentials } from "./requirements.js";
+import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
 import { sha256Base64url } from "./web-crypto.js";
@@ -71,6 +74,17 @@ export interface OxpCoreOptions {
    * address of an anonymous caller). Past it a call is answered 429 with `Retry-After`. Default 128.
    */
   maxRunningCallsPerClient?: number;
+  /**
+   * Time limit of an asynchronous call (the tasks extension, docs/protocol.md 9.3) whose tool sets no
+   * `asyncTimeoutMs`, in milliseconds. Default 900,000 (15 minutes).
+   */
+  asyncTimeoutMs?: number;
+  /** The most asynchronous calls running at once, all clients together; past it a new one is answered 503. Default 10,000. */
+  maxAsyncCalls?: number;
+  /** The most asynchronous calls one client runs at once; past it a new one is answered 429. Default 100. */
+  maxAsyncCallsPerClient?: number;
+  /** The most progress updates a call's status keeps per second; the latest of each interval wins. Default 4. */
+  progressPerSecond?: number;
 }
 
 /** How a call ended, for logs and metrics: the tool's outcome, or `rejected` when it was answered 4xx/5xx before running. */
@@ -84,6 +98,7 @@ export type CallOutcome =
   | "replayed"
   | "still_running"
   | "disconnected"
+  | "cancelled"
   | "rejected";
 
 /** One finished call, as a {@link CallObserver} sees it. */
@@ -213,10 +228,24 @@ class ClientGone extends Error {
   override name = "ClientGone";
 }
 
+class CallCancelled extends Error {
+  override name = "CallCancelled";
+}
+
 /** How long an abandoned run's hold on its call_id lasts unless renewed (it is, while this process runs it). */
 const ABANDONED_HOLD_MS = 60_000;
 
 const recordKey = (key: IdempotencyKey) => JSON.stringify([key.principal, key.callId]);
+
+/** The status of a call whose run failed inside the server (its call_id was released): it may run again. */
+function lostRun(callId: string): CallToolResponse {
+  return {
+    call_id: callId,
+    duration: 0,
+    success: false,
+    error: { message: "The tool failed to run", developer_message: "The server lost the run.", can_retry: true },
+  };
+}
 
 /** The answer to a retry of a call whose abandoned run has not settled: try again later. */
 function stillRunning(callId: string, timeoutMs: number): CallToolResponse {
@@ -280,6 +309,10 @@ function failedRun(call: { callId: string; started: number }, error: unknown, un
     const toolError = { message: "The server is shutting down", developer_message: error.message, can_retry: true };
     return failedWith(call, toolError, "shutdown", unsettled);
   }
+  if (error instanceof CallCancelled) {
+    const toolError = { message: "The call was cancelled", developer_message: error.message, can_retry: false };
+    return failedWith(call, toolError, "cancelled", unsettled);
+  }
   if (error instanceof ClientGone) {
     // Nobody reads this answer: it is for the log line and the metrics.
     const toolError = { message: "The client went away", developer_message: error.message, can_retry: true };
@@ -331,7 +364,14 @@ interface PreparedCall {
   registered: RegisteredTool;
   meta: CallMeta;
   input: Record<string, unknown>;
-  run: (callId: string) => RunResult | Promise<RunResult>;
+  run: (callId: string, task?: LocalTask) => RunResult | Promise<RunResult>;
+  /** Set for an asynchronous call (the tasks extension): told once the call is accepted. */
+  async?: AsyncCall;
+}
+
+/** What the core is told of an asynchronous call: when it is accepted (its checks passed, its run started or joined). */
+interface AsyncCall {
+  accepted(): void;
 }
 
 /** A logger that drops everything. */
@@ -377,6 +417,15 @@ export class OxpCore {
   private readonly maxRunningPerClient: number;
   /** Runs in progress by client, for the per-client bound (an entry only while it is above 0). */
   private readonly runningByClient = new Map<string, number>();
+  /** Calls with a call_id this process runs, by record key: their progress, watchers and cancel (docs/protocol.md 9.3). */
+  private readonly tasks = new Map<string, LocalTask>();
+  private readonly asyncTimeoutMs: number;
+  private readonly maxAsync: number;
+  private readonly maxAsyncPerClient: number;
+  private readonly progressPerSecond: number;
+  /** Asynchronous runs in progress, all together and by client (they count against their own bounds only). */
+  private asyncRunning = 0;
+  private readonly asyncByClient = new Map<string, number>();
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
@@ -403,6 +452,16 @@ export class OxpCore {
     this.observer = options.observer;
     this.maxRunning = positiveInteger("maxRunningCalls", options.maxRunningCalls ?? 1_024);
     this.maxRunningPerClient = positiveInteger("maxRunningCallsPerClient", options.maxRunningCallsPerClient ?? 128);
+    this.asyncTimeoutMs = options.asyncTimeoutMs ?? 15 * 60_000;
+    if (!(this.asyncTimeoutMs > 0)) {
+      throw new ServerConfigError("asyncTimeoutMs must be a positive number");
+    }
+    this.maxAsync = positiveInteger("maxAsyncCalls", options.maxAsyncCalls ?? 10_000);
+    this.maxAsyncPerClient = positiveInteger("maxAsyncCallsPerClient", options.maxAsyncCallsPerClient ?? 100);
+    this.progressPerSecond = options.progressPerSecond ?? 4;
+    if (!(this.progressPerSecond > 0)) {
+      throw new ServerConfigError("progressPerSecond must be a positive number");
+    }
   }
 
   /** The GET /tools body: OXP 1.0's, or with the annotations extension's fields (docs/protocol.md 9.2). */
@@ -453,7 +512,117 @@ export class OxpCore {
    * (400 or 422) when the call fails before its tool runs. Tool failures are responses, never throws.
    * `request` is what `parseCallBody` returned: the body's shape and depth are checked there, once.
    */
-  async call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
+  call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
+    return this.execute(request, meta, undefined);
+  }
+
+  /**
+   * Runs a call asynchronously (the tasks extension, docs/protocol.md 9.3): checks it as {@link call} does
+   * (a failure rejects as there), starts or joins its run under its call_id (one is made when the request has
+   * none), and answers with its response if the run ends within `waitMs`, else with its running status.
+   */
+  async callAsync(
+    request: CallToolRequest,
+    meta: CallMeta,
+    waitMs: number,
+  ): Promise<{ response: CallToolResponse } | { status: CallStatus }> {
+    const callId = request.call_id ?? crypto.randomUUID();
+    let accept = () => {};
+    const accepted = new Promise<undefined>((resolve) => {
+      accept = () => resolve(undefined);
+    });
+    const outcome = this.execute({ ...request, call_id: callId }, meta, { accepted: accept }).then((response) => ({
+      response,
+    }));
+    const checked = await Promise.race([outcome, accepted]);
+    if (checked) {
+      return checked;
+    }
+    let timer: Timer | undefined;
+    const waited = await Promise.race([
+      outcome,
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), waitMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    if (waited) {
+      return waited;
+    }
+    // Whatever happens later is logged by the run: nobody awaits it here.
+    outcome.catch(() => {});
+    return { status: (await this.callStatus(meta.principal, callId)) ?? { call_id: callId, status: "running" } };
+  }
+
+  /**
+   * Where a call stands, for the principal that made it (the tasks extension): running (with its progress) while
+   * a run holds its call_id, else its kept response; undefined for a call_id unknown to this principal.
+   */
+  async callStatus(principal: string, callId: string): Promise<CallStatus | undefined> {
+    const key: IdempotencyKey = { principal, callId };
+    const local = this.tasks.get(recordKey(key));
+    if (local) {
+      return local.status();
+    }
+    const entry = await orUnavailable(() => this.store.get(key));
+    if (!entry) {
+      return undefined;
+    }
+    if (entry.response) {
+      return { call_id: callId, status: entry.cancelled ? "cancelled" : "completed", result: entry.response };
+    }
+    return { call_id: callId, status: "running" };
+  }
+
+  /**
+   * Calls `listener` on each change of a call this process runs (a progress kept, its end); returns the function
+   * that stops it, or undefined when this process runs no such call.
+   */
+  watchCall(principal: string, callId: string, listener: () => void): (() => void) | undefined {
+    return this.tasks.get(recordKey({ principal, callId }))?.watch(listener);
+  }
+
+  /** The latest progress of a call this process runs, with its number (the id of its `progress` event). */
+  callProgress(principal: string, callId: string): { progress: CallProgress; seq: number } | undefined {
+    const task = this.tasks.get(recordKey({ principal, callId }));
+    return task?.progress ? { progress: task.progress, seq: task.seq } : undefined;
+  }
+
+  /**
+   * Cancels a running call (the tasks extension): its tool's AbortSignal fires and the call ends `cancelled`.
+   * A call that has ended is left as it is. Resolves with the call's status once the cancel has taken effect (at
+   * most `maxWaitMs` later), or undefined for a call_id unknown to this principal.
+   */
+  async cancelCall(principal: string, callId: string, maxWaitMs = 5_000): Promise<CallStatus | undefined> {
+    const task = this.tasks.get(recordKey({ principal, callId }));
+    if (task?.cancel()) {
+      let timer: Timer | undefined;
+      let unwatch = () => {};
+      await new Promise<void>((resolve) => {
+        if (task.end) {
+          resolve();
+          return;
+        }
+        unwatch = task.watch(() => {
+          if (task.end) {
+            resolve();
+          }
+        });
+        timer = setTimeout(resolve, maxWaitMs);
+      });
+      clearTimeout(timer);
+      unwatch();
+      if (task.end) {
+        return task.status();
+      }
+    }
+    return this.callStatus(principal, callId);
+  }
+
+  private async execute(
+    request: CallToolRequest,
+    meta: CallMeta,
+    asyncCall: AsyncCall | undefined,
+  ): Promise<CallToolResponse> {
     const started = performance.now();
     if (this.observer?.callStarted) {
       this.notify(this.observer.callStarted, this.observer);
@@ -504,8 +673,8 @@ export class OxpCore {
       const tool = registered;
       const client = meta.client ?? meta.principal;
       // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
-      const abortOnHangUp = request.call_id === undefined;
-      const run = (callId: string) =>
+      const abortOnHangUp = request.call_id === undefined && !asyncCall;
+      const run = (callId: string, task?: LocalTask) =>
         this.run(tool, input, {
           callId,
           traceId,
@@ -516,9 +685,10 @@ export class OxpCore {
           client,
           meta,
           abortOnHangUp,
+          task,
         });
       // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
-      const ran = this.idempotent({ request, registered, meta, input, run });
+      const ran = this.idempotent({ request, registered, meta, input, run, async: asyncCall });
       answer = ran instanceof Promise ? await ran : ran;
     } catch (error) {
       // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
@@ -629,12 +799,13 @@ export class OxpCore {
   }
 
   /** {@link idempotent} for a call that carries a call_id. */
-  private async keyed({ request, registered, meta, input, run }: PreparedCall, callId: string): Promise<RunResult> {
+  private async keyed(call: PreparedCall, callId: string): Promise<RunResult> {
+    const { request, registered, meta, run } = call;
     const key: IdempotencyKey = { principal: meta.principal, callId };
     const fingerprint = await sha256Base64url(
-      canonicalJson([registered.definition.id, input, request.context?.user_id || null]),
+      canonicalJson([registered.definition.id, call.input, request.context?.user_id || null]),
     );
-    const timeoutMs = registered.tool.timeoutMs ?? this.defaultTimeoutMs;
+    const timeoutMs = this.timeLimitOf(registered, call.async !== undefined);
     let held: IdempotencyEntry | undefined;
     try {
       // A pending claim lapses if this instance dies, so a retry elsewhere is not blocked for a day.
@@ -655,6 +826,10 @@ export class OxpCore {
           developerMessage: "A call_id is an idempotency key: reuse it only to retry the same tool, input and user_id.",
         });
       }
+      if (!held.response && !held.abandoned) {
+        // Joining a run in progress: an asynchronous call is accepted, and its status is the run's.
+        call.async?.accepted();
+      }
       const found =
         held.response || held.abandoned
           ? held
@@ -666,26 +841,37 @@ export class OxpCore {
         return { response: stillRunning(callId, timeoutMs), outcome: "still_running" };
       }
       // The first call was released (a retryable failure) or its claim lapsed: run it again.
-      return this.idempotent({ request, registered, meta, input, run });
+      return this.idempotent(call);
     }
     const id = recordKey(key);
+    const task = new LocalTask(callId, { async: call.async !== undefined, perSecond: this.progressPerSecond });
+    this.tasks.set(id, task);
     // Through the Promise constructor: a run that throws at once still releases its claim (below).
     // After the store's answer the adapter no longer measures: the run's synchronous work is charged here.
     const pending = new Promise<RunResult>((resolve) => {
       const running = meta.charge ? performance.now() : 0;
       try {
-        resolve(run(callId));
+        resolve(run(callId, task));
+        // Accepted only once the run started: a bound on running calls (429, 503) is answered as such, never 202.
+        call.async?.accepted();
       } finally {
         meta.charge?.(performance.now() - running);
       }
     }).then(async (result) => {
       const { response, unsettled } = result;
+      const cancelled = result.outcome === "cancelled";
       try {
-        if (unsettled) {
+        if (unsettled && !cancelled) {
           this.holdWhileUnsettled(key, fingerprint, unsettled);
-        } else if (response.success || response.error.can_retry !== true) {
+        } else if (response.success || response.error.can_retry !== true || task.async) {
           const storing = meta.charge ? performance.now() : 0;
-          const stored = this.store.complete(key, { fingerprint, response }, this.retentionMs);
+          // An asynchronous call's retryable failure is kept for its status, but a new call with its key runs again.
+          const rerunnable = !response.success && response.error.can_retry === true;
+          const stored = this.store.complete(
+            key,
+            { fingerprint, response, ...(cancelled ? { cancelled } : {}), ...(rerunnable ? { rerunnable } : {}) },
+            this.retentionMs,
+          );
           meta.charge?.(performance.now() - storing);
           await stored;
         } else {
@@ -699,12 +885,32 @@ export class OxpCore {
           "could not record the call's response in the idempotency store",
         );
       }
+      this.endTask(id, task, { response, cancelled });
       return result;
     });
     const shared = pending.then((result) => result.response);
     this.running.set(id, shared);
-    shared.catch(() => this.store.release(key).catch(() => {})).finally(() => this.running.delete(id));
+    shared
+      .catch(() => {
+        this.store.release(key).catch(() => {});
+        this.endTask(id, task, { response: lostRun(callId), cancelled: false });
+      })
+      .finally(() => this.running.delete(id));
     return pending;
+  }
+
+  /** Ends a call's task: its watchers learn how, and its status is read from the store from now on. */
+  private endTask(id: string, task: LocalTask, end: TaskEnd): void {
+    task.settle(end);
+    if (this.tasks.get(id) === task) {
+      this.tasks.delete(id);
+    }
+  }
+
+  /** A call's time limit: its tool's, else the server's; asynchronous calls have their own (docs/protocol.md 9.3). */
+  private timeLimitOf(registered: RegisteredTool, async: boolean): number {
+    const { tool } = registered;
+    return async ? (tool.asyncTimeoutMs ?? this.asyncTimeoutMs) : (tool.timeoutMs ?? this.defaultTimeoutMs);
   }
 
   /**
@@ -810,11 +1016,18 @@ export class OxpCore {
       meta: CallMeta;
       /** Abort the run when its client goes away (a call without a call_id: nobody could collect its answer). */
       abortOnHangUp: boolean;
+      /** The call's task, when it has a call_id: where its progress goes and its cancel comes from. */
+      task: LocalTask | undefined;
     },
   ): RunResult | Promise<RunResult> {
     const { tool, definition } = registered;
-    this.checkRunningBounds(call.client);
-    const timeoutMs = tool.timeoutMs ?? this.defaultTimeoutMs;
+    const async = call.task?.async === true;
+    if (async) {
+      this.checkAsyncBounds(call.client);
+    } else {
+      this.checkRunningBounds(call.client);
+    }
+    const timeoutMs = this.timeLimitOf(registered, async);
     const context = new RunContext(call, this.logger, definition.id);
     let returned: unknown;
     try {
@@ -857,7 +1070,12 @@ export class OxpCore {
       if (this.shutDown) {
         active.shutDown();
       }
-      this.runningByClient.set(call.client, (this.runningByClient.get(call.client) ?? 0) + 1);
+      call.task?.cancelWith(() => stop(new CallCancelled("A client cancelled the call.")));
+      const byClient = async ? this.asyncByClient : this.runningByClient;
+      byClient.set(call.client, (byClient.get(call.client) ?? 0) + 1);
+      if (async) {
+        this.asyncRunning++;
+      }
       let unwatch: (() => void) | undefined;
       try {
         if (call.abortOnHangUp) {
@@ -873,11 +1091,14 @@ export class OxpCore {
         clearTimeout(timer);
         unwatch?.();
         this.active.delete(active);
-        const left = (this.runningByClient.get(call.client) ?? 1) - 1;
+        const left = (byClient.get(call.client) ?? 1) - 1;
         if (left > 0) {
-          this.runningByClient.set(call.client, left);
+          byClient.set(call.client, left);
         } else {
-          this.runningByClient.delete(call.client);
+          byClient.delete(call.client);
+        }
+        if (async) {
+          this.asyncRunning--;
         }
       }
       // After an asynchronous tool the adapter no longer measures: checking and copying the value is charged here.
@@ -899,7 +1120,8 @@ export class OxpCore {
    * that went away but whose call_id keeps them going included.
    */
   private checkRunningBounds(client: string): void {
-    if (this.active.size === 0) {
+    const running = this.active.size - this.asyncRunning;
+    if (running === 0) {
       return;
     }
     if ((this.runningByClient.get(client) ?? 0) >= this.maxRunningPerClient) {
@@ -908,10 +1130,29 @@ export class OxpCore {
         headers: { "Retry-After": "1" },
       });
     }
-    if (this.active.size >= this.maxRunning) {
+    if (running >= this.maxRunning) {
       throw new WireError("unavailable", "The server is running as many calls as it can", {
         developerMessage: `At most ${this.maxRunning} calls run at once; retry shortly.`,
         headers: { "Retry-After": "1" },
+      });
+    }
+  }
+
+  /**
+   * Refuses a new asynchronous run at its bounds (docs/protocol.md 9.3): the client's own (429) or the server's
+   * (503). They are apart from the bounds of calls answered in their request, and far larger.
+   */
+  private checkAsyncBounds(client: string): void {
+    if ((this.asyncByClient.get(client) ?? 0) >= this.maxAsyncPerClient) {
+      throw new WireError("too_many_requests", "Too many of your asynchronous calls are running", {
+        developerMessage: `At most ${this.maxAsyncPerClient} asynchronous calls of one client run at once; retry when one has finished.`,
+        headers: { "Retry-After": "5" },
+      });
+    }
+    if (this.asyncRunning >= this.maxAsync) {
+      throw new WireError("unavailable", "The server is running as many asynchronous calls as it can", {
+        developerMessage: `At most ${this.maxAsync} asynchronous calls run at once; retry later.`,
+        headers: { "Retry-After": "5" },
       });
     }
   }
@@ -979,6 +1220,7 @@ class RunContext implements ToolContext {
   #toolLogger: ToolLogger | undefined;
   readonly #logger: CoreLogger;
   readonly #toolId: string;
+  readonly #task: LocalTask | undefined;
 
   constructor(
     call: {
@@ -988,6 +1230,7 @@ class RunContext implements ToolContext {
       tokens: Record<string, string>;
       secrets: Record<string, string>;
       extra: Record<string, unknown>;
+      task?: LocalTask | undefined;
     },
     logger: CoreLogger,
     toolId: string,
@@ -1000,6 +1243,7 @@ class RunContext implements ToolContext {
     this.extra = call.extra;
     this.#logger = logger;
     this.#toolId = toolId;
+    this.#task = call.task;
   }
 
   get signal(): AbortSignal {
@@ -1017,6 +1261,15 @@ class RunContext implements ToolContext {
       this.#toolLogger = this.#logger.child({ tool_id: this.#toolId, call_id: this.callId });
     }
     return this.#toolLogger;
+  }
+
+  /**
+   * Reports how far the call has got (the tasks extension, docs/protocol.md 9.3). Kept for a call with a call_id
+   * (every asynchronous one has one), a few times a second at most and only when `progress` increases; a no-op
+   * for any other call.
+   */
+  progress(update: CallProgress): void {
+    this.#task?.report(update);
   }
 
   /** Aborts the signal (now, or when the tool first reads it) with the reason the run was given up. */

@@ -1,5 +1,5 @@
 /** Authoring tools: `defineTool`, the context a tool runs with, and the error a tool throws to fail on purpose. */
-import type { ToolAnnotations, ToolError, ToolRequirements } from "@otc/types";
+import type { CallProgress, ToolAnnotations, ToolError, ToolRequirements } from "@otc/types";
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
 
 /** The logger a tool gets: structured, one object of fields plus a message. */
@@ -31,6 +31,13 @@ export interface ToolContext {
   signal: AbortSignal;
   /** A logger whose lines carry the tool's id and the call's id. */
   logger: ToolLogger;
+  /**
+   * Reports how far the call has got: `progress` (work done, in the tool's own unit), `total` when known, and a
+   * short `message`. Clients of the tasks extension read it (docs/protocol.md 9.3). The server keeps a few reports
+   * a second at most, only those whose `progress` increases, and cuts long messages; a no-op for a call nobody
+   * can follow (no call_id).
+   */
+  progress(update: CallProgress): void;
 }
 
 /** Options of an {@link OxpToolError}, named as on the wire but in camelCase. */
@@ -116,6 +123,8 @@ export interface ToolSpec<I extends SchemaObject, O extends SchemaObject | null>
   deprecationMessage?: string;
   /** Overrides the server's default time limit for this tool. */
   timeoutMs?: number;
+  /** Overrides the server's time limit for this tool's asynchronous calls (the tasks extension). */
+  asyncTimeoutMs?: number;
   run(input: ToolInput<I>, ctx: ToolContext): ToolOutput<O> | Promise<ToolOutput<O>>;
 }
 
@@ -131,6 +140,7 @@ export interface Tool {
   readonly annotations?: ToolAnnotations | undefined;
   readonly deprecationMessage?: string | undefined;
   readonly timeoutMs: number | undefined;
+  readonly asyncTimeoutMs?: number | undefined;
   run(input: Record<string, unknown>, ctx: ToolContext): unknown;
 }
 
@@ -160,6 +170,7 @@ export function defineTool<const I extends SchemaObject, const O extends SchemaO
     annotations: spec.annotations,
     deprecationMessage: spec.deprecationMessage,
     timeoutMs: spec.timeoutMs,
+    asyncTimeoutMs: spec.asyncTimeoutMs,
     run: spec.run as Tool["run"],
   };
 }

@@ -1,7 +1,7 @@
 /** A node:http request as the pipeline's exchange, and the writing of its answer: what the node:http and Express adapters share. */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { Readable } from "node:stream";
+import { pipeline, Readable } from "node:stream";
 import { type Answer, bodyTooLarge, type Exchange, queryOf } from "./pipeline.js";
 import { requestPath } from "./routes.js";
 
@@ -227,5 +227,6 @@ function writeResponse(res: ServerResponse, response: Response): void {
     response.body?.cancel().catch(() => {});
     return;
   }
-  Readable.fromWeb(response.body as import("node:stream/web").ReadableStream).pipe(res);
+  // pipeline, not pipe: a client that goes away cancels the body (an event stream stops, and is counted closed).
+  pipeline(Readable.fromWeb(response.body as import("node:stream/web").ReadableStream), res, () => {});
 }

@@ -63,6 +63,13 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
    * document lists none), or a list of ids.
    */
   extensions?: false | readonly ExtensionId[];
+  /** Bounds of the tasks extension's event streams (`GET /tools/calls/{call_id}/events`). */
+  eventStreams?: {
+    /** The most streams one client keeps open; past it, 429. Default 16. */
+    maxPerClient?: number;
+    /** How often a comment keeps an idle stream open, in milliseconds. Default 15,000. */
+    keepAliveMs?: number;
+  };
 }
 
 /** Telemetry an adapter plugs in: metrics through a call observer and a page, a trace span around each call. */

@@ -3,7 +3,7 @@
  * order of docs/protocol.md 3.3 (see {@link Pipeline.handle}); an adapter only translates its host's request
  * into an {@link Exchange} and writes the {@link Answer} back. Runtime-neutral: no `node:` module.
  */
-import { OXP_VERSION, type Validator } from "@otc/types";
+import { type CallStatus, OXP_VERSION, TOOLS_CALLS_PATH_TEMPLATE, type Validator } from "@otc/types";
 import bytes from "bytes";
 import corsMiddleware from "cors";
 import Negotiator from "negotiator";
@@ -27,9 +27,11 @@ import {
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits, JsonScanner } from "../core/json-limits.js";
 import { type CallMeta, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../core/protocol-version.js";
+import { MAX_WAIT_SECONDS, parsePrefer } from "../core/tasks.js";
 import { parseTraceparent } from "../core/traceparent.js";
 import { createHostCheck } from "./allowed-hosts.js";
 import { createAuthenticator } from "./authentication.js";
+import { callEventStream } from "./call-events.js";
 import { ClientBudget } from "./client-budget.js";
 import { addressGroup } from "./ip.js";
 import type { AdapterOptions, CorsOptions, OxpLifecycle, OxpRuntime } from "./options.js";
@@ -105,6 +107,7 @@ interface AnswerKind {
 const ANSWER_KIND = {
   health: { route: "health", envelope: false },
   discovery: { route: "discovery", envelope: false },
+  status: { route: "status", envelope: false },
   tools: { route: "tools", envelope: false },
   check: { route: "check", envelope: false },
   call: { route: "call", envelope: false },
@@ -156,6 +159,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const validateResponses = options.validateResponses ?? false;
   const contract = host.contract;
   const offered = offeredExtensions(options.extensions);
+  const maxStreamsPerClient = options.eventStreams?.maxPerClient ?? 16;
+  const streamKeepAliveMs = options.eventStreams?.keepAliveMs ?? 15_000;
+  /** Open event streams by client, for their bound (an entry only while above 0). */
+  const openStreams = new Map<string, number>();
   const discovery = JSON.stringify({ oxp_versions: [OXP_VERSION], extensions: [...offered] });
 
   const fail: Pipeline["fail"] = (exchange, error, headers) => {
@@ -361,6 +368,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       budget,
       bodyValues: scanner.values,
     });
+    const preferences = asksFor(exchange, "tasks") ? parsePrefer(exchange.header("prefer")) : undefined;
+    if (preferences?.respondAsync) {
+      return serveAsyncCall(exchange, request, envelope, meta, (preferences.waitSeconds ?? 0) * 1000, headers);
+    }
     // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
     // without a call_id) is measured here, from the reading that closed the body's charge; what it does after a
     // wait, it charges through the meta.
@@ -389,6 +400,167 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       budget.charge(client, answered - answering, answered);
     }
     return done;
+  };
+
+  /**
+   * Step 6 for `Prefer: respond-async` with the tasks extension (docs/protocol.md 9.3): the call's checks answer
+   * as without it; a call still running after `waitMs` is answered 202 with its status and where to follow it.
+   */
+  const serveAsyncCall = async (
+    exchange: Exchange,
+    request: Parameters<typeof core.call>[0],
+    envelope: boolean,
+    meta: ExchangeCallMeta,
+    waitMs: number,
+    headers: Record<string, string>,
+  ): Promise<Answer> => {
+    let result: Awaited<ReturnType<typeof core.callAsync>>;
+    try {
+      result = await core.callAsync(request, meta, waitMs);
+    } finally {
+      meta.answered();
+    }
+    if ("response" in result) {
+      const text = JSON.stringify(wrapResponse(result.response, envelope));
+      return answer(200, text, envelope ? ANSWER_KIND.callEnvelope : ANSWER_KIND.call, headers);
+    }
+    return answer(202, JSON.stringify(result.status), ANSWER_KIND.status, {
+      ...headers,
+      "OXP-Extensions": "tasks",
+      "Preference-Applied": "respond-async",
+      Location: callLocation(exchange, result.status.call_id),
+    });
+  };
+
+  /** Where a call's status is read: from `publicUrl` when set, else the URL the request reached, else a path. */
+  const callLocation = (exchange: Exchange, callId: string): string => {
+    const path = `${CALLS_PATH}/${encodeURIComponent(callId)}`;
+    if (publicUrl !== undefined) {
+      return `${publicUrl}${path}`;
+    }
+    try {
+      return `${exchange.baseUrl()}${path}`;
+    } catch {
+      // A fetch host that tells neither its origin nor an address: a path, which RFC 9110 allows.
+      return path;
+    }
+  };
+
+  /** The tasks extension's routes: a call's status (GET, with long poll), its cancel (DELETE), its events. */
+  const serveTask = async (
+    exchange: Exchange,
+    route: ProtocolRoute,
+    principal: string,
+    headers: Record<string, string>,
+  ): Promise<Answer> => {
+    await checkVersion(exchange, route.name);
+    let callId: string;
+    try {
+      callId = decodeURIComponent(route.segment ?? "");
+    } catch (error) {
+      throw toWireError(error);
+    }
+    const taskHeaders = { ...headers, "OXP-Extensions": "tasks" };
+    if (exchange.method === "DELETE") {
+      return statusAnswer(await core.cancelCall(principal, callId), taskHeaders);
+    }
+    let status = await core.callStatus(principal, callId);
+    if (route.name === "events") {
+      if (!status) {
+        throw noSuchCall();
+      }
+      return eventsAnswer(exchange, principal, callId, status, taskHeaders);
+    }
+    const waitSeconds = parsePrefer(exchange.header("prefer")).waitSeconds ?? 0;
+    if (status?.status === "running" && waitSeconds > 0) {
+      await changeOf(exchange, principal, callId, status, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
+      status = (await core.callStatus(principal, callId)) ?? status;
+    }
+    return statusAnswer(status, taskHeaders);
+  };
+
+  const statusAnswer = (status: CallStatus | undefined, headers: Record<string, string>): Answer => {
+    if (!status) {
+      throw noSuchCall();
+    }
+    return answer(200, JSON.stringify(status), ANSWER_KIND.status, headers);
+  };
+
+  /**
+   * Waits until a running call's status or progress changes, `maxMs` pass, or the client goes away: on every change
+   * for a call this process runs, else by looking it up again now and then.
+   */
+  const changeOf = (exchange: Exchange, principal: string, callId: string, seen: CallStatus, maxMs: number) =>
+    new Promise<void>((resolve) => {
+      let poll: ReturnType<typeof setInterval> | undefined;
+      const done = () => {
+        clearTimeout(timer);
+        clearInterval(poll);
+        unwatch?.();
+        unwatchClient();
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      const unwatchClient = exchange.watchClient(done);
+      const unwatch = core.watchCall(principal, callId, done);
+      if (!unwatch) {
+        const before = JSON.stringify(seen);
+        poll = setInterval(() => {
+          core.callStatus(principal, callId).then(
+            (now) => {
+              if (JSON.stringify(now) !== before) {
+                done();
+              }
+            },
+            () => {},
+          );
+        }, 500);
+      }
+    });
+
+  /** The event stream of a call, within the principal's allowance of open streams. */
+  const eventsAnswer = (
+    exchange: Exchange,
+    principal: string,
+    callId: string,
+    status: CallStatus,
+    headers: Record<string, string>,
+  ): Answer => {
+    const streamHeaders = {
+      ...headers,
+      "OXP-Version": OXP_VERSION,
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+    };
+    if (exchange.method === "HEAD") {
+      return { status: 200, headers: streamHeaders };
+    }
+    const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
+    const open = openStreams.get(client) ?? 0;
+    if (open >= maxStreamsPerClient) {
+      throw new WireError("too_many_requests", "Too many of your event streams are open", {
+        developerMessage: `At most ${maxStreamsPerClient} event streams of one client are open at once; close one, or poll the call's status.`,
+        headers: { "Retry-After": "5" },
+      });
+    }
+    openStreams.set(client, open + 1);
+    const stream = callEventStream({
+      core,
+      principal,
+      callId,
+      status,
+      lastEventId: exchange.header("last-event-id"),
+      keepAliveMs: streamKeepAliveMs,
+      onClose: () => {
+        const left = (openStreams.get(client) ?? 1) - 1;
+        if (left > 0) {
+          openStreams.set(client, left);
+        } else {
+          openStreams.delete(client);
+        }
+      },
+    });
+    return { status: 200, headers: {}, response: new Response(stream, { status: 200, headers: streamHeaders }) };
   };
 
   /** The version check of a GET route: the host's contract check, or the pipeline's. */
@@ -441,7 +613,12 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     if (!route.methods.includes(exchange.method)) {
       throw methodNotAllowed(route.methods);
     }
-    return route.name === "call" ? serveCall(exchange, principal, headers) : serveRead(exchange, route, headers);
+    if (route.name === "call") {
+      return serveCall(exchange, principal, headers);
+    }
+    return TASK_ROUTES.has(route.name)
+      ? serveTask(exchange, route, principal, headers)
+      : serveRead(exchange, route, headers);
   };
 
   /** Steps 7 and 8: `GET /tools` and a check_url. */
@@ -596,7 +773,17 @@ function offeredExtensions(option: AdapterOptions["extensions"]): ExtensionSet {
 }
 
 /** The extensions the pipeline serves so far, in the order they are named. */
-const IMPLEMENTED_EXTENSIONS: readonly ExtensionId[] = ["annotations", "pagination"];
+const IMPLEMENTED_EXTENSIONS: readonly ExtensionId[] = EXTENSIONS;
+
+/** Where the calls' status paths start: the spec's `/tools/calls/{call_id}` without its parameter. */
+const CALLS_PATH = TOOLS_CALLS_PATH_TEMPLATE.replace("/{call_id}", "");
+
+/** The 404 of a call_id this principal does not have (unknown, another principal's, or expired). */
+function noSuchCall(): WireError {
+  return new WireError("not_found", "No such call", {
+    developerMessage: "This call_id is unknown for your credentials, or its record has expired.",
+  });
+}
 
 /** The query of a request target or URL, without its `?` and any fragment; empty when there is none. */
 export function queryOf(url: string): string {

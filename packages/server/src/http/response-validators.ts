@@ -2,6 +2,7 @@
 import {
   type Validator,
   validateAuthorizationChallengeCheckResponse,
+  validateCallStatus,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
   validateDiscoveryDocument,
@@ -16,6 +17,9 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
   if (status === 304 || status === 204) {
     return undefined;
   }
+  if (status === 202) {
+    return validateCallStatus;
+  }
   if (status === 422) {
     return validateValidationErrorResponse;
   }
@@ -29,6 +33,8 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
       return validateToolListResponse;
     case "discovery":
       return validateDiscoveryDocument;
+    case "status":
+      return validateCallStatus;
     case "check":
       return validateAuthorizationChallengeCheckResponse;
     default:

@@ -1,0 +1,209 @@
+/** The tasks extension inside one process (docs/protocol.md 9.3): a running call's progress, its watchers and its cancel. */
+import type { CallProgress, CallStatus, CallToolResponse } from "@otc/types";
+import { shorten } from "./errors.js";
+
+/** The longest progress message kept; a longer one is cut. */
+export const PROGRESS_MESSAGE_MAX = 1_000;
+
+/** The most progress updates kept per second and call, unless the core's options say otherwise. */
+export const DEFAULT_PROGRESS_PER_SECOND = 4;
+
+/** The longest a `Prefer: wait=N` holds an answer, in seconds. */
+export const MAX_WAIT_SECONDS = 30;
+
+/** How a call ended, as its task keeps it. */
+export interface TaskEnd {
+  response: CallToolResponse;
+  cancelled: boolean;
+}
+
+/**
+ * A call this process runs under a call_id: its latest progress (kept at most `perSecond` times a second, only
+ * when it increases), the watchers told of each change, and the function that cancels its run.
+ */
+export class LocalTask {
+  /** The latest progress kept. */
+  progress: CallProgress | undefined;
+  /** How many progress updates were kept: the id of the latest `progress` event. */
+  seq = 0;
+  /** Set once the call has ended; watchers are told, then the task leaves its board. */
+  end: TaskEnd | undefined;
+  /** Whether the call is asynchronous (its retryable failure is kept for its status). */
+  readonly async: boolean;
+  readonly #watchers = new Set<() => void>();
+  readonly #intervalMs: number;
+  #keptAt = Number.NEGATIVE_INFINITY;
+  #pending: CallProgress | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #cancel: (() => void) | undefined;
+  #cancelRequested = false;
+
+  constructor(
+    readonly callId: string,
+    options: { async: boolean; perSecond: number },
+  ) {
+    this.async = options.async;
+    this.#intervalMs = 1000 / options.perSecond;
+  }
+
+  /**
+   * A tool's progress report. Ignored when malformed (not a finite `progress` of at least 0), when it does not
+   * increase on what was reported before, or once the call has ended; kept now, or at the end of the current
+   * interval when one was kept less than an interval ago (the latest report of the interval wins).
+   */
+  report(update: unknown): void {
+    const progress = checkedProgress(update);
+    if (!progress || this.end) {
+      return;
+    }
+    const highest = this.#pending ?? this.progress;
+    if (highest && progress.progress <= highest.progress) {
+      return;
+    }
+    const now = performance.now();
+    if (now - this.#keptAt >= this.#intervalMs) {
+      this.#keep(progress, now);
+      return;
+    }
+    this.#pending = progress;
+    if (!this.#timer) {
+      this.#timer = setTimeout(() => this.#flush(), this.#keptAt + this.#intervalMs - now);
+      (this.#timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /** Calls `listener` on every change (a progress kept, the end); returns the function that stops it. */
+  watch(listener: () => void): () => void {
+    this.#watchers.add(listener);
+    return () => {
+      this.#watchers.delete(listener);
+    };
+  }
+
+  /** Gives the task the function that stops its run; a cancel asked for before runs it at once. */
+  cancelWith(cancel: () => void): void {
+    this.#cancel = cancel;
+    if (this.#cancelRequested) {
+      cancel();
+    }
+  }
+
+  /** Asks the run to stop as cancelled; false when the call has ended already. */
+  cancel(): boolean {
+    if (this.end) {
+      return false;
+    }
+    this.#cancelRequested = true;
+    this.#cancel?.();
+    return true;
+  }
+
+  /** Records how the call ended (a pending progress first) and tells the watchers. */
+  settle(end: TaskEnd): void {
+    if (this.end) {
+      return;
+    }
+    this.#flush();
+    this.end = end;
+    this.#notify();
+    this.#watchers.clear();
+  }
+
+  /** The call's status as the tasks extension answers it. */
+  status(): CallStatus {
+    const status: CallStatus = {
+      call_id: this.callId,
+      status: this.end ? (this.end.cancelled ? "cancelled" : "completed") : "running",
+    };
+    if (this.progress) {
+      status.progress = this.progress;
+    }
+    if (this.end) {
+      status.result = this.end.response;
+    }
+    return status;
+  }
+
+  #flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const pending = this.#pending;
+    if (pending) {
+      this.#pending = undefined;
+      this.#keep(pending, performance.now());
+    }
+  }
+
+  #keep(progress: CallProgress, now: number): void {
+    this.progress = progress;
+    this.seq++;
+    this.#keptAt = now;
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const watcher of [...this.#watchers]) {
+      try {
+        watcher();
+      } catch {
+        // A watcher is the server's own (a long poll, an event stream); one that fails must not stop the others.
+      }
+    }
+  }
+}
+
+/** A well-formed copy of a progress report, or undefined: `progress` and `total` finite and at least 0, `message` cut. */
+function checkedProgress(update: unknown): CallProgress | undefined {
+  if (typeof update !== "object" || update === null) {
+    return undefined;
+  }
+  const { progress, total, message } = update as Record<string, unknown>;
+  if (typeof progress !== "number" || !Number.isFinite(progress) || progress < 0) {
+    return undefined;
+  }
+  const kept: CallProgress = { progress };
+  if (typeof total === "number" && Number.isFinite(total) && total >= 0) {
+    kept.total = total;
+  }
+  if (typeof message === "string" && message.length > 0) {
+    kept.message = shorten(message, PROGRESS_MESSAGE_MAX);
+  }
+  return kept;
+}
+
+/** The preferences of a request's `Prefer` header (RFC 7240) that the tasks extension reads. */
+export interface Preferences {
+  respondAsync: boolean;
+  /** `wait=N` in seconds, at most {@link MAX_WAIT_SECONDS}; undefined when absent or malformed. */
+  waitSeconds: number | undefined;
+}
+
+/**
+ * Reads `respond-async` and `wait=N` from a `Prefer` header (several lines arrive joined with commas). Names are
+ * case-insensitive, parameters after `;` and unknown preferences ignored; a malformed `wait` is ignored, one over
+ * 30 seconds counts as 30.
+ */
+export function parsePrefer(header: string | undefined): Preferences {
+  const preferences: Preferences = { respondAsync: false, waitSeconds: undefined };
+  if (header === undefined) {
+    return preferences;
+  }
+  for (const item of header.split(",")) {
+    const [token = ""] = item.split(";");
+    const equals = token.indexOf("=");
+    const name = (equals === -1 ? token : token.slice(0, equals)).trim().toLowerCase();
+    const value =
+      equals === -1
+        ? undefined
+        : token
+            .slice(equals + 1)
+            .trim()
+            .replace(/^"(.*)"$/, "$1");
+    if (name === "respond-async") {
+      preferences.respondAsync = true;
+    } else if (name === "wait" && value !== undefined && /^[0-9]{1,9}$/.test(value)) {
+      preferences.waitSeconds = Math.min(Number(value), MAX_WAIT_SECONDS);
+    }
+  }
+  return preferences;
+}

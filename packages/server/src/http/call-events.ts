@@ -1,0 +1,166 @@
+/** A call's event stream (the tasks extension, docs/protocol.md 9.3): its progress, then its result, as server-sent events. */
+import type { CallStatus } from "@otc/types";
+import type { OxpCore } from "../core/oxp-core.js";
+
+/** Options of {@link callEventStream}. */
+export interface CallEventStreamOptions {
+  core: OxpCore;
+  principal: string;
+  callId: string;
+  /** The call's status when the stream was asked for (it exists and belongs to the principal). */
+  status: CallStatus;
+  /** The `Last-Event-ID` sent: a progress number, or `result`. */
+  lastEventId: string | undefined;
+  /** How often a comment keeps an idle stream open, in milliseconds. */
+  keepAliveMs: number;
+  /** How often a call that this process does not run is looked up again, in milliseconds. */
+  pollMs?: number;
+  /** Told once when the stream ends, whoever ends it. */
+  onClose(): void;
+}
+
+const encoder = new TextEncoder();
+
+/** One event in the text/event-stream format: its id, its type, and its data on one line (JSON has no newline). */
+function event(id: string, type: string, data: unknown): Uint8Array {
+  return encoder.encode(`id: ${id}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+}
+
+/**
+ * The stream of a call's events: a `progress` event (id: the progress's number) whenever a newer progress is kept,
+ * then one `result` event (id `result`) with the CallToolResponse, after which the stream ends. Resumed after
+ * `lastEventId`, it starts with the latest progress if that is newer. A slow reader is sent the latest progress
+ * when it reads again, never a backlog; a comment every `keepAliveMs` keeps an idle stream open.
+ */
+export function callEventStream(options: CallEventStreamOptions): ReadableStream<Uint8Array> {
+  const { core, principal, callId, keepAliveMs } = options;
+  const resumedAfter = options.lastEventId?.trim();
+  if (resumedAfter === "result") {
+    // The client has the result already: nothing follows it.
+    options.onClose();
+    return new ReadableStream({
+      start(controller) {
+        controller.close();
+      },
+    });
+  }
+  let sentSeq = resumedAfter !== undefined && /^[0-9]{1,15}$/.test(resumedAfter) ? Number(resumedAfter) : 0;
+  let controller: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  let unwatch: (() => void) | undefined;
+  let keepAlive: ReturnType<typeof setInterval> | undefined;
+  let poll: ReturnType<typeof setInterval> | undefined;
+  let lookingUp = false;
+
+  const close = () => {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    unwatch?.();
+    clearInterval(keepAlive);
+    clearInterval(poll);
+    options.onClose();
+  };
+  const finish = (status: CallStatus) => {
+    if (status.result) {
+      controller.enqueue(event("result", "result", status.result));
+    }
+    close();
+    controller.close();
+  };
+  /** Sends what the reader has not seen: the result once the call has ended, else a newer progress. */
+  const flush = () => {
+    if (closed) {
+      return;
+    }
+    const latest = core.callProgress(principal, callId);
+    if (latest && latest.seq > sentSeq) {
+      sentSeq = latest.seq;
+      controller.enqueue(event(String(latest.seq), "progress", latest.progress));
+    }
+  };
+  /** Reads the status again: the call may have ended, or moved out of this process's hands. */
+  const lookUp = async () => {
+    if (closed || lookingUp) {
+      return;
+    }
+    lookingUp = true;
+    try {
+      const status = await core.callStatus(principal, callId);
+      if (closed) {
+        return;
+      }
+      if (!status) {
+        // Its record is gone (a run the server lost): nothing more will come.
+        close();
+        controller.close();
+      } else if (status.status !== "running") {
+        finish(status);
+      } else if (!unwatch) {
+        follow();
+      }
+    } catch {
+      // A store that cannot answer now may answer at the next look.
+    } finally {
+      lookingUp = false;
+    }
+  };
+  /** Follows the call: on every change if this process runs it, else by looking it up every `pollMs`. */
+  const follow = () => {
+    unwatch = core.watchCall(principal, callId, () => {
+      if ((controller.desiredSize ?? 0) > 0) {
+        flush();
+      }
+      void lookUpIfEnded();
+    });
+    if (unwatch) {
+      clearInterval(poll);
+      poll = undefined;
+      flush();
+    } else {
+      if (!poll) {
+        poll = setInterval(() => void lookUp(), options.pollMs ?? 1_000);
+        (poll as { unref?: () => void }).unref?.();
+      }
+    }
+  };
+  const lookUpIfEnded = async () => {
+    const status = await core.callStatus(principal, callId).catch(() => undefined);
+    if (status && status.status !== "running") {
+      unwatch?.();
+      unwatch = undefined;
+      if (!closed) {
+        finish(status);
+      }
+    }
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      start(streamController) {
+        controller = streamController;
+        // How long a client waits before it reconnects, and bytes that put the stream's headers on the wire.
+        controller.enqueue(encoder.encode("retry: 2000\n\n"));
+        if (options.status.status !== "running") {
+          finish(options.status);
+          return;
+        }
+        follow();
+        keepAlive = setInterval(() => {
+          if (!closed && (controller.desiredSize ?? 0) > 0) {
+            controller.enqueue(encoder.encode(": keep-alive\n\n"));
+          }
+        }, keepAliveMs);
+        (keepAlive as { unref?: () => void }).unref?.();
+      },
+      pull() {
+        flush();
+      },
+      cancel() {
+        close();
+      },
+    },
+    { highWaterMark: 4 },
+  );
+}
