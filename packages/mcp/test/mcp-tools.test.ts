@@ -85,6 +85,7 @@ const context = (): ToolContext => ({
   extra: {},
   signal: new AbortController().signal,
   logger: { debug() {}, info() {}, warn() {}, error() {} },
+  progress() {},
 });
 
 let mcp: { url: string; http: HttpServer };

@@ -184,7 +184,7 @@ export function testTools(counter = { value: 0 }): Tool[] {
       toolkit: "System",
       name: "Sleep",
       version: "1.0.0",
-      description: "Waits the given number of milliseconds, then reports it; stops when aborted.",
+      description: "Waits the given number of milliseconds, then reports it; reports progress, stops when aborted.",
       inputSchema: {
         type: "object",
         properties: {
@@ -199,13 +199,24 @@ export function testTools(counter = { value: 0 }): Tool[] {
         required: ["slept_ms"],
         additionalProperties: false,
       },
-      run: ({ ms }, { signal }) =>
+      // Progress every 50 ms (elapsed of `ms`); an abort is logged, so tests can see the signal fired.
+      run: ({ ms }, context) =>
         new Promise<{ slept_ms: number }>((resolve, reject) => {
-          const timer = setTimeout(() => resolve({ slept_ms: ms }), ms);
+          const { signal } = context;
+          const started = Date.now();
+          const ticker = setInterval(() => {
+            context.progress({ progress: Date.now() - started, total: ms, message: "Sleeping" });
+          }, 50);
+          const timer = setTimeout(() => {
+            clearInterval(ticker);
+            resolve({ slept_ms: ms });
+          }, ms);
           signal.addEventListener(
             "abort",
             () => {
               clearTimeout(timer);
+              clearInterval(ticker);
+              context.logger.info({ reason: String(signal.reason?.name) }, "sleep aborted");
               reject(signal.reason);
             },
             { once: true },

@@ -81,9 +81,15 @@ describe("openapi-typescript and json-schema-to-typescript agree", () => {
 });
 
 describe("paths", () => {
-  it("lists the four routes", () => {
+  it("lists the four 1.0 routes and the extensions' three", () => {
     expectTypeOf<OxpPath>().toEqualTypeOf<
-      "/health" | "/tools" | "/tools/call" | "/authorization/challenges/{challenge_id}"
+      | "/health"
+      | "/.well-known/oxp"
+      | "/tools"
+      | "/tools/call"
+      | "/tools/calls/{call_id}"
+      | "/tools/calls/{call_id}/events"
+      | "/authorization/challenges/{challenge_id}"
     >();
   });
 

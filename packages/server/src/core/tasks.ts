@@ -1,6 +1,5 @@
 /** The tasks extension inside one process (docs/protocol.md 9.3): a running call's progress, its watchers and its cancel. */
 import type { CallProgress, CallStatus, CallToolResponse } from "@otc/types";
-import { shorten } from "./errors.js";
 
 /** The longest progress message kept; a longer one is cut. */
 export const PROGRESS_MESSAGE_MAX = 1_000;
@@ -166,9 +165,18 @@ function checkedProgress(update: unknown): CallProgress | undefined {
     kept.total = total;
   }
   if (typeof message === "string" && message.length > 0) {
-    kept.message = shorten(message, PROGRESS_MESSAGE_MAX);
+    kept.message = cut(message, PROGRESS_MESSAGE_MAX);
   }
   return kept;
+}
+
+/** The first `max` UTF-16 units of `text`, never half of a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) {
+    return text;
+  }
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }
 
 /** The preferences of a request's `Prefer` header (RFC 7240) that the tasks extension reads. */

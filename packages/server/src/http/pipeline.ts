@@ -370,7 +370,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     });
     const preferences = asksFor(exchange, "tasks") ? parsePrefer(exchange.header("prefer")) : undefined;
     if (preferences?.respondAsync) {
-      return serveAsyncCall(exchange, request, envelope, meta, (preferences.waitSeconds ?? 0) * 1000, headers);
+      const waitMs = (preferences.waitSeconds ?? 0) * 1000;
+      return serveAsyncCall(exchange, { request, envelope, meta, waitMs }, headers);
     }
     // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
     // without a call_id) is measured here, from the reading that closed the body's charge; what it does after a
@@ -408,12 +409,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    */
   const serveAsyncCall = async (
     exchange: Exchange,
-    request: Parameters<typeof core.call>[0],
-    envelope: boolean,
-    meta: ExchangeCallMeta,
-    waitMs: number,
+    call: { request: Parameters<typeof core.call>[0]; envelope: boolean; meta: ExchangeCallMeta; waitMs: number },
     headers: Record<string, string>,
   ): Promise<Answer> => {
+    const { request, envelope, meta, waitMs } = call;
     let result: Awaited<ReturnType<typeof core.callAsync>>;
     try {
       result = await core.callAsync(request, meta, waitMs);
@@ -465,15 +464,16 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       return statusAnswer(await core.cancelCall(principal, callId), taskHeaders);
     }
     let status = await core.callStatus(principal, callId);
+    const target: CallTarget = { exchange, principal, callId };
     if (route.name === "events") {
       if (!status) {
         throw noSuchCall();
       }
-      return eventsAnswer(exchange, principal, callId, status, taskHeaders);
+      return eventsAnswer(target, status, taskHeaders);
     }
     const waitSeconds = parsePrefer(exchange.header("prefer")).waitSeconds ?? 0;
     if (status?.status === "running" && waitSeconds > 0) {
-      await changeOf(exchange, principal, callId, status, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
+      await changeOf(target, status, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
       status = (await core.callStatus(principal, callId)) ?? status;
     }
     return statusAnswer(status, taskHeaders);
@@ -490,7 +490,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    * Waits until a running call's status or progress changes, `maxMs` pass, or the client goes away: on every change
    * for a call this process runs, else by looking it up again now and then.
    */
-  const changeOf = (exchange: Exchange, principal: string, callId: string, seen: CallStatus, maxMs: number) =>
+  const changeOf = ({ exchange, principal, callId }: CallTarget, seen: CallStatus, maxMs: number) =>
     new Promise<void>((resolve) => {
       let poll: ReturnType<typeof setInterval> | undefined;
       const done = () => {
@@ -520,9 +520,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
 
   /** The event stream of a call, within the principal's allowance of open streams. */
   const eventsAnswer = (
-    exchange: Exchange,
-    principal: string,
-    callId: string,
+    { exchange, principal, callId }: CallTarget,
     status: CallStatus,
     headers: Record<string, string>,
   ): Answer => {
@@ -777,6 +775,13 @@ const IMPLEMENTED_EXTENSIONS: readonly ExtensionId[] = EXTENSIONS;
 
 /** Where the calls' status paths start: the spec's `/tools/calls/{call_id}` without its parameter. */
 const CALLS_PATH = TOOLS_CALLS_PATH_TEMPLATE.replace("/{call_id}", "");
+
+/** A call a task route names: the request, who sent it, and the call_id it names. */
+interface CallTarget {
+  exchange: Exchange;
+  principal: string;
+  callId: string;
+}
 
 /** The 404 of a call_id this principal does not have (unknown, another principal's, or expired). */
 function noSuchCall(): WireError {

@@ -1,0 +1,69 @@
+// The tasks extension's pieces without HTTP: the Prefer header, and a task's progress (docs/protocol.md 9.3).
+import { verifies } from "@otc/test-helpers/verifies";
+import { describe, expect, it } from "vitest";
+import { LocalTask, parsePrefer } from "./tasks.js";
+
+describe("parsePrefer", () => {
+  it.each([
+    [undefined, { respondAsync: false, waitSeconds: undefined }],
+    ["respond-async", { respondAsync: true, waitSeconds: undefined }],
+    ["Respond-Async, wait=10", { respondAsync: true, waitSeconds: 10 }],
+    ['respond-async; x=1, wait="3"', { respondAsync: true, waitSeconds: 3 }],
+    ["wait=120", { respondAsync: false, waitSeconds: 30 }],
+    ["wait=-1, wait=abc, wait=1.5", { respondAsync: false, waitSeconds: undefined }],
+    ["handling=lenient, return=minimal", { respondAsync: false, waitSeconds: undefined }],
+  ])("%s -> %j", (header, want) => {
+    expect(parsePrefer(header)).toEqual(want);
+  });
+});
+
+describe("LocalTask", () => {
+  verifies("tasks.progress", "keeps the first report at once and the latest of each interval after it", async () => {
+    const task = new LocalTask("c", { async: true, perSecond: 20 });
+    const kept: number[] = [];
+    task.watch(() => {
+      if (task.progress) {
+        kept.push(task.progress.progress);
+      }
+    });
+    for (let step = 1; step <= 10; step++) {
+      task.report({ progress: step });
+    }
+    expect(kept).toEqual([1]);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(kept).toEqual([1, 10]);
+    expect(task.seq).toBe(2);
+  });
+
+  verifies("tasks.progress", "drops what does not increase or is malformed, and cuts long messages", () => {
+    const task = new LocalTask("c", { async: true, perSecond: 1_000_000 });
+    task.report({ progress: 5, total: 10, message: `${"x".repeat(999)}😀` });
+    expect(task.progress?.message).toHaveLength(999);
+    for (const update of [
+      { progress: 5 },
+      { progress: 4 },
+      { progress: -1 },
+      { progress: Number.POSITIVE_INFINITY },
+      null,
+      "6",
+    ]) {
+      task.report(update);
+    }
+    expect(task.progress?.progress).toBe(5);
+    task.report({ progress: 6, total: Number.NaN, message: "" });
+    expect(task.progress).toEqual({ progress: 6 });
+    expect(task.seq).toBe(2);
+  });
+
+  it("keeps a pending report when the call ends, and nothing after", () => {
+    const task = new LocalTask("c", { async: false, perSecond: 1 });
+    task.report({ progress: 1 });
+    task.report({ progress: 2 });
+    const response = { call_id: "c", duration: 1, success: true as const, value: null };
+    task.settle({ response, cancelled: false });
+    expect(task.progress?.progress).toBe(2);
+    task.report({ progress: 3 });
+    expect(task.status()).toEqual({ call_id: "c", status: "completed", progress: { progress: 2 }, result: response });
+    expect(task.cancel()).toBe(false);
+  });
+});
