@@ -33,6 +33,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         additionalProperties: false,
       },
       outputSchema: { type: "number", description: "The sum of the two numbers." },
+      // Arithmetic: it touches nothing, and the same input always gives the same sum.
+      annotations: { title: "Add two numbers", read_only: true, idempotent: true, open_world: false },
       run: ({ a, b }) => a + b,
     }),
 
@@ -48,6 +50,14 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         additionalProperties: false,
       },
       outputSchema: null,
+      // A real doorbell would ring in the physical world, again on every call; it adds a sound, erases nothing.
+      annotations: {
+        title: "Ring a doorbell",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: true,
+      },
       run: ({ doorbell_id }) => {
         if (!KNOWN_DOORBELLS.includes(doorbell_id)) {
           throw new OxpToolError("Doorbell ID not found", {
@@ -74,6 +84,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         required: ["timestamp"],
         additionalProperties: false,
       },
+      // Reads the server's clock and changes nothing (the value differs each time, the world does not).
+      annotations: { title: "Get the current time", read_only: true, idempotent: true, open_world: false },
       run: () => ({ timestamp: new Date().toISOString() }),
     }),
 
@@ -109,6 +121,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         authorization: [{ id: "google", oauth2: { scopes: [GMAIL_READONLY_SCOPE] } }],
         user_id: true,
       },
+      // Hints for the tool it stands for (the demo reads sample mail): a read-only scope on a mailbox elsewhere.
+      annotations: { title: "Search Gmail", read_only: true, idempotent: true, open_world: true },
       run: ({ query }) => {
         const words = (query ?? "")
           .toLowerCase()
@@ -145,6 +159,9 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         additionalProperties: false,
       },
       requirements: { secrets: [{ id: "TWILIO_API_KEY" }] },
+      // Hints for the tool it stands for (the demo sends nothing): a message sent cannot be taken back, and every call
+      // sends one more, to a phone outside the server.
+      annotations: { title: "Send an SMS", read_only: false, destructive: true, idempotent: false, open_world: true },
       run: () => ({ status: "sent" }),
     }),
 
@@ -160,6 +177,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         additionalProperties: false,
       },
       outputSchema: { type: "string" },
+      annotations: { title: "Say hello", read_only: true, idempotent: true, open_world: false },
+      deprecationMessage: "Use Greeting.Hello@2.0.0: it returns an object and speaks French and Spanish too.",
       run: ({ name }) => `Hello, ${name}!`,
     }),
 
@@ -183,6 +202,12 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         required: ["message", "language"],
         additionalProperties: false,
       },
+      annotations: {
+        title: "Say hello in English, French or Spanish",
+        read_only: true,
+        idempotent: true,
+        open_world: false,
+      },
       run: ({ name, language = "en" }) => ({ message: `${GREETINGS[language]}, ${name}!`, language }),
     }),
 
@@ -204,6 +229,14 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         properties: { value: { type: "integer" } },
         required: ["value"],
         additionalProperties: false,
+      },
+      // Each call adds again (only a repeated call_id does not), and it adds to a count kept on this server alone.
+      annotations: {
+        title: "Increment the counter",
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
       },
       run: ({ by }) => {
         // One caller must not break the counter for everyone: it stays a safe integer.
@@ -237,6 +270,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
         required: ["slept_ms"],
         additionalProperties: false,
       },
+      // Waits and reports: nothing changes anywhere.
+      annotations: { title: "Wait a while", read_only: true, idempotent: true, open_world: false },
       run: ({ ms }, { signal }) =>
         new Promise<{ slept_ms: number }>((resolve, reject) => {
           const timer = setTimeout(() => resolve({ slept_ms: ms }), ms);

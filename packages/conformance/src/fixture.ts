@@ -2,7 +2,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseToolId, type ToolDefinition } from "@otc/types";
+import { parseToolId, type ToolAnnotations, type ToolDefinition } from "@otc/types";
 
 /** A call the fixture names. */
 export interface FixtureCall {
@@ -32,6 +32,18 @@ export interface Fixture {
   secret?: FixtureCall & { secret_id: string };
   /** A tool that requires an authorization the server can start a challenge for. */
   authorization?: FixtureCall & { provider: string; user_id: string };
+  /**
+   * Tools (exact ids) and what the annotations extension lists for each: its `annotations` and
+   * `deprecation_message`, a field left out where the tool has none.
+   */
+  annotated?: FixtureAnnotated[];
+}
+
+/** A tool the fixture knows the annotations of. */
+export interface FixtureAnnotated {
+  tool_id: string;
+  annotations?: ToolAnnotations;
+  deprecation_message?: string;
 }
 
 /** The demo's fixture, shipped with the kit. */
@@ -57,6 +69,7 @@ export function fixtureToolIds(fixture: Fixture): string[] {
   ]
     .filter((entry) => entry !== undefined)
     .map((entry) => entry.tool_id);
+  ids.push(...(fixture.annotated ?? []).map((entry) => entry.tool_id));
   if (fixture.versions) {
     for (const version of Object.keys(fixture.versions.values)) {
       ids.push(`${fixture.versions.tool}@${version}`);

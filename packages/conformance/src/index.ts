@@ -3,7 +3,13 @@
  * here is public API; nothing else in src is.
  */
 export { main } from "./cli.js";
-export { DEMO_FIXTURE_PATH, type Fixture, type FixtureCall, loadFixture } from "./fixture.js";
+export {
+  DEMO_FIXTURE_PATH,
+  type Fixture,
+  type FixtureAnnotated,
+  type FixtureCall,
+  loadFixture,
+} from "./fixture.js";
 export {
   formatResult,
   type Report,

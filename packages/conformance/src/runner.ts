@@ -6,6 +6,7 @@ import { type Context, Failure, type Level, type Scenario, Skip } from "./scenar
 import { authScenarios, signJwt } from "./scenarios/auth.js";
 import { callScenarios } from "./scenarios/call.js";
 import { coreScenarios } from "./scenarios/core.js";
+import { extensionScenarios, listedExtensions } from "./scenarios/extensions.js";
 import { hostileScenarios } from "./scenarios/hostile.js";
 import { interopScenarios } from "./scenarios/interop.js";
 import { requirementScenarios } from "./scenarios/requirements.js";
@@ -17,6 +18,7 @@ export const scenarios: readonly Scenario[] = [
   ...requirementScenarios,
   ...authScenarios,
   ...interopScenarios,
+  ...extensionScenarios,
   ...hostileScenarios,
 ];
 
@@ -110,6 +112,8 @@ export async function runConformance(options: RunOptions): Promise<Report> {
   } catch {
     // tools.list reports it; the rest run with an empty catalog.
   }
+  // extensions.discovery judges the document; the others need only the ids it lists.
+  const extensions = await listedExtensions(http);
   let fixture: Fixture = {};
   if (options.fixture === undefined || options.fixture === "auto") {
     const demo = await loadFixture(DEMO_FIXTURE_PATH);
@@ -125,6 +129,7 @@ export async function runConformance(options: RunOptions): Promise<Report> {
     http,
     tools,
     fixture,
+    extensions,
     auth: {
       ...(options.apiKey ? { apiKey: options.apiKey } : {}),
       ...(options.jwtSecret ? { jwtSecret: options.jwtSecret } : {}),

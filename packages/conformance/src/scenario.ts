@@ -14,6 +14,11 @@ export interface Context {
   /** The server's tools, from GET /tools (empty when that failed). */
   tools: ToolDefinition[];
   fixture: Fixture;
+  /**
+   * The extension ids the server's discovery document lists (GET /.well-known/oxp), in its order; empty when it
+   * lists none or serves none (an OXP 1.0 server). Scenarios of an extension not listed are not applicable.
+   */
+  extensions: readonly string[];
   /** Credentials under test; absent when the server runs without authentication. */
   auth: { apiKey?: string; jwtSecret?: string; jwtAudience?: string };
 }
@@ -39,6 +44,14 @@ export class Failure extends Error {
 /** Thrown when a scenario cannot run here (no fixture, no credentials). */
 export class Skip extends Error {
   override name = "Skip";
+}
+
+/**
+ * Ends a scenario that does not apply to this server (an extension its discovery document does not list): a
+ * skip whose reason starts `not applicable:`, so an OXP 1.0 server passes without the extensions.
+ */
+export function notApplicable(reason: string): never {
+  throw new Skip(`not applicable: ${reason}`);
 }
 
 /** Fails the scenario unless `condition` holds. */

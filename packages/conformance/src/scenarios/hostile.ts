@@ -1,4 +1,5 @@
 /** Scenarios for docs/protocol.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
+import { WELL_KNOWN_OXP_PATH } from "@otc/types";
 import type { Answer } from "../http.js";
 import {
   type Context,
@@ -26,6 +27,9 @@ function schemaFor(answer: Answer): string | undefined {
   }
   if (method === "GET" && path === "/tools") {
     return "ToolListResponse";
+  }
+  if (method === "GET" && path === WELL_KNOWN_OXP_PATH) {
+    return "DiscoveryDocument";
   }
   if (method === "POST" && path === "/tools/call") {
     return typeof answer.json === "object" && answer.json !== null && "result" in answer.json
