@@ -10,7 +10,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /** The files this script owns, by path below apps/demo, with the content the catalog gives them. */
 export async function demoGeneratedFiles(): Promise<Map<string, string>> {
-  const catalog = new OxpCore({ tools: demoTools() }).listTools();
+  const catalog = new OxpCore({ tools: demoTools() }).listTools({ annotations: true });
   return new Map([
     ["catalog.json", `${JSON.stringify(catalog, null, 2)}\n`],
     ["src/generated/tools.ts", await generateBindings(catalog.items, "catalog.json")],

@@ -106,6 +106,29 @@ describe("formatTools", () => {
   });
 });
 
+describe("formatTools with annotations", () => {
+  it("leads with the title, brackets the hints stated, and gives each deprecated version a line", () => {
+    const text = formatTools([
+      tool("A.One@1.0.0", { deprecation_message: "Use A.One@2.0.0.\nA second line." }),
+      tool("A.One@2.0.0", {
+        annotations: { title: "The one", read_only: true, open_world: false },
+        requirements: { secrets: [{ id: "K" }] },
+      }),
+      tool("B.Two@1.0.0", { annotations: { destructive: false, idempotent: true } }),
+      tool("C.Three@1.0.0", { annotations: {} }),
+    ]);
+    expect(text).toBe(
+      "A\n" +
+        "  One              1.0.0, 2.0.0   The one — The A.One@2.0.0 tool.  [needs secret:K]  [read-only, not open-world]\n" +
+        "                                  1.0.0 is deprecated: Use A.One@2.0.0.\n" +
+        "B\n" +
+        "  Two              1.0.0          The B.Two@1.0.0 tool.  [not destructive, idempotent]\n" +
+        "C\n" +
+        "  Three            1.0.0          The C.Three@1.0.0 tool.\n",
+    );
+  });
+});
+
 describe("suggestions", () => {
   it("levenshtein counts insertions, deletions and substitutions", () => {
     expect(levenshtein("kitten", "sitting")).toBe(3);
@@ -246,6 +269,36 @@ describe("generateBindings", () => {
       await writeFile(path.join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, files: ["tools.ts"] }));
       const compiled = await node(path.join(repoRoot, "node_modules/typescript/bin/tsc"), ["-p", dir]);
       expect(compiled, compiled.output).toMatchObject({ code: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe("generateBindings with annotations", () => {
+  it("lays doc comments out as Biome does, long and multi-line deprecations included", async () => {
+    const code = await generateBindings(
+      [
+        tool("A.Old@1.0.0", {
+          deprecation_message: `Use A.New@2.0.0: ${"it does the same, and more. ".repeat(8)}\n\nSee the changelog.`,
+        }),
+        tool("A.New@2.0.0", { annotations: { title: "New", read_only: true, open_world: false } }),
+      ],
+      "annotated.json",
+    );
+    expect(code).toContain("   * @deprecated Use A.New@2.0.0: it does");
+    expect(code).toContain("   *\n   * See the changelog.\n   */\n");
+    const dir = await mkdtemp(path.join(os.tmpdir(), "otc-codegen-"));
+    try {
+      await writeFile(path.join(dir, "tools.ts"), code);
+      const checked = await node(path.join(repoRoot, "node_modules/@biomejs/biome/bin/biome"), [
+        "check",
+        "--error-on-warnings",
+        "--vcs-enabled=false",
+        `--config-path=${path.join(repoRoot, "biome.jsonc")}`,
+        path.join(dir, "tools.ts"),
+      ]);
+      expect(checked, checked.output).toMatchObject({ code: 0 });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -417,6 +470,142 @@ describe("run", () => {
   });
 });
 
+describe("annotations from a server that offers them", () => {
+  let annotated: RunningServer;
+  /** The same catalog, extensions off: an OXP 1.0 list. */
+  let plain: RunningServer;
+  let tmp: string;
+
+  beforeAll(async () => {
+    const tools = [
+      defineTool({
+        toolkit: "Calculator",
+        name: "Add",
+        version: "1.0.0",
+        description: "Adds two numbers.",
+        inputSchema: {},
+        outputSchema: { type: "number" },
+        annotations: { title: "Add two numbers", read_only: true, idempotent: true, open_world: false },
+        run: () => 0,
+      }),
+      ...["1.0.0", "2.0.0"].map((version) =>
+        defineTool({
+          toolkit: "Greeting",
+          name: "Hello",
+          version,
+          description: `Greets, version ${version}.`,
+          inputSchema: {},
+          outputSchema: { type: "string" },
+          ...(version === "1.0.0" ? { deprecationMessage: "Use Greeting.Hello@2.0.0, which speaks French too." } : {}),
+          run: () => "hello",
+        }),
+      ),
+      defineTool({
+        toolkit: "Mail",
+        name: "Purge",
+        version: "1.0.0",
+        description: "Deletes every mail.",
+        inputSchema: {},
+        outputSchema: null,
+        annotations: { destructive: true },
+        run: () => null,
+      }),
+    ];
+    [annotated, plain, tmp] = await Promise.all([
+      listen(createServer({ tools, logger: false }), { port: 0 }),
+      listen(createServer({ tools, logger: false, extensions: false }), { port: 0 }),
+      mkdtemp(path.join(os.tmpdir(), "otc-cli-annotations-")),
+    ]);
+  });
+  afterAll(async () => {
+    await Promise.all([annotated?.close(), plain?.close(), tmp && rm(tmp, { recursive: true, force: true })]);
+  });
+
+  it("otc tools shows titles, hints and deprecations; a server without the extension gets the same table as before", async () => {
+    expect(await otc(["tools", "--url", annotated.url])).toEqual({
+      code: EXIT.ok,
+      stdout:
+        "Calculator\n" +
+        "  Add              1.0.0          Add two numbers — Adds two numbers.  [read-only, idempotent, not open-world]\n" +
+        "Greeting\n" +
+        "  Hello            1.0.0, 2.0.0   Greets, version 2.0.0.\n" +
+        "                                  1.0.0 is deprecated: Use Greeting.Hello@2.0.0, which speaks French too.\n" +
+        "Mail\n" +
+        "  Purge            1.0.0          Deletes every mail.  [destructive]\n",
+      stderr: "",
+    });
+    expect(await otc(["tools", "--url", plain.url])).toEqual({
+      code: EXIT.ok,
+      stdout:
+        "Calculator\n" +
+        "  Add              1.0.0          Adds two numbers.\n" +
+        "Greeting\n" +
+        "  Hello            1.0.0, 2.0.0   Greets, version 2.0.0.\n" +
+        "Mail\n" +
+        "  Purge            1.0.0          Deletes every mail.\n",
+      stderr: "",
+    });
+  });
+
+  it("otc tools --json prints the annotated list as the server sent it", async () => {
+    const { code, stdout } = await otc(["tools", "--json", "--url", annotated.url]);
+    expect(code).toBe(EXIT.ok);
+    const items = (JSON.parse(stdout) as { items: ToolDefinition[] }).items;
+    const byId = new Map(items.map((item) => [item.id, item]));
+    expect(byId.get("Calculator.Add@1.0.0")?.annotations).toEqual({
+      title: "Add two numbers",
+      read_only: true,
+      idempotent: true,
+      open_world: false,
+    });
+    expect(byId.get("Greeting.Hello@1.0.0")?.deprecation_message).toBe(
+      "Use Greeting.Hello@2.0.0, which speaks French too.",
+    );
+    // Without the extension, the same list without the two fields.
+    const bare = (JSON.parse((await otc(["tools", "--json", "--url", plain.url])).stdout) as { items: object[] }).items;
+    for (const item of bare) {
+      expect(item).not.toHaveProperty("annotations");
+      expect(item).not.toHaveProperty("deprecation_message");
+    }
+    expect(items.map(({ annotations: _a, deprecation_message: _d, ...rest }) => rest)).toEqual(bare);
+  });
+
+  it("otc codegen from the server documents each annotated tool, a deprecation as @deprecated", async () => {
+    const out = path.join(tmp, "annotated.ts");
+    expect(await otc(["codegen", "--from", annotated.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+    const code = await readFile(out, "utf8");
+    expect(code).toContain(
+      "export interface Tools {\n" +
+        "  /**\n" +
+        "   * Title: Add two numbers\n" +
+        "   * Hints, not guarantees: read-only, idempotent, not open-world.\n" +
+        "   */\n" +
+        '  "Calculator.Add@1.0.0": { input: CalculatorAddV1_0_0Input; output: CalculatorAddV1_0_0Output };\n' +
+        "  /**\n" +
+        "   * @deprecated Use Greeting.Hello@2.0.0, which speaks French too.\n" +
+        "   */\n" +
+        '  "Greeting.Hello@1.0.0": { input: GreetingHelloV1_0_0Input; output: GreetingHelloV1_0_0Output };\n' +
+        '  "Greeting.Hello@2.0.0": { input: GreetingHelloV2_0_0Input; output: GreetingHelloV2_0_0Output };\n' +
+        "  /**\n" +
+        "   * Hints, not guarantees: destructive.\n" +
+        "   */\n" +
+        '  "Mail.Purge@1.0.0": { input: MailPurgeV1_0_0Input; output: MailPurgeV1_0_0Output };\n' +
+        "}\n",
+    );
+    // Without the extension, the bindings are what they were before annotations.
+    const bare = path.join(tmp, "bare.ts");
+    expect(await otc(["codegen", "--from", plain.url, "--out", bare])).toMatchObject({ code: EXIT.ok });
+    const tools = await otc(["tools", "--json", "--url", plain.url]);
+    const catalog = path.join(tmp, "catalog.json");
+    await writeFile(catalog, tools.stdout);
+    const fromFile = path.join(tmp, "from-file.ts");
+    expect(await otc(["codegen", "--from", catalog, "--out", fromFile])).toMatchObject({ code: EXIT.ok });
+    const withoutHeader = (text: string) => text.replace(/^.*\n/, "");
+    expect(withoutHeader(await readFile(bare, "utf8"))).toBe(withoutHeader(await readFile(fromFile, "utf8")));
+    expect(await readFile(bare, "utf8")).not.toContain("/**\n   *");
+  });
+});
+
 /** A loopback server answering with `handle` (given the request's body), recording each request's method, path and headers. */
 async function rawServer(handle: (req: IncomingMessage, res: ServerResponse, body: string) => unknown) {
   const hits: { method: string; url: string; headers: IncomingMessage["headers"] }[] = [];
@@ -475,6 +664,10 @@ describe("a hostile server", () => {
 
   it("cannot steer the terminal through otc tools, otc call or their errors, in text or --json", async () => {
     const server = await rawServer((req, res, body) => {
+      if (req.url === "/.well-known/oxp") {
+        // otc tools asks what the server offers first; this one is an OXP 1.0 server.
+        return json(res, 404, { message: "Not found" });
+      }
       if (req.url === "/tools") {
         return json(res, 200, { items: [hostileTool] });
       }
@@ -529,6 +722,39 @@ describe("a hostile server", () => {
       expect(all).not.toMatch(RAW_CONTROLS);
       expect(all).toContain("\\u009b31m");
       expect(all).toContain("\\u202eesrever");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("cannot steer the terminal through the titles and deprecation messages it offers", async () => {
+    const server = await rawServer((req, res) => {
+      if (req.url === "/.well-known/oxp") {
+        return json(res, 200, { oxp_versions: ["1.0"], extensions: ["annotations"] });
+      }
+      if (req.url === "/tools") {
+        const annotations = { title: `Title${HOSTILE}`, read_only: true };
+        return json(res, 200, { items: [{ ...hostileTool, annotations, deprecation_message: `Gone.${HOSTILE}` }] });
+      }
+      return json(res, 404, { message: "Not found" });
+    });
+    try {
+      const outputs: string[] = [];
+      for (const args of [["tools"], ["tools", "--json"]]) {
+        const result = await otc([...args, "--url", server.url]);
+        expect(result.code).toBe(EXIT.ok);
+        expect(result.stdout).toContain("Title\\u001b[2J");
+        expect(result.stdout).toContain("Gone.\\u001b[2J");
+        outputs.push(result.stdout, result.stderr);
+      }
+      expect(outputs.join("")).not.toMatch(RAW_CONTROLS);
+      // It asked for the extension the discovery document listed, and for nothing else.
+      expect(server.hits.map((hit) => [hit.url, hit.headers["oxp-extensions"]])).toEqual([
+        ["/.well-known/oxp", undefined],
+        ["/tools", "annotations"],
+        ["/.well-known/oxp", undefined],
+        ["/tools", "annotations"],
+      ]);
     } finally {
       await server.close();
     }

@@ -25,6 +25,7 @@ import {
   resolveToolVersion,
   type ToolDefinition,
 } from "@otc/types";
+import { hintWords } from "./annotations.js";
 import { generateBindings } from "./codegen.js";
 import { EXIT, type Io } from "./io.js";
 
@@ -48,6 +49,11 @@ Global options:
   --timeout-ms N      time limit of one attempt (default 60000)
   --json              print the server's JSON answers as they are
   -h, --help          this text
+
+tools, codegen:
+  where the server offers annotations, otc tools shows each tool's title, the hints it states
+  (read-only, destructive, idempotent, open-world) and its deprecated versions (--json: as listed),
+  and otc codegen writes them into each tool's doc comment, a deprecation as @deprecated
 
 call:
   --wait-auth         when the tool needs an authorization, show its URL, wait until it is
@@ -344,7 +350,21 @@ function clientOptions(values: Values, env: Io["env"], from?: string): ClientOpt
   return options;
 }
 
-/** Tools grouped by toolkit: each tool once, with all its versions and what its highest version requires. */
+/** The widths of {@link formatTools}'s name and versions columns (a longer value pushes the line on). */
+const NAME_WIDTH = 16;
+const VERSIONS_WIDTH = 14;
+/** Where its description column starts: the lines under a tool's line (its deprecations) start there. */
+const DESCRIPTION_COLUMN = 2 + NAME_WIDTH + 1 + VERSIONS_WIDTH + 1;
+
+/** The first line of a catalog's text, or undefined for anything but a non-empty string. */
+const firstLine = (text: unknown) =>
+  typeof text === "string" && text !== "" ? (text.split("\n")[0] ?? "") : undefined;
+
+/**
+ * Tools grouped by toolkit: each tool once, with all its versions and what its highest version requires. Where
+ * the server lists annotations (docs/protocol.md 9.2), the highest version's title leads its description, the
+ * hints it states follow in brackets, and each deprecated version gets a line with its deprecation message.
+ */
 export function formatTools(tools: readonly ToolDefinition[]): string {
   const byToolkit = new Map<string, Map<string, ToolDefinition[]>>();
   for (const tool of tools) {
@@ -370,12 +390,21 @@ export function formatTools(tools: readonly ToolDefinition[]): string {
         ...(latest.requirements?.user_id ? ["user_id"] : []),
       ];
       const description = latest.description.split("\n")[0] ?? "";
-      lines.push(
-        `  ${name.padEnd(16)} ${versions
-          .map((tool) => tool.version)
-          .join(", ")
-          .padEnd(14)} ${description}${needs.length ? `  [needs ${needs.join(", ")}]` : ""}`,
-      );
+      const title = firstLine(latest.annotations?.title);
+      const hints = hintWords(latest.annotations);
+      const columns = `  ${name.padEnd(NAME_WIDTH)} ${versions
+        .map((tool) => tool.version)
+        .join(", ")
+        .padEnd(VERSIONS_WIDTH)} `;
+      const needsText = needs.length ? `  [needs ${needs.join(", ")}]` : "";
+      const hintsText = hints.length ? `  [${hints.join(", ")}]` : "";
+      lines.push(`${columns}${title ? `${title} — ` : ""}${description}${needsText}${hintsText}`);
+      for (const tool of versions) {
+        const deprecation = firstLine(tool.deprecation_message);
+        if (deprecation !== undefined) {
+          lines.push(`${" ".repeat(DESCRIPTION_COLUMN)}${tool.version} is deprecated: ${deprecation}`);
+        }
+      }
     }
   }
   return `${lines.join("\n")}\n`;
@@ -491,7 +520,8 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
         return health.healthy ? EXIT.ok : EXIT.toolFailed;
       }
       case "tools": {
-        const tools = await connect().listTools();
+        // Annotations where the server offers them (its discovery document says so); an OXP 1.0 list elsewhere.
+        const tools = await connect().listTools({ annotations: true });
         if (json) {
           print({ items: tools });
         } else {
@@ -509,7 +539,7 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
           );
         }
         const tools = /^https?:\/\//i.test(values.from)
-          ? await connect(values.from).listTools()
+          ? await connect(values.from).listTools({ annotations: true })
           : await readCatalog(values.from);
         await writeFile(values.out, await generateBindings(tools, sourceOf(values.from)));
         io.stdout(`wrote bindings for ${tools.length} tools to ${values.out}\n`);

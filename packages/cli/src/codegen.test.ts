@@ -11,7 +11,7 @@ import { verifies } from "@otc/test-helpers/verifies";
 import type { ToolDefinition } from "@otc/types";
 import { compile } from "json-schema-to-typescript";
 import ts from "typescript";
-import { afterAll, beforeAll, beforeEach, describe, expect } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { run } from "./cli.js";
 import { generateBindings, NO_REFERENCES } from "./codegen.js";
 import { EXIT } from "./io.js";
@@ -125,6 +125,24 @@ function commentsOf(code: string): string[] {
   return comments;
 }
 
+/** `--strict` and more, with @otc/client resolved to its sources: how the generated files are checked. */
+const strictOptions: ts.CompilerOptions = {
+  strict: true,
+  noEmit: true,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  target: ts.ScriptTarget.ES2022,
+  noUncheckedIndexedAccess: true,
+  exactOptionalPropertyTypes: true,
+  noUnusedLocals: true,
+  skipLibCheck: true,
+  types: [],
+  paths: {
+    "@otc/client": [path.join(repoRoot, "packages/client/src/index.ts")],
+    "@otc/types": [path.join(repoRoot, "packages/types/src/index.ts")],
+  },
+};
+
 /** Type-checks a generated file with `--strict` and more, against @otc/client's sources; resolves with the errors. */
 function typeErrors(code: string, dir: string): string[] {
   const file = path.join(dir, "typecheck.ts");
@@ -133,30 +151,40 @@ function typeErrors(code: string, dir: string): string[] {
   // The file exists only in memory: nothing is written where another program could pick it up.
   host.readFile = (name) => (path.resolve(name) === file ? code : readFile(name));
   host.fileExists = (name) => path.resolve(name) === file || fileExists(name);
-  const program = ts.createProgram({
-    rootNames: [file],
-    host,
-    options: {
-      strict: true,
-      noEmit: true,
-      module: ts.ModuleKind.ESNext,
-      moduleResolution: ts.ModuleResolutionKind.Bundler,
-      target: ts.ScriptTarget.ES2022,
-      noUncheckedIndexedAccess: true,
-      exactOptionalPropertyTypes: true,
-      noUnusedLocals: true,
-      skipLibCheck: true,
-      types: [],
-      paths: {
-        "@otc/client": [path.join(repoRoot, "packages/client/src/index.ts")],
-        "@otc/types": [path.join(repoRoot, "packages/types/src/index.ts")],
-      },
-    },
-  });
+  const program = ts.createProgram({ rootNames: [file], host, options: strictOptions });
   const source = program.getSourceFile(file);
   return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) =>
     ts.flattenDiagnosticMessageText(d.messageText, "\n"),
   );
+}
+
+/**
+ * What an editor strikes through as deprecated (TypeScript's suggestion 6385) where code uses the bindings:
+ * `tools[id]` for each id of `ids`, through `createTools` and `BoundTools`. Resolves with the ids it reports.
+ */
+function deprecatedBindings(code: string, ids: readonly string[], dir: string): string[] {
+  const file = path.join(dir, "deprecations.ts");
+  const text = `${code}\nexport function use(client: OxpClient) {\n  const tools = createTools(client);\n  return [${ids
+    .map((id) => `tools[${JSON.stringify(id)}]`)
+    .join(", ")}];\n}\n`;
+  const read = (name: string) => (path.resolve(name) === file ? text : ts.sys.readFile(name));
+  const service = ts.createLanguageService({
+    getScriptFileNames: () => [file],
+    getScriptVersion: () => "1",
+    getScriptSnapshot: (name) => {
+      const content = read(name);
+      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content);
+    },
+    getCurrentDirectory: () => dir,
+    getCompilationSettings: () => strictOptions,
+    getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
+    fileExists: (name) => path.resolve(name) === file || ts.sys.fileExists(name),
+    readFile: read,
+  });
+  return service
+    .getSuggestionDiagnostics(file)
+    .filter((diagnostic) => diagnostic.code === 6385)
+    .map((diagnostic) => JSON.parse(text.slice(diagnostic.start, (diagnostic.start ?? 0) + (diagnostic.length ?? 0))));
 }
 
 /** Imports a generated file in a child process (transpiled, with a stand-in @otc/client); resolves with its exit code. */
@@ -250,7 +278,8 @@ describe("otc codegen --from a hostile server", () => {
       const imported = await importInChild(code, path.join(tmp, "child"));
       expect(imported, imported.output).toMatchObject({ code: 0 });
       expect(existsSync(marker)).toBe(false);
-      expect(hostile.paths).toEqual(["/tools"]);
+      // Discovery (this server answers it with no DiscoveryDocument: an OXP 1.0 list follows), then the list.
+      expect(hostile.paths).toEqual(["/.well-known/oxp", "/tools"]);
     },
     60_000,
   );
@@ -319,6 +348,60 @@ describe("otc codegen --from a hostile server", () => {
         .filter((type): type is ts.LiteralTypeNode => ts.isLiteralTypeNode(type))
         .map((type) => (type.literal as ts.StringLiteral).text);
       expect(literals).toEqual(values);
+    },
+    60_000,
+  );
+
+  verifies(
+    "definitions.client-codegen-safe",
+    "keeps hostile titles and deprecation messages inside doc comments, and lets them add no tag",
+    async () => {
+      const text =
+        "Ends */ a comment /* and\r\nlines\rin\u2028every\u2029way \u202e\u001b[31m\twith controls @deprecated {@link https://evil.example} @example fetch()";
+      catalog = [
+        {
+          ...definition("Evil.Old@1.0.0", {}),
+          annotations: { title: text, read_only: true },
+          deprecation_message: `Use Evil.New@2.0.0. ${text}`,
+        },
+        { ...definition("Evil.New@2.0.0", {}), annotations: { title: `@deprecated ${text}`, open_world: false } },
+      ];
+      const out = path.join(tmp, "annotations.ts");
+      expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok });
+      const code = await readFile(out, "utf8");
+      expect(exportsOf(code)).toEqual([
+        "EvilNewV2_0_0Input",
+        "EvilNewV2_0_0Output",
+        "EvilOldV1_0_0Input",
+        "EvilOldV1_0_0Output",
+        "Tools",
+        "toolIds",
+        "createTools",
+      ]);
+      const comments = commentsOf(code);
+      expect(code).not.toMatch(UNSAFE);
+      expect(code).not.toContain("{@");
+      expect(comments).toContain(
+        "/**\n" +
+          "   * Title: \\@deprecated Ends *\\/ a comment /\\* and lines in every way [31m with controls \\@deprecated {\\@link https://evil.example} \\@example fetch()\n" +
+          "   * Hints, not guarantees: not open-world.\n" +
+          "   */",
+      );
+      expect(typeErrors(code, tmp)).toEqual([]);
+      // The tags as TypeScript reads them: one @deprecated, the catalog's, on the one deprecated tool.
+      const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
+      const tools = file.statements.find(
+        (statement) => ts.isInterfaceDeclaration(statement) && statement.name.text === "Tools",
+      ) as ts.InterfaceDeclaration;
+      const tags = tools.members.map((member) => [
+        (member.name as ts.StringLiteral).text,
+        ts.getJSDocTags(member).map((tag) => [tag.tagName.text, ts.getTextOfJSDocComment(tag.comment)?.slice(0, 18)]),
+      ]);
+      expect(tags).toEqual([
+        ["Evil.New@2.0.0", []],
+        ["Evil.Old@1.0.0", [["deprecated", "Use Evil.New@2.0.0"]]],
+      ]);
+      expect(deprecatedBindings(code, ["Evil.New@2.0.0", "Evil.Old@1.0.0"], tmp)).toEqual(["Evil.Old@1.0.0"]);
     },
     60_000,
   );
@@ -427,6 +510,28 @@ describe("a catalog file otc codegen refuses", () => {
     expect(result.stderr).toMatch(message);
   });
 
+  verifies.each<[string, object, string]>([
+    ["annotations that are no object", { annotations: "read-only */" }, "its annotations are not an object"],
+    [
+      "a hint that is no boolean",
+      { annotations: { read_only: "yes */ fetch()" } },
+      "its annotations' read_only is not a boolean",
+    ],
+    ["a title that is no string", { annotations: { title: { "*/": 1 } } }, "its annotations' title is not a string"],
+    [
+      "a deprecation message that is no string",
+      { deprecation_message: ["*/"] },
+      "its deprecation_message is not a string",
+    ],
+  ])("definitions.client-codegen-safe", "refuses %s, naming the tool", async (_case, extra, why) => {
+    expect(await fromFile([{ ...definition("Evil.Hints@1.0.0", {}), ...extra }])).toEqual({
+      code: EXIT.protocol,
+      stdout: "",
+      stderr: `otc: tool "Evil.Hints@1.0.0" is refused: ${why}\n`,
+      written: false,
+    });
+  });
+
   verifies("definitions.client-codegen-safe", "refuses two tools that would get the same type name", async () => {
     expect(await fromFile([definition("A.B_c@1.0.0", {}), definition("A.BC@1.0.0", {})])).toMatchObject({
       code: EXIT.protocol,
@@ -450,6 +555,26 @@ describe("generateBindings", () => {
       commentsOf(code);
     },
   );
+
+  it("marks a deprecated tool's binding deprecated where editors look: tools[id], through createTools", async () => {
+    const code = await generateBindings(
+      [
+        { ...definition("Greeting.Hello@1.0.0", {}), deprecation_message: "Use Greeting.Hello@2.0.0." },
+        { ...definition("Greeting.Hello@2.0.0", {}), annotations: { title: "Say hello", idempotent: true } },
+        definition("Plain.Tool@1.0.0", {}),
+      ],
+      "annotated.json",
+    );
+    expect(deprecatedBindings(code, ["Greeting.Hello@1.0.0", "Greeting.Hello@2.0.0", "Plain.Tool@1.0.0"], tmp)).toEqual(
+      ["Greeting.Hello@1.0.0"],
+    );
+    // Unknown annotation keys from a catalog file are left out; a tool with nothing known to say gets no comment.
+    const unknown = await generateBindings(
+      [{ ...definition("Plain.Tool@1.0.0", {}), annotations: { readOnlyHint: true } } as ToolDefinition],
+      "x.json",
+    );
+    expect(unknown).toBe(await generateBindings([definition("Plain.Tool@1.0.0", {})], "x.json"));
+  });
 
   verifies(
     "definitions.client-codegen-safe",

@@ -1,6 +1,7 @@
 /** `otc codegen`: typed bindings (input and output types per tool, and typed wrappers) from a tool catalog. */
-import { parseToolId, type ToolDefinition } from "@otc/types";
+import { parseToolId, ToolAnnotationsSchema, type ToolDefinition } from "@otc/types";
 import { compile, type Options } from "json-schema-to-typescript";
+import { hintWords } from "./annotations.js";
 
 type Schema = Record<string, unknown>;
 
@@ -101,6 +102,45 @@ function lineCommentText(text: string): string {
     }
   }
   return out.trim();
+}
+
+/**
+ * A catalog's text as the lines of a JSDoc comment: safe in a block comment ({@link blockCommentText}), tabs as
+ * spaces, and every `@` that could start a tag written `\@` (TypeScript reads `@name` after any space, and
+ * `{@link}`, as tags), so the text cannot add `@deprecated` or any other tag. An `@` after a letter, a digit,
+ * `.`, `_` or `-` stays as it is (`Greeting.Hello@2.0.0`, `ops@example.com`).
+ */
+function docCommentLines(text: string): string[] {
+  return blockCommentText(text)
+    .replaceAll("\t", " ")
+    .replace(/(^|[^\p{L}\p{N}._-])@/gmu, "$1\\@")
+    .split("\n")
+    .map((line) => line.trimEnd());
+}
+
+/**
+ * The doc comment of a tool's member of `Tools`, where editors show it for `tools["Toolkit.Tool@x.y.z"]`: its
+ * title, the hints it states and its deprecation as `@deprecated` (docs/protocol.md 9.2). None for a tool that
+ * has none of them.
+ */
+function toolDocComment(tool: ToolDefinition): string[] {
+  const lines: string[] = [];
+  const title = tool.annotations?.title;
+  if (title !== undefined && title !== "") {
+    lines.push(`Title: ${docCommentLines(title).join(" ")}`);
+  }
+  const hints = hintWords(tool.annotations);
+  if (hints.length > 0) {
+    lines.push(`Hints, not guarantees: ${hints.join(", ")}.`);
+  }
+  if (tool.deprecation_message !== undefined) {
+    const [first = "", ...rest] = docCommentLines(tool.deprecation_message);
+    lines.push(`@deprecated ${first}`.trimEnd(), ...rest);
+  }
+  if (lines.length === 0) {
+    return [];
+  }
+  return ["  /**", ...lines.map((line) => (line === "" ? "   *" : `   * ${line}`)), "   */"];
 }
 
 /**
@@ -430,11 +470,44 @@ function toolsMember(key: string, name: string): string[] {
   return [`  ${key}: {`, `    input: ${name}Input;`, `    output: ${name}Output;`, "  };"];
 }
 
-/** Refuses what no bindings can be written for: ids that are no `Toolkit.Tool@x.y.z`, twins, clashing names. */
+/** Refuses annotations or a deprecation message holding the wrong kind of value, by the spec's ToolAnnotations. */
+function checkAnnotations(id: string, annotations: unknown, deprecation: unknown): void {
+  const refused = (why: string) => new CatalogError(`tool ${quote(id)} is refused: ${why}`);
+  if (annotations !== undefined) {
+    if (!isSchema(annotations)) {
+      throw refused("its annotations are not an object");
+    }
+    // Keys the spec does not know are left out of the bindings; the known ones must hold their kind of value.
+    for (const [key, property] of Object.entries(ToolAnnotationsSchema.properties)) {
+      const value = Object.hasOwn(annotations, key) ? annotations[key] : undefined;
+      if (value !== undefined && typeof value !== property.type) {
+        throw refused(`its annotations' ${key} is not a ${property.type}`);
+      }
+    }
+  }
+  if (deprecation !== undefined && typeof deprecation !== "string") {
+    throw refused("its deprecation_message is not a string");
+  }
+}
+
+/**
+ * Refuses what no bindings can be written for: ids that are no `Toolkit.Tool@x.y.z`, twins, clashing names,
+ * annotations of the wrong kind.
+ */
 function checkTools(tools: readonly ToolDefinition[]): void {
   const names = new Map<string, string>();
   for (const tool of tools as readonly unknown[]) {
-    const { id, description } = (isSchema(tool) ? tool : {}) as { id?: unknown; description?: unknown };
+    const {
+      id,
+      description,
+      annotations,
+      deprecation_message: deprecation,
+    } = (isSchema(tool) ? tool : {}) as {
+      id?: unknown;
+      description?: unknown;
+      annotations?: unknown;
+      deprecation_message?: unknown;
+    };
     if (typeof id !== "string" || parseToolId(id)?.kind !== "exact") {
       throw new CatalogError(
         `the catalog has a tool id that is not Toolkit.Tool@x.y.z: ${typeof id === "string" ? quote(id) : String(id)}`,
@@ -443,6 +516,7 @@ function checkTools(tools: readonly ToolDefinition[]): void {
     if (typeof description !== "string") {
       throw new CatalogError(`tool ${quote(id)} is refused: its description is not a string`);
     }
+    checkAnnotations(id, annotations, deprecation);
     const name = typeNameOf(id);
     const twin = names.get(name);
     if (twin !== undefined) {
@@ -461,6 +535,11 @@ function checkTools(tools: readonly ToolDefinition[]): void {
  * and `createTools(client)`, whose `tools["Calculator.Add@1.0.0"]({ a: 1, b: 2 })` is type-checked
  * and resolves with the typed value. Deterministic: the same catalog gives the same file, which passes
  * `biome check` with the project's settings and `tsc --strict`.
+ *
+ * A tool with annotations or a deprecation message (docs/protocol.md 9.2, listed when the catalog was asked
+ * with the annotations extension) gets a doc comment on its `Tools` member: its title, the hints it states,
+ * and `@deprecated` with the message, which editors show (struck through) on `tools["Toolkit.Tool@x.y.z"]`.
+ * Other tools' members have none, so a catalog without annotations gives the same file as before them.
  *
  * The catalog is treated as hostile (docs/protocol.md 6, definitions.client-codegen-safe): the file
  * declares types and the three exports above, nothing else, whatever the catalog says. A reference
@@ -491,7 +570,7 @@ export async function generateBindings(tools: readonly ToolDefinition[], source:
         ? `export type ${name}Output = null;\n`
         : await typeFor(tool.output_schema, `${name}Output`, { ...place, field: "output_schema" }, false),
     );
-    members.push(...toolsMember(JSON.stringify(tool.id), name));
+    members.push(...toolDocComment(tool), ...toolsMember(JSON.stringify(tool.id), name));
   }
   parts.push(
     "/** Every tool of the catalog: its input and output types. */",

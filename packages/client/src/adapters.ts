@@ -107,7 +107,9 @@ export interface OpenAITool {
 
 /**
  * Tools for OpenAI's Chat Completions / Responses `tools`, one per tool name (its highest version).
- * `strict: true` rewrites each schema the way strict mode demands.
+ * `strict: true` rewrites each schema the way strict mode demands. A tool's `annotations` and
+ * `deprecation_message` are left out: OpenAI's function tools have no place for them, and writing them
+ * into the description would change what the model reads (filter on them before, e.g. drop deprecated tools).
  *
  * @example
  * const completion = await openai.chat.completions.create({ model, messages, tools: toOpenAITools(await client.listTools(), { strict: true }) });
@@ -135,7 +137,10 @@ export interface AnthropicTool {
 }
 
 /**
- * Tools for Anthropic's Messages API `tools`, one per tool name (its highest version).
+ * Tools for Anthropic's Messages API `tools`, one per tool name (its highest version). A tool's
+ * `annotations` and `deprecation_message` are left out: the Messages API's tools have no place for them
+ * (MCP's tool annotations are not part of it), and writing them into the description would change what the
+ * model reads.
  *
  * @example
  * const message = await anthropic.messages.create({ model, max_tokens, messages, tools: toAnthropicTools(await client.listTools()) });

@@ -5,6 +5,7 @@ import {
   validateAuthorizationChallengeCheckResponse,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateDiscoveryDocument,
   validateServerErrorResponse,
   validateToolListResponse,
   validateValidationErrorResponse,
@@ -31,4 +32,5 @@ export const answers = {
   serverError: check(validateServerErrorResponse),
   validationError: check(validateValidationErrorResponse),
   challengeStatus: check(validateAuthorizationChallengeCheckResponse),
+  discoveryDocument: check(validateDiscoveryDocument),
 };

@@ -1,14 +1,17 @@
-/** The OXP client: health, listTools, callTool (with safe retries), authorization polling; typed end to end. */
+/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, authorization polling. */
 import {
   type CallToolRequest,
   type CallToolResponse,
   type CallToolResultEnvelope,
   type ChallengeStatus,
+  type DiscoveryDocument,
   ENVELOPE_SCHEMA,
   OXP_VERSION,
   type paths,
   type ToolAuthorizationChallenge,
   type ToolDefinition,
+  type ToolListResponse,
+  WELL_KNOWN_OXP_PATH,
 } from "@otc/types";
 import createFetchClient from "openapi-fetch";
 import { answers } from "./answers.js";
@@ -18,6 +21,7 @@ import {
   OxpCrossOriginError,
   OxpError,
   OxpProtocolError,
+  OxpResponseError,
   OxpTimeoutError,
 } from "./errors.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, guardedFetch, originOf, sameOrigin } from "./guarded-fetch.js";
@@ -67,6 +71,27 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link OxpClient.listTools}. */
+export interface ListToolsOptions extends CallOptions {
+  /**
+   * Ask for the annotations extension (docs/protocol.md 9.2): each tool with its `annotations` and
+   * `deprecation_message` where it has them. Asked only of a server whose discovery document lists it;
+   * another server's tools come as OXP 1.0 lists them, without either field.
+   */
+  annotations?: boolean;
+}
+
+/** Options of {@link OxpClient.iterateTools}. */
+export interface IterateToolsOptions extends ListToolsOptions {
+  /**
+   * The most tools the server puts on one page (a whole number; the server takes 1 to 1000 and answers
+   * anything else with a 400). Default: the server's (100). Moot for a server without pagination.
+   */
+  limit?: number;
+  /** Only this toolkit's tools: those whose id starts with `toolkit.`, matched exactly (case-sensitive). */
+  toolkit?: string;
+}
+
 /** The health of a server. */
 export interface Health {
   /** True when the server answered 200. */
@@ -80,10 +105,35 @@ export interface OxpClient {
   /** GET /health. Never throws for a 503; throws OxpConnectionError / OxpTimeoutError when nothing answers. */
   health(options?: CallOptions): Promise<Health>;
   /**
+   * GET /.well-known/oxp: the OXP versions the server speaks and the extensions it applies (docs/protocol.md
+   * 9.1). A server without it (404) is an OXP 1.0 server without extensions: `{ oxp_versions: ["1.0"],
+   * extensions: [] }`. The first such answer is kept for the client's life; anything else is thrown as
+   * listTools throws it, and asked again next time. The document is read up to 64 KiB.
+   *
+   * @example
+   * const { extensions } = await client.discover(); // ["annotations", "pagination"]
+   */
+  discover(options?: CallOptions): Promise<DiscoveryDocument>;
+  /**
    * GET /tools, every definition in the flat form (an older `{"parameters": ...}` input_schema is unwrapped).
    * Throws like callTool: an OxpResponseError for an error the server answered, an OxpLocalError otherwise.
+   * Without options the request is OXP 1.0's; `annotations: true` discovers the server's extensions first.
+   *
+   * @example
+   * const tools = await client.listTools({ annotations: true });
+   * const readOnly = tools.filter((tool) => tool.annotations?.read_only === true);
    */
-  listTools(options?: CallOptions): Promise<ToolDefinition[]>;
+  listTools(options?: ListToolsOptions): Promise<ToolDefinition[]>;
+  /**
+   * Every tool of the catalog (or of one toolkit), page by page, following `next_cursor` (docs/protocol.md
+   * 9.4). A server whose discovery document does not list pagination is asked for its whole list once, and
+   * `toolkit` is applied here. Each page is retried as listTools is; a catalog that changes while it is read
+   * makes the server refuse the next cursor (an OxpServerError saying to list again from the first page).
+   *
+   * @example
+   * for await (const tool of client.iterateTools({ toolkit: "Calculator", limit: 50 })) console.log(tool.id);
+   */
+  iterateTools(options?: IterateToolsOptions): AsyncGenerator<ToolDefinition, void, undefined>;
   /**
    * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`).
    * Throws what the server answered, an OxpResponseError: OxpServerError (400, or 503 after the last
@@ -124,6 +174,15 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
+
+/** The most bytes of a discovery document the client reads: a few ids, far below any answer's limit. */
+const MAX_DISCOVERY_BYTES = 64 * 1024;
+
+/** What a server without discovery speaks: OXP 1.0, and no extension (docs/protocol.md 9.1). */
+const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
+
+/** The extensions this client can ask for, in no particular order: a request names them in the server's. */
+type ClientExtension = "annotations" | "pagination";
 
 /**
  * The JSON of a success's body. openapi-fetch is asked for text so that a body that is not JSON is
@@ -177,6 +236,16 @@ export function createClient(options: ClientOptions): OxpClient {
   const guarded = guardedFetch((request) => doFetch(request), { maxResponseBytes });
   // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
   const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
+  // Discovery has a limit of its own: its document lists a few ids, and no server makes it cost 16 MiB.
+  const discoveryApi = createFetchClient<paths>({
+    baseUrl,
+    fetch: guardedFetch((request) => doFetch(request), {
+      maxResponseBytes: Math.min(maxResponseBytes, MAX_DISCOVERY_BYTES),
+    }),
+    redirect: "manual",
+  });
+  /** The server's discovery document, once it answered one (or a 404): kept for the client's life. */
+  let discovered: DiscoveryDocument | undefined;
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxAttempts = Math.max(1, Math.floor(options.retry?.maxAttempts ?? 3));
   const maxDelayMs = options.retry?.maxDelayMs ?? 10_000;
@@ -260,6 +329,101 @@ export function createClient(options: ClientOptions): OxpClient {
     throw error;
   }
 
+  /** GET /.well-known/oxp once; a 404 is OXP 1.0 without extensions. */
+  async function discover(signal: AbortSignal | undefined): Promise<DiscoveryDocument> {
+    if (discovered) {
+      return discovered;
+    }
+    const document = await withRetries(async (retrySignal) => {
+      const { data, error, response } = await send(
+        async (attemptSignal) =>
+          discoveryApi.GET(WELL_KNOWN_OXP_PATH, { headers: await headers(), signal: attemptSignal, parseAs: "text" }),
+        retrySignal,
+      );
+      if (response.status === 404) {
+        return { done: OXP_1_0_ONLY };
+      }
+      if (!response.ok) {
+        return failure<DiscoveryDocument>(response, error);
+      }
+      const body = json(data, response, `GET ${WELL_KNOWN_OXP_PATH}`);
+      if (!answers.discoveryDocument(body)) {
+        throw new OxpProtocolError(
+          `GET ${WELL_KNOWN_OXP_PATH} answered a body that is not a DiscoveryDocument`,
+          response.status,
+          answers.discoveryDocument.why(),
+        );
+      }
+      return { done: body as DiscoveryDocument };
+    }, signal);
+    discovered ??= document;
+    return discovered;
+  }
+
+  /**
+   * Of the extensions `wanted`, those the server's discovery document lists, in its order: a client asks for
+   * an extension only where the server offers it. A server that answers discovery with anything but a
+   * DiscoveryDocument or a 404 (an error status, a body of another shape) gets this request as OXP 1.0: the
+   * extensions are optional, its tool list is not. Connection failures, timeouts and aborts are thrown.
+   */
+  async function negotiate(
+    wanted: readonly ClientExtension[],
+    signal: AbortSignal | undefined,
+  ): Promise<ClientExtension[]> {
+    if (wanted.length === 0) {
+      return [];
+    }
+    let offered: readonly string[];
+    try {
+      offered = (await discover(signal)).extensions;
+    } catch (error) {
+      if (error instanceof OxpResponseError || error instanceof OxpProtocolError) {
+        return [];
+      }
+      throw error;
+    }
+    return offered.filter((id): id is ClientExtension => (wanted as readonly string[]).includes(id));
+  }
+
+  /**
+   * One GET /tools: the list, or one page of it. Without extensions and query it is OXP 1.0's request, byte
+   * for byte; with them, it names them in `OXP-Extensions`.
+   */
+  async function getToolList(
+    extensions: readonly ClientExtension[],
+    query: { limit?: number; cursor?: string; toolkit?: string } | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<ToolListResponse> {
+    return withRetries(async (retrySignal) => {
+      const { data, error, response } = await send(async (attemptSignal) => {
+        const requestHeaders = await headers();
+        if (extensions.length > 0) {
+          requestHeaders["OXP-Extensions"] = extensions.join(", ");
+        }
+        return api.GET("/tools", {
+          headers: requestHeaders,
+          signal: attemptSignal,
+          parseAs: "text",
+          ...(query ? { params: { query } } : {}),
+        });
+      }, retrySignal);
+      if (!response.ok) {
+        return failure(response, error);
+      }
+      const list = json(data, response, "GET /tools") as { items?: unknown } | undefined;
+      const items = Array.isArray(list?.items) ? list.items.map(normalizeToolDefinition) : list?.items;
+      const normalized = { ...list, items };
+      if (!answers.toolList(normalized)) {
+        throw new OxpProtocolError(
+          "GET /tools answered a body that is not a ToolListResponse",
+          response.status,
+          answers.toolList.why(),
+        );
+      }
+      return { done: normalized as ToolListResponse };
+    }, signal);
+  }
+
   return {
     async health(callOptions = {}) {
       const { response } = await send(
@@ -269,28 +433,55 @@ export function createClient(options: ClientOptions): OxpClient {
       return { healthy: response.status === 200, status: response.status };
     },
 
-    async listTools(callOptions = {}) {
-      return withRetries(async (signal) => {
-        const { data, error, response } = await send(
-          async (attemptSignal) =>
-            api.GET("/tools", { headers: await headers(), signal: attemptSignal, parseAs: "text" }),
-          signal,
-        );
-        if (!response.ok) {
-          return failure(response, error);
+    async discover(callOptions = {}) {
+      const document = await discover(callOptions.signal);
+      // A copy: the kept document is the client's, not the caller's to change.
+      return { oxp_versions: [...document.oxp_versions], extensions: [...document.extensions] };
+    },
+
+    async listTools(listOptions = {}) {
+      const extensions = await negotiate(listOptions.annotations ? ["annotations"] : [], listOptions.signal);
+      return (await getToolList(extensions, undefined, listOptions.signal)).items;
+    },
+
+    async *iterateTools(iterateOptions = {}) {
+      const { limit, toolkit, signal } = iterateOptions;
+      if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1)) {
+        throw new RangeError(`limit must be a whole number of tools, 1 or more (got ${limit})`);
+      }
+      const wanted: ClientExtension[] = iterateOptions.annotations ? ["annotations", "pagination"] : ["pagination"];
+      const extensions = await negotiate(wanted, signal);
+      if (!extensions.includes("pagination")) {
+        // The whole list in one answer; the toolkit filter is the server's, applied here.
+        const { items } = await getToolList(extensions, undefined, signal);
+        for (const tool of items) {
+          if (toolkit === undefined || tool.id.startsWith(`${toolkit}.`)) {
+            yield tool;
+          }
         }
-        const list = json(data, response, "GET /tools") as { items?: unknown } | undefined;
-        const items = Array.isArray(list?.items) ? list.items.map(normalizeToolDefinition) : list?.items;
-        const normalized = { ...list, items };
-        if (!answers.toolList(normalized)) {
+        return;
+      }
+      let cursor: string | undefined;
+      for (;;) {
+        const query = {
+          ...(limit !== undefined ? { limit } : {}),
+          ...(toolkit !== undefined ? { toolkit } : {}),
+          ...(cursor !== undefined ? { cursor } : {}),
+        };
+        const page = await getToolList(extensions, query, signal);
+        yield* page.items;
+        if (page.next_cursor === undefined) {
+          return;
+        }
+        // A page that does not move on would be asked for forever: the server breaks pagination.pages.
+        if (page.items.length === 0 || page.next_cursor === cursor) {
           throw new OxpProtocolError(
-            "GET /tools answered a body that is not a ToolListResponse",
-            response.status,
-            answers.toolList.why(),
+            "GET /tools answered a page that does not move on: no tools, or the cursor it was asked with",
+            200,
           );
         }
-        return { done: normalized.items as ToolDefinition[] };
-      }, callOptions.signal);
+        cursor = page.next_cursor;
+      }
     },
 
     async callTool(request, callOptions = {}) {

@@ -14,6 +14,8 @@ export {
   type ClientOptions,
   createClient,
   type Health,
+  type IterateToolsOptions,
+  type ListToolsOptions,
   type OxpClient,
   type RetryOptions,
 } from "./client.js";

@@ -84,7 +84,9 @@ describe("otc", () => {
   it("tools: grouped by toolkit, with versions and requirements", async () => {
     const { code, stdout } = await otc(["tools"]);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^Calculator\n {2}Add +1\.0\.0 +Adds two numbers together\.\n/);
+    expect(stdout).toMatch(
+      /^Calculator\n {2}Add +1\.0\.0 +Add two numbers — Adds two numbers together\. +\[read-only, idempotent, not open-world\]\n/,
+    );
     expect(stdout).toMatch(/Greeting\n {2}Hello +1\.0\.0, 2\.0\.0 /);
     expect(stdout).toContain("[needs auth:google, user_id]");
     expect(stdout).toContain("[needs secret:TWILIO_API_KEY]");

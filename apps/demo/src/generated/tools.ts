@@ -131,14 +131,51 @@ export interface SystemSleepV1_0_0Output {
 
 /** Every tool of the catalog: its input and output types. */
 export interface Tools {
+  /**
+   * Title: Add two numbers
+   * Hints, not guarantees: read-only, idempotent, not open-world.
+   */
   "Calculator.Add@1.0.0": { input: CalculatorAddV1_0_0Input; output: CalculatorAddV1_0_0Output };
+  /**
+   * Title: Increment the counter
+   * Hints, not guarantees: not read-only, not destructive, not idempotent, not open-world.
+   */
   "Counter.Increment@1.0.0": { input: CounterIncrementV1_0_0Input; output: CounterIncrementV1_0_0Output };
+  /**
+   * Title: Ring a doorbell
+   * Hints, not guarantees: not read-only, not destructive, not idempotent, open-world.
+   */
   "Doorbell.Ring@0.1.0": { input: DoorbellRingV0_1_0Input; output: DoorbellRingV0_1_0Output };
+  /**
+   * Title: Search Gmail
+   * Hints, not guarantees: read-only, idempotent, open-world.
+   */
   "Gmail.GetEmails@1.2.0": { input: GmailGetEmailsV1_2_0Input; output: GmailGetEmailsV1_2_0Output };
+  /**
+   * Title: Say hello
+   * Hints, not guarantees: read-only, idempotent, not open-world.
+   * @deprecated Use Greeting.Hello@2.0.0: it returns an object and speaks French and Spanish too.
+   */
   "Greeting.Hello@1.0.0": { input: GreetingHelloV1_0_0Input; output: GreetingHelloV1_0_0Output };
+  /**
+   * Title: Say hello in English, French or Spanish
+   * Hints, not guarantees: read-only, idempotent, not open-world.
+   */
   "Greeting.Hello@2.0.0": { input: GreetingHelloV2_0_0Input; output: GreetingHelloV2_0_0Output };
+  /**
+   * Title: Send an SMS
+   * Hints, not guarantees: not read-only, destructive, not idempotent, open-world.
+   */
   "SMS.Send@0.1.2": { input: SMSSendV0_1_2Input; output: SMSSendV0_1_2Output };
+  /**
+   * Title: Get the current time
+   * Hints, not guarantees: read-only, idempotent, not open-world.
+   */
   "System.GetTimestamp@1.0.0": { input: SystemGetTimestampV1_0_0Input; output: SystemGetTimestampV1_0_0Output };
+  /**
+   * Title: Wait a while
+   * Hints, not guarantees: read-only, idempotent, not open-world.
+   */
   "System.Sleep@1.0.0": { input: SystemSleepV1_0_0Input; output: SystemSleepV1_0_0Output };
 }
 
