@@ -1,7 +1,15 @@
 // docs/protocol.md 9.3 over HTTP: asynchronous calls, their status, long poll, events and cancel, on every adapter.
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineTool, listen, OxpToolError, type Tool } from "../src/index.js";
+import {
+  defineTool,
+  type IdempotencyKey,
+  type IdempotencyStore,
+  listen,
+  MemoryIdempotencyStore,
+  OxpToolError,
+  type Tool,
+} from "../src/index.js";
 import { callTool, expectError, expectSchema, makeServer, type Running, send, startServer } from "./harness.js";
 
 const KEY_ONE = "task-key-one-0123456789abcdef";
@@ -513,4 +521,87 @@ it("types a tool's progress report", () => {
     },
   });
   expect(typed.name).toBe("Progress");
+});
+
+describe("a store shared by several instances", () => {
+  verifies(
+    "tasks.shared-store",
+    "lets a call run on A be read on B, streamed from C and cancelled through B",
+    async () => {
+      const store = new MemoryIdempotencyStore();
+      const [a, b, c] = await Promise.all([
+        startServer({ idempotencyStore: store }),
+        startServer({ idempotencyStore: store }),
+        startServer({ idempotencyStore: store }),
+      ]);
+      try {
+        const headers = { ...TASKS, Prefer: "respond-async" };
+        const accepted = await callTool(
+          a.baseUrl,
+          { tool_id: "System.Sleep", input: { ms: 5_000 }, call_id: "shared" },
+          headers,
+        );
+        expect(accepted.status).toBe(202);
+        await until(
+          async () => (await send(`${b.baseUrl}/tools/calls/shared`, { headers: TASKS })).body.progress !== undefined,
+        );
+        const onB = await send(`${b.baseUrl}/tools/calls/shared`, { headers: { ...TASKS, Prefer: "wait=5" } });
+        expect(onB.body).toMatchObject({ status: "running", progress: { total: 5_000 } });
+        const stream = await fetch(`${c.baseUrl}/tools/calls/shared/events`, { headers: TASKS });
+        const reading = readStream(stream);
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        const cancelled = await send(`${b.baseUrl}/tools/calls/shared`, { method: "DELETE", headers: TASKS });
+        expect(cancelled.body).toMatchObject({ status: "cancelled", result: { error: { can_retry: false } } });
+        await until(async () => a.logs().some((line) => line.msg === "sleep aborted" && line.call_id === "shared"));
+        const events = parseEvents(await reading);
+        expect(events.filter((event) => event.event === "progress").length).toBeGreaterThanOrEqual(1);
+        expect(events.at(-1)).toMatchObject({
+          event: "result",
+          data: { error: { message: "The call was cancelled" } },
+        });
+        expect((await send(`${c.baseUrl}/tools/calls/shared`, { headers: TASKS })).body.status).toBe("cancelled");
+      } finally {
+        await Promise.all([a.close(), b.close(), c.close()]);
+      }
+    },
+  );
+
+  verifies("tasks.lease", "reports a call whose lease ran out as ended, retryable, and runs it again", async () => {
+    const store = new MemoryIdempotencyStore();
+    // A vouches for its run once, then loses the store: its renewals go nowhere, as if it had died.
+    let renewals = 0;
+    const lost: IdempotencyStore = Object.assign(Object.create(store) as MemoryIdempotencyStore, {
+      renew: (key: IdempotencyKey, fingerprint: string, leaseMs: number) =>
+        renewals++ === 0 ? store.renew(key, fingerprint, leaseMs) : Promise.resolve(),
+    });
+    const a = await startServer({ idempotencyStore: lost, taskLeaseMs: 300 });
+    const b = await startServer({ idempotencyStore: store, taskLeaseMs: 300 });
+    try {
+      const headers = { ...TASKS, Prefer: "respond-async" };
+      await callTool(a.baseUrl, { tool_id: "System.Sleep", input: { ms: 20_000 }, call_id: "orphan" }, headers);
+      expect((await send(`${b.baseUrl}/tools/calls/orphan`, { headers: TASKS })).body.status).toBe("running");
+      // Past its lease, nobody vouches for it: B takes it for dead.
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      const status = await send(`${b.baseUrl}/tools/calls/orphan`, { headers: TASKS });
+      expect(status.body).toMatchObject({
+        status: "completed",
+        result: {
+          success: false,
+          error: { message: "The server running the call stopped before it finished", can_retry: true },
+        },
+      });
+      const again = await callTool(
+        b.baseUrl,
+        { tool_id: "System.Sleep", input: { ms: 20_000 }, call_id: "orphan" },
+        { ...headers, Prefer: "respond-async" },
+      );
+      expect(again.status).toBe(202);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // B renews its own run's lease: past 300 ms it is still running.
+      expect((await send(`${b.baseUrl}/tools/calls/orphan`, { headers: TASKS })).body.status).toBe("running");
+      await send(`${b.baseUrl}/tools/calls/orphan`, { method: "DELETE", headers: TASKS });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
 });

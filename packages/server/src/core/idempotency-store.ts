@@ -1,5 +1,5 @@
 /** Where `call_id` idempotency records live: the interface, and an in-memory store bounded in entries and bytes. */
-import type { CallToolResponse } from "@otc/types";
+import type { CallProgress, CallToolResponse } from "@otc/types";
 
 /** A call_id belongs to the principal that sent it: two principals' equal call_ids are unrelated keys. */
 export interface IdempotencyKey {
@@ -26,7 +26,19 @@ export interface IdempotencyEntry {
    * replayed: a new call with the key runs again, as for OXP 1.0's retryable failures, which are not kept at all.
    */
   rerunnable?: boolean;
+  /** A running call's latest progress, as its run recorded it (the tasks extension). */
+  progress?: CallProgress;
+  /** The number of that progress: the id of its `progress` event. */
+  progressSeq?: number;
+  /**
+   * Until when (epoch milliseconds) the instance running an asynchronous call vouches for it. Past it, the run is
+   * taken for dead: its status is a retryable failure, and a new call with the key may claim it.
+   */
+  leaseUntil?: number;
 }
+
+/** A change of a key that another instance may be waiting for (the tasks extension). */
+export type TaskEvent = "progress" | "settled" | "cancel";
 
 /** What {@link IdempotencyStore.complete} keeps: the response, and how the call ended. */
 export interface CompletedEntry {
@@ -75,6 +87,18 @@ export interface IdempotencyStore {
    * the result at once; without it, the core polls {@link get}.
    */
   waitFor?(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined>;
+  /**
+   * The tasks extension across instances (docs/protocol.md 9.3), optional: a store shared by several instances
+   * implements all four, so that a call run on one can be read, followed and cancelled through any other.
+   * Records a running call's progress (`update.seq` numbers it), if `key` is still held for `fingerprint`.
+   */
+  progress?(key: IdempotencyKey, fingerprint: string, update: { progress: CallProgress; seq: number }): Promise<void>;
+  /** Vouches for a running asynchronous call for `leaseMs` more (see {@link IdempotencyEntry.leaseUntil}). */
+  renew?(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void>;
+  /** Asks the instance running `key`'s call to cancel it (its watchers see `cancel`). */
+  cancel?(key: IdempotencyKey): Promise<void>;
+  /** Calls `listener` on each change of `key` (from any instance); returns the function that stops it. */
+  watch?(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void;
 }
 
 /** Thrown by `claim` when a store is full of records it must keep; the server answers 503 with `Retry-After`. */
@@ -138,6 +162,9 @@ interface StoredRecord {
   abandoned?: boolean;
   cancelled?: boolean;
   rerunnable?: boolean;
+  progress?: CallProgress;
+  progressSeq?: number;
+  leaseUntil?: number;
   expiresAt: number;
   bytes: number;
   /** Which write made this record: an entry of a {@link WriteQueue} with another number is stale. */
@@ -222,6 +249,8 @@ const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`
  */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   private readonly records = new Map<string, StoredRecord>();
+  /** Who follows which key (the tasks extension): several servers sharing this store in one process included. */
+  private readonly watchers = new Map<string, Set<(event: TaskEvent) => void>>();
   private readonly principals = new Map<string, PrincipalUsage>();
   /** Every record, oldest write first: expired ones are swept from its head. */
   private readonly writes = new WriteQueue();
@@ -270,12 +299,21 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (record.rerunnable) {
       entry.rerunnable = true;
     }
+    if (record.progress) {
+      entry.progress = record.progress;
+      entry.progressSeq = record.progressSeq ?? 0;
+    }
+    if (record.leaseUntil !== undefined) {
+      entry.leaseUntil = record.leaseUntil;
+    }
     return entry;
   }
 
   async claim(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<IdempotencyEntry | undefined> {
     const existing = await this.get(key);
-    if (existing && !existing.rerunnable) {
+    const dead =
+      existing?.leaseUntil !== undefined && existing.response === undefined && existing.leaseUntil < this.now();
+    if (existing && !existing.rerunnable && !dead) {
       return existing;
     }
     const refused = this.put(key, { principal: key.principal, fingerprint, expiresAt: this.now() + ttlMs, bytes: 0 });
@@ -306,6 +344,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       record.rerunnable = true;
     }
     this.put(key, record, responseBytes);
+    this.emit(key, "settled");
   }
 
   async abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void> {
@@ -314,6 +353,62 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async release(key: IdempotencyKey): Promise<void> {
     this.remove(recordKey(key));
+    this.emit(key, "settled");
+  }
+
+  async progress(
+    key: IdempotencyKey,
+    fingerprint: string,
+    update: { progress: CallProgress; seq: number },
+  ): Promise<void> {
+    const record = this.live(recordKey(key));
+    if (record && record.fingerprint === fingerprint && record.response === undefined) {
+      record.progress = update.progress;
+      record.progressSeq = update.seq;
+      this.emit(key, "progress");
+    }
+  }
+
+  async renew(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void> {
+    const record = this.live(recordKey(key));
+    if (record && record.fingerprint === fingerprint && record.response === undefined) {
+      record.leaseUntil = this.now() + leaseMs;
+    }
+  }
+
+  async cancel(key: IdempotencyKey): Promise<void> {
+    this.emit(key, "cancel");
+  }
+
+  watch(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void {
+    const id = recordKey(key);
+    let listeners = this.watchers.get(id);
+    if (!listeners) {
+      listeners = new Set();
+      this.watchers.set(id, listeners);
+    }
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.watchers.get(id) === listeners) {
+        this.watchers.delete(id);
+      }
+    };
+  }
+
+  /** Tells the key's watchers of a change; one that throws does not stop the others. */
+  private emit(key: IdempotencyKey, event: TaskEvent): void {
+    const listeners = this.watchers.get(recordKey(key));
+    if (!listeners) {
+      return;
+    }
+    for (const listener of [...listeners]) {
+      try {
+        listener(event);
+      } catch {
+        // A watcher is the server's own; it handles its own failures.
+      }
+    }
   }
 
   /** The record under `id` unless it has expired (an expired one is dropped). */

@@ -85,6 +85,12 @@ export interface OxpCoreOptions {
   maxAsyncCallsPerClient?: number;
   /** The most progress updates a call's status keeps per second; the latest of each interval wins. Default 4. */
   progressPerSecond?: number;
+  /**
+   * With a store shared by several instances: how long an instance vouches for an asynchronous call it runs before
+   * renewing (a third of it later). Past it without renewal, the call is taken for dead: it ends as a retryable
+   * failure. Default 30,000 ms.
+   */
+  taskLeaseMs?: number;
 }
 
 /** How a call ended, for logs and metrics: the tool's outcome, or `rejected` when it was answered 4xx/5xx before running. */
@@ -244,6 +250,20 @@ function lostRun(callId: string): CallToolResponse {
     duration: 0,
     success: false,
     error: { message: "The tool failed to run", developer_message: "The server lost the run.", can_retry: true },
+  };
+}
+
+/** The result of an asynchronous call whose instance stopped vouching for it (it died): it may run again. */
+function deadRun(callId: string): CallToolResponse {
+  return {
+    call_id: callId,
+    duration: 0,
+    success: false,
+    error: {
+      message: "The server running the call stopped before it finished",
+      developer_message: "Its lease ran out: the instance running it went away. Call again with the same call_id.",
+      can_retry: true,
+    },
   };
 }
 
@@ -423,6 +443,7 @@ export class OxpCore {
   private readonly maxAsync: number;
   private readonly maxAsyncPerClient: number;
   private readonly progressPerSecond: number;
+  private readonly taskLeaseMs: number;
   /** Asynchronous runs in progress, all together and by client (they count against their own bounds only). */
   private asyncRunning = 0;
   private readonly asyncByClient = new Map<string, number>();
@@ -458,6 +479,7 @@ export class OxpCore {
     }
     this.maxAsync = positiveInteger("maxAsyncCalls", options.maxAsyncCalls ?? 10_000);
     this.maxAsyncPerClient = positiveInteger("maxAsyncCallsPerClient", options.maxAsyncCallsPerClient ?? 100);
+    this.taskLeaseMs = positiveInteger("taskLeaseMs", options.taskLeaseMs ?? 30_000);
     this.progressPerSecond = options.progressPerSecond ?? 4;
     if (!(this.progressPerSecond > 0)) {
       throw new ServerConfigError("progressPerSecond must be a positive number");
@@ -558,19 +580,36 @@ export class OxpCore {
    * a run holds its call_id, else its kept response; undefined for a call_id unknown to this principal.
    */
   async callStatus(principal: string, callId: string): Promise<CallStatus | undefined> {
+    return (await this.callState(principal, callId))?.status;
+  }
+
+  /**
+   * {@link callStatus} with the number of its progress (the id of its latest `progress` event): from this
+   * process's own task, else from the store, where another instance's run records it.
+   */
+  async callState(principal: string, callId: string): Promise<{ status: CallStatus; seq: number } | undefined> {
     const key: IdempotencyKey = { principal, callId };
     const local = this.tasks.get(recordKey(key));
     if (local) {
-      return local.status();
+      return { status: local.status(), seq: local.seq };
     }
     const entry = await orUnavailable(() => this.store.get(key));
     if (!entry) {
       return undefined;
     }
     if (entry.response) {
-      return { call_id: callId, status: entry.cancelled ? "cancelled" : "completed", result: entry.response };
+      const status = entry.cancelled ? "cancelled" : "completed";
+      return { status: { call_id: callId, status, result: entry.response }, seq: entry.progressSeq ?? 0 };
     }
-    return { call_id: callId, status: "running" };
+    const status: CallStatus = { call_id: callId, status: "running" };
+    if (entry.progress) {
+      status.progress = entry.progress;
+    }
+    if (entry.leaseUntil !== undefined && entry.leaseUntil < Date.now()) {
+      // Nobody vouches for the run any more: its instance died. It never stays "running".
+      return { status: { ...status, status: "completed", result: deadRun(callId) }, seq: entry.progressSeq ?? 0 };
+    }
+    return { status, seq: entry.progressSeq ?? 0 };
   }
 
   /**
@@ -578,13 +617,17 @@ export class OxpCore {
    * that stops it, or undefined when this process runs no such call.
    */
   watchCall(principal: string, callId: string, listener: () => void): (() => void) | undefined {
-    return this.tasks.get(recordKey({ principal, callId }))?.watch(listener);
-  }
-
-  /** The latest progress of a call this process runs, with its number (the id of its `progress` event). */
-  callProgress(principal: string, callId: string): { progress: CallProgress; seq: number } | undefined {
-    const task = this.tasks.get(recordKey({ principal, callId }));
-    return task?.progress ? { progress: task.progress, seq: task.seq } : undefined;
+    const key: IdempotencyKey = { principal, callId };
+    const local = this.tasks.get(recordKey(key));
+    if (local) {
+      return local.watch(listener);
+    }
+    // A call another instance runs, followed through a shared store.
+    return this.store.watch?.(key, (event) => {
+      if (event !== "cancel") {
+        listener();
+      }
+    });
   }
 
   /**
@@ -593,7 +636,11 @@ export class OxpCore {
    * most `maxWaitMs` later), or undefined for a call_id unknown to this principal.
    */
   async cancelCall(principal: string, callId: string, maxWaitMs = 5_000): Promise<CallStatus | undefined> {
-    const task = this.tasks.get(recordKey({ principal, callId }));
+    const key: IdempotencyKey = { principal, callId };
+    const task = this.tasks.get(recordKey(key));
+    if (!task && this.store.cancel) {
+      return this.cancelElsewhere(key, maxWaitMs);
+    }
     if (task?.cancel()) {
       let timer: Timer | undefined;
       let unwatch = () => {};
@@ -616,6 +663,28 @@ export class OxpCore {
       }
     }
     return this.callStatus(principal, callId);
+  }
+
+  /** Cancels a call another instance runs, through the shared store; waits (at most `maxWaitMs`) until it has ended. */
+  private async cancelElsewhere(key: IdempotencyKey, maxWaitMs: number): Promise<CallStatus | undefined> {
+    const before = await this.callStatus(key.principal, key.callId);
+    if (before?.status !== "running" || !this.store.cancel) {
+      return before;
+    }
+    let unwatch = () => {};
+    let timer: Timer | undefined;
+    const settled = new Promise<void>((resolve) => {
+      unwatch = this.store.watch?.(key, (event) => event === "settled" && resolve()) ?? (() => {});
+      timer = setTimeout(resolve, maxWaitMs);
+    });
+    try {
+      await orUnavailable(() => (this.store.cancel as (key: IdempotencyKey) => Promise<void>)(key));
+      await settled;
+    } finally {
+      clearTimeout(timer);
+      unwatch();
+    }
+    return this.callStatus(key.principal, key.callId);
   }
 
   private async execute(
@@ -844,8 +913,18 @@ export class OxpCore {
       return this.idempotent(call);
     }
     const id = recordKey(key);
-    const task = new LocalTask(callId, { async: call.async !== undefined, perSecond: this.progressPerSecond });
+    const task = new LocalTask(callId, {
+      async: call.async !== undefined,
+      perSecond: this.progressPerSecond,
+      // With a shared store, other instances read the progress there.
+      onKeep: this.store.progress
+        ? (progress, seq) => {
+            this.store.progress?.(key, fingerprint, { progress, seq }).catch(() => {});
+          }
+        : undefined,
+    });
     this.tasks.set(id, task);
+    const stopSharing = this.shareTask(key, fingerprint, task);
     // Through the Promise constructor: a run that throws at once still releases its claim (below).
     // After the store's answer the adapter no longer measures: the run's synchronous work is charged here.
     const pending = new Promise<RunResult>((resolve) => {
@@ -885,6 +964,7 @@ export class OxpCore {
           "could not record the call's response in the idempotency store",
         );
       }
+      stopSharing();
       this.endTask(id, task, { response, cancelled });
       return result;
     });
@@ -892,11 +972,43 @@ export class OxpCore {
     this.running.set(id, shared);
     shared
       .catch(() => {
+        stopSharing();
         this.store.release(key).catch(() => {});
         this.endTask(id, task, { response: lostRun(callId), cancelled: false });
       })
       .finally(() => this.running.delete(id));
     return pending;
+  }
+
+  /**
+   * Makes a run's task reachable through a shared store: a cancel asked on another instance reaches it, and an
+   * asynchronous run is vouched for (its lease renewed) while it goes on. Returns the function that stops both.
+   */
+  private shareTask(key: IdempotencyKey, fingerprint: string, task: LocalTask): () => void {
+    const unwatch = this.store.watch?.(key, (event) => {
+      if (event === "cancel") {
+        task.cancel();
+      }
+    });
+    let timer: Timer | undefined;
+    const renew = this.store.renew;
+    if (renew && task.async) {
+      const vouch = () => {
+        renew.call(this.store, key, fingerprint, this.taskLeaseMs).catch((error: unknown) => {
+          this.logger.error(
+            { call_id: shorten(key.callId, LOGGED_FIELD_MAX), err: describeCause(error) },
+            "could not renew an asynchronous call's lease; retrying",
+          );
+        });
+      };
+      vouch();
+      timer = setInterval(vouch, this.taskLeaseMs / 3);
+      unrefTimer(timer);
+    }
+    return () => {
+      unwatch?.();
+      clearInterval(timer);
+    };
   }
 
   /** Ends a call's task: its watchers learn how, and its status is read from the store from now on. */

@@ -37,12 +37,15 @@ export class LocalTask {
   #cancel: (() => void) | undefined;
   #cancelRequested = false;
 
+  readonly #onKeep: ((progress: CallProgress, seq: number) => void) | undefined;
+
   constructor(
     readonly callId: string,
-    options: { async: boolean; perSecond: number },
+    options: { async: boolean; perSecond: number; onKeep?: (progress: CallProgress, seq: number) => void },
   ) {
     this.async = options.async;
     this.#intervalMs = 1000 / options.perSecond;
+    this.#onKeep = options.onKeep;
   }
 
   /**
@@ -137,6 +140,7 @@ export class LocalTask {
     this.progress = progress;
     this.seq++;
     this.#keptAt = now;
+    this.#onKeep?.(progress, this.seq);
     this.#notify();
   }
 

@@ -69,71 +69,57 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
     close();
     controller.close();
   };
-  /** Sends what the reader has not seen: the result once the call has ended, else a newer progress. */
-  const flush = () => {
+  /** Sends a progress the reader has not seen, if it is ready for more (a slow reader gets the latest later). */
+  const send = (state: { status: CallStatus; seq: number }) => {
+    const { progress } = state.status;
+    if (progress && state.seq > sentSeq && (controller.desiredSize ?? 0) > 0) {
+      sentSeq = state.seq;
+      controller.enqueue(event(String(state.seq), "progress", progress));
+    }
+  };
+  let again = false;
+  /** Reads the call's state and sends what is new: a progress, or the result and the end. */
+  const lookUp = async (): Promise<void> => {
     if (closed) {
       return;
     }
-    const latest = core.callProgress(principal, callId);
-    if (latest && latest.seq > sentSeq) {
-      sentSeq = latest.seq;
-      controller.enqueue(event(String(latest.seq), "progress", latest.progress));
-    }
-  };
-  /** Reads the status again: the call may have ended, or moved out of this process's hands. */
-  const lookUp = async () => {
-    if (closed || lookingUp) {
+    if (lookingUp) {
+      again = true;
       return;
     }
     lookingUp = true;
     try {
-      const status = await core.callStatus(principal, callId);
+      const state = await core.callState(principal, callId);
       if (closed) {
         return;
       }
-      if (!status) {
+      if (!state) {
         // Its record is gone (a run the server lost): nothing more will come.
         close();
         controller.close();
-      } else if (status.status !== "running") {
-        finish(status);
-      } else if (!unwatch) {
-        follow();
+      } else if (state.status.status !== "running") {
+        finish(state.status);
+      } else {
+        send(state);
       }
     } catch {
-      // A store that cannot answer now may answer at the next look.
+      // A store that cannot answer now may answer at the next change or look.
     } finally {
       lookingUp = false;
     }
+    if (again) {
+      again = false;
+      await lookUp();
+    }
   };
-  /** Follows the call: on every change if this process runs it, else by looking it up every `pollMs`. */
+  /** Follows the call: on every change (this process's run, or another's through a shared store), else by polling. */
   const follow = () => {
-    unwatch = core.watchCall(principal, callId, () => {
-      if ((controller.desiredSize ?? 0) > 0) {
-        flush();
-      }
-      void lookUpIfEnded();
-    });
-    if (unwatch) {
-      clearInterval(poll);
-      poll = undefined;
-      flush();
-    } else {
-      if (!poll) {
-        poll = setInterval(() => void lookUp(), options.pollMs ?? 1_000);
-        (poll as { unref?: () => void }).unref?.();
-      }
+    unwatch = core.watchCall(principal, callId, () => void lookUp());
+    if (!unwatch) {
+      poll = setInterval(() => void lookUp(), options.pollMs ?? 1_000);
+      (poll as { unref?: () => void }).unref?.();
     }
-  };
-  const lookUpIfEnded = async () => {
-    const status = await core.callStatus(principal, callId).catch(() => undefined);
-    if (status && status.status !== "running") {
-      unwatch?.();
-      unwatch = undefined;
-      if (!closed) {
-        finish(status);
-      }
-    }
+    void lookUp();
   };
 
   return new ReadableStream<Uint8Array>(
@@ -155,7 +141,7 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
         (keepAlive as { unref?: () => void }).unref?.();
       },
       pull() {
-        flush();
+        return lookUp();
       },
       cancel() {
         close();
