@@ -7,11 +7,16 @@ const { url, note } = await start(config);
 
 process.on("message", (message) => {
   if (message?.type === "usage") {
+    // Asked with `gc` (and the process started with --expose-gc), the heap is measured after a full collection.
+    if (message.gc) {
+      globalThis.gc?.();
+    }
     process.send({
       type: "usage",
       id: message.id,
       cpu: process.cpuUsage(),
       maxRssKb: process.resourceUsage().maxRSS,
+      heapUsed: process.memoryUsage().heapUsed,
     });
   } else if (message?.type === "exit") {
     // A normal exit, so `--cpu-prof` writes its profile.

@@ -108,12 +108,12 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
     note,
     child,
     stderr: () => stderr,
-    /** The server's own CPU time (µs) and peak RSS (KB), read inside the server process. */
-    usage: () =>
+    /** The server's own CPU time (µs), peak RSS (KB) and heap in use (bytes; after a full collection with `gc`). */
+    usage: ({ gc = false } = {}) =>
       new Promise((resolve) => {
         const id = nextId++;
         pending.set(id, resolve);
-        child.send({ type: "usage", id });
+        child.send({ type: "usage", id, gc });
       }),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) {
