@@ -589,9 +589,9 @@ export class OxpCore {
    */
   async callState(principal: string, callId: string): Promise<{ status: CallStatus; seq: number } | undefined> {
     const key: IdempotencyKey = { principal, callId };
-    const local = this.tasks.get(recordKey(key));
+    const local = this.localCallState(principal, callId);
     if (local) {
-      return { status: local.status(), seq: local.seq };
+      return local;
     }
     const entry = await orUnavailable(() => this.store.get(key));
     if (!entry) {
@@ -610,6 +610,12 @@ export class OxpCore {
       return { status: { ...status, status: "completed", result: deadRun(callId) }, seq: entry.progressSeq ?? 0 };
     }
     return { status, seq: entry.progressSeq ?? 0 };
+  }
+
+  /** {@link callState} of a call this process runs, at once; undefined for any other. */
+  localCallState(principal: string, callId: string): { status: CallStatus; seq: number } | undefined {
+    const local = this.tasks.get(recordKey({ principal, callId }));
+    return local ? { status: local.status(), seq: local.seq } : undefined;
   }
 
   /**

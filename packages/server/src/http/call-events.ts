@@ -114,7 +114,15 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
   };
   /** Follows the call: on every change (this process's run, or another's through a shared store), else by polling. */
   const follow = () => {
-    unwatch = core.watchCall(principal, callId, () => void lookUp());
+    unwatch = core.watchCall(principal, callId, () => {
+      // This process's own run answers at once; another's is looked up in the store.
+      const state = core.localCallState(principal, callId);
+      if (state && state.status.status === "running") {
+        send(state);
+      } else {
+        void lookUp();
+      }
+    });
     if (!unwatch) {
       poll = setInterval(() => void lookUp(), options.pollMs ?? 1_000);
       (poll as { unref?: () => void }).unref?.();
