@@ -202,10 +202,11 @@ export function testTools(counter = { value: 0 }): Tool[] {
       // Progress every 50 ms (elapsed of `ms`); an abort is logged, so tests can see the signal fired.
       run: ({ ms }, context) =>
         new Promise<{ slept_ms: number }>((resolve, reject) => {
-          const { signal } = context;
+          // Taken out of the context, as tools do.
+          const { signal, progress } = context;
           const started = Date.now();
           const ticker = setInterval(() => {
-            context.progress({ progress: Date.now() - started, total: ms, message: "Sleeping" });
+            progress({ progress: Date.now() - started, total: ms, message: "Sleeping" });
           }, 50);
           const timer = setTimeout(() => {
             clearInterval(ticker);

@@ -1320,6 +1320,9 @@ export class OxpCore {
   }
 }
 
+/** The progress function of a call nobody can follow (no call_id): reports go nowhere. */
+const ignoreProgress = (_update: CallProgress): void => {};
+
 /**
  * The context a tool's run receives. A class, not an object literal with getters: V8 keeps a literal's accessor
  * pair outside the young generation, so its closures (and the call they hold) survived every scavenge and were
@@ -1339,6 +1342,7 @@ class RunContext implements ToolContext {
   readonly #logger: CoreLogger;
   readonly #toolId: string;
   readonly #task: LocalTask | undefined;
+  #progress: ((update: CallProgress) => void) | undefined;
 
   constructor(
     call: {
@@ -1386,8 +1390,13 @@ class RunContext implements ToolContext {
    * (every asynchronous one has one), a few times a second at most and only when `progress` increases; a no-op
    * for any other call.
    */
-  progress(update: CallProgress): void {
-    this.#task?.report(update);
+  get progress(): (update: CallProgress) => void {
+    // A function of its own, made on first read: a tool may take it out of the context (`{ progress }`).
+    if (!this.#progress) {
+      const task = this.#task;
+      this.#progress = task ? (update) => task.report(update) : ignoreProgress;
+    }
+    return this.#progress;
   }
 
   /** Aborts the signal (now, or when the tool first reads it) with the reason the run was given up. */

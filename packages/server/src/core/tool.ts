@@ -35,9 +35,9 @@ export interface ToolContext {
    * Reports how far the call has got: `progress` (work done, in the tool's own unit), `total` when known, and a
    * short `message`. Clients of the tasks extension read it (docs/protocol.md 9.3). The server keeps a few reports
    * a second at most, only those whose `progress` increases, and cuts long messages; a no-op for a call nobody
-   * can follow (no call_id).
+   * can follow (no call_id). It may be taken out of the context (`{ progress }`).
    */
-  progress(update: CallProgress): void;
+  progress: (update: CallProgress) => void;
 }
 
 /** Options of an {@link OxpToolError}, named as on the wire but in camelCase. */
