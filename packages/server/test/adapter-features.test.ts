@@ -163,6 +163,32 @@ describe("CORS", () => {
     expect(preflight.headers.get("oxp-version")).toBe("1.0");
   });
 
+  it("lets a page elsewhere use the extensions: their request headers, DELETE, and the answer headers", async () => {
+    const preflight = await send(`${server.baseUrl}/tools/calls/x`, {
+      method: "OPTIONS",
+      headers: {
+        Origin: "http://inspector.test",
+        "Access-Control-Request-Method": "DELETE",
+        "Access-Control-Request-Headers": "oxp-extensions, prefer, last-event-id",
+      },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-methods")).toContain("DELETE");
+    for (const header of ["OXP-Extensions", "Prefer", "Last-Event-ID"]) {
+      expect(preflight.headers.get("access-control-allow-headers")).toContain(header);
+    }
+    const list = await send(`${server.baseUrl}/tools`, {
+      headers: {
+        Origin: "http://inspector.test",
+        "OXP-API-Key": "cors-key-0123456789",
+        "OXP-Extensions": "annotations",
+      },
+    });
+    for (const header of ["OXP-Extensions", "Location", "Preference-Applied"]) {
+      expect(list.headers.get("access-control-expose-headers")).toContain(header);
+    }
+  });
+
   it("lets an allowed origin read answers and their OXP headers; others get no grant", async () => {
     const allowed = await send(`${server.baseUrl}/tools`, {
       headers: { Origin: "http://inspector.test", "OXP-API-Key": "cors-key-0123456789" },

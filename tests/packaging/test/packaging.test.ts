@@ -160,6 +160,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "OxpConnectionError",
     "OxpCrossOriginError",
     "OxpError",
+    "OxpExtensionUnavailableError",
     "OxpLocalError",
     "OxpModelCallError",
     "OxpProtocolError",

@@ -63,7 +63,7 @@ describe("LocalTask", () => {
     task.settle({ response, cancelled: false });
     expect(task.progress?.progress).toBe(2);
     task.report({ progress: 3 });
-    expect(task.status()).toEqual({ call_id: "c", status: "completed", progress: { progress: 2 }, result: response });
+    expect(task.status()).toEqual({ call_id: "c", status: "completed", result: response });
     expect(task.cancel()).toBe(false);
   });
 });

@@ -117,11 +117,11 @@ export class LocalTask {
       call_id: this.callId,
       status: this.end ? (this.end.cancelled ? "cancelled" : "completed") : "running",
     };
-    if (this.progress) {
-      status.progress = this.progress;
-    }
+    // An ended call is its result, as the store keeps it: the same status whichever instance answers.
     if (this.end) {
       status.result = this.end.response;
+    } else if (this.progress) {
+      status.progress = this.progress;
     }
     return status;
   }

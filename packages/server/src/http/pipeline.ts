@@ -979,8 +979,21 @@ const CORS_ALLOWED_HEADERS = [
   "Authorization",
   "traceparent",
   "tracestate",
+  // The extensions' (docs/protocol.md 9): a page elsewhere, such as the Inspector, asks for them too.
+  "OXP-Extensions",
+  "Prefer",
+  "Last-Event-ID",
 ];
-const CORS_EXPOSED_HEADERS = ["OXP-Version", "WWW-Authenticate", "Retry-After", "ETag", "traceparent"];
+const CORS_EXPOSED_HEADERS = [
+  "OXP-Version",
+  "WWW-Authenticate",
+  "Retry-After",
+  "ETag",
+  "traceparent",
+  "OXP-Extensions",
+  "Location",
+  "Preference-Applied",
+];
 
 /**
  * The CORS decision (the `cors` package, run on a request and answer of its own shape): whether the request is a
@@ -992,7 +1005,8 @@ function createCors(options: CorsOptions | undefined) {
   }
   const handler = corsMiddleware({
     origin: options.origins === "*" ? "*" : [...options.origins],
-    methods: ["GET", "HEAD", "POST"],
+    // DELETE cancels a call (the tasks extension).
+    methods: ["GET", "HEAD", "POST", "DELETE"],
     allowedHeaders: CORS_ALLOWED_HEADERS,
     exposedHeaders: CORS_EXPOSED_HEADERS,
     maxAge: options.maxAgeSeconds ?? 600,
