@@ -9,6 +9,7 @@ import {
   type OxpClient,
   OxpConnectionError,
   OxpCrossOriginError,
+  OxpExtensionUnavailableError,
   OxpProtocolError,
   OxpResponseTooLargeError,
   OxpServerError,
@@ -28,6 +29,10 @@ import {
 import { hintWords } from "./annotations.js";
 import { generateBindings } from "./codegen.js";
 import { EXIT, type Io } from "./io.js";
+import { callAsTask } from "./task-call.js";
+import { terminalSafe } from "./terminal-safe.js";
+
+export { terminalSafe } from "./terminal-safe.js";
 
 export const HELP = `otc: talk to an OXP (Open eXecution Protocol) Tool Server
 
@@ -36,6 +41,9 @@ Usage:
   otc tools
   otc call <tool_id> [--input JSON | --input @file.json] [--user-id U]
                      [--secret ID=VALUE]... [--token PROVIDER=TOKEN]... [--call-id ID] [--wait-auth]
+                     [--async]
+  otc calls get <call_id> [--wait-seconds N]
+  otc calls cancel <call_id>
   otc codegen --from <url | tools.json> --out <file.ts>
   otc mcp serve [--transport stdio|http] ...   the server's tools to MCP clients (otc mcp --help)
   otc inspect <url> [--port N] [--no-open]      the Inspector web page for a server (otc inspect --help)
@@ -59,6 +67,15 @@ call:
   --wait-auth         when the tool needs an authorization, show its URL, wait until it is
                       completed, then retry the same call (polling its check_url only on the
                       server's origin)
+  --async             run the call as a task where the server offers them (the tasks extension):
+                      its progress on stderr (a bar on a terminal, a line per update otherwise),
+                      then the result as without --async. Ctrl-C cancels the call on the server,
+                      prints its status and exits 130. A server without tasks gets a plain call
+
+calls (the tasks extension; only the credentials that started a call see it):
+  get                 print a call's status as JSON (--wait-seconds N, up to 30: wait until it
+                      changes)
+  cancel              cancel a running call and print its final status as JSON
 
 What the server sends is printed with control characters (escape sequences, carriage returns)
 and bidi controls written as visible \\uXXXX escapes.
@@ -72,11 +89,12 @@ Exit codes:
   5  the server refused the call (400: unknown tool, missing requirement or authorization)
   6  invalid input (422)
   7  the server's answer does not follow the OXP specification
+  130  interrupted (Ctrl-C); with --async, the call was cancelled on the server
 `;
 
 class UsageError extends Error {}
 
-const COMMANDS = ["health", "tools", "call", "codegen", "mcp", "inspect", "help"] as const;
+const COMMANDS = ["health", "tools", "call", "calls", "codegen", "mcp", "inspect", "help"] as const;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -92,6 +110,8 @@ const OPTIONS = {
   token: { type: "string", multiple: true },
   "call-id": { type: "string" },
   "wait-auth": { type: "boolean" },
+  async: { type: "boolean" },
+  "wait-seconds": { type: "string" },
   from: { type: "string" },
   out: { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -100,25 +120,11 @@ const OPTIONS = {
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
 
 const DEFAULT_URL = "http://127.0.0.1:8080";
+const CALLS_USAGE =
+  "otc calls takes get or cancel and one call id, e.g. otc calls get 0b7c9e1e-5d6f-4a1b-9c1e-2f3a4b5c6d7e";
 /** The `sub` of the JWTs otc signs when neither --jwt-subject nor OXP_JWT_SUBJECT names one. */
 export const DEFAULT_JWT_SUBJECT = "otc-cli";
 
-/**
- * What a terminal acts on instead of showing: C0 controls but \n and \t (ESC starts CSI and OSC 8
- * sequences, \r rewrites the line), DEL, C1 controls (U+009B is an 8-bit CSI), and the bidi controls
- * that reorder what is shown.
- */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const UNSAFE_FOR_TERMINALS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-
-/**
- * Text as a terminal may print it: each character it would act on written as a visible `\uXXXX`. In
- * JSON output those characters only occur inside strings, where `\uXXXX` is their own escape: the
- * JSON stays valid and means the same.
- */
-export function terminalSafe(text: string): string {
-  return text.replace(UNSAFE_FOR_TERMINALS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
 const INPUT_EXAMPLE = `--input '{"a": 1, "b": 2}'`;
 
 /** Edit distance between two strings (insertions, deletions, substitutions), in O(a * b) time and O(b) space. */
@@ -262,7 +268,7 @@ function inputExample(args: readonly string[]): string {
 
 /** Refuses the arguments a command does not take, saying how to pass what they were probably meant for. */
 function checkArity(command: string, args: readonly string[]): void {
-  const extra = args.slice(command === "call" ? 1 : 0);
+  const extra = args.slice(command === "call" ? 1 : command === "calls" ? 2 : 0);
   if (extra.length === 0) {
     return;
   }
@@ -272,6 +278,8 @@ function checkArity(command: string, args: readonly string[]): void {
       throw new UsageError(`${what}: pass the input as JSON, e.g. otc call ${args[0]} ${inputExample(extra)}`);
     case "codegen":
       throw new UsageError(`${what}: codegen takes options, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`);
+    case "calls":
+      throw new UsageError(`${what}: ${CALLS_USAGE}`);
     default:
       throw new UsageError(`${what}: otc ${command} takes no arguments`);
   }
@@ -466,9 +474,9 @@ function sourceOf(from: string): string {
  */
 export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
   const io: Io = {
+    ...rawIo,
     stdout: (text) => rawIo.stdout(terminalSafe(text)),
     stderr: (text) => rawIo.stderr(terminalSafe(text)),
-    env: rawIo.env,
   };
   // Commands with options of their own, loaded only when asked for (the MCP SDK is not small).
   if (argv[0] === "mcp") {
@@ -530,7 +538,9 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
         return EXIT.ok;
       }
       case "call":
-        return await call(rest[0], values, io, { connect, server: () => target });
+        return await call(rest[0], values, { io, raw: rawIo.stderr }, { connect, server: () => target });
+      case "calls":
+        return await calls(rest, values, io, connect);
       default: {
         // codegen: the only command left.
         if (!values.from || !values.out) {
@@ -555,10 +565,11 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
 async function call(
   toolId: string | undefined,
   values: Values,
-  io: Io,
+  output: { io: Io; raw: (text: string) => void },
   target: { connect: () => OxpClient; server: () => string },
 ): Promise<number> {
   const { connect, server } = target;
+  const { io } = output;
   if (!toolId) {
     throw new UsageError(`call needs a tool id, e.g. otc call Calculator.Add ${INPUT_EXAMPLE}`);
   }
@@ -585,8 +596,31 @@ async function call(
   let response: CallToolResponse;
   for (;;) {
     try {
-      response = await client.callTool(request);
-      break;
+      if (!values.async) {
+        response = await client.callTool(request);
+        break;
+      }
+      const outcome = await callAsTask(client, request, output);
+      if ("response" in outcome) {
+        response = outcome.response;
+        break;
+      }
+      const { status, note } = outcome.interrupted;
+      if (status?.status === "completed" && status.result) {
+        // It ended before the cancel reached it: its result, as any.
+        response = status.result;
+        break;
+      }
+      if (status) {
+        if (json) {
+          io.stdout(`${JSON.stringify(status, null, 2)}\n`);
+        } else {
+          io.stdout(`The call was cancelled.\n  call id: ${status.call_id}\n`);
+        }
+      } else {
+        io.stderr(`Interrupted: ${note}\n`);
+      }
+      return EXIT.interrupted;
     } catch (error) {
       const challenges = error instanceof OxpServerError ? error.authorizationChallenges : [];
       if (challenges.length === 0) {
@@ -641,6 +675,30 @@ async function call(
   return response.success ? EXIT.ok : EXIT.toolFailed;
 }
 
+/** `otc calls get|cancel <call_id>`: a task's status, as JSON. */
+async function calls(args: readonly string[], values: Values, io: Io, connect: () => OxpClient): Promise<number> {
+  const [action, callId] = args;
+  if ((action !== "get" && action !== "cancel") || !callId) {
+    throw new UsageError(CALLS_USAGE);
+  }
+  let waitSeconds: number | undefined;
+  if (values["wait-seconds"] !== undefined) {
+    waitSeconds = Number(values["wait-seconds"]);
+    if (action !== "get" || !(Number.isInteger(waitSeconds) && waitSeconds >= 0 && waitSeconds <= 30)) {
+      throw new UsageError(
+        "--wait-seconds takes a whole number of seconds from 0 to 30, with otc calls get, e.g. otc calls get <call_id> --wait-seconds 10",
+      );
+    }
+  }
+  const client = connect();
+  const status =
+    action === "get"
+      ? await client.callStatus(callId, waitSeconds !== undefined ? { waitSeconds } : {})
+      : await client.cancelCall(callId);
+  io.stdout(`${JSON.stringify(status, null, 2)}\n`);
+  return EXIT.ok;
+}
+
 /** Prints an error the way its kind deserves and returns its exit code; `target` is the server tried, if any. */
 function report(error: unknown, io: Io, json: boolean, target = ""): number {
   if (error instanceof UsageError) {
@@ -669,6 +727,10 @@ function report(error: unknown, io: Io, json: boolean, target = ""): number {
     io.stderr(
       `The server refused the call: ${error.message}${error.developerMessage ? `\n  ${error.developerMessage}` : ""}\n`,
     );
+    return EXIT.refused;
+  }
+  if (error instanceof OxpExtensionUnavailableError) {
+    io.stderr(`${error.message}\n`);
     return EXIT.refused;
   }
   if (error instanceof OxpConnectionError) {

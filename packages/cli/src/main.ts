@@ -6,4 +6,5 @@ process.exitCode = await run(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
+  ...(process.stderr.isTTY ? { terminal: { columns: process.stderr.columns || 80 } } : {}),
 });

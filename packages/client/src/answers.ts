@@ -3,6 +3,8 @@ import {
   formatSchemaErrors,
   type Validator,
   validateAuthorizationChallengeCheckResponse,
+  validateCallProgress,
+  validateCallStatus,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
   validateDiscoveryDocument,
@@ -33,4 +35,6 @@ export const answers = {
   validationError: check(validateValidationErrorResponse),
   challengeStatus: check(validateAuthorizationChallengeCheckResponse),
   discoveryDocument: check(validateDiscoveryDocument),
+  callStatus: check(validateCallStatus),
+  callProgress: check(validateCallProgress),
 };

@@ -1,5 +1,6 @@
-/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, authorization polling. */
+/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, tasks, authorization polling. */
 import {
+  type CallStatus,
   type CallToolRequest,
   type CallToolResponse,
   type CallToolResultEnvelope,
@@ -16,10 +17,19 @@ import {
 import createFetchClient from "openapi-fetch";
 import { answers } from "./answers.js";
 import {
+  type AsyncCall,
+  type AsyncCallOptions,
+  type CallStatusOptions,
+  followedCall,
+  settledCall,
+  type TaskRequests,
+} from "./async-call.js";
+import {
   errorFromResponse,
   OxpConnectionError,
   OxpCrossOriginError,
   OxpError,
+  OxpExtensionUnavailableError,
   OxpProtocolError,
   OxpResponseError,
   OxpTimeoutError,
@@ -92,6 +102,9 @@ export interface IterateToolsOptions extends ListToolsOptions {
   toolkit?: string;
 }
 
+/** Options of {@link OxpClient.followCall}. */
+export type FollowCallOptions = Omit<AsyncCallOptions, "waitSeconds">;
+
 /** The health of a server. */
 export interface Health {
   /** True when the server answered 200. */
@@ -143,6 +156,38 @@ export interface OxpClient {
    */
   callTool(request: CallToolRequest, options?: CallOptions): Promise<CallToolResponse>;
   /**
+   * POST /tools/call as a task (the tasks extension, docs/protocol.md 9.3): resolves once the server accepted
+   * the call (202), with a handle to follow its progress, read its result or cancel it. A call that ends within
+   * `waitSeconds`, and every call to a server whose discovery document does not list `tasks` (an OXP 1.0
+   * server), is answered in its own request as by `callTool`: the handle is then settled (`task: false`),
+   * `progress` yields nothing, `result()` resolves at once. Throws what `callTool` throws (400, 401, 422 are
+   * never a 202), and retries as it does, with the same call_id.
+   *
+   * @example
+   * const call = await client.callToolAsync({ tool_id: "System.Sleep", input: { ms: 3000 } });
+   * for await (const { progress, total } of call.progress) console.log(`${progress}/${total ?? "?"}`);
+   * const response = await call.result(); // or: await call.cancel()
+   */
+  callToolAsync(request: CallToolRequest, options?: AsyncCallOptions): Promise<AsyncCall>;
+  /**
+   * A handle on a call started earlier with the same credentials (only its principal can see it), by its
+   * call_id: reads its status first, so an unknown id throws an OxpServerError (404) here. Throws an
+   * OxpExtensionUnavailableError where the server does not offer `tasks`. Its handle does not post the call
+   * again after a retryable failure: it has no request to post.
+   */
+  followCall(callId: string, options?: FollowCallOptions): Promise<AsyncCall>;
+  /**
+   * GET /tools/calls/{call_id}: the call's CallStatus; `waitSeconds` makes it a long poll. Another principal's
+   * call, an unknown or an expired id: an OxpServerError (404). A server without `tasks`: an
+   * OxpExtensionUnavailableError, nothing sent.
+   */
+  callStatus(callId: string, options?: CallStatusOptions): Promise<CallStatus>;
+  /**
+   * DELETE /tools/calls/{call_id}: cancels a running call; resolves to its final CallStatus (`cancelled`, or
+   * the status it had ended with). Throws as callStatus does.
+   */
+  cancelCall(callId: string, options?: CallOptions): Promise<CallStatus>;
+  /**
    * GET a challenge's check_url once. A check_url on another origin than the server's is an
    * OxpCrossOriginError and is never requested: polling sends the server's credentials.
    */
@@ -182,7 +227,35 @@ const MAX_DISCOVERY_BYTES = 64 * 1024;
 const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
 
 /** The extensions this client can ask for, in no particular order: a request names them in the server's. */
-type ClientExtension = "annotations" | "pagination";
+type ClientExtension = "annotations" | "pagination" | "tasks";
+
+/** The longest `Prefer: wait=N` the protocol allows, in seconds (docs/protocol.md 9.3). */
+const MAX_WAIT_SECONDS = 30;
+
+/** The least time a quiet event stream is given before it counts as dropped: twice the server's default keep-alive. */
+const MIN_STREAM_IDLE_MS = 30_000;
+
+/** What one POST /tools/call came to: the response (200), or, asked as a task, the 202's status. */
+type CallAnswer = { response: CallToolResponse } | { accepted: CallStatus };
+
+/** A `Prefer: wait=N` value: a whole number of seconds from 0 to 30, or a RangeError. */
+function waitSecondsOf(value: number | undefined): number | undefined {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= MAX_WAIT_SECONDS)) {
+    throw new RangeError(`waitSeconds must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS} (got ${value})`);
+  }
+  return value;
+}
+
+/**
+ * A call_id that a path can name. `.` and `..` cannot: URLs resolve them (escaped too) as dot segments, and the
+ * request would reach another path.
+ */
+function checkedCallId(callId: string): string {
+  if (typeof callId !== "string" || callId === "" || callId === "." || callId === "..") {
+    throw new RangeError(`call_id ${JSON.stringify(callId)} cannot be named in a URL path`);
+  }
+  return callId;
+}
 
 /**
  * The JSON of a success's body. openapi-fetch is asked for text so that a body that is not JSON is
@@ -234,6 +307,8 @@ export function createClient(options: ClientOptions): OxpClient {
     throw new RangeError("maxResponseBytes must be a positive whole number of bytes");
   }
   const guarded = guardedFetch((request) => doFetch(request), { maxResponseBytes });
+  // An event stream lasts as long as its call: its events are bounded one by one (maxResponseBytes), not in all.
+  const streamFetch = guardedFetch((request) => doFetch(request), { maxResponseBytes: Number.POSITIVE_INFINITY });
   // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
   const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
   // Discovery has a limit of its own: its document lists a few ids, and no server makes it cost 16 MiB.
@@ -270,9 +345,17 @@ export function createClient(options: ClientOptions): OxpClient {
     return cap / 2 + Math.random() * (cap / 2);
   };
 
-  /** Runs one request with the attempt's time limit; turns fetch's failures into the client's errors. */
-  async function send<T>(run: (signal: AbortSignal) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    const timeout = AbortSignal.timeout(timeoutMs);
+  /**
+   * Runs one request with the attempt's time limit (plus `heldMs`, the time the request asks the server to hold
+   * its answer); turns fetch's failures into the client's errors.
+   */
+  async function send<T>(
+    run: (signal: AbortSignal) => Promise<T>,
+    signal: AbortSignal | undefined,
+    heldMs = 0,
+  ): Promise<T> {
+    const limitMs = timeoutMs + heldMs;
+    const timeout = AbortSignal.timeout(limitMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
       return await run(combined);
@@ -281,7 +364,7 @@ export function createClient(options: ClientOptions): OxpClient {
         throw signal.reason;
       }
       if (timeout.aborted) {
-        throw new OxpTimeoutError(`No answer within ${timeoutMs} ms`);
+        throw new OxpTimeoutError(`No answer within ${limitMs} ms`);
       }
       if (error instanceof OxpError) {
         throw error;
@@ -424,6 +507,179 @@ export function createClient(options: ClientOptions): OxpClient {
     }, signal);
   }
 
+  /**
+   * POST /tools/call, retried as the client retries: a tool failure with `can_retry: true` too when
+   * `retryToolFailures`. With `asyncWait` (seconds), asked as a task: `Prefer: respond-async[, wait=N]`.
+   */
+  async function postCall(post: {
+    body: CallToolRequest;
+    asyncWait?: number;
+    retryToolFailures: boolean;
+    signal: AbortSignal | undefined;
+  }): Promise<CallAnswer> {
+    const { body, asyncWait } = post;
+    const wireBody = envelope ? { $schema: ENVELOPE_SCHEMA, request: body } : body;
+    return withRetries<CallAnswer>(async (signal) => {
+      const { data, error, response } = await send(
+        async (attemptSignal) => {
+          const requestHeaders = await headers();
+          if (asyncWait !== undefined) {
+            requestHeaders["OXP-Extensions"] = "tasks";
+            requestHeaders.Prefer = asyncWait > 0 ? `respond-async, wait=${asyncWait}` : "respond-async";
+          }
+          return api.POST("/tools/call", {
+            body: wireBody,
+            headers: requestHeaders,
+            signal: attemptSignal,
+            parseAs: "text",
+          });
+        },
+        signal,
+        (asyncWait ?? 0) * 1000,
+      );
+      if (!response.ok) {
+        return failure(response, error);
+      }
+      const parsed = json(data, response, "POST /tools/call");
+      if (asyncWait !== undefined && response.status === 202) {
+        if (!answers.callStatus(parsed)) {
+          throw new OxpProtocolError(
+            "POST /tools/call answered a 202 whose body is not a CallStatus",
+            response.status,
+            answers.callStatus.why(),
+          );
+        }
+        return { done: { accepted: parsed as CallStatus } };
+      }
+      const answer = envelope ? (parsed as CallToolResultEnvelope | undefined)?.result : parsed;
+      const valid = envelope ? answers.callToolResultEnvelope(parsed) : answers.callToolResponse(answer);
+      if (!valid || answer === undefined) {
+        const why = envelope ? answers.callToolResultEnvelope.why() : answers.callToolResponse.why();
+        throw new OxpProtocolError(
+          "POST /tools/call answered a body that is not a CallToolResponse",
+          response.status,
+          why,
+        );
+      }
+      const result = answer as CallToolResponse;
+      if (post.retryToolFailures && !result.success && result.error.can_retry === true) {
+        return { retry: new RetryableFailure(result), waitMs: result.error.retry_after_ms };
+      }
+      return { done: { response: result } };
+    }, post.signal).catch((error: unknown) => {
+      // A retryable tool failure on the last attempt is still an answer: return it, not an error.
+      if (error instanceof RetryableFailure) {
+        return { response: error.response };
+      }
+      throw error;
+    });
+  }
+
+  /** A CallStatus answer (of GET or DELETE /tools/calls/{call_id}), checked; errors as everywhere. */
+  function statusAnswer(answer: { data?: string; error?: unknown; response: Response }, what: string) {
+    const { data, error, response } = answer;
+    if (!response.ok) {
+      return failure<CallStatus>(response, error);
+    }
+    const body = json(data, response, what);
+    if (!answers.callStatus(body)) {
+      throw new OxpProtocolError(
+        `${what} answered a body that is not a CallStatus`,
+        response.status,
+        answers.callStatus.why(),
+      );
+    }
+    return { done: body as CallStatus };
+  }
+
+  /** The client's headers, asking for the tasks extension. */
+  const taskHeaders = async (): Promise<Record<string, string>> => ({
+    ...(await headers()),
+    "OXP-Extensions": "tasks",
+  });
+
+  /** GET /tools/calls/{call_id}, a long poll with `waitSeconds`; retried as the client retries. */
+  async function getCallStatus(callId: string, statusOptions: CallStatusOptions): Promise<CallStatus> {
+    const path = { call_id: checkedCallId(callId) };
+    const waitSeconds = waitSecondsOf(statusOptions.waitSeconds) ?? 0;
+    return withRetries(async (signal) => {
+      const answer = await send(
+        async (attemptSignal) => {
+          const requestHeaders = await taskHeaders();
+          if (waitSeconds > 0) {
+            requestHeaders.Prefer = `wait=${waitSeconds}`;
+          }
+          return api.GET("/tools/calls/{call_id}", {
+            params: { path },
+            headers: requestHeaders,
+            signal: attemptSignal,
+            parseAs: "text",
+          });
+        },
+        signal,
+        waitSeconds * 1000,
+      );
+      return statusAnswer(answer, "GET /tools/calls/{call_id}");
+    }, statusOptions.signal);
+  }
+
+  /** DELETE /tools/calls/{call_id}; retried as the client retries (cancelling twice changes nothing). */
+  async function deleteCall(callId: string, signal: AbortSignal | undefined): Promise<CallStatus> {
+    const path = { call_id: checkedCallId(callId) };
+    return withRetries(async (retrySignal) => {
+      const answer = await send(
+        async (attemptSignal) =>
+          api.DELETE("/tools/calls/{call_id}", {
+            params: { path },
+            headers: await taskHeaders(),
+            signal: attemptSignal,
+            parseAs: "text",
+          }),
+        retrySignal,
+      );
+      return statusAnswer(answer, "DELETE /tools/calls/{call_id}");
+    }, signal);
+  }
+
+  /** GET /tools/calls/{call_id}/events, once: the answer, its body unread (the handle reads and times it). */
+  async function openEvents(callId: string, lastEventId: string | undefined, signal: AbortSignal) {
+    const requestHeaders = { ...(await taskHeaders()), Accept: "text/event-stream" };
+    const url = `${baseUrl}/tools/calls/${encodeURIComponent(checkedCallId(callId))}/events`;
+    const request = new Request(url, { headers: requestHeaders, signal, redirect: "manual" });
+    if (lastEventId !== undefined) {
+      request.headers.set("Last-Event-ID", lastEventId);
+    }
+    return streamFetch(request);
+  }
+
+  /** Throws an OxpExtensionUnavailableError unless the server's discovery document lists `tasks`. */
+  async function requireTasks(signal: AbortSignal | undefined, what: string): Promise<void> {
+    if (!(await negotiate(["tasks"], signal)).includes("tasks")) {
+      throw new OxpExtensionUnavailableError("tasks", what);
+    }
+  }
+
+  /** A handle following a running task with the client's requests and limits. */
+  function follow(initial: CallStatus, followOptions: FollowCallOptions, repost?: TaskRequests["repost"]): AsyncCall {
+    const requests: TaskRequests = {
+      status: getCallStatus,
+      cancel: deleteCall,
+      events: openEvents,
+      ...(repost ? { repost } : {}),
+    };
+    return followedCall({
+      requests,
+      initial,
+      signal: followOptions.signal,
+      cancelOnAbort: followOptions.cancelOnAbort === true,
+      maxAttempts,
+      backoff,
+      maxDelayMs,
+      idleMs: Math.max(timeoutMs, MIN_STREAM_IDLE_MS),
+      maxEventChars: maxResponseBytes,
+    });
+  }
+
   return {
     async health(callOptions = {}) {
       const { response } = await send(
@@ -487,44 +743,51 @@ export function createClient(options: ClientOptions): OxpClient {
     async callTool(request, callOptions = {}) {
       // Made once, before the first attempt: every retry is the same call, which the server runs once.
       const body: CallToolRequest = { ...request, call_id: request.call_id ?? crypto.randomUUID() };
-      const wireBody = envelope ? { $schema: ENVELOPE_SCHEMA, request: body } : body;
-      return withRetries<CallToolResponse>(async (signal) => {
-        const { data, error, response } = await send(
-          async (attemptSignal) =>
-            api.POST("/tools/call", {
-              body: wireBody,
-              headers: await headers(),
-              signal: attemptSignal,
-              parseAs: "text",
-            }),
-          signal,
-        );
-        if (!response.ok) {
-          return failure(response, error);
-        }
-        const parsed = json(data, response, "POST /tools/call");
-        const answer = envelope ? (parsed as CallToolResultEnvelope | undefined)?.result : parsed;
-        const valid = envelope ? answers.callToolResultEnvelope(parsed) : answers.callToolResponse(answer);
-        if (!valid || answer === undefined) {
-          const why = envelope ? answers.callToolResultEnvelope.why() : answers.callToolResponse.why();
-          throw new OxpProtocolError(
-            "POST /tools/call answered a body that is not a CallToolResponse",
-            response.status,
-            why,
-          );
-        }
-        const result = answer as CallToolResponse;
-        if (!result.success && result.error.can_retry === true) {
-          return { retry: new RetryableFailure(result), waitMs: result.error.retry_after_ms };
-        }
-        return { done: result };
-      }, callOptions.signal).catch((error: unknown) => {
-        // A retryable tool failure on the last attempt is still an answer: return it, not an error.
-        if (error instanceof RetryableFailure) {
-          return error.response;
+      const answer = await postCall({ body, retryToolFailures: true, signal: callOptions.signal });
+      return (answer as { response: CallToolResponse }).response;
+    },
+
+    async callToolAsync(request, asyncOptions = {}) {
+      const { signal } = asyncOptions;
+      const waitSeconds = waitSecondsOf(asyncOptions.waitSeconds) ?? 0;
+      const body: CallToolRequest = { ...request, call_id: request.call_id ?? crypto.randomUUID() };
+      const callId = body.call_id as string;
+      if (!(await negotiate(["tasks"], signal)).includes("tasks")) {
+        const answer = await postCall({ body, retryToolFailures: true, signal });
+        return settledCall(callId, (answer as { response: CallToolResponse }).response);
+      }
+      checkedCallId(callId);
+      let answer: CallAnswer;
+      try {
+        answer = await postCall({ body, asyncWait: waitSeconds, retryToolFailures: true, signal });
+      } catch (error) {
+        if (signal?.aborted && asyncOptions.cancelOnAbort) {
+          // The call may have started before the abort: cancel it too, best effort (a 404 if it never did).
+          deleteCall(callId, AbortSignal.timeout(timeoutMs)).catch(() => undefined);
         }
         throw error;
-      });
+      }
+      if ("response" in answer) {
+        return settledCall(callId, answer.response);
+      }
+      const repost = async (repostSignal: AbortSignal) =>
+        postCall({ body, asyncWait: 0, retryToolFailures: false, signal: repostSignal });
+      return follow(answer.accepted, asyncOptions, repost);
+    },
+
+    async followCall(callId, followOptions = {}) {
+      await requireTasks(followOptions.signal, "followCall (GET /tools/calls/{call_id})");
+      return follow(await getCallStatus(callId, { signal: followOptions.signal }), followOptions);
+    },
+
+    async callStatus(callId, statusOptions = {}) {
+      await requireTasks(statusOptions.signal, "GET /tools/calls/{call_id}");
+      return getCallStatus(callId, statusOptions);
+    },
+
+    async cancelCall(callId, callOptions = {}) {
+      await requireTasks(callOptions.signal, "DELETE /tools/calls/{call_id}");
+      return deleteCall(callId, callOptions.signal);
     },
 
     async checkAuthorization(challenge, callOptions = {}) {

@@ -137,6 +137,23 @@ export class OxpCrossOriginError extends OxpProtocolError {
   }
 }
 
+/**
+ * The server does not offer an extension the method needs: its discovery document (docs/protocol.md 9.1) does not
+ * list it, e.g. `callStatus` on a server without `tasks`. Nothing else was sent. Not retried.
+ */
+export class OxpExtensionUnavailableError extends OxpLocalError {
+  override name = "OxpExtensionUnavailableError";
+
+  constructor(
+    /** The extension's id, e.g. `tasks`. */
+    readonly extension: string,
+    /** What needed it, e.g. `GET /tools/calls/{call_id}`. */
+    what: string,
+  ) {
+    super(`${what} needs the ${extension} extension, which the server does not offer (GET /.well-known/oxp)`);
+  }
+}
+
 /** An answer longer than the client's `maxResponseBytes`: its reading stopped there (or before, by Content-Length). Not retried. */
 export class OxpResponseTooLargeError extends OxpProtocolError {
   override name = "OxpResponseTooLargeError";

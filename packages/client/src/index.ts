@@ -8,11 +8,13 @@ export {
   toModelText,
   toOpenAITools,
 } from "./adapters.js";
+export type { AsyncCall, AsyncCallOptions, CallStatusOptions } from "./async-call.js";
 export { type BoundCallOptions, type BoundTools, bindTools, type ToolMap, type ToolTypes } from "./bindings.js";
 export {
   type CallOptions,
   type ClientOptions,
   createClient,
+  type FollowCallOptions,
   type Health,
   type IterateToolsOptions,
   type ListToolsOptions,
@@ -25,6 +27,7 @@ export {
   OxpConnectionError,
   OxpCrossOriginError,
   OxpError,
+  OxpExtensionUnavailableError,
   OxpLocalError,
   OxpModelCallError,
   OxpProtocolError,
