@@ -1,6 +1,9 @@
 /** The session's calls, newest first: outcome, duration, and the raw HTTP request and response with credentials masked. */
 import type { Exchange } from "./session.js";
 
+/** The most exchanges one entry keeps: an asynchronous call followed by long polls for an hour makes thousands. */
+export const MAX_EXCHANGES = 50;
+
 /** One call of the session. */
 export interface HistoryEntry {
   id: string;
@@ -10,6 +13,8 @@ export interface HistoryEntry {
   durationMs: number;
   summary: string;
   exchanges: Exchange[];
+  /** Exchanges past {@link MAX_EXCHANGES}, counted and not kept. */
+  omittedExchanges?: number;
 }
 
 const headerLines = (headers: [string, string][]) => headers.map(([name, value]) => `${name}: ${value}`).join("\n");
@@ -57,6 +62,12 @@ export function HistoryView({ entries }: { entries: HistoryEntry[] }) {
                   </section>
                 </div>
               ))}
+              {entry.omittedExchanges ? (
+                <p className="empty">
+                  {entry.omittedExchanges} later request{entry.omittedExchanges === 1 ? "" : "s"} not kept (the history
+                  keeps the first {MAX_EXCHANGES} of a call)
+                </p>
+              ) : null}
             </details>
           </li>
         ))}

@@ -1,13 +1,23 @@
-/** One tool: its definition (with a copy button), the call form generated from its input schema, and the call's outcome. */
-import type { CallToolContext, CallToolRequest, ToolAuthorizationChallenge, ToolDefinition } from "@otc/types";
+/** One tool: its definition (with its annotations and a copy button), the call form generated from its input schema, and the call's outcome, asynchronous calls included. */
+import type {
+  CallStatus,
+  CallToolContext,
+  CallToolRequest,
+  ToolAuthorizationChallenge,
+  ToolDefinition,
+} from "@otc/types";
 import Form from "@rjsf/core";
 import type { RJSFSchema } from "@rjsf/utils";
 import validator from "@rjsf/validator-ajv8";
-import { type FormEvent, useEffect, useMemo, useState } from "react";
+import { type FormEvent, useEffect, useMemo, useRef, useState } from "react";
+import { AnnotationsView, ConfirmCall, Deprecation } from "./AnnotationsView.js";
+import { needsConfirmation, titleOf } from "./annotations.js";
 import { ErrorBoundary, messageOf } from "./error-boundary.js";
-import type { HistoryEntry } from "./History.js";
+import { type HistoryEntry, MAX_EXCHANGES } from "./History.js";
 import { describe, fromError, fromResponse, type Outcome, toErrorSchema } from "./outcome.js";
 import { type Credentials, canOpen, canPoll, clientFor, type Exchange, newCallId } from "./session.js";
+import { type TaskPhase, type TaskState, TaskView } from "./TaskView.js";
+import { followCall, TASKS, type TaskClient, taskClient } from "./tasks.js";
 
 type Input = Record<string, unknown>;
 
@@ -26,16 +36,20 @@ async function copy(text: string): Promise<boolean> {
   }
 }
 
-function Definition({ tool }: { tool: ToolDefinition }) {
+function Definition({ tool, annotated }: { tool: ToolDefinition; annotated: boolean }) {
   const [copied, setCopied] = useState<string>();
   const text = useMemo(() => JSON.stringify(tool, null, 2), [tool]);
   const requirements = tool.requirements;
+  const title = annotated ? titleOf(tool) : undefined;
   return (
     <section className="definition" aria-labelledby="tool-title">
       <h2 id="tool-title">
         {tool.id.split("@")[0]} <span className="tool-version">{tool.version}</span>
       </h2>
+      {title && <p className="tool-title">{title}</p>}
+      {annotated && <Deprecation tool={tool} />}
       <p>{tool.description}</p>
+      {annotated && <AnnotationsView tool={tool} />}
       <h3>Requirements</h3>
       <ul aria-label="Requirements">
         {!requirements?.user_id && !requirements?.authorization?.length && !requirements?.secrets?.length && (
@@ -329,8 +343,19 @@ function BrokenTool({ tool, error }: { tool: ToolDefinition; error: unknown }) {
 type ToolViewProps = {
   tool: ToolDefinition;
   credentials: Credentials;
+  /** The extensions the page uses with this server (from its discovery document). */
+  extensions: readonly string[];
   onRecord: (entry: HistoryEntry) => void;
 };
+
+/** The asynchronous call being followed: stopped when the view goes (the call runs on), cancelled on request. */
+interface Following {
+  controller: AbortController;
+  client: TaskClient;
+  callId: string;
+  /** The DELETE under way, once Cancel was pressed; its status says whether the call ended cancelled. */
+  cancelling?: Promise<CallStatus | undefined>;
+}
 
 /**
  * One tool. A definition the page cannot render (a schema the form builder chokes on, from a server that
@@ -345,7 +370,9 @@ export function ToolView(props: ToolViewProps) {
 }
 
 function ToolViewBody(props: ToolViewProps) {
-  const { tool, credentials, onRecord } = props;
+  const { tool, credentials, extensions, onRecord } = props;
+  const annotated = extensions.includes("annotations");
+  const tasksOffered = extensions.includes(TASKS);
   const schema = useMemo(() => formSchema(tool), [tool]);
   const [mode, setMode] = useState<"form" | "json">("form");
   const [formData, setFormData] = useState<Input>({});
@@ -356,12 +383,20 @@ function ToolViewBody(props: ToolViewProps) {
   const [pending, setPending] = useState(false);
   const [outcome, setOutcome] = useState<Outcome>();
   const [lastRequest, setLastRequest] = useState<CallToolRequest>();
+  const [runAsync, setRunAsync] = useState(false);
+  const [confirming, setConfirming] = useState<CallToolRequest>();
+  const [task, setTask] = useState<TaskState>();
+  const following = useRef<Following>(undefined);
   const requirements = tool.requirements;
   const wantsUser = Boolean(requirements?.user_id || requirements?.authorization?.length);
+
+  // Leaving the tool stops following its asynchronous call; the call itself runs on (the history says so).
+  useEffect(() => () => following.current?.controller.abort(), []);
 
   const send = async (request: CallToolRequest) => {
     setPending(true);
     setLastRequest(request);
+    setTask(undefined);
     const exchanges: Exchange[] = [];
     const started = performance.now();
     let result: Outcome;
@@ -384,9 +419,125 @@ function ToolViewBody(props: ToolViewProps) {
     });
   };
 
+  /** Updates the task panel of `callId`, if it still shows that call. */
+  const updateTask = (callId: string, update: (task: TaskState) => TaskState) =>
+    setTask((current) => (current?.callId === callId ? update(current) : current));
+
+  /** Calls asynchronously (the tasks extension): follows the progress, then shows the result as `send` does. */
+  const sendAsync = async (request: CallToolRequest) => {
+    const callId = request.call_id as string;
+    const exchanges: Exchange[] = [];
+    let omitted = 0;
+    const client = taskClient(credentials, (exchange) => {
+      // Long polls of a long call add up: the history keeps the first ones and counts the rest.
+      if (exchanges.length < MAX_EXCHANGES) {
+        exchanges.push(exchange);
+      } else {
+        omitted++;
+      }
+    });
+    const mine: Following = { controller: new AbortController(), client, callId };
+    following.current = mine;
+    const { signal } = mine.controller;
+    setPending(true);
+    setLastRequest(request);
+    setOutcome(undefined);
+    setTask({ callId, phase: "starting" });
+    const started = performance.now();
+    let result: Outcome;
+    let phase: TaskPhase | undefined;
+    let accepted = false;
+    try {
+      const answer = await client.start(request, signal);
+      if (answer.kind === "ended") {
+        // The server answered with the response itself: nothing to follow.
+        result = fromResponse(answer.response);
+      } else {
+        accepted = true;
+        setTask({ callId, phase: "running", ...(answer.status.progress ? { progress: answer.status.progress } : {}) });
+        const status = await followCall(client, callId, {
+          signal,
+          onProgress: (progress) => updateTask(callId, (current) => ({ ...current, progress })),
+          onMode: (mode, why) =>
+            updateTask(callId, (current) => ({ ...current, mode, ...(why ? { why } : { why: undefined }) })),
+        });
+        const cancelled = mine.cancelling ? await mine.cancelling : undefined;
+        const last = cancelled && cancelled.status !== "running" ? cancelled : status;
+        phase = last.status === "cancelled" ? "cancelled" : "completed";
+        result = last.result
+          ? fromResponse(last.result)
+          : { kind: "local", message: "The call ended without a result" };
+      }
+    } catch (error) {
+      if (signal.aborted) {
+        onRecord({
+          id: `${callId}-${Date.now()}`,
+          toolId: tool.id,
+          callId,
+          at: new Date(),
+          durationMs: performance.now() - started,
+          summary: "asynchronous: left running, no longer followed",
+          exchanges,
+          omittedExchanges: omitted,
+        });
+        return;
+      }
+      result = fromError(error, credentials.serverUrl);
+      // Refused before it started (a 422, a 401): no task to show. Lost while followed: it may run on.
+      phase = accepted ? "lost" : undefined;
+    }
+    if (following.current === mine) {
+      following.current = undefined;
+    }
+    // No panel for a call that never ran asynchronously (refused, or answered at once).
+    setTask((current) => {
+      if (current?.callId !== callId) {
+        return current;
+      }
+      return phase === undefined ? undefined : { ...current, phase };
+    });
+    setOutcome(result);
+    setPending(false);
+    onRecord({
+      id: `${callId}-${Date.now()}`,
+      toolId: tool.id,
+      callId,
+      at: new Date(),
+      durationMs: performance.now() - started,
+      summary: `asynchronous: ${phase === "cancelled" ? "cancelled" : describe(result)}`,
+      exchanges,
+      omittedExchanges: omitted,
+    });
+  };
+
+  /** Cancel: DELETE the call; its stream (or poll) then brings the cancelled result. */
+  const cancel = () => {
+    const current = following.current;
+    if (!current || current.cancelling) {
+      return;
+    }
+    updateTask(current.callId, (shown) => ({ ...shown, phase: "cancelling", cancelError: undefined }));
+    current.cancelling = current.client.cancel(current.callId).catch((error: unknown) => {
+      current.cancelling = undefined;
+      updateTask(current.callId, (shown) => ({ ...shown, phase: "running", cancelError: messageOf(error) }));
+      return undefined;
+    });
+  };
+
+  /** Sends the call as the user chose: asynchronously when asked (and offered), else in one request. */
+  const dispatch = (request: CallToolRequest) => {
+    setConfirming(undefined);
+    void (tasksOffered && runAsync ? sendAsync(request) : send(request));
+  };
+
   const call = (input: Input) => {
     const context = buildContext(tool, fields);
-    void send({ tool_id: tool.id, call_id: newCallId(), input, ...(context ? { context } : {}) });
+    const request: CallToolRequest = { tool_id: tool.id, call_id: newCallId(), input, ...(context ? { context } : {}) };
+    if (needsConfirmation(tool, annotated)) {
+      setConfirming(request);
+      return;
+    }
+    dispatch(request);
   };
 
   const submitJson = (event: FormEvent) => {
@@ -425,14 +576,14 @@ function ToolViewBody(props: ToolViewProps) {
 
   const extraErrors = outcome?.kind === "invalid" ? toErrorSchema(outcome.parameterErrors) : undefined;
   const callButton = (
-    <button type="submit" className="primary" disabled={pending}>
+    <button type="submit" className="primary" disabled={pending || confirming !== undefined}>
       {pending ? "Calling…" : "Call tool"}
     </button>
   );
 
   return (
     <div className="tool-view">
-      <Definition tool={tool} />
+      <Definition tool={tool} annotated={annotated} />
       <section className="call" aria-labelledby="call-title">
         <h2 id="call-title">Call</h2>
         {/* Secret and token inputs are uncontrolled, so their values never reach a DOM attribute. */}
@@ -473,6 +624,12 @@ function ToolViewBody(props: ToolViewProps) {
               </label>
             ))}
           </fieldset>
+        )}
+        {tasksOffered && (
+          <label className="inline">
+            <input type="checkbox" checked={runAsync} onChange={(event) => setRunAsync(event.target.checked)} />
+            Run asynchronously: follow its progress, cancel it (the server's tasks extension)
+          </label>
         )}
         <div role="tablist" aria-label="Input editor" className="tabs">
           <button type="button" role="tab" aria-selected={mode === "form"} onClick={() => switchMode("form")}>
@@ -531,15 +688,22 @@ function ToolViewBody(props: ToolViewProps) {
             {callButton}
           </form>
         )}
+        {confirming && (
+          <ConfirmCall tool={tool} onConfirm={() => dispatch(confirming)} onDismiss={() => setConfirming(undefined)} />
+        )}
       </section>
-      {outcome && (
+      {(outcome || task) && (
         <section className="result" aria-labelledby="result-title" aria-live="polite">
           <h2 id="result-title">Result</h2>
-          <Result
-            outcome={outcome}
-            credentials={credentials}
-            onRetry={() => lastRequest && void send({ ...lastRequest })}
-          />
+          {task && <TaskView task={task} onCancel={cancel} />}
+          {outcome && (
+            <Result
+              outcome={outcome}
+              credentials={credentials}
+              // The same call again (its call_id too): the user confirmed it when it was first sent.
+              onRetry={() => lastRequest && dispatch({ ...lastRequest })}
+            />
+          )}
         </section>
       )}
     </div>

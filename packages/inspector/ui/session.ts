@@ -152,7 +152,7 @@ function pretty(text: string): string {
 }
 
 /** The most of an answer's body the history keeps: a hostile server's 100 MB answer must not fill the page. */
-const HISTORY_BODY_BYTES = 256 * 1024;
+export const HISTORY_BODY_BYTES = 256 * 1024;
 
 /** The first `max` bytes of a body as text, with a marker when there was more; the rest is never read. */
 async function headOf(response: Response, max: number): Promise<string> {
@@ -188,7 +188,7 @@ async function headOf(response: Response, max: number): Promise<string> {
 }
 
 /** A fetch that hands every exchange, masked, to `record` before the client reads the answer. */
-function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
+export function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
   return async (input, init) => {
     const request = new Request(input, init);
     const requestBody = request.body ? await request.clone().text() : "";
@@ -224,14 +224,11 @@ function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
   };
 }
 
-/**
- * A client for the named server. One attempt per call: the page shows what the server answered,
- * retry hints included, instead of retrying on the user's behalf.
- */
-export function clientFor(credentials: Credentials, record: (exchange: Exchange) => void = () => {}): OxpClient {
+/** The client's options for the named server: one attempt per call, and the page's fetch. */
+function clientOptions(credentials: Credentials, doFetch: typeof fetch): ClientOptions {
   const options: ClientOptions = {
     baseUrl: credentials.serverUrl,
-    fetch: recordingFetch(record),
+    fetch: doFetch,
     retry: { maxAttempts: 1 },
     timeoutMs: 120_000,
   };
@@ -246,5 +243,58 @@ export function clientFor(credentials: Credentials, record: (exchange: Exchange)
       ...(credentials.jwtAudience ? { audience: credentials.jwtAudience } : {}),
     };
   }
-  return createClient(options);
+  return options;
+}
+
+/**
+ * A client for the named server. One attempt per call: the page shows what the server answered,
+ * retry hints included, instead of retrying on the user's behalf.
+ */
+export function clientFor(credentials: Credentials, record: (exchange: Exchange) => void = () => {}): OxpClient {
+  return createClient(clientOptions(credentials, recordingFetch(record)));
+}
+
+/**
+ * The headers @otc/client sends the named server for these credentials (`OXP-Version`, `OXP-API-Key`, a JWT it has
+ * just signed), for the requests it has no method for (the tasks extension's). They are taken from a request the
+ * client hands a fetch that never reaches the network: the client stays the one place that turns credentials into
+ * headers, and the page signs no token of its own.
+ */
+export async function credentialHeaders(credentials: Credentials): Promise<Headers> {
+  let captured: Headers | undefined;
+  const probe = createClient(
+    clientOptions(credentials, async (input, init) => {
+      captured = new Request(input, init).headers;
+      return new Response(null, { status: 204 });
+    }),
+  );
+  await probe.health();
+  const headers = new Headers(captured);
+  // A body's type belongs to the request that has the body: the page's requests set their own.
+  headers.delete("content-type");
+  return headers;
+}
+
+/**
+ * An exchange as the history shows it, masked, for an answer the page reads itself (an event stream, recorded once
+ * it ends): `responseBody` is what the page kept of it. `response` is undefined when none came.
+ */
+export function maskedExchange(options: {
+  request: Request;
+  requestBody: string;
+  response: Response | undefined;
+  responseBody: string;
+  durationMs: number;
+}): Exchange {
+  const { request, response } = options;
+  return {
+    method: request.method,
+    url: request.url,
+    requestHeaders: maskHeaders(request.headers),
+    requestBody: maskBody(options.requestBody),
+    status: response?.status ?? 0,
+    responseHeaders: response ? maskHeaders(response.headers) : [],
+    responseBody: options.responseBody,
+    durationMs: options.durationMs,
+  };
 }

@@ -245,6 +245,8 @@ describe("the Inspector against a demo with authentication on", () => {
     await field(page, "to").fill("+15550100");
     await field(page, "message").fill("hi");
     await page.getByRole("button", { name: "Call tool" }).click();
+    // SMS.Send says it is destructive (its annotations): the page asks first.
+    await page.getByRole("alertdialog").getByRole("button", { name: "Call it" }).click();
     await result(page).getByText("Success").waitFor();
 
     const history = page.getByRole("list", { name: "Calls" });
