@@ -92,10 +92,17 @@ describe("RedisChallengeStore", () => {
     async () => {
       const [a, b] = stores2({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
       const [a1, b1, a2, a3, a4] = [id(), id(), id(), id(), id()];
+      // A principal's challenges are ordered by when they expire, to the millisecond: two added in the same
+      // millisecond are equally old (and the store may drop either), so these are a few milliseconds apart.
+      const later = () => new Promise((resolve) => setTimeout(resolve, 3));
       await a.add(a1, { owner: owner("u1", "a"), scopes: [] });
+      await later();
       await b.add(b1, { owner: owner("u1", "b"), scopes: [] });
+      await later();
       await a.add(a2, { owner: owner("u2", "a"), scopes: [] });
+      await later();
       await b.add(a3, { owner: owner("u3", "a"), scopes: [] });
+      await later();
       await b.decide(a1, "completed");
       // a holds 3: its fourth drops a1, decided, the oldest of its own; b's stays.
       await a.add(a4, { owner: owner("u4", "a"), scopes: [] });

@@ -30,6 +30,7 @@ export type {
   IdempotencyKey,
   IdempotencyStore,
   MemoryIdempotencyStoreOptions,
+  TaskEvent,
 } from "./core/idempotency-store.js";
 export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
 export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/oxp-core.js";

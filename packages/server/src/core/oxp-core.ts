@@ -1097,6 +1097,10 @@ export class OxpCore {
       if (entry.response || entry.abandoned) {
         return entry;
       }
+      // Nobody vouches for the run any more: the caller claims the key (the store hands a dead run's key over).
+      if (entry.leaseUntil !== undefined && entry.leaseUntil < Date.now()) {
+        return undefined;
+      }
     }
     return undefined;
   }

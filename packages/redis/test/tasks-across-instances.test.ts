@@ -1,0 +1,244 @@
+// The tasks extension (docs/protocol.md 9.3) across OXP servers sharing one real redis-server through RedisIdempotencyStore: three in this process, and one in a child process that the test kills mid-call.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { createHandler, listen } from "@otc/server";
+import { callTool, send } from "@otc/test-helpers/http";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { verifies } from "@otc/test-helpers/verifies";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { RedisIdempotencyStore } from "../src/index.js";
+import { type SleepHooks, sleepTool } from "./fixtures/sleep-tool.js";
+
+const TASKS = { "OXP-Extensions": "tasks" };
+const ASYNC = { ...TASKS, Prefer: "respond-async" };
+/** Short, so that a dead instance's call ends within the test: the server renews it every third of it. */
+const LEASE_MS = 500;
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(() => redis.close());
+
+/** An OXP server on node:http with its own Redis connection, as a separate instance would have. */
+interface Instance {
+  url: string;
+  close(): Promise<void>;
+}
+
+async function startInstance(hooks: SleepHooks = {}): Promise<Instance> {
+  const store = new RedisIdempotencyStore(redis.url);
+  const handler = createHandler({
+    tools: [sleepTool(hooks)],
+    logger: false,
+    idempotencyStore: store,
+    taskLeaseMs: LEASE_MS,
+  });
+  const running = await listen(handler, { port: 0, drainTimeoutMs: 500 });
+  return {
+    url: running.url,
+    close: async () => {
+      await running.close();
+      await store.close();
+    },
+  };
+}
+
+/** The same server in a child process (test/fixtures/task-server.ts under tsx), which the test can kill. */
+async function startChild(): Promise<{ url: string; child: ChildProcess; nextLine: () => Promise<string> }> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(new URL("./fixtures/task-server.ts", import.meta.url))],
+    {
+      cwd: fileURLToPath(new URL("..", import.meta.url)),
+      env: { ...process.env, REDIS_URL: redis.url, TASK_LEASE_MS: String(LEASE_MS) },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]();
+  const nextLine = async () => {
+    const line = await lines.next();
+    if (line.done) {
+      throw new Error("the child server exited");
+    }
+    return line.value;
+  };
+  return { url: await nextLine(), child, nextLine };
+}
+
+const statusOn = (instance: Instance | string, callId: string, headers: Record<string, string> = TASKS) =>
+  send(`${typeof instance === "string" ? instance : instance.url}/tools/calls/${encodeURIComponent(callId)}`, {
+    headers,
+  });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Polls `check` every 20 ms until it holds, at most `ms`. */
+async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) {
+      throw new Error("the condition did not come true in time");
+    }
+    await sleep(20);
+  }
+}
+
+/** Reads an event stream to its end, at most `ms`; answers its events as {id, event, data}. */
+async function readEvents(response: Response, ms = 10_000): Promise<{ id?: string; event?: string; data?: unknown }[]> {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const timer = setTimeout(() => void reader.cancel(), ms);
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        break;
+      }
+      text += decoder.decode(value, { stream: true });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  return text
+    .split("\n\n")
+    .filter((block) => block.includes("event:"))
+    .map((block) => {
+      const fields = Object.fromEntries(
+        block.split("\n").map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
+      );
+      return { id: fields.id, event: fields.event, data: JSON.parse(fields.data ?? "null") };
+    });
+}
+
+describe("three instances on one Redis", () => {
+  verifies(
+    "tasks.shared-store",
+    "lets a call run on A be read and long-polled on B, streamed from C and cancelled through B; A's tool aborts",
+    async () => {
+      const aborted: string[] = [];
+      const ran: string[] = [];
+      const a = await startInstance({ onRun: (id) => ran.push(`A ${id}`), onAbort: (id) => aborted.push(`A ${id}`) });
+      const [b, c] = await Promise.all([
+        startInstance({ onRun: (id) => ran.push(`B ${id}`) }),
+        startInstance({ onRun: (id) => ran.push(`C ${id}`) }),
+      ]);
+      try {
+        const callId = `shared-${Date.now()}`;
+        const accepted = await callTool(
+          a.url,
+          { tool_id: "Tasks.Sleep", input: { ms: 20_000 }, call_id: callId },
+          ASYNC,
+        );
+        expect(accepted.status).toBe(202);
+        // B reads the run's progress, which A keeps in Redis.
+        await until(async () => (await statusOn(b, callId)).body.progress !== undefined);
+        const read = await statusOn(b, callId);
+        expect(read.body).toMatchObject({ call_id: callId, status: "running", progress: { total: 20_000 } });
+        // A long poll on B answers at the next progress (A keeps about 4 a second), far before its 10 s.
+        const started = Date.now();
+        const polled = await statusOn(b, callId, { ...TASKS, Prefer: "wait=10" });
+        expect(Date.now() - started).toBeLessThan(3_000);
+        expect(polled.body.status).toBe("running");
+        expect(polled.body.progress.progress).toBeGreaterThan(read.body.progress.progress);
+        // C streams it.
+        const stream = await fetch(`${c.url}/tools/calls/${callId}/events`, { headers: TASKS });
+        expect(stream.status).toBe(200);
+        const events = readEvents(stream);
+        events.catch(() => {});
+        await sleep(400);
+        // Cancelled through B: the cancel reaches A, whose tool sees its AbortSignal fire.
+        const cancelled = await send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
+        expect(cancelled.status).toBe(200);
+        expect(cancelled.body).toMatchObject({
+          status: "cancelled",
+          result: { success: false, error: { message: "The call was cancelled", can_retry: false } },
+        });
+        expect(aborted).toEqual([`A ${callId}`]);
+        const seen = await events;
+        expect(seen.filter((event) => event.event === "progress").length).toBeGreaterThanOrEqual(1);
+        expect(seen.at(-1)).toMatchObject({
+          id: "result",
+          event: "result",
+          data: { success: false, error: { message: "The call was cancelled" } },
+        });
+        expect((await statusOn(c, callId)).body.status).toBe("cancelled");
+        // One run, on A; a repeated POST on C gets the kept (cancelled) call, and runs nothing.
+        const again = await callTool(c.url, { tool_id: "Tasks.Sleep", input: { ms: 20_000 }, call_id: callId });
+        expect(again.body).toMatchObject({ success: false, error: { message: "The call was cancelled" } });
+        expect(ran).toEqual([`A ${callId}`]);
+      } finally {
+        await Promise.all([a.close(), b.close(), c.close()]);
+      }
+    },
+  );
+});
+
+describe("an instance killed mid-call", () => {
+  let child: ChildProcess | undefined;
+  afterAll(() => {
+    if (child?.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+    }
+  });
+
+  verifies(
+    ["tasks.lease", "tasks.shared-store"],
+    "ends its call as a retryable failure once the lease runs out, and a new POST runs it again on B",
+    async () => {
+      const started = await startChild();
+      child = started.child;
+      const ran: string[] = [];
+      const b = await startInstance({ onRun: (id) => ran.push(`B ${id}`) });
+      try {
+        const callId = `orphan-${Date.now()}`;
+        const request = { tool_id: "Tasks.Sleep", input: { ms: 60_000 }, call_id: callId };
+        const accepted = await callTool(started.url, request, ASYNC);
+        expect(accepted.status).toBe(202);
+        expect(await started.nextLine()).toBe(`running ${callId}`);
+        // Past several leases, A still vouches for it.
+        await sleep(3 * LEASE_MS);
+        expect((await statusOn(b, callId)).body.status).toBe("running");
+        // A stream on B follows it.
+        const stream = await fetch(`${b.url}/tools/calls/${callId}/events`, { headers: TASKS });
+        const events = readEvents(stream, 15_000);
+        events.catch(() => {});
+        await sleep(100);
+
+        started.child.kill("SIGKILL");
+        const killed = Date.now();
+        await new Promise((resolve) => started.child.once("exit", resolve));
+        // A long poll of up to 20 s: no progress comes any more, the lease running out is the only change.
+        const polled = statusOn(b, callId, { ...TASKS, Prefer: "wait=20" });
+        const deadRun = {
+          status: "completed",
+          result: {
+            success: false,
+            error: { message: "The server running the call stopped before it finished", can_retry: true },
+          },
+        };
+        // Once its lease runs out, the call reads as ended: never "running" forever.
+        await until(async () => (await statusOn(b, callId)).body.status !== "running", 5_000);
+        expect(Date.now() - killed).toBeLessThan(LEASE_MS + 2_000);
+        expect((await statusOn(b, callId)).body).toMatchObject(deadRun);
+        // The followers learn it too, without waiting for their own limits.
+        expect((await polled).body).toMatchObject(deadRun);
+        expect((await events).at(-1)).toMatchObject({ event: "result", data: deadRun.result });
+        expect(Date.now() - killed).toBeLessThan(5_000);
+
+        // A new POST with its call_id runs the call again, on B, which vouches for it in turn.
+        const again = await callTool(b.url, request, ASYNC);
+        expect(again.status).toBe(202);
+        expect(ran).toEqual([`B ${callId}`]);
+        await sleep(3 * LEASE_MS);
+        expect((await statusOn(b, callId)).body).toMatchObject({ status: "running", progress: { total: 60_000 } });
+        const cancelled = await send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
+        expect(cancelled.body.status).toBe("cancelled");
+      } finally {
+        await b.close();
+      }
+    },
+  );
+});
