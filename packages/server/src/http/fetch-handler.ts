@@ -1,6 +1,7 @@
 /** The fetch adapter: `(request) => Promise<Response>` for Bun, Deno, Cloudflare Workers and any fetch-based host; the pipeline does the rest. */
 import { consoleLogger } from "../core/console-logger.js";
 import { ServerConfigError } from "../core/errors.js";
+import { EXTENSIONS, type ExtensionId } from "../core/extensions.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
 import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf, queryOf } from "./pipeline.js";
@@ -61,7 +62,10 @@ export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promi
  * Deno.serve(handler); // or Bun.serve({ fetch: handler }), or export default { fetch: handler }
  */
 export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
-  const pipeline = createPipeline(options, { defaultLogger: consoleLogger });
+  const onWorkers = options.extensions === undefined && isWorkers();
+  const pipeline = createPipeline(onWorkers ? { ...options, extensions: WORKERS_EXTENSIONS } : options, {
+    defaultLogger: consoleLogger,
+  });
   const handler = async (request: Request, info?: FetchHandlerInfo): Promise<Response> => {
     const exchange = new FetchExchange(request, info);
     let answer: Answer | undefined;
@@ -74,6 +78,18 @@ export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
     return toResponse(answer ?? pipeline.fail(exchange, new Error("no answer")), request.method);
   };
   return Object.assign(handler, { oxp: pipeline.runtime });
+}
+
+/**
+ * The extensions offered on Cloudflare Workers unless the options name them: all but `tasks`. workerd ends a
+ * request's timers and promises once its response is sent, so a call answered 202 would never run to its end and
+ * would read `running` until its record expired; a discovery document does not list what the server cannot serve.
+ */
+const WORKERS_EXTENSIONS: readonly ExtensionId[] = EXTENSIONS.filter((id) => id !== "tasks");
+
+/** True on Cloudflare Workers (workerd), which names itself in `navigator.userAgent`. */
+function isWorkers(): boolean {
+  return (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent === "Cloudflare-Workers";
 }
 
 /** The pipeline's answer as a `Response` (no body for HEAD). */
