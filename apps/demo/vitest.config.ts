@@ -2,8 +2,8 @@
 import { defineConfig } from "vitest/config";
 import { sourceAliases } from "../../vitest.sources.js";
 
-/** Tests of generated files, which no adapter changes: run once. */
-const ONCE = ["test/generated.test.ts"];
+/** Tests no adapter changes (generated files, a tool run on its own): run once. */
+const ONCE = ["test/generated.test.ts", "test/sleep-tool.test.ts"];
 
 export default defineConfig({
   resolve: { alias: sourceAliases },

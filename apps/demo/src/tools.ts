@@ -1,5 +1,5 @@
 /** The demo's tool catalog: one tool per protocol feature a newcomer should see working. */
-import { defineTool, OxpToolError, type Tool } from "@otc/server/fetch";
+import { defineTool, OxpToolError, type Tool, type ToolContext } from "@otc/server/fetch";
 
 const KNOWN_DOORBELLS = ["doorbell42", "doorbell84"];
 
@@ -255,7 +255,8 @@ export function demoTools(counter = { value: 0 }): Tool[] {
       toolkit: "System",
       name: "Sleep",
       version: "1.0.0",
-      description: "Waits the given number of milliseconds, then reports it. Shows time limits: it stops when aborted.",
+      description:
+        "Waits the given number of milliseconds, reporting its progress every 100 ms, then reports it. Shows time limits, progress and cancellation: it stops at once when aborted or cancelled.",
       inputSchema: {
         type: "object",
         properties: {
@@ -272,18 +273,43 @@ export function demoTools(counter = { value: 0 }): Tool[] {
       },
       // Waits and reports: nothing changes anywhere.
       annotations: { title: "Wait a while", read_only: true, idempotent: true, open_world: false },
-      run: ({ ms }, { signal }) =>
-        new Promise<{ slept_ms: number }>((resolve, reject) => {
-          const timer = setTimeout(() => resolve({ slept_ms: ms }), ms);
-          signal.addEventListener(
-            "abort",
-            () => {
-              clearTimeout(timer);
-              reject(signal.reason);
-            },
-            { once: true },
-          );
-        }),
+      run: ({ ms }, context) => sleep(ms, context),
     }),
   ];
+}
+
+/** How often System.Sleep reports its progress, in milliseconds. */
+export const SLEEP_PROGRESS_INTERVAL_MS = 100;
+
+/**
+ * System.Sleep's run: waits `ms`, reporting the milliseconds slept every {@link SLEEP_PROGRESS_INTERVAL_MS}; once
+ * its signal fires (a time limit, a cancel, shutdown) it clears its timers and rejects with the signal's reason.
+ */
+function sleep(ms: number, context: Pick<ToolContext, "signal" | "progress">): Promise<{ slept_ms: number }> {
+  const { signal } = context;
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const started = Date.now();
+    const ticker = setInterval(() => {
+      const slept = Math.min(ms, Date.now() - started);
+      context.progress({ progress: slept, total: ms, message: `Slept ${slept} of ${ms} ms` });
+    }, SLEEP_PROGRESS_INTERVAL_MS);
+    const stop = () => {
+      clearTimeout(timer);
+      clearInterval(ticker);
+      signal.removeEventListener("abort", aborted);
+    };
+    const aborted = () => {
+      stop();
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      stop();
+      resolve({ slept_ms: ms });
+    }, ms);
+    signal.addEventListener("abort", aborted, { once: true });
+  });
 }

@@ -37,6 +37,11 @@ export interface Fixture {
    * `deprecation_message`, a field left out where the tool has none.
    */
   annotated?: FixtureAnnotated[];
+  /**
+   * A call that runs about a second and reports its progress as it goes, several times (the tasks extension), and
+   * its value when known; `maxWaitMs` bounds how long the kit waits for it to end.
+   */
+  task?: FixtureCall & { value?: unknown; maxWaitMs: number };
 }
 
 /** A tool the fixture knows the annotations of. */
@@ -66,6 +71,7 @@ export function fixtureToolIds(fixture: Fixture): string[] {
     fixture.userId,
     fixture.secret,
     fixture.authorization,
+    fixture.task,
   ]
     .filter((entry) => entry !== undefined)
     .map((entry) => entry.tool_id);

@@ -23,6 +23,11 @@ export interface Send {
   /** A string is sent as is; anything else as JSON. */
   body?: unknown;
   timeoutMs?: number;
+  /**
+   * Reads a streamed body only until this says the text so far is enough (an event stream's first events), then
+   * hangs up: the answer holds what was read.
+   */
+  until?: (text: string) => boolean;
 }
 
 /** Sends requests to one server, never elsewhere, each bounded in time; keeps every answer for global checks. */
@@ -72,8 +77,12 @@ export class Http {
         },
         (res) => {
           const chunks: Buffer[] = [];
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("end", () => {
+          let done = false;
+          const finish = () => {
+            if (done) {
+              return;
+            }
+            done = true;
             const text = Buffer.concat(chunks).toString("utf8");
             let json: unknown;
             try {
@@ -84,8 +93,20 @@ export class Http {
             const answer: Answer = { status: res.statusCode ?? 0, headers: res.headers, text, json, label };
             this.answers.push(answer);
             resolve(answer);
+          };
+          res.on("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            if (options.until?.(Buffer.concat(chunks).toString("utf8"))) {
+              finish();
+              req.destroy();
+            }
           });
-          res.on("error", reject);
+          res.on("end", finish);
+          res.on("error", (error) => {
+            if (!done) {
+              reject(error);
+            }
+          });
         },
       );
       req.on("timeout", () =>

@@ -10,6 +10,7 @@ import { extensionScenarios, listedExtensions } from "./scenarios/extensions.js"
 import { hostileScenarios } from "./scenarios/hostile.js";
 import { interopScenarios } from "./scenarios/interop.js";
 import { requirementScenarios } from "./scenarios/requirements.js";
+import { taskScenarios } from "./scenarios/tasks.js";
 
 /** Every scenario, in the order they run (the leak check last: it reads every answer before it). */
 export const scenarios: readonly Scenario[] = [
@@ -19,6 +20,7 @@ export const scenarios: readonly Scenario[] = [
   ...authScenarios,
   ...interopScenarios,
   ...extensionScenarios,
+  ...taskScenarios,
   ...hostileScenarios,
 ];
 

@@ -1,13 +1,20 @@
 // The demo's fetch handler on Bun, Deno and workerd (binaries from npm): the conformance kit passes in every auth mode, and Gmail's authorization challenge completes end to end.
 import { fileURLToPath } from "node:url";
 import { createClient, OxpServerError } from "@otc/client";
-import { runConformance } from "@otc/conformance";
+import { runConformance, scenarios } from "@otc/conformance";
 import { type RunningRuntime, type Runtime, startRuntime } from "@otc/test-helpers/runtimes";
 import { describe, expect, it } from "vitest";
 import { CONFORMANCE_MODES, expectConformant } from "./conformance-modes.js";
 import { decide } from "./demo.js";
 
 const ENTRY = fileURLToPath(new URL("../fixtures/demo-fetch-entry.mjs", import.meta.url));
+
+/**
+ * Skipped on workerd besides each mode's own: the tasks scenarios. workerd ends a request's timers and promises once
+ * its response is sent, so a call answered 202 could never finish; the demo's discovery document there does not list
+ * `tasks`, and each of them is not applicable.
+ */
+const NOT_ON_WORKERD = scenarios.filter((scenario) => scenario.id.startsWith("tasks.")).map((scenario) => scenario.id);
 
 /** Runs `body` against the demo on `runtime`, and stops it whatever happens (its output in the error). */
 async function withDemo(runtime: Runtime, env: Record<string, string>, body: (url: string) => Promise<void>) {
@@ -38,7 +45,7 @@ describe.each(["bun", "deno", "workerd"] as const)("the demo's fetch handler on 
     async (_mode, { kit, env, skipped }) => {
       await withDemo(runtime, env, async (url) => {
         const report = await runConformance({ url, ...kit, log: () => {} });
-        expectConformant(report, skipped);
+        expectConformant(report, runtime === "workerd" ? [...new Set([...skipped, ...NOT_ON_WORKERD])] : skipped);
       });
     },
     120_000,

@@ -26,6 +26,23 @@ function rawJwt(
   return `${unsigned}.${hash ? createHmac(hash, secret).update(unsigned).digest("base64url") : ""}`;
 }
 
+/**
+ * The credentials of a principal other than the kit's own, or undefined when the kit cannot make one: a JWT whose
+ * `sub` differs from the kit's (a JWT principal is never an API key's either). One API key is one principal, and
+ * without authentication every client is the same one.
+ */
+export async function otherPrincipal(ctx: Context): Promise<Record<string, string> | undefined> {
+  const secret = ctx.auth.jwtSecret;
+  if (secret === undefined) {
+    return undefined;
+  }
+  const claims: Record<string, unknown> = { sub: `${SUBJECT}-other`, exp: now() + 300 };
+  if (ctx.auth.jwtAudience) {
+    claims.aud = ctx.auth.jwtAudience;
+  }
+  return { Authorization: `Bearer ${await signJwt(secret, claims)}` };
+}
+
 const tools = (ctx: Context, headers: Record<string, string>) => ctx.http.raw({ path: "/tools", headers });
 
 function checkUnauthorized(answer: Awaited<ReturnType<typeof tools>>, what: string): void {

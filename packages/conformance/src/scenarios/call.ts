@@ -19,7 +19,7 @@ import {
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** A tool without requirements whose input has a required property: input errors reach it, nothing runs. */
-function probeTool(ctx: Context): ToolDefinition {
+export function probeTool(ctx: Context): ToolDefinition {
   const tool = ctx.tools.find((candidate) => {
     const schema = candidate.input_schema as Record<string, unknown>;
     return (

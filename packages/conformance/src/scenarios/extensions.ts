@@ -34,7 +34,7 @@ const EXTENSIONS_HEADER = "OXP-Extensions";
 /** The extensions that shape the answer to GET /tools. */
 const LIST_EXTENSIONS: readonly string[] = ["annotations", "pagination"];
 
-/** The extensions a request may ask for that the kit knows of (tasks has no scenarios yet). */
+/** The extensions a request may ask for that the kit knows of (tasks has its own group: scenarios/tasks.ts). */
 const KNOWN_EXTENSIONS: readonly string[] = ["annotations", "tasks", "pagination"];
 
 /**
@@ -70,14 +70,14 @@ function listOf(answer: Answer, what: string): { items: ToolDefinition[]; next_c
 }
 
 /** The ids an answer's `OXP-Extensions` header names, lower-cased, in its order. */
-const appliedBy = (answer: Answer) =>
+export const appliedBy = (answer: Answer) =>
   (header(answer, "oxp-extensions") ?? "")
     .split(",")
     .map((id) => id.trim().toLowerCase())
     .filter((id) => id !== "");
 
 /** JSON with every object's keys sorted: two values are the same when these are equal, whatever their key order. */
-const canonical = (value: unknown): string =>
+export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, item: unknown) =>
     item !== null && typeof item === "object" && !Array.isArray(item)
       ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
@@ -114,7 +114,7 @@ function checkSameTools(got: readonly ToolDefinition[], want: readonly ToolDefin
 }
 
 /** Ends the scenario as not applicable unless the server's discovery document lists `id`. */
-function needExtension(ctx: Context, id: string): void {
+export function needExtension(ctx: Context, id: string): void {
   if (!ctx.extensions.includes(id)) {
     notApplicable(`the server's discovery document does not list '${id}'`);
   }

@@ -1,5 +1,5 @@
 /** Scenarios for docs/protocol.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
-import { WELL_KNOWN_OXP_PATH } from "@otc/types";
+import { TOOLS_CALLS_PATH_TEMPLATE, WELL_KNOWN_OXP_PATH } from "@otc/types";
 import type { Answer } from "../http.js";
 import {
   type Context,
@@ -13,6 +13,9 @@ import {
   truncate,
 } from "../scenario.js";
 
+/** Where the tasks extension's paths start: a call's status below it is a CallStatus (its event stream is not JSON). */
+const TASK_PATH_PREFIX = TOOLS_CALLS_PATH_TEMPLATE.replace("{call_id}", "");
+
 /** The schema a JSON answer must match, by its route and status; undefined when the spec sets none. */
 function schemaFor(answer: Answer): string | undefined {
   const [method, path = ""] = answer.label.split(" ");
@@ -22,8 +25,15 @@ function schemaFor(answer: Answer): string | undefined {
   if (answer.status >= 400) {
     return "ServerErrorResponse";
   }
+  if (answer.status === 202 && method === "POST" && path === "/tools/call") {
+    return "CallStatus";
+  }
   if (answer.status !== 200) {
     return undefined;
+  }
+  if (path.startsWith(TASK_PATH_PREFIX)) {
+    // One segment below it: the call's status; a segment further: its events, not JSON.
+    return path.slice(TASK_PATH_PREFIX.length).includes("/") ? undefined : "CallStatus";
   }
   if (method === "GET" && path === "/tools") {
     return "ToolListResponse";
