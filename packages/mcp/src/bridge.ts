@@ -7,8 +7,10 @@ import {
   type CallToolResult,
   ErrorCode,
   ListToolsRequestSchema,
+  type CallToolRequest as McpCallToolRequest,
   McpError,
   type Tool as McpTool,
+  type ProgressToken,
   type ServerNotification,
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
@@ -36,6 +38,7 @@ import {
   type ToolAuthorizationChallenge,
   type ToolDefinition,
 } from "@otc/types";
+import { DEPRECATION_META_KEY, mcpDescription, toMcpAnnotations } from "./internal/annotations.js";
 import { byCodePoint, mcpToolName, uniqueMcpName } from "./names.js";
 import { toMcpInputSchema, toMcpOutput } from "./schemas.js";
 
@@ -102,7 +105,11 @@ export interface McpBridge {
   readonly client: OxpClient;
 }
 
-/** The MCP tools of an OXP catalog, by MCP name: latest versions first, so they get the plain names. */
+/**
+ * The MCP tools of an OXP catalog, by MCP name: latest versions first, so they get the plain names. A
+ * definition's annotations become MCP's (`title` both on the tool and in `annotations`), and a
+ * `deprecation_message` starts the description and sits in `_meta["oxp/deprecation_message"]`.
+ */
 export function catalogToMcpTools(
   definitions: readonly ToolDefinition[],
   toolVersions: "latest" | "all" = "latest",
@@ -139,12 +146,23 @@ export function catalogToMcpTools(
     const { outputSchema, wrapped } = toMcpOutput(definition.output_schema);
     const tool: McpTool = {
       name,
-      description: definition.description,
+      description: mcpDescription(definition),
       inputSchema: toMcpInputSchema(definition.input_schema),
       _meta: { [TOOL_ID_META_KEY]: definition.id },
     };
     if (outputSchema) {
       tool.outputSchema = outputSchema;
+    }
+    // MCP hosts show `title` (newer) or `annotations.title` (older): both carry OXP's title.
+    const annotations = toMcpAnnotations(definition.annotations);
+    if (annotations) {
+      tool.annotations = annotations;
+    }
+    if (annotations?.title !== undefined) {
+      tool.title = annotations.title;
+    }
+    if (definition.deprecation_message !== undefined) {
+      tool._meta = { ...tool._meta, [DEPRECATION_META_KEY]: definition.deprecation_message };
     }
     entries.set(name, { tool, definition, wrapped });
   }
@@ -264,8 +282,16 @@ function authorizationResult(challenges: readonly ToolAuthorizationChallenge[], 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 /**
+ * How long the OXP server may hold the answer to a call made without a progress token (`Prefer: wait=N`, the
+ * most the protocol allows): a call that ends within it costs one request, as a plain call does.
+ */
+const ANSWER_WAIT_SECONDS = 30;
+
+/**
  * Creates the bridge. Its MCP tools are the OXP server's (latest versions unless `toolVersions: "all"`),
- * and each tools/call is one OXP call with a fresh `call_id` that the client's retries reuse.
+ * and each tools/call is one OXP call with a fresh `call_id` that the client's retries reuse. Where the
+ * server offers the tasks extension, a request's `progressToken` gets the call's progress as
+ * `notifications/progress`, and cancelling the request cancels the call.
  *
  * @example
  * const bridge = createMcpBridge({ url: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
@@ -302,7 +328,8 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   let catalog: { entries: Map<string, Entry>; readAt: number } | undefined;
 
   const readCatalog = async (signal?: AbortSignal) => {
-    const definitions = await client.listTools(signal ? { signal } : {});
+    // Asked of a server whose discovery document lists annotations; any other lists as OXP 1.0 (no hints).
+    const definitions = await client.listTools(signal ? { annotations: true, signal } : { annotations: true });
     catalog = { entries: catalogToMcpTools(definitions, toolVersions), readAt: Date.now() };
     return catalog.entries;
   };
@@ -408,7 +435,50 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return undefined;
   }
 
-  async function callTool(server: Server, name: string, args: Record<string, unknown>, extra: Extra) {
+  /**
+   * One OXP call, run so that the MCP request's cancellation (`extra.signal`) cancels it. Where the server
+   * offers tasks the call is asynchronous and the abort DELETEs it: with a progress token it is accepted at
+   * once and followed, each progress sent as `notifications/progress`; without one the server holds its
+   * answer up to {@link ANSWER_WAIT_SECONDS}, so a quick call is still one request. Elsewhere (an OXP 1.0
+   * server) `callToolAsync` is a plain call, and the abort only ends its HTTP request.
+   */
+  async function runCall(
+    request: CallToolRequest,
+    progressToken: ProgressToken | undefined,
+    extra: Extra,
+  ): Promise<CallToolResponse> {
+    const call = await client.callToolAsync(request, {
+      signal: extra.signal,
+      cancelOnAbort: true,
+      waitSeconds: progressToken === undefined ? ANSWER_WAIT_SECONDS : 0,
+    });
+    if (progressToken !== undefined) {
+      // MCP wants each notification's progress above the last; a run posted again after a retryable
+      // failure starts its own progress over, so what does not move on is not sent.
+      let last = -1;
+      for await (const { progress, total, message } of call.progress) {
+        if (progress <= last) {
+          continue;
+        }
+        last = progress;
+        const params = {
+          progressToken,
+          progress,
+          ...(total === undefined ? {} : { total }),
+          ...(message === undefined ? {} : { message }),
+        };
+        // Awaited, so a slow client holds back the reading (which keeps only the latest), never a queue. A
+        // notification that cannot be sent (the client went away) is no reason to fail the call.
+        await extra.sendNotification({ method: "notifications/progress", params }).catch(() => undefined);
+      }
+    }
+    return call.result();
+  }
+
+  /** One MCP tools/call: its tool looked up, then one OXP call, made again with its call_id once the user authorized it. */
+  async function callTool(server: Server, params: McpCallToolRequest["params"], extra: Extra) {
+    const { name, arguments: args = {} } = params;
+    const progressToken = params._meta?.progressToken;
     const entry = await lookup(name, extra.signal);
     if (!entry) {
       throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
@@ -419,8 +489,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       request.context = ctx;
     }
     const hasOutput = entry.tool.outputSchema !== undefined;
-    const once = async () =>
-      toCallToolResult(await client.callTool(request, { signal: extra.signal }), entry.wrapped, hasOutput);
+    const once = async () => toCallToolResult(await runCall(request, progressToken, extra), entry.wrapped, hasOutput);
     try {
       return await once();
     } catch (error) {
@@ -466,7 +535,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       });
       server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
         try {
-          return await callTool(server, request.params.name, request.params.arguments ?? {}, extra);
+          return await callTool(server, request.params, extra);
         } catch (error) {
           if (error instanceof McpError || extra.signal.aborted) {
             throw error;

@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type CallToolResult, ErrorCode, McpError, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { OxpToolError, type SchemaObject, type Tool } from "@otc/server/node";
+import { toOxpAnnotations } from "./internal/annotations.js";
 import { byCodePoint, claimUnique, OXP_NAME, oxpToolName } from "./names.js";
 import { type JsonSchema, SchemaConversionError, toOxpInputSchema, toOxpOutputSchema } from "./schemas.js";
 
@@ -36,8 +37,10 @@ export interface McpToolsOptions {
   toolkit: string;
   /** The OXP version every tool gets, `x.y.z`. */
   version: string;
-  /** Time limit of one MCP call, in ms, passed on as each tool's OXP time limit too. Default: the server's. */
+  /** Each tool's OXP time limit (`timeoutMs`) for calls answered in their own request, in ms; it aborts the MCP call. Default: the server's. */
   timeoutMs?: number;
+  /** Time limit of one asynchronous OXP call (the tasks extension), in ms, as each tool's `asyncTimeoutMs`. Default: the server's. */
+  asyncTimeoutMs?: number;
 }
 
 /** An MCP tool left out, and why. */
@@ -67,8 +70,14 @@ export interface McpTools {
 }
 
 const VERSION = /^\d+\.\d+\.\d+$/;
-/** The SDK's time limit of a call when none is given: long, since the OXP server's limit is the one meant to apply. */
-const SDK_FALLBACK_TIMEOUT_MS = 10 * 60_000;
+/**
+ * The SDK's time limit of a call when no longer one is given: a day, past any OXP server's limit (15
+ * minutes by default for an asynchronous call), since the OXP server always applies its own and that
+ * is the one meant to end a call.
+ */
+const SDK_FALLBACK_TIMEOUT_MS = 24 * 60 * 60_000;
+/** The longest delay a Node.js timer takes; the SDK's time limit is one. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 function transportFor(source: McpSource): Transport {
   if ("url" in source) {
@@ -120,9 +129,11 @@ export function toOxpValue(result: CallToolResult): unknown {
 /**
  * Connects to an MCP server and returns its tools as OXP tools: ids `Toolkit.Tool@version` (the tool
  * part the MCP name in PascalCase, made unique), input schemas made self-contained with a
- * description on every top-level property, output schemas from `outputSchema` or `{}`. A call is a
- * tools/call through the SDK client, aborted with the tool's signal; an `isError` result is an
- * OxpToolError with the result's text.
+ * description on every top-level property, output schemas from `outputSchema` or `{}`, annotations from
+ * MCP's title and hints. A call is a tools/call through the SDK client with a progress token: the MCP
+ * server's progress notifications are the OXP call's progress (`context.progress`), and the tool's
+ * signal (an OXP cancel, a time limit, shutdown) cancels the MCP request (`notifications/cancelled`). An
+ * `isError` result is an OxpToolError with the result's text.
  *
  * @example
  * const everything = await mcpTools({ command: "npx", args: ["@modelcontextprotocol/server-everything"] },
@@ -152,6 +163,12 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
     await closeAfterFailure(client, closed);
     throw error;
   }
+  // The SDK's own time limit is set past the OXP server's, so a slow tool ends as the server's timeout
+  // (it aborts the tool's signal, and the MCP request with it), not as the SDK's error.
+  const sdkTimeoutMs = Math.min(
+    MAX_TIMER_MS,
+    Math.max(SDK_FALLBACK_TIMEOUT_MS, options.timeoutMs ?? 0, options.asyncTimeoutMs ?? 0) + 1_000,
+  );
   const where = "url" in source ? "MCP server" : `MCP server process (${source.command})`;
   // Said to the model and the user; the developer message says why, for whoever restarts the server.
   const disconnected = (cause?: unknown) =>
@@ -193,8 +210,10 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
       description,
       inputSchema: inputSchema as SchemaObject,
       outputSchema: toOxpOutputSchema(mcp.outputSchema) as SchemaObject,
+      annotations: toOxpAnnotations(mcp),
       requirements: undefined,
       timeoutMs: options.timeoutMs,
+      asyncTimeoutMs: options.asyncTimeoutMs,
       run: async (input, ctx) => {
         if (isClosed) {
           throw disconnected();
@@ -203,9 +222,15 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
         try {
           result = (await client.callTool({ name: mcp.name, arguments: input }, undefined, {
             signal: ctx.signal,
-            // The OXP server's time limit aborts `signal` (and the MCP request with it); the SDK's own
-            // limit is set past it, so a slow tool ends as the server's timeout, not the SDK's error.
-            timeout: (options.timeoutMs ?? SDK_FALLBACK_TIMEOUT_MS) + 1_000,
+            timeout: sdkTimeoutMs,
+            // With onprogress the SDK sends a progressToken; the OXP server keeps what increases, a few a second.
+            onprogress: ({ progress, total, message }) => {
+              ctx.progress({
+                progress,
+                ...(total === undefined ? {} : { total }),
+                ...(message === undefined ? {} : { message }),
+              });
+            },
           })) as CallToolResult;
         } catch (error) {
           if (ctx.signal.aborted) {

@@ -86,7 +86,8 @@ function hasToken(req: IncomingMessage, expected: string): boolean {
  * (the SDK refuses to reuse a stateless transport), so requests share nothing but the bridge's
  * catalog cache. Each request is therefore a session of its own: the client's capabilities from
  * `initialize` are not known to later requests, and server-to-client requests (elicitation) cannot be
- * answered, so authorizations are always returned as links.
+ * answered, so authorizations are always returned as links. A `notifications/cancelled` comes in a POST
+ * of its own and cannot reach the call it names; a client closing a call's response stream cancels it.
  *
  * With a `token`, every request without it gets a 401. A host other than a loopback one is refused
  * without a token (a RangeError). On a loopback host only `Host` headers naming the loopback address

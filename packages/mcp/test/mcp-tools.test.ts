@@ -1,4 +1,5 @@
-// mcpTools against a real SDK MCP server over streamable HTTP (in-process): names, schemas with $defs, skipped tools, results and errors.
+// mcpTools against a real SDK MCP server over streamable HTTP (in-process): names, schemas with $defs, skipped tools, results and errors, annotations, progress and cancellation.
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,15 +12,18 @@ import {
   McpError,
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
-import { OxpToolError, type ToolContext } from "@otc/server";
+import { createServer, listen, OxpToolError, type ToolContext } from "@otc/server";
+import type { CallProgress } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type McpTools, mcpTools } from "../src/mcp-tools.js";
 
 const TOOLS: McpTool[] = [
   {
     name: "get-sum",
+    title: "Add two numbers",
     description: "Adds.",
     inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   },
   { name: "get_sum", inputSchema: { type: "object" } },
   {
@@ -31,6 +35,7 @@ const TOOLS: McpTool[] = [
       $defs: { Address: { type: "object", properties: { city: { type: "string" } } } },
     },
     outputSchema: { type: "object", properties: { tracking: { type: "string" } }, required: ["tracking"] },
+    annotations: { title: "Ship a parcel", destructiveHint: false, openWorldHint: true },
   },
   {
     name: "tree",
@@ -43,32 +48,74 @@ const TOOLS: McpTool[] = [
   },
   { name: "fail", description: "Always fails.", inputSchema: { type: "object" } },
   { name: "refuse", description: "Answers a protocol error.", inputSchema: { type: "object" } },
+  {
+    name: "slow",
+    description: "Reports two steps of four, then waits to be cancelled.",
+    inputSchema: { type: "object" },
+    // Read-only and destructive at once: MCP ignores the second for a read-only tool; OXP refuses the pair.
+    annotations: { readOnlyHint: true, destructiveHint: true },
+  },
 ];
 
-/** A tool server of its own, the SDK's low-level Server, stateless over node:http. */
-async function startMcpServer(): Promise<{ url: string; http: HttpServer }> {
-  const http = createHttpServer(async (req, res) => {
-    const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOLS }));
-    server.setRequestHandler(CallToolRequestSchema, ({ params }) => {
-      const args = (params.arguments ?? {}) as Record<string, unknown>;
-      switch (params.name) {
-        case "get-sum":
-          return { content: [{ type: "text", text: String(Number(args.a) + Number(args.b)) }] };
-        case "ship":
-          return {
-            content: [{ type: "text", text: "shipped" }],
-            structuredContent: { tracking: `T-${(args.to as { city: string }).city}` },
-          };
-        case "fail":
-          return { isError: true, content: [{ type: "text", text: "The parcel is lost." }] };
-        default:
-          throw new McpError(ErrorCode.InvalidParams, "Not today");
+/** What the fixture server saw of its `slow` calls: the progress token sent, and the reason of each cancellation. */
+const slowCalls: { progressToken: unknown; cancelled: Promise<string> }[] = [];
+
+/** The fixture's tool server, the SDK's low-level Server (one per session, so a cancellation reaches the call it names). */
+function fixtureServer(): Server {
+  const server = new Server({ name: "fixture", version: "1.0.0" }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOLS }));
+  server.setRequestHandler(CallToolRequestSchema, async ({ params }, extra) => {
+    const args = (params.arguments ?? {}) as Record<string, unknown>;
+    switch (params.name) {
+      case "get-sum":
+        return { content: [{ type: "text", text: String(Number(args.a) + Number(args.b)) }] };
+      case "ship":
+        return {
+          content: [{ type: "text", text: "shipped" }],
+          structuredContent: { tracking: `T-${(args.to as { city: string }).city}` },
+        };
+      case "fail":
+        return { isError: true, content: [{ type: "text", text: "The parcel is lost." }] };
+      case "slow": {
+        const progressToken = extra._meta?.progressToken;
+        const cancelled = new Promise<string>((resolve) =>
+          extra.signal.addEventListener("abort", () => resolve(String(extra.signal.reason)), { once: true }),
+        );
+        slowCalls.push({ progressToken, cancelled });
+        if (progressToken !== undefined) {
+          for (const progress of [1, 2]) {
+            await extra.sendNotification({
+              method: "notifications/progress",
+              params: { progressToken, progress, total: 4, message: `Step ${progress} of 4` },
+            });
+          }
+        }
+        await cancelled;
+        return { content: [{ type: "text", text: "Too late." }] };
       }
-    });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.once("close", () => void server.close());
-    await server.connect(transport);
+      default:
+        throw new McpError(ErrorCode.InvalidParams, "Not today");
+    }
+  });
+  return server;
+}
+
+/** The fixture over streamable HTTP with sessions, on node:http. */
+async function startMcpServer(): Promise<{ url: string; http: HttpServer }> {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const http = createHttpServer(async (req, res) => {
+    const id = req.headers["mcp-session-id"];
+    let transport = typeof id === "string" ? sessions.get(id) : undefined;
+    if (!transport) {
+      const created = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (sessionId) => {
+          sessions.set(sessionId, created);
+        },
+      });
+      await fixtureServer().connect(created);
+      transport = created;
+    }
     await transport.handleRequest(req, res);
   });
   http.listen(0, "127.0.0.1");
@@ -76,16 +123,18 @@ async function startMcpServer(): Promise<{ url: string; http: HttpServer }> {
   return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, http };
 }
 
-const context = (): ToolContext => ({
+const context = (signal = new AbortController().signal, progress: CallProgress[] = []): ToolContext => ({
   callId: "c",
   traceId: undefined,
   userId: undefined,
   tokens: {},
   secrets: {},
   extra: {},
-  signal: new AbortController().signal,
+  signal,
   logger: { debug() {}, info() {}, warn() {}, error() {} },
-  progress() {},
+  progress(update) {
+    progress.push(update);
+  },
 });
 
 let mcp: { url: string; http: HttpServer };
@@ -96,8 +145,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await tools?.close();
-  mcp.http.close();
   mcp.http.closeAllConnections();
+  mcp.http.close();
 });
 
 const byName = (name: string) => {
@@ -110,7 +159,14 @@ const byName = (name: string) => {
 
 describe("mcpTools over streamable HTTP", () => {
   it("makes names unique and valid, and skips what OXP cannot express", () => {
-    expect(tools.tools.map((tool) => tool.name).sort()).toEqual(["Fail", "GetSum", "GetSum_2", "Refuse", "Ship"]);
+    expect(tools.tools.map((tool) => tool.name).sort()).toEqual([
+      "Fail",
+      "GetSum",
+      "GetSum_2",
+      "Refuse",
+      "Ship",
+      "Slow",
+    ]);
     expect(tools.names.get("Fixture.GetSum@2.1.0")).toBe("get-sum");
     expect(tools.names.get("Fixture.GetSum_2@2.1.0")).toBe("get_sum");
     expect(tools.skipped).toEqual([{ name: "tree", reason: expect.stringMatching(/recursive/) }]);
@@ -149,5 +205,104 @@ describe("mcpTools over streamable HTTP", () => {
   it("refuses a toolkit or version OXP would not take", async () => {
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Bad.Kit", version: "1.0.0" })).rejects.toThrow(RangeError);
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Kit", version: "1.0" })).rejects.toThrow(RangeError);
+  });
+});
+
+describe("annotations", () => {
+  it("carries MCP's title and hints as OXP annotations, dropping destructive on a read-only tool", () => {
+    expect(byName("GetSum").annotations).toEqual({
+      title: "Add two numbers",
+      read_only: true,
+      destructive: false,
+      idempotent: true,
+      open_world: false,
+    });
+    expect(byName("Ship").annotations).toEqual({ title: "Ship a parcel", destructive: false, open_world: true });
+    expect(byName("Slow").annotations).toEqual({ read_only: true });
+    expect(byName("GetSum_2").annotations).toBeUndefined();
+  });
+
+  it("are taken by an OXP server and listed to a client that asks for them", async () => {
+    const oxp = await listen(createServer({ tools: tools.tools, logger: false }), { port: 0 });
+    try {
+      const answer = await fetch(`${oxp.url}/tools`, { headers: { "OXP-Extensions": "annotations" } });
+      expect(answer.headers.get("oxp-extensions")).toBe("annotations");
+      const listed = ((await answer.json()) as { items: { id: string; annotations?: unknown }[] }).items;
+      const byId = new Map(listed.map((tool) => [tool.id, tool]));
+      expect(byId.get("Fixture.GetSum@2.1.0")?.annotations).toEqual(byName("GetSum").annotations);
+      expect(byId.get("Fixture.Slow@2.1.0")?.annotations).toEqual({ read_only: true });
+      expect(byId.get("Fixture.GetSum_2@2.1.0")).not.toHaveProperty("annotations");
+    } finally {
+      await oxp.close();
+    }
+  });
+});
+
+/** Waits until `check` is true, polling every 20 ms, for at most `ms`. */
+async function until(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) {
+      throw new Error("the condition did not come true in time");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("progress and cancellation", () => {
+  it("sends a progress token, reports each progress notification, and cancels the MCP request on abort", async () => {
+    const controller = new AbortController();
+    const progress: CallProgress[] = [];
+    const calls = slowCalls.length;
+    const run = Promise.resolve(byName("Slow").run({}, context(controller.signal, progress)));
+    run.catch(() => undefined);
+    await until(() => progress.length === 2);
+    expect(progress).toEqual([
+      { progress: 1, total: 4, message: "Step 1 of 4" },
+      { progress: 2, total: 4, message: "Step 2 of 4" },
+    ]);
+    const call = slowCalls[calls];
+    expect(call?.progressToken).toBeDefined();
+    controller.abort(new Error("Stopped by the test"));
+    await expect(run).rejects.toThrow();
+    // The MCP server's own handler saw notifications/cancelled, with the reason.
+    expect(await call?.cancelled).toContain("Stopped by the test");
+  });
+
+  it("over OXP: an asynchronous call shows the MCP server's progress, and DELETE cancels the MCP request", async () => {
+    const oxp = await listen(createServer({ tools: tools.tools, logger: false }), { port: 0 });
+    const TASKS = { "OXP-Extensions": "tasks" };
+    try {
+      const calls = slowCalls.length;
+      const accepted = await fetch(`${oxp.url}/tools/call`, {
+        method: "POST",
+        headers: { ...TASKS, Prefer: "respond-async", "content-type": "application/json" },
+        body: JSON.stringify({ tool_id: "Fixture.Slow", input: {}, call_id: "slow-1" }),
+      });
+      expect(accepted.status).toBe(202);
+      const location = accepted.headers.get("location") as string;
+      type Status = { status: string; progress?: CallProgress; result?: { success: boolean; error?: unknown } };
+      let status: Status | undefined;
+      // The server keeps a few updates a second, the latest of each interval: step 2 arrives within one.
+      await until(async () => {
+        const answer = await fetch(location, { headers: { ...TASKS, Prefer: "wait=2" } });
+        status = (await answer.json()) as Status;
+        return status.progress?.progress === 2;
+      });
+      expect(status).toMatchObject({ status: "running", progress: { progress: 2, total: 4, message: "Step 2 of 4" } });
+
+      const cancelled = await fetch(location, { method: "DELETE", headers: TASKS });
+      expect(cancelled.status).toBe(200);
+      expect(await cancelled.json()).toMatchObject({
+        call_id: "slow-1",
+        status: "cancelled",
+        result: { success: false, error: { can_retry: false } },
+      });
+      expect(await slowCalls[calls]?.cancelled).toBeTruthy();
+      // The MCP connection is still good.
+      expect(await byName("GetSum").run({ a: 1, b: 1 }, context())).toBe("2");
+    } finally {
+      await oxp.close();
+    }
   });
 });

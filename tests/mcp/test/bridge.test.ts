@@ -6,6 +6,9 @@ import type { RunningServer } from "@otc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_KEY, approve, connectHttp, connectStdio, mcpClient, startDemo, textOf } from "./harness.js";
 
+/** The `_meta` key of a deprecated tool's deprecation_message, as packages/mcp/README.md names it. */
+const DEPRECATION_META_KEY = "oxp/deprecation_message";
+
 let demo: RunningServer;
 beforeAll(async () => {
   demo = await startDemo();
@@ -46,6 +49,20 @@ function sharedChecks(connect: () => Promise<Client>) {
     const hello = tools.find((tool) => tool.name === "Greeting_Hello");
     expect(hello?._meta?.[TOOL_ID_META_KEY]).toBe("Greeting.Hello@2.0.0");
     expect(hello?.outputSchema).toMatchObject({ type: "object", required: ["message", "language"] });
+
+    // The demo's annotations (asked for, since its discovery document offers them), under MCP's names.
+    expect(add?.title).toBe("Add two numbers");
+    expect(add?.annotations).toEqual({
+      title: "Add two numbers",
+      readOnlyHint: true,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    const sms = tools.find((tool) => tool.name === "SMS_Send");
+    expect(sms?.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: true });
+    // The latest Greeting.Hello is not deprecated; 1.0.0 is, but only `toolVersions: "all"` lists it.
+    expect(hello?.description).not.toMatch(/Deprecated/);
+    expect(hello?._meta).not.toHaveProperty(DEPRECATION_META_KEY);
 
     // OXP's "no input" is {}; MCP wants an object schema.
     expect(tools.find((tool) => tool.name === "System_GetTimestamp")?.inputSchema).toEqual({ type: "object" });
@@ -176,11 +193,17 @@ describe("older versions, by option", () => {
       ["Greeting_Hello", "Greeting.Hello@2.0.0"],
       ["Greeting_Hello_v1_0_0", "Greeting.Hello@1.0.0"],
     ]);
+    // The deprecated version says so first in its description, and what to use instead in _meta.
+    const [, older] = hello;
+    expect(older?.description).toMatch(/^Deprecated: Use Greeting\.Hello@2\.0\.0/);
+    expect(older?._meta?.[DEPRECATION_META_KEY]).toMatch(/^Use Greeting\.Hello@2\.0\.0/);
     const http = await serveHttp(bridge);
     const client = mcpClient();
     try {
       await connectHttp(client, http.url);
-      await client.listTools();
+      const listed = (await client.listTools()).tools.find((tool) => tool.name === "Greeting_Hello_v1_0_0");
+      expect(listed?.description).toBe(older?.description);
+      expect(listed?.annotations).toMatchObject({ title: "Say hello", readOnlyHint: true });
       const result = await client.callTool({ name: "Greeting_Hello_v1_0_0", arguments: { name: "Bo" } });
       expect(result.structuredContent).toEqual({ value: "Hello, Bo!" });
     } finally {

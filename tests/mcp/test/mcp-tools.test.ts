@@ -2,10 +2,12 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { createClient, type OxpClient, OxpValidationError } from "@otc/client";
 import { type Fixture, runConformance } from "@otc/conformance";
 import { type McpTools, mcpTools } from "@otc/mcp";
 import { createServer, listen, type RunningServer } from "@otc/server";
+import type { CallProgress, CallToolResponse } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /** The package's bin, where npm linked it: the nearest node_modules/.bin up from here. */
@@ -111,12 +113,24 @@ const PASSING = [
   "extensions.pagination.limit",
   "extensions.pagination.cursor",
   "extensions.pagination.toolkit",
+  "extensions.annotations.fixture",
+  "tasks.respond-async",
+  "tasks.respond-async.checks",
+  "tasks.respond-async.wait",
+  "tasks.respond-async.off",
+  "tasks.status",
+  "tasks.long-poll",
+  "tasks.events",
+  "tasks.events.resume",
+  "tasks.cancel",
+  "tasks.cancel.ended",
+  "tasks.one-record",
+  "tasks.principals",
+  "tasks.unknown",
 ];
 
 /** Those skipped: they need what an MCP server has no counterpart for (a tool without output, versions, user ids, secrets, authorizations). */
 const SKIPPED = [
-  // The fixture names no annotated tool: an MCP server's annotations are the bridge's, not the demo's.
-  "extensions.annotations.fixture",
   "call.null-output",
   "call.version.exact",
   "call.version.shorthand",
@@ -199,6 +213,110 @@ describe("an MCP server's tools over OXP", () => {
     });
   });
 
+  it("lists server-everything's titles and hints as OXP annotations, to a client that asks for them", async () => {
+    const listed = await client.listTools({ annotations: true });
+    const byId = new Map(listed.map((tool) => [tool.id, tool]));
+    // As server-everything (pinned in package.json) declares them: every tool has a title and all four hints.
+    expect(byId.get("Everything.GetSum@1.0.0")?.annotations).toEqual({
+      title: "Get Sum Tool",
+      read_only: true,
+      destructive: false,
+      idempotent: true,
+      open_world: false,
+    });
+    expect(byId.get("Everything.GzipFileAsResource@1.0.0")?.annotations).toEqual({
+      title: "GZip File as Resource Tool",
+      read_only: false,
+      destructive: false,
+      idempotent: true,
+      open_world: true,
+    });
+    expect(byId.get("Everything.ToggleSimulatedLogging@1.0.0")?.annotations).toMatchObject({
+      read_only: false,
+      idempotent: false,
+    });
+    for (const tool of listed) {
+      expect(tool.annotations?.title).toEqual(expect.any(String));
+      expect(tool).not.toHaveProperty("deprecation_message");
+    }
+    // Without the extension, an OXP 1.0 client sees none of it.
+    expect((await client.listTools()).some((tool) => "annotations" in tool)).toBe(false);
+  });
+
+  it("runs the long-running operation asynchronously: its progress on the event stream, DELETE cancels the MCP request", async () => {
+    const mcpTransport = everything.client.transport;
+    if (!mcpTransport) {
+      throw new Error("the MCP client is not connected");
+    }
+    // What the bridge sends to server-everything, to see the progress token and the cancellation on the wire.
+    const sent: JSONRPCMessage[] = [];
+    const send = mcpTransport.send.bind(mcpTransport);
+    mcpTransport.send = (message, options) => {
+      sent.push(message);
+      return send(message, options);
+    };
+    const headers = { "OXP-API-Key": API_KEY, "OXP-Extensions": "tasks" };
+    try {
+      const accepted = await fetch(`${server.url}/tools/call`, {
+        method: "POST",
+        headers: { ...headers, Prefer: "respond-async", "content-type": "application/json" },
+        // Six steps, one every half second: long enough to be cancelled in the middle.
+        body: JSON.stringify({ tool_id: "Everything.TriggerLongRunningOperation", input: { duration: 3, steps: 6 } }),
+      });
+      expect(accepted.status).toBe(202);
+      const { call_id: callId } = (await accepted.json()) as { call_id: string };
+      const location = accepted.headers.get("location") as string;
+
+      const stream = await fetch(`${location}/events`, { headers });
+      expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      const events = readEvents(stream);
+      const progress: CallProgress[] = [];
+      for (;;) {
+        const event = await events.next();
+        expect(event.done).toBe(false);
+        if (event.value?.event === "progress") {
+          progress.push(event.value.data as CallProgress);
+        }
+        if (progress.at(-1)?.progress === 2) {
+          break;
+        }
+      }
+      // server-everything's notifications/progress: step and total, no message.
+      expect(progress.at(-1)).toEqual({ progress: 2, total: 6 });
+
+      const cancelled = await fetch(location, { method: "DELETE", headers });
+      expect(cancelled.status).toBe(200);
+      expect(await cancelled.json()).toMatchObject({ call_id: callId, status: "cancelled" });
+      let result: CallToolResponse | undefined;
+      for await (const event of events) {
+        if (event.event === "result") {
+          result = event.data as CallToolResponse;
+        }
+      }
+      expect(result).toMatchObject({ call_id: callId, success: false, error: { can_retry: false } });
+
+      // On the MCP wire: the tools/call carried a progress token, and the DELETE became notifications/cancelled for it.
+      const call = sent.find(
+        (message) =>
+          "method" in message &&
+          message.method === "tools/call" &&
+          message.params?.name === "trigger-long-running-operation",
+      );
+      expect(call && "params" in call ? call.params?._meta?.progressToken : undefined).toBeDefined();
+      const cancellation = sent.find((message) => "method" in message && message.method === "notifications/cancelled");
+      expect(cancellation && "params" in cancellation ? cancellation.params?.requestId : undefined).toBe(
+        call && "id" in call ? call.id : "no call",
+      );
+    } finally {
+      mcpTransport.send = send;
+    }
+    // The connection is still good after the cancellation.
+    expect(await client.callTool({ tool_id: "Everything.Echo", input: { message: "still here" } })).toMatchObject({
+      success: true,
+      value: "Echo: still here",
+    });
+  });
+
   it("passes the conformance kit's scenarios that apply", async () => {
     const fixture: Fixture = {
       name: "server-everything",
@@ -217,6 +335,36 @@ describe("an MCP server's tools over OXP", () => {
         input: { duration: 30, steps: 3 },
         maxWaitMs: 10_000,
       },
+      // About a second, a progress notification every 200 ms: the tasks extension's scenarios follow it.
+      task: {
+        tool_id: "Everything.TriggerLongRunningOperation@1.0.0",
+        input: { duration: 1, steps: 5 },
+        value: "Long running operation completed. Duration: 1 seconds, Steps: 5.",
+        maxWaitMs: 10_000,
+      },
+      // server-everything's own hints and title, as the bridge lists them (docs/protocol.md 9.2).
+      annotated: [
+        {
+          tool_id: "Everything.GetSum@1.0.0",
+          annotations: {
+            title: "Get Sum Tool",
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+          },
+        },
+        {
+          tool_id: "Everything.ToggleSimulatedLogging@1.0.0",
+          annotations: {
+            title: "Toggle Simulated Logging",
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+          },
+        },
+      ],
     };
     const report = await runConformance({ url: server.url, fixture, apiKey: API_KEY, jwtSecret: JWT_SECRET });
     const failed = report.results.filter((result) => result.status === "fail");
@@ -229,3 +377,26 @@ describe("an MCP server's tools over OXP", () => {
     });
   }, 60_000);
 });
+
+/** The events of a `text/event-stream` answer as they come, `data` parsed as JSON; comment lines skipped. */
+async function* readEvents(response: Response): AsyncGenerator<{ id?: string; event?: string; data: unknown }> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of response.body as ReadableStream<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+      const block = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      const fields: Record<string, string> = {};
+      for (const line of block.split("\n")) {
+        const colon = line.indexOf(":");
+        if (colon > 0) {
+          fields[line.slice(0, colon)] = line.slice(colon + 1).trimStart();
+        }
+      }
+      if (fields.data !== undefined) {
+        yield { id: fields.id, event: fields.event, data: JSON.parse(fields.data) };
+      }
+    }
+  }
+}
