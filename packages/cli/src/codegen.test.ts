@@ -60,10 +60,19 @@ const definition = (id: string, input_schema: object, output_schema: object | nu
     output_schema,
   }) as ToolDefinition;
 
+/** The project's fixed helpers, exactly as every generated file holds them: nothing in them comes from a catalog. */
+const HELPERS: Record<string, string> = {
+  createTools:
+    "export function createTools(client: OxpClient): BoundTools<Tools> {\n  return bindTools<Tools>(client, toolIds);\n}",
+  createAsyncTools:
+    "export function createAsyncTools(client: OxpClient): BoundAsyncTools<Tools> {\n  return bindAsyncTools<Tools>(client, toolIds);\n}",
+};
+
 /**
  * What a generated file is made of, read by TypeScript's parser: every top-level statement must be the import of
- * `@otc/client`, an exported type or interface, `toolIds` or `createTools` exactly as the generator writes them;
- * nowhere an `import(...)` (expression or type). Returns the exported names; throws on anything else.
+ * `@otc/client`, an exported type or interface, `toolIds`, `createTools` or `createAsyncTools` exactly as the
+ * generator writes them; nowhere an `import(...)` (expression or type). Returns the exported names; throws on
+ * anything else.
  */
 function exportsOf(code: string): string[] {
   const file = ts.createSourceFile("tools.ts", code, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
@@ -73,17 +82,19 @@ function exportsOf(code: string): string[] {
   for (const statement of file.statements) {
     const text = statement.getText(file);
     if (ts.isImportDeclaration(statement)) {
-      expect(text).toBe('import { type BoundTools, bindTools, type OxpClient } from "@otc/client";');
+      expect(text).toBe(
+        'import { type BoundAsyncTools, type BoundTools, bindAsyncTools, bindTools, type OxpClient } from "@otc/client";',
+      );
     } else if ((ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) && exported(statement)) {
       names.push(statement.name.text);
     } else if (ts.isVariableStatement(statement) && exported(statement)) {
       expect(text).toMatch(/^export const toolIds = \[[\s"\w.@,]*\] as const;$/);
       names.push("toolIds");
     } else if (ts.isFunctionDeclaration(statement) && exported(statement)) {
-      expect(text).toBe(
-        "export function createTools(client: OxpClient): BoundTools<Tools> {\n  return bindTools<Tools>(client, toolIds);\n}",
-      );
-      names.push("createTools");
+      const name = statement.name?.text ?? "";
+      expect(Object.hasOwn(HELPERS, name), name).toBe(true);
+      expect(text).toBe(HELPERS[name]);
+      names.push(name);
     } else {
       throw new Error(`the bindings hold a statement no catalog may add: ${text.slice(0, 200)}`);
     }
@@ -160,13 +171,13 @@ function typeErrors(code: string, dir: string): string[] {
 
 /**
  * What an editor strikes through as deprecated (TypeScript's suggestion 6385) where code uses the bindings:
- * `tools[id]` for each id of `ids`, through `createTools` and `BoundTools`. Resolves with the ids it reports.
+ * `tools[id]` and `asyncTools[id]` for each id of `ids`, through `createTools` and `BoundTools`, and
+ * `createAsyncTools` and `BoundAsyncTools`. Resolves with the accesses it reports (`tools["Toolkit.Tool@x.y.z"]`).
  */
 function deprecatedBindings(code: string, ids: readonly string[], dir: string): string[] {
   const file = path.join(dir, "deprecations.ts");
-  const text = `${code}\nexport function use(client: OxpClient) {\n  const tools = createTools(client);\n  return [${ids
-    .map((id) => `tools[${JSON.stringify(id)}]`)
-    .join(", ")}];\n}\n`;
+  const uses = ids.flatMap((id) => [`tools[${JSON.stringify(id)}]`, `asyncTools[${JSON.stringify(id)}]`]);
+  const text = `${code}\nexport function use(client: OxpClient) {\n  const tools = createTools(client);\n  const asyncTools = createAsyncTools(client);\n  return [${uses.join(", ")}];\n}\n`;
   const read = (name: string) => (path.resolve(name) === file ? text : ts.sys.readFile(name));
   const service = ts.createLanguageService({
     getScriptFileNames: () => [file],
@@ -184,7 +195,11 @@ function deprecatedBindings(code: string, ids: readonly string[], dir: string): 
   return service
     .getSuggestionDiagnostics(file)
     .filter((diagnostic) => diagnostic.code === 6385)
-    .map((diagnostic) => JSON.parse(text.slice(diagnostic.start, (diagnostic.start ?? 0) + (diagnostic.length ?? 0))));
+    .map((diagnostic) => {
+      const start = diagnostic.start ?? 0;
+      const binding = /(\w+)\[$/.exec(text.slice(0, start))?.[1];
+      return `${binding}[${text.slice(start, start + (diagnostic.length ?? 0))}]`;
+    });
 }
 
 /** Imports a generated file in a child process (transpiled, with a stand-in @otc/client); resolves with its exit code. */
@@ -198,7 +213,10 @@ async function importInChild(code: string, dir: string): Promise<{ code: number;
     path.join(client, "package.json"),
     JSON.stringify({ name: "@otc/client", type: "module", exports: "./index.js" }),
   );
-  await writeFile(path.join(client, "index.js"), "export const bindTools = () => ({});\n");
+  await writeFile(
+    path.join(client, "index.js"),
+    "export const bindTools = () => ({});\nexport const bindAsyncTools = () => ({});\n",
+  );
   await writeFile(path.join(dir, "tools.mjs"), js);
   return new Promise((resolve) => {
     execFile(process.execPath, ["tools.mjs"], { cwd: dir, timeout: 20_000 }, (error, stdout, stderr) => {
@@ -270,6 +288,7 @@ describe("otc codegen --from a hostile server", () => {
         "Tools",
         "toolIds",
         "createTools",
+        "createAsyncTools",
       ]);
       commentsOf(code);
       expect(code).toContain("  a?: string;\n");
@@ -325,6 +344,7 @@ describe("otc codegen --from a hostile server", () => {
         "Tools",
         "toolIds",
         "createTools",
+        "createAsyncTools",
       ]);
       const comments = commentsOf(code);
       // What JSON.stringify leaves raw in a quoted key or a string literal is escaped there too.
@@ -377,6 +397,7 @@ describe("otc codegen --from a hostile server", () => {
         "Tools",
         "toolIds",
         "createTools",
+        "createAsyncTools",
       ]);
       const comments = commentsOf(code);
       expect(code).not.toMatch(UNSAFE);
@@ -401,7 +422,10 @@ describe("otc codegen --from a hostile server", () => {
         ["Evil.New@2.0.0", []],
         ["Evil.Old@1.0.0", [["deprecated", "Use Evil.New@2.0.0"]]],
       ]);
-      expect(deprecatedBindings(code, ["Evil.New@2.0.0", "Evil.Old@1.0.0"], tmp)).toEqual(["Evil.Old@1.0.0"]);
+      expect(deprecatedBindings(code, ["Evil.New@2.0.0", "Evil.Old@1.0.0"], tmp)).toEqual([
+        'tools["Evil.Old@1.0.0"]',
+        'asyncTools["Evil.Old@1.0.0"]',
+      ]);
     },
     60_000,
   );
@@ -556,7 +580,7 @@ describe("generateBindings", () => {
     },
   );
 
-  it("marks a deprecated tool's binding deprecated where editors look: tools[id], through createTools", async () => {
+  it("marks a deprecated tool's bindings deprecated where editors look: tools[id], through either factory", async () => {
     const code = await generateBindings(
       [
         { ...definition("Greeting.Hello@1.0.0", {}), deprecation_message: "Use Greeting.Hello@2.0.0." },
@@ -566,7 +590,7 @@ describe("generateBindings", () => {
       "annotated.json",
     );
     expect(deprecatedBindings(code, ["Greeting.Hello@1.0.0", "Greeting.Hello@2.0.0", "Plain.Tool@1.0.0"], tmp)).toEqual(
-      ["Greeting.Hello@1.0.0"],
+      ['tools["Greeting.Hello@1.0.0"]', 'asyncTools["Greeting.Hello@1.0.0"]'],
     );
     // Unknown annotation keys from a catalog file are left out; a tool with nothing known to say gets no comment.
     const unknown = await generateBindings(
@@ -574,6 +598,60 @@ describe("generateBindings", () => {
       "x.json",
     );
     expect(unknown).toBe(await generateBindings([definition("Plain.Tool@1.0.0", {})], "x.json"));
+  });
+
+  it("types each tool's asynchronous variant as its synchronous one: typed input, a handle whose result() is typed", async () => {
+    const code = await generateBindings(
+      [
+        definition(
+          "Work.Sleep@1.0.0",
+          {
+            type: "object",
+            properties: { ms: { type: "integer", description: "How long." } },
+            required: ["ms"],
+            additionalProperties: false,
+          },
+          { type: "object", properties: { slept_ms: { type: "integer" } }, required: ["slept_ms"] },
+        ),
+        definition("Work.Quiet@1.0.0", {}),
+      ],
+      "async.json",
+    );
+    expect(exportsOf(code)).toEqual([
+      "WorkQuietV1_0_0Input",
+      "WorkQuietV1_0_0Output",
+      "WorkSleepV1_0_0Input",
+      "WorkSleepV1_0_0Output",
+      "Tools",
+      "toolIds",
+      "createTools",
+      "createAsyncTools",
+    ]);
+    // Uses of the bindings as a user writes them; each @ts-expect-error must meet its error, or tsc reports it unused.
+    const use = `
+export async function use(client: OxpClient, signal: AbortSignal) {
+  const tools = createAsyncTools(client);
+  const call = await tools["Work.Sleep@1.0.0"]({ ms: 10 }, { callId: "c-1", signal, cancelOnAbort: true, waitSeconds: 1 });
+  const seen: [number, number | undefined, string | undefined][] = [];
+  for await (const { progress, total, message } of call.progress) {
+    seen.push([progress, total, message]);
+  }
+  const { slept_ms }: { slept_ms: number } = await call.result();
+  // @ts-expect-error the value is the tool's output type
+  const wrong: string = await call.result();
+  // @ts-expect-error ms must be a number
+  await tools["Work.Sleep@1.0.0"]({ ms: "10" });
+  // @ts-expect-error ms is required
+  await tools["Work.Sleep@1.0.0"]({});
+  // @ts-expect-error no such tool
+  await tools["Work.Nothing@1.0.0"]({});
+  const quiet: null = await (await tools["Work.Quiet@1.0.0"]({})).result();
+  const status: "running" | "completed" | "cancelled" = (await call.status({ waitSeconds: 1 })).status;
+  const cancelled: "running" | "completed" | "cancelled" = (await call.cancel()).status;
+  return [call.callId, call.task, seen, slept_ms, wrong, quiet, status, cancelled] as const;
+}
+`;
+    expect(typeErrors(`${code}${use}`, tmp)).toEqual([]);
   });
 
   verifies(

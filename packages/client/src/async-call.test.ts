@@ -342,6 +342,54 @@ describe("long polls", () => {
   });
 });
 
+describe("onFollow and pollWaitSeconds", () => {
+  it("tell how the call is followed, and how long each long poll asks the server to hold it", async () => {
+    const { client, sent } = observed(server.url, {
+      answer: (request) =>
+        request.url.endsWith("/events")
+          ? Response.json({ message: "Not found" }, { status: 404, headers: { "oxp-version": "1.0" } })
+          : undefined,
+    });
+    const told: [string, string | undefined][] = [];
+    const call = await client.callToolAsync(steps(3, 60), {
+      pollWaitSeconds: 2,
+      onFollow: (mode, why) => told.push([mode, why]),
+    });
+    expect(await call.result()).toMatchObject({ success: true });
+    expect(told).toEqual([
+      ["events", undefined],
+      ["polling", "the event stream was answered 404 application/json"],
+    ]);
+    const polls = sent.filter((request) => request.path === `/tools/calls/${call.callId}`);
+    expect(polls.length).toBeGreaterThanOrEqual(1);
+    expect(polls.every((request) => request.prefer === "wait=2")).toBe(true);
+    await expect(client.callToolAsync(steps(1, 1), { pollWaitSeconds: 31 })).rejects.toThrow(/pollWaitSeconds/);
+    await expect(client.followCall(call.callId, { pollWaitSeconds: -1 })).rejects.toThrow(RangeError);
+  });
+
+  it("say why long polls took over from a stream that failed, and nothing more when the stream brings the result", async () => {
+    const { client } = observed(server.url, {
+      retry: { maxAttempts: 1 },
+      answer: (request) =>
+        request.url.endsWith("/events") ? Promise.reject(new TypeError("refused here")) : undefined,
+    });
+    const told: [string, string | undefined][] = [];
+    const failing = await client.callToolAsync(steps(2, 60), { onFollow: (mode, why) => told.push([mode, why]) });
+    expect(await failing.result()).toMatchObject({ success: true });
+    expect(told).toEqual([
+      ["events", undefined],
+      ["polling", "the event stream failed: refused here"],
+    ]);
+
+    const streamed: string[] = [];
+    const call = await observed(server.url).client.callToolAsync(steps(2, 60), {
+      onFollow: (mode) => streamed.push(mode),
+    });
+    expect(await call.result()).toMatchObject({ success: true });
+    expect(streamed).toEqual(["events"]);
+  });
+});
+
 describe("a stream that breaks the spec", () => {
   const streaming = (text: string) => (request: Request) =>
     request.url.endsWith("/events")

@@ -18,7 +18,24 @@ export interface AsyncCallOptions {
    * (0 to 30). A call that ends in time is answered in full, and its handle is settled at once. Default 0.
    */
   waitSeconds?: number;
+  /**
+   * Where the handle follows the call by long polls of its status: how long each asks the server to hold its
+   * answer (`Prefer: wait=N`), in whole seconds (0 to 30; 0 asks for an answer at once). Default 30, the most
+   * the protocol allows.
+   */
+  pollWaitSeconds?: number;
+  /**
+   * Told how the handle follows the call, each time that changes: `"events"` as it starts reading the event
+   * stream, `"polling"` (with why, in words) as long polls take over. A UI shows it; nothing depends on it.
+   *
+   * @example
+   * const call = await client.callToolAsync(request, { onFollow: (mode, why) => console.log(mode, why ?? "") });
+   */
+  onFollow?: (mode: FollowMode, why?: string) => void;
 }
+
+/** How a handle follows its call: over the call's event stream, or by long polls of its status. */
+export type FollowMode = "events" | "polling";
 
 /** Options of {@link AsyncCall.status} and {@link OxpClient.callStatus}. */
 export interface CallStatusOptions {
@@ -102,10 +119,12 @@ export interface FollowOptions {
   idleMs: number;
   /** The most characters of one event the client holds. */
   maxEventChars: number;
+  /** How long each long poll asks the server to hold its answer, in seconds. */
+  pollWaitSeconds: number;
+  /** Told how the call is followed, each time that changes. */
+  onFollow: ((mode: FollowMode, why?: string) => void) | undefined;
 }
 
-/** How long a long poll asks the server to hold its answer: the most the protocol allows. */
-const LONG_POLL_SECONDS = 30;
 /** The least time between two long polls that brought nothing new (a server that does not hold them). */
 const MIN_POLL_INTERVAL_MS = 1_000;
 
@@ -352,43 +371,50 @@ class CallFollower {
 
   async #follow(): Promise<CallToolResponse> {
     if (this.#useStream) {
-      const response = await this.#followStream();
-      if (response) {
-        return response;
+      this.#options.onFollow?.("events");
+      const followed = await this.#followStream();
+      if (typeof followed !== "string") {
+        return followed.response;
       }
       this.#useStream = false;
+      this.#options.onFollow?.("polling", followed);
     }
     return this.#followPolls();
   }
 
   /**
    * Reads the event stream to the result, reopening it after the last event seen when it drops or goes quiet.
-   * Undefined when the server gives no stream (any answer but a 200 text/event-stream), or when it keeps
-   * failing to deliver one (`maxAttempts` openings in a row without an event): long polls take over, and throw
-   * what the server answers.
+   * Why it gave up instead, when the server gives no stream (any answer but a 200 text/event-stream), or when
+   * it keeps failing to deliver one (`maxAttempts` openings in a row without an event): long polls take over,
+   * and throw what the server answers.
    */
-  async #followStream(): Promise<CallToolResponse | undefined> {
+  async #followStream(): Promise<{ response: CallToolResponse } | string> {
     let failures = 0;
     for (;;) {
       if (failures > 0) {
         await sleep(Math.min(this.#options.maxDelayMs, this.#options.backoff(failures)), this.#signal);
       }
       const outcome = await this.#readStream();
-      if (outcome === "refused") {
-        return undefined;
+      if ("response" in outcome) {
+        return outcome;
       }
-      if (typeof outcome === "object") {
-        return outcome.response;
+      if ("refused" in outcome) {
+        return outcome.refused;
       }
-      failures = outcome === "delivered" ? 0 : failures + 1;
+      failures = outcome.delivered ? 0 : failures + 1;
       if (failures >= this.#options.maxAttempts) {
-        return undefined;
+        return failures === 1 ? outcome.why : `${outcome.why} (${failures} times in a row)`;
       }
     }
   }
 
-  /** Opens the stream once and reads it: the result, or how it ended without one. */
-  async #readStream(): Promise<{ response: CallToolResponse } | "refused" | "delivered" | "failed"> {
+  /**
+   * Opens the stream once and reads it: the result; why it was refused; or, when it ended without the result,
+   * whether it delivered an event first and why it ended.
+   */
+  async #readStream(): Promise<
+    { response: CallToolResponse } | { refused: string } | { delivered: boolean; why: string }
+  > {
     const { idleMs, maxEventChars, requests } = this.#options;
     const connection = new AbortController();
     const signal = AbortSignal.any([this.#signal, connection.signal]);
@@ -405,7 +431,7 @@ class CallFollower {
       const type = response.headers.get("content-type") ?? "";
       if (response.status !== 200 || !/^text\/event-stream\b/i.test(type) || !response.body) {
         await response.body?.cancel().catch(() => undefined);
-        return "refused";
+        return { refused: `the event stream was answered ${response.status}${type ? ` ${type}` : ""}` };
       }
       const parser = new EventStreamParser(maxEventChars);
       parser.lastEventId = this.#lastEventId;
@@ -415,7 +441,7 @@ class CallFollower {
         arm();
         const chunk = await reader.read();
         if (chunk.done) {
-          return delivered ? "delivered" : "failed";
+          return { delivered, why: "the event stream ended before the call's result" };
         }
         for (const event of parser.push(decoder.decode(chunk.value, { stream: true }))) {
           delivered = true;
@@ -434,7 +460,10 @@ class CallFollower {
       if (this.#signal.aborted || error instanceof OxpProtocolError) {
         throw this.#signal.aborted ? this.#signal.reason : error;
       }
-      return delivered ? "delivered" : "failed";
+      const why = connection.signal.aborted
+        ? "the event stream said nothing for too long"
+        : `the event stream failed: ${error instanceof Error ? error.message : String(error)}`;
+      return { delivered, why };
     } finally {
       clearTimeout(idle);
       connection.abort();
@@ -448,7 +477,7 @@ class CallFollower {
       const before = this.#latest;
       const status = await this.#options.requests.status(this.#callId, {
         signal: this.#signal,
-        waitSeconds: LONG_POLL_SECONDS,
+        waitSeconds: this.#options.pollWaitSeconds,
       });
       if (status.status !== "running") {
         return resultOf(status);

@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createHandler, defineTool, listen, type RunningServer, type Tool } from "@otc/server/node";
 import { verifies } from "@otc/test-helpers/verifies";
-import type { ToolDefinition } from "@otc/types";
+import type { DiscoveryDocument, ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toAnthropicTools, toOpenAITools } from "./adapters.js";
 import { type ClientOptions, createClient } from "./client.js";
@@ -170,6 +170,18 @@ describe("discover", () => {
     broken = false;
     expect((await client.discover()).extensions).toContain("annotations");
     expect(sent.map((request) => request.path)).toEqual(["/.well-known/oxp", "/.well-known/oxp"]);
+  });
+
+  it("given a document already read, asks for none and uses only the extensions it lists", async () => {
+    const discovery: DiscoveryDocument = { oxp_versions: ["1.0"], extensions: ["pagination"] };
+    const { client, sent } = observed(server.url, { discovery });
+    // The caller's object is copied: changing it later changes nothing the client uses.
+    discovery.extensions.push("annotations");
+    expect(await client.discover()).toEqual({ oxp_versions: ["1.0"], extensions: ["pagination"] });
+    const listed = await client.listTools({ annotations: true });
+    expect(listed.some((tool) => tool.annotations !== undefined)).toBe(false);
+    expect(sent).toEqual([{ path: "/tools", query: {}, extensions: null }]);
+    expect(() => createClient({ baseUrl: server.url, discovery: { extensions: [] } as never })).toThrow(TypeError);
   });
 
   it("reads at most 64 KiB of a discovery document", async () => {

@@ -73,6 +73,16 @@ export interface ClientOptions {
   retry?: RetryOptions;
   /** `flat` (default) or `envelope`, the 1.0 draft's `{"request": ...}` form, for older servers. */
   wire?: "flat" | "envelope";
+  /**
+   * The server's discovery document, when the caller has read it already (another client of the same server
+   * did): the client takes it for the server's answer to `GET /.well-known/oxp` and never asks. It uses the
+   * extensions this document lists, and no other. A value that is not a DiscoveryDocument is a TypeError.
+   *
+   * @example
+   * const discovery = await createClient({ baseUrl }).discover();
+   * const client = createClient({ baseUrl, apiKey, discovery }); // asks for no discovery document
+   */
+  discovery?: DiscoveryDocument;
 }
 
 /** Options of one call. */
@@ -121,7 +131,8 @@ export interface OxpClient {
    * GET /.well-known/oxp: the OXP versions the server speaks and the extensions it applies (docs/protocol.md
    * 9.1). A server without it (404) is an OXP 1.0 server without extensions: `{ oxp_versions: ["1.0"],
    * extensions: [] }`. The first such answer is kept for the client's life; anything else is thrown as
-   * listTools throws it, and asked again next time. The document is read up to 64 KiB.
+   * listTools throws it, and asked again next time. The document is read up to 64 KiB. A client given
+   * `discovery` answers that document, asking nothing.
    *
    * @example
    * const { extensions } = await client.discover(); // ["annotations", "pagination"]
@@ -238,10 +249,10 @@ const MIN_STREAM_IDLE_MS = 30_000;
 /** What one POST /tools/call came to: the response (200), or, asked as a task, the 202's status. */
 type CallAnswer = { response: CallToolResponse } | { accepted: CallStatus };
 
-/** A `Prefer: wait=N` value: a whole number of seconds from 0 to 30, or a RangeError. */
-function waitSecondsOf(value: number | undefined): number | undefined {
+/** A `Prefer: wait=N` value: a whole number of seconds from 0 to 30, or a RangeError naming the option `name`. */
+function waitSecondsOf(value: number | undefined, name = "waitSeconds"): number | undefined {
   if (value !== undefined && !(Number.isInteger(value) && value >= 0 && value <= MAX_WAIT_SECONDS)) {
-    throw new RangeError(`waitSeconds must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS} (got ${value})`);
+    throw new RangeError(`${name} must be a whole number of seconds from 0 to ${MAX_WAIT_SECONDS} (got ${value})`);
   }
   return value;
 }
@@ -319,8 +330,15 @@ export function createClient(options: ClientOptions): OxpClient {
     }),
     redirect: "manual",
   });
-  /** The server's discovery document, once it answered one (or a 404): kept for the client's life. */
+  /** The server's discovery document, once it answered one (or a 404), or the one given: kept for the client's life. */
   let discovered: DiscoveryDocument | undefined;
+  if (options.discovery !== undefined) {
+    if (!answers.discoveryDocument(options.discovery)) {
+      throw new TypeError(`discovery is not a DiscoveryDocument: ${answers.discoveryDocument.why()}`);
+    }
+    // A copy: the caller's object is theirs to change.
+    discovered = structuredClone(options.discovery);
+  }
   const timeoutMs = options.timeoutMs ?? 60_000;
   const maxAttempts = Math.max(1, Math.floor(options.retry?.maxAttempts ?? 3));
   const maxDelayMs = options.retry?.maxDelayMs ?? 10_000;
@@ -660,7 +678,11 @@ export function createClient(options: ClientOptions): OxpClient {
   }
 
   /** A handle following a running task with the client's requests and limits. */
-  function follow(initial: CallStatus, followOptions: FollowCallOptions, repost?: TaskRequests["repost"]): AsyncCall {
+  function follow(
+    initial: CallStatus,
+    followOptions: FollowCallOptions & { pollWaitSeconds: number },
+    repost?: TaskRequests["repost"],
+  ): AsyncCall {
     const requests: TaskRequests = {
       status: getCallStatus,
       cancel: deleteCall,
@@ -677,6 +699,8 @@ export function createClient(options: ClientOptions): OxpClient {
       maxDelayMs,
       idleMs: Math.max(timeoutMs, MIN_STREAM_IDLE_MS),
       maxEventChars: maxResponseBytes,
+      pollWaitSeconds: followOptions.pollWaitSeconds,
+      onFollow: followOptions.onFollow,
     });
   }
 
@@ -750,6 +774,7 @@ export function createClient(options: ClientOptions): OxpClient {
     async callToolAsync(request, asyncOptions = {}) {
       const { signal } = asyncOptions;
       const waitSeconds = waitSecondsOf(asyncOptions.waitSeconds) ?? 0;
+      const pollWaitSeconds = waitSecondsOf(asyncOptions.pollWaitSeconds, "pollWaitSeconds") ?? MAX_WAIT_SECONDS;
       const body: CallToolRequest = { ...request, call_id: request.call_id ?? crypto.randomUUID() };
       const callId = body.call_id as string;
       if (!(await negotiate(["tasks"], signal)).includes("tasks")) {
@@ -772,12 +797,16 @@ export function createClient(options: ClientOptions): OxpClient {
       }
       const repost = async (repostSignal: AbortSignal) =>
         postCall({ body, asyncWait: 0, retryToolFailures: false, signal: repostSignal });
-      return follow(answer.accepted, asyncOptions, repost);
+      return follow(answer.accepted, { ...asyncOptions, pollWaitSeconds }, repost);
     },
 
     async followCall(callId, followOptions = {}) {
+      const pollWaitSeconds = waitSecondsOf(followOptions.pollWaitSeconds, "pollWaitSeconds") ?? MAX_WAIT_SECONDS;
       await requireTasks(followOptions.signal, "followCall (GET /tools/calls/{call_id})");
-      return follow(await getCallStatus(callId, { signal: followOptions.signal }), followOptions);
+      return follow(await getCallStatus(callId, { signal: followOptions.signal }), {
+        ...followOptions,
+        pollWaitSeconds,
+      });
     },
 
     async callStatus(callId, statusOptions = {}) {

@@ -8,8 +8,18 @@ export {
   toModelText,
   toOpenAITools,
 } from "./adapters.js";
-export type { AsyncCall, AsyncCallOptions, CallStatusOptions } from "./async-call.js";
-export { type BoundCallOptions, type BoundTools, bindTools, type ToolMap, type ToolTypes } from "./bindings.js";
+export type { AsyncCall, AsyncCallOptions, CallStatusOptions, FollowMode } from "./async-call.js";
+export {
+  type BoundAsyncCall,
+  type BoundAsyncCallOptions,
+  type BoundAsyncTools,
+  type BoundCallOptions,
+  type BoundTools,
+  bindAsyncTools,
+  bindTools,
+  type ToolMap,
+  type ToolTypes,
+} from "./bindings.js";
 export {
   type CallOptions,
   type ClientOptions,

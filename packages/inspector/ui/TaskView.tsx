@@ -1,6 +1,7 @@
 /** An asynchronous call as it runs (the tasks extension): its progress bar, how the page follows it, and its Cancel button. */
+
+import type { FollowMode } from "@otc/client";
 import type { CallProgress } from "@otc/types";
-import type { FollowMode } from "./tasks.js";
 
 /** Where an asynchronous call stands, as the page knows it. */
 export type TaskPhase = "starting" | "running" | "cancelling" | "completed" | "cancelled" | "lost";

@@ -1,4 +1,5 @@
 /** One tool: its definition (with its annotations and a copy button), the call form generated from its input schema, and the call's outcome, asynchronous calls included. */
+import type { AsyncCall } from "@otc/client";
 import type {
   CallStatus,
   CallToolContext,
@@ -17,9 +18,11 @@ import { type HistoryEntry, MAX_EXCHANGES } from "./History.js";
 import { describe, fromError, fromResponse, type Outcome, toErrorSchema } from "./outcome.js";
 import { type Credentials, canOpen, canPoll, clientFor, type Exchange, newCallId } from "./session.js";
 import { type TaskPhase, type TaskState, TaskView } from "./TaskView.js";
-import { followCall, TASKS, type TaskClient, taskClient } from "./tasks.js";
 
 type Input = Record<string, unknown>;
+
+/** How long each long poll of a running call's status asks the server to hold its answer (`Prefer: wait=N`). */
+const LONG_POLL_SECONDS = 10;
 
 /** The input schema as rjsf takes it: `$schema` dropped (Ajv would look the draft up), an empty schema as an object. */
 function formSchema(tool: ToolDefinition): RJSFSchema {
@@ -351,8 +354,9 @@ type ToolViewProps = {
 /** The asynchronous call being followed: stopped when the view goes (the call runs on), cancelled on request. */
 interface Following {
   controller: AbortController;
-  client: TaskClient;
   callId: string;
+  /** The client's handle on the call, once the server runs it as a task. */
+  call?: AsyncCall;
   /** The DELETE under way, once Cancel was pressed; its status says whether the call ended cancelled. */
   cancelling?: Promise<CallStatus | undefined>;
 }
@@ -372,7 +376,7 @@ export function ToolView(props: ToolViewProps) {
 function ToolViewBody(props: ToolViewProps) {
   const { tool, credentials, extensions, onRecord } = props;
   const annotated = extensions.includes("annotations");
-  const tasksOffered = extensions.includes(TASKS);
+  const tasksOffered = extensions.includes("tasks");
   const schema = useMemo(() => formSchema(tool), [tool]);
   const [mode, setMode] = useState<"form" | "json">("form");
   const [formData, setFormData] = useState<Input>({});
@@ -423,20 +427,29 @@ function ToolViewBody(props: ToolViewProps) {
   const updateTask = (callId: string, update: (task: TaskState) => TaskState) =>
     setTask((current) => (current?.callId === callId ? update(current) : current));
 
-  /** Calls asynchronously (the tasks extension): follows the progress, then shows the result as `send` does. */
+  /**
+   * Calls asynchronously (the tasks extension, through the client's callToolAsync): follows the progress, then
+   * shows the result as `send` does. The client builds every URL from the server's and the call's id (never from
+   * a `Location`), and its requests go through the page's recording fetch, so the history shows each of them.
+   */
   const sendAsync = async (request: CallToolRequest) => {
     const callId = request.call_id as string;
     const exchanges: Exchange[] = [];
     let omitted = 0;
-    const client = taskClient(credentials, (exchange) => {
-      // Long polls of a long call add up: the history keeps the first ones and counts the rest.
-      if (exchanges.length < MAX_EXCHANGES) {
-        exchanges.push(exchange);
-      } else {
-        omitted++;
-      }
-    });
-    const mine: Following = { controller: new AbortController(), client, callId };
+    // The extensions the page read on connecting: the client asks for no discovery document again.
+    const client = clientFor(
+      credentials,
+      (exchange) => {
+        // Long polls of a long call add up: the history keeps the first ones and counts the rest.
+        if (exchanges.length < MAX_EXCHANGES) {
+          exchanges.push(exchange);
+        } else {
+          omitted++;
+        }
+      },
+      extensions,
+    );
+    const mine: Following = { controller: new AbortController(), callId };
     following.current = mine;
     const { signal } = mine.controller;
     setPending(true);
@@ -444,25 +457,49 @@ function ToolViewBody(props: ToolViewProps) {
     setOutcome(undefined);
     setTask({ callId, phase: "starting" });
     const started = performance.now();
+    const recordCall = (summary: string) =>
+      onRecord({
+        id: `${callId}-${Date.now()}`,
+        toolId: tool.id,
+        callId,
+        at: new Date(),
+        durationMs: performance.now() - started,
+        summary,
+        exchanges,
+        omittedExchanges: omitted,
+      });
     let result: Outcome;
     let phase: TaskPhase | undefined;
     let accepted = false;
     try {
-      const answer = await client.start(request, signal);
-      if (answer.kind === "ended") {
+      const call = await client.callToolAsync(request, {
+        signal,
+        pollWaitSeconds: LONG_POLL_SECONDS,
+        onFollow: (mode, why) => updateTask(callId, (current) => ({ ...current, mode, why })),
+      });
+      if (!call.task) {
         // The server answered with the response itself: nothing to follow.
-        result = fromResponse(answer.response);
+        result = fromResponse(await call.result());
       } else {
         accepted = true;
-        setTask({ callId, phase: "running", ...(answer.status.progress ? { progress: answer.status.progress } : {}) });
-        const status = await followCall(client, callId, {
-          signal,
-          onProgress: (progress) => updateTask(callId, (current) => ({ ...current, progress })),
-          onMode: (mode, why) =>
-            updateTask(callId, (current) => ({ ...current, mode, ...(why ? { why } : { why: undefined }) })),
-        });
+        mine.call = call;
+        setTask({ callId, phase: "running" });
+        // The latest progress the client knows first (the 202's), then each newer one, until the call ends.
+        for await (const progress of call.progress) {
+          updateTask(callId, (current) => ({ ...current, progress }));
+        }
+        const response = await call.result();
+        // The result does not say whether the call was cancelled: its status does (Cancel's, or asked now).
         const cancelled = mine.cancelling ? await mine.cancelling : undefined;
-        const last = cancelled && cancelled.status !== "running" ? cancelled : status;
+        const last =
+          cancelled && cancelled.status !== "running"
+            ? cancelled
+            : await call.status({ signal }).catch((error: unknown) => {
+                if (signal.aborted) {
+                  throw error;
+                }
+                return { call_id: callId, status: "completed" as const, result: response };
+              });
         phase = last.status === "cancelled" ? "cancelled" : "completed";
         result = last.result
           ? fromResponse(last.result)
@@ -470,16 +507,7 @@ function ToolViewBody(props: ToolViewProps) {
       }
     } catch (error) {
       if (signal.aborted) {
-        onRecord({
-          id: `${callId}-${Date.now()}`,
-          toolId: tool.id,
-          callId,
-          at: new Date(),
-          durationMs: performance.now() - started,
-          summary: "asynchronous: left running, no longer followed",
-          exchanges,
-          omittedExchanges: omitted,
-        });
+        recordCall("asynchronous: left running, no longer followed");
         return;
       }
       result = fromError(error, credentials.serverUrl);
@@ -498,26 +526,17 @@ function ToolViewBody(props: ToolViewProps) {
     });
     setOutcome(result);
     setPending(false);
-    onRecord({
-      id: `${callId}-${Date.now()}`,
-      toolId: tool.id,
-      callId,
-      at: new Date(),
-      durationMs: performance.now() - started,
-      summary: `asynchronous: ${phase === "cancelled" ? "cancelled" : describe(result)}`,
-      exchanges,
-      omittedExchanges: omitted,
-    });
+    recordCall(`asynchronous: ${phase === "cancelled" ? "cancelled" : describe(result)}`);
   };
 
-  /** Cancel: DELETE the call; its stream (or poll) then brings the cancelled result. */
+  /** Cancel: the client's DELETE of the call; once it ended cancelled, the handle ends with it. */
   const cancel = () => {
     const current = following.current;
-    if (!current || current.cancelling) {
+    if (!current?.call || current.cancelling) {
       return;
     }
     updateTask(current.callId, (shown) => ({ ...shown, phase: "cancelling", cancelError: undefined }));
-    current.cancelling = current.client.cancel(current.callId).catch((error: unknown) => {
+    current.cancelling = current.call.cancel().catch((error: unknown) => {
       current.cancelling = undefined;
       updateTask(current.callId, (shown) => ({ ...shown, phase: "running", cancelError: messageOf(error) }));
       return undefined;

@@ -1,5 +1,6 @@
 /** The page's link to a server: clients of @otc/client with a fetch that records each exchange, masked, for the history. */
 import { type ClientOptions, createClient, type OxpClient, sameOrigin } from "@otc/client";
+import { OXP_VERSION } from "@otc/types";
 
 /** What the user typed to reach a server. Kept in React state only: never stored, never sent elsewhere. */
 export interface Credentials {
@@ -187,7 +188,75 @@ async function headOf(response: Response, max: number): Promise<string> {
   return cut ? `${text}\n... (the history keeps the first ${max} bytes of this answer)` : text;
 }
 
-/** A fetch that hands every exchange, masked, to `record` before the client reads the answer. */
+/** True for an answer that is an event stream: it lasts as long as its call, so it is recorded once it ends. */
+function isEventStream(response: Response): boolean {
+  return /^text\/event-stream\b/i.test(response.headers.get("content-type") ?? "");
+}
+
+/**
+ * An event stream handed on as it comes, its first {@link HISTORY_BODY_BYTES} characters kept: `done` gets them
+ * once the stream ends, however it ends (read to its end, cancelled, broken, or its request aborted).
+ */
+function recordedStream(
+  response: Response,
+  signal: AbortSignal,
+  done: (kept: string, why: string | undefined) => void,
+): Response {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let kept = "";
+  let cut = false;
+  let ended = false;
+  const end = (why?: string) => {
+    if (ended) {
+      return;
+    }
+    ended = true;
+    signal.removeEventListener("abort", onAbort);
+    const note = cut ? `\n... (the history keeps the first ${HISTORY_BODY_BYTES} characters of this stream)` : "";
+    done(`${kept}${note}`, why);
+  };
+  // The client closes a stream by aborting its request once it has the result: nothing reads it after that.
+  const onAbort = () => end();
+  signal.addEventListener("abort", onAbort, { once: true });
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        end(`the stream broke: ${error instanceof Error ? error.message : String(error)}`);
+        controller.error(error);
+        return;
+      }
+      if (chunk.done) {
+        end();
+        controller.close();
+        return;
+      }
+      const room = HISTORY_BODY_BYTES - kept.length;
+      if (room > 0) {
+        const text = decoder.decode(chunk.value, { stream: true });
+        kept += text.slice(0, room);
+        cut ||= text.length > room;
+      } else {
+        // Past the head the stream is handed on, not kept.
+        cut = true;
+      }
+      controller.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      end();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/**
+ * A fetch that hands every exchange, masked, to `record`: before the client reads the answer, or, for an event
+ * stream, once the stream ends (the client reads it as it comes).
+ */
 export function recordingFetch(record: (exchange: Exchange) => void): typeof fetch {
   return async (input, init) => {
     const request = new Request(input, init);
@@ -211,6 +280,17 @@ export function recordingFetch(record: (exchange: Exchange) => void): typeof fet
         durationMs: performance.now() - start,
       });
       throw error;
+    }
+    if (isEventStream(response) && response.body) {
+      return recordedStream(response, request.signal, (kept, why) =>
+        record({
+          ...base,
+          status: response.status,
+          responseHeaders: maskHeaders(response.headers),
+          responseBody: why ? `${kept}\n(${why})` : kept,
+          durationMs: performance.now() - start,
+        }),
+      );
     }
     const responseBody = await headOf(response.clone(), HISTORY_BODY_BYTES);
     record({
@@ -247,54 +327,24 @@ function clientOptions(credentials: Credentials, doFetch: typeof fetch): ClientO
 }
 
 /**
- * A client for the named server. One attempt per call: the page shows what the server answered,
- * retry hints included, instead of retrying on the user's behalf.
+ * A client for the named server. One attempt per call: the page shows what the server answered, retry hints
+ * included, instead of retrying on the user's behalf. `extensions`, when given, are those the page uses with the
+ * server (from the discovery document it read on connecting, less any the server's CORS policy refuses): the
+ * client takes them for the server's, so it asks for no discovery document of its own, and none shows in a call's
+ * history.
+ *
+ * @example
+ * const client = clientFor(credentials, (exchange) => exchanges.push(exchange), ["tasks"]);
+ * const call = await client.callToolAsync(request);
  */
-export function clientFor(credentials: Credentials, record: (exchange: Exchange) => void = () => {}): OxpClient {
-  return createClient(clientOptions(credentials, recordingFetch(record)));
-}
-
-/**
- * The headers @otc/client sends the named server for these credentials (`OXP-Version`, `OXP-API-Key`, a JWT it has
- * just signed), for the requests it has no method for (the tasks extension's). They are taken from a request the
- * client hands a fetch that never reaches the network: the client stays the one place that turns credentials into
- * headers, and the page signs no token of its own.
- */
-export async function credentialHeaders(credentials: Credentials): Promise<Headers> {
-  let captured: Headers | undefined;
-  const probe = createClient(
-    clientOptions(credentials, async (input, init) => {
-      captured = new Request(input, init).headers;
-      return new Response(null, { status: 204 });
-    }),
-  );
-  await probe.health();
-  const headers = new Headers(captured);
-  // A body's type belongs to the request that has the body: the page's requests set their own.
-  headers.delete("content-type");
-  return headers;
-}
-
-/**
- * An exchange as the history shows it, masked, for an answer the page reads itself (an event stream, recorded once
- * it ends): `responseBody` is what the page kept of it. `response` is undefined when none came.
- */
-export function maskedExchange(options: {
-  request: Request;
-  requestBody: string;
-  response: Response | undefined;
-  responseBody: string;
-  durationMs: number;
-}): Exchange {
-  const { request, response } = options;
-  return {
-    method: request.method,
-    url: request.url,
-    requestHeaders: maskHeaders(request.headers),
-    requestBody: maskBody(options.requestBody),
-    status: response?.status ?? 0,
-    responseHeaders: response ? maskHeaders(response.headers) : [],
-    responseBody: options.responseBody,
-    durationMs: options.durationMs,
-  };
+export function clientFor(
+  credentials: Credentials,
+  record: (exchange: Exchange) => void = () => {},
+  extensions?: readonly string[],
+): OxpClient {
+  const options = clientOptions(credentials, recordingFetch(record));
+  if (extensions) {
+    options.discovery = { oxp_versions: [OXP_VERSION], extensions: [...extensions] };
+  }
+  return createClient(options);
 }

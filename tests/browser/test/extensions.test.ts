@@ -426,23 +426,50 @@ describe("a server without extensions", () => {
     await page.close();
   });
 
-  test("from a page on another origin whose CORS policy predates the extensions, lists the tools as OXP 1.0", async () => {
+  test("from a page on another origin, uses the extensions the server's CORS policy lets it ask for", async () => {
     const handler = inspector();
     const pageServer: Server = createHttpServer((req, res) => handler(req, res));
     await new Promise<void>((resolve) => pageServer.listen(0, "127.0.0.1", resolve));
     const origin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
-    const tools = await listen(createServer({ tools: catalog, logger: false, cors: { origins: [origin] } }), {
-      port: 0,
+    const app = createServer({ tools: catalog, logger: false, cors: { origins: [origin] } });
+    // An older server's policy in front of the same app: its preflight names only the OXP 1.0 request headers.
+    const older: Server = createHttpServer((req, res) => {
+      if (req.method === "OPTIONS" && /oxp-extensions/i.test(String(req.headers["access-control-request-headers"]))) {
+        res.writeHead(204, {
+          "Access-Control-Allow-Origin": origin,
+          "Access-Control-Allow-Methods": "GET, HEAD, POST",
+          "Access-Control-Allow-Headers": "Content-Type, OXP-Version, OXP-API-Key, Authorization",
+          Vary: "Origin",
+        });
+        res.end();
+        return;
+      }
+      app(req, res);
     });
+    await new Promise<void>((resolve) => older.listen(0, "127.0.0.1", resolve));
+    const olderUrl = `http://127.0.0.1:${(older.address() as AddressInfo).port}`;
+    const tools = await listen(app, { port: 0 });
     try {
+      // Today's server lets the page ask: the list comes in pages (50 of 146 first), with its annotations.
       const page = await browser.context.newPage();
       await page.goto(`${origin}/inspector?url=${encodeURIComponent(tools.url)}`);
       await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
-      await page.getByText("its CORS policy does not let this page ask for them").waitFor();
-      expect(await nav(page).getByRole("button").count()).toBe(146);
+      await page.getByRole("button", { name: "Load more tools" }).waitFor();
+      expect(await page.getByText("its CORS policy does not let this page ask for them").count()).toBe(0);
       await page.close();
+      // The older policy refuses the header: the page says so and lists the tools as OXP 1.0, whole.
+      const before = await browser.context.newPage();
+      await before.goto(`${origin}/inspector?url=${encodeURIComponent(olderUrl)}`);
+      await before.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
+      await before.getByText("its CORS policy does not let this page ask for them").waitFor();
+      expect(await nav(before).getByRole("button").count()).toBe(146);
+      await before.close();
     } finally {
-      await Promise.all([tools.close(), new Promise((resolve) => pageServer.close(resolve))]);
+      await Promise.all([
+        tools.close(),
+        new Promise((resolve) => pageServer.close(resolve)),
+        new Promise((resolve) => older.close(resolve)),
+      ]);
     }
   });
 });

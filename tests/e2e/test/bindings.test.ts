@@ -1,6 +1,8 @@
-// The demo's typed bindings (made by otc codegen): type-checked inputs, typed values, failures as OxpToolCallError.
+// The demo's typed bindings (made by otc codegen): type-checked inputs, typed values, failures as OxpToolCallError;
+// their asynchronous variant runs a call as a task (docs/protocol.md 9.3), with its progress and a typed result.
 import { createClient, OxpLocalError, OxpResponseError, OxpToolCallError, OxpValidationError } from "@otc/client";
-import { createTools, type Tools, toolIds } from "@otc/demo/bindings";
+import { createAsyncTools, createTools, type Tools, toolIds } from "@otc/demo/bindings";
+import type { CallProgress } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import { type Demo, startDemo } from "./demo.js";
 
@@ -59,6 +61,42 @@ describe("typed bindings", () => {
     const invalid = await tools["Counter.Increment@1.0.0"]({ by: 0 }).catch((e: unknown) => e);
     expect(invalid).toBeInstanceOf(OxpValidationError);
     expect(invalid).toMatchObject({ status: 422 });
+  });
+
+  it("run a tool as a task: its progress while it runs, then its typed value", async () => {
+    const tools = createAsyncTools(createClient({ baseUrl: demo.url }));
+    const call = await tools["System.Sleep@1.0.0"]({ ms: 1_000 });
+    expect(call.task).toBe(true);
+    const progress: CallProgress[] = [];
+    for await (const update of call.progress) {
+      progress.push(update);
+    }
+    // The demo reports every 100 ms and the server keeps a few a second: some, in order, each with the total.
+    expect(progress.length).toBeGreaterThan(0);
+    for (const [i, update] of progress.entries()) {
+      expect(update).toMatchObject({ total: 1_000, message: expect.stringContaining(String(update.progress)) });
+      expect(update.progress).toBeGreaterThan(progress[i - 1]?.progress ?? 0);
+      expect(update.progress).toBeLessThanOrEqual(1_000);
+    }
+    const value = await call.result();
+    expectTypeOf(value).toEqualTypeOf<{ slept_ms: number }>();
+    expect(value).toEqual({ slept_ms: 1_000 });
+    expect(await call.status()).toMatchObject({ call_id: call.callId, status: "completed" });
+  });
+
+  it("cancel a task: the tool stops, and its result rejects with OxpToolCallError", async () => {
+    const tools = createAsyncTools(createClient({ baseUrl: demo.url }));
+    const call = await tools["System.Sleep@1.0.0"]({ ms: 30_000 }, { callId: "bindings-cancel" });
+    const reader = call.progress[Symbol.asyncIterator]();
+    expect(await reader.next()).toMatchObject({ done: false, value: { total: 30_000 } });
+    await reader.return?.();
+    expect(await call.cancel()).toMatchObject({ call_id: "bindings-cancel", status: "cancelled" });
+    const failure = await call.result().catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(OxpToolCallError);
+    expect(failure).toMatchObject({ callId: "bindings-cancel", error: { message: "The call was cancelled" } });
+    // @ts-expect-error ms must be a number, as for the synchronous binding
+    const wrongType = () => tools["System.Sleep@1.0.0"]({ ms: "1" });
+    expect(typeof wrongType).toBe("function");
   });
 
   it("list every tool of the catalog", () => {

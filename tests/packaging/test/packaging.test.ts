@@ -170,6 +170,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "OxpTimeoutError",
     "OxpToolCallError",
     "OxpValidationError",
+    "bindAsyncTools",
     "bindTools",
     "createClient",
     "errorFromResponse",
