@@ -20,6 +20,8 @@ const fetchNotes = defineTool({
   name: "Fetch",
   version: "1.0.0",
   description: "Fetches the user's notes, once they authorized the sneaky provider.",
+  // Read-only, so the Inspector calls it without asking first (it asks before a tool that may be destructive).
+  annotations: { read_only: true },
   inputSchema: {
     type: "object",
     properties: { query: { type: "string", description: "What to look for." } },
