@@ -2,16 +2,20 @@
 //   node packages/redis/bench/soak.mjs [seconds=600]      soak: RSS of each instance and Redis INFO memory every 15 s, 5xx counted
 //   node packages/redis/bench/soak.mjs --compare [seconds=15 per phase]
 //       calls/s and server CPU per call: 3 instances on Redis vs 1 in memory; and idempotent replays (one call_id) from Redis vs memory
-// Options: --instances 3, --connections 16 (per instance), --retention-ms 30000 (idempotency retention: keys then plateau), --sample 15.
+//   node packages/redis/bench/soak.mjs --async [seconds=60]
+//       asynchronous calls (the tasks extension, see async-soak.mjs): started on instance i, followed from i+1, some cancelled
+//       through i+2, every end checked; calls/s, errors, RSS and Redis memory every 5 s; exits 1 on any error or unconfirmed call
+// Options: --instances 3, --connections 16 (per instance), --retention-ms 30000 (idempotency retention: keys then plateau;
+// 10000 with --async), --sample 15 (5 with --async). With --async: --workers 64 (calls in flight at once), --call-ms 1000
+// (each call sleeps 0.5x to 1.5x this), --cancel 0.25 and --stream 0.25 (shares of calls cancelled and followed by event
+// stream), --slow-ms 1000 (a follower told of a call's end later than this is an error), --late-ms 10000 (a call still
+// running this long past its sleep is an error).
 // Starts its own redis-server on a free port (REDIS_SERVER picks the binary) unless REDIS_URL is set.
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { Redis } from "ioredis";
+import { asyncSoak } from "./async-soak.mjs";
+import { cpuSeconds, mib, pad, redisMemory, rssMiB, startInstance, startRedis } from "./processes.mjs";
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {
@@ -19,104 +23,17 @@ const option = (name, fallback) => {
   return at === -1 ? fallback : Number(args[at + 1]);
 };
 const compare = args.includes("--compare");
-const positional = args.filter((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--"));
-const seconds = Number(positional[0] ?? (compare ? 15 : 600));
+const asyncMode = args.includes("--async");
+/** The flags that take no value. */
+const SWITCHES = ["--compare", "--async"];
+const positional = args.filter(
+  (arg, i) => !arg.startsWith("--") && !(args[i - 1]?.startsWith("--") && !SWITCHES.includes(args[i - 1])),
+);
+const seconds = Number(positional[0] ?? (compare ? 15 : asyncMode ? 60 : 600));
 const instances = option("--instances", 3);
 const connections = option("--connections", 16);
-const retentionMs = option("--retention-ms", 30_000);
-const sampleSeconds = option("--sample", 15);
-
-const packageDir = fileURLToPath(new URL("..", import.meta.url));
-const TICKS_PER_SECOND = 100; // Linux USER_HZ: /proc/<pid>/stat counts CPU time in these.
-
-/** CPU seconds (user + system) a process has used, from /proc. */
-function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
-/** Resident memory of a process in MiB, from /proc. */
-function rssMiB(pid) {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) / 1024 : Number.NaN;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/** Our own redis-server, persistence off; or the one at REDIS_URL. */
-async function startRedis() {
-  if (process.env.REDIS_URL) {
-    return { url: process.env.REDIS_URL, pid: undefined, stop: async () => {} };
-  }
-  const port = await freePort();
-  const child = spawn(
-    process.env.REDIS_SERVER || "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"],
-    { stdio: "ignore" },
-  );
-  await new Promise((resolve, reject) => {
-    child.once("error", () =>
-      reject(new Error("redis-server not found: install it with `apt-get install redis-server`")),
-    );
-    child.once("spawn", resolve);
-  });
-  const url = `redis://127.0.0.1:${port}`;
-  // Until it listens, connections are refused: retry every 50 ms until the first ready.
-  const probe = new Redis(url, { retryStrategy: () => 50 });
-  probe.on("error", () => {});
-  await new Promise((resolve) => probe.once("ready", resolve));
-  probe.disconnect();
-  return {
-    url,
-    pid: child.pid,
-    stop: async () => {
-      child.kill("SIGKILL");
-      await new Promise((resolve) => child.once("exit", resolve));
-    },
-  };
-}
-
-/** A server process (bench/instance.ts under tsx, on the sources); resolves with its URL and pid. */
-async function startInstance(redisUrl) {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      "bench/instance.ts",
-      ...(redisUrl ? ["--redis", redisUrl] : []),
-      "--retention-ms",
-      String(retentionMs),
-    ],
-    { cwd: packageDir, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, NODE_ENV: "production" } },
-  );
-  const [url] = await Promise.race([
-    (async () => {
-      for await (const line of createInterface({ input: child.stdout })) {
-        return [line];
-      }
-      throw new Error("the instance exited before listening");
-    })(),
-    new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`instance exited (${code})`)))),
-  ]);
-  return {
-    url,
-    pid: child.pid,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
-    },
-  };
-}
+const retentionMs = option("--retention-ms", asyncMode ? 10_000 : 30_000);
+const sampleSeconds = option("--sample", asyncMode ? 5 : 15);
 
 const body = (callId) => JSON.stringify({ tool_id: "Bench.Add", input: { a: 1, b: 2 }, call_id: callId });
 
@@ -139,12 +56,9 @@ function load(urls, duration, { replay = false, onResponse = () => {} } = {}) {
   );
 }
 
-const mib = (bytes) => (Number(bytes) / 1024 / 1024).toFixed(1);
-const pad = (value, width) => String(value).padStart(width);
-
 async function soak() {
   const redis = await startRedis();
-  const servers = await Promise.all(Array.from({ length: instances }, () => startInstance(redis.url)));
+  const servers = await Promise.all(Array.from({ length: instances }, () => startInstance(redis.url, retentionMs)));
   const admin = new Redis(redis.url);
   let calls = 0;
   let errors5xx = 0;
@@ -164,14 +78,13 @@ async function soak() {
   console.log(header.join(" | "));
   const started = Date.now();
   const sample = async () => {
-    const memory = await admin.info("memory");
-    const field = (name) => new RegExp(`^${name}:(\\d+)`, "m").exec(memory)?.[1] ?? "0";
+    const memory = await redisMemory(admin);
     const row = [
       pad(Math.round((Date.now() - started) / 1000), 6),
       ...servers.map((server) => pad(rssMiB(server.pid).toFixed(1), 13)),
-      pad(mib(field("used_memory")), 14),
-      pad(mib(field("used_memory_rss")), 13),
-      pad(await admin.dbsize(), 7),
+      pad(mib(memory.used), 14),
+      pad(mib(memory.rss), 13),
+      pad(memory.keys, 7),
       pad(Math.round(windowCalls / sampleSeconds), 8),
       pad(errors5xx, 5),
     ];
@@ -239,11 +152,11 @@ async function phase(name, servers, redisPid, options) {
 async function compareMode() {
   const rows = [];
   const redis = await startRedis();
-  const onRedis = await Promise.all(Array.from({ length: instances }, () => startInstance(redis.url)));
+  const onRedis = await Promise.all(Array.from({ length: instances }, () => startInstance(redis.url, retentionMs)));
   rows.push(await phase(`${instances} instances, Redis, new call_ids`, onRedis, redis.pid));
   rows.push(await phase(`${instances} instances, Redis, replays`, onRedis, redis.pid, { replay: true }));
   await Promise.all(onRedis.map((server) => server.stop()));
-  const inMemory = [await startInstance(undefined)];
+  const inMemory = [await startInstance(undefined, retentionMs)];
   rows.push(await phase("1 instance, memory, new call_ids", inMemory, undefined));
   rows.push(await phase("1 instance, memory, replays", inMemory, undefined, { replay: true }));
   await Promise.all(inMemory.map((server) => server.stop()));
@@ -265,4 +178,20 @@ async function compareMode() {
   }
 }
 
-await (compare ? compareMode() : soak());
+if (asyncMode) {
+  const outcome = await asyncSoak({
+    seconds,
+    instances,
+    workers: option("--workers", 64),
+    callMs: option("--call-ms", 1_000),
+    cancelShare: option("--cancel", 0.25),
+    streamShare: option("--stream", 0.25),
+    retentionMs,
+    sampleSeconds,
+    slowMs: option("--slow-ms", 1_000),
+    lateMs: option("--late-ms", 10_000),
+  });
+  process.exitCode = outcome.errors + outcome.unconfirmed > 0 ? 1 : 0;
+} else {
+  await (compare ? compareMode() : soak());
+}

@@ -944,9 +944,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           return;
         }
         this.arm(held, lease);
+        const running = entry !== undefined && entry.response === undefined && !entry.abandoned;
         if (resubscribed) {
-          const running = entry !== undefined && entry.response === undefined && !entry.abandoned;
           this.tell(held, running ? "progress" : "settled");
+        } else if (entry !== undefined && !running) {
+          // It ended before the subscription took: its message went to nobody, so the watchers learn it here.
+          this.tell(held, "settled");
         }
       },
       () => {

@@ -406,6 +406,17 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
     stop();
   });
 
+  it("tells a watcher of a call that ended before its subscription took (the soak's late long polls)", async () => {
+    const [a, b] = [store(), store()];
+    const k = key();
+    await a.claim(k, "fp", 10_000);
+    await a.complete(k, { fingerprint: "fp", response: failed(k.callId, false), cancelled: true }, 60_000);
+    const seen = recorder();
+    const stop = b.watch(k, seen.listener);
+    await expect.poll(() => seen.events).toEqual(["settled"]);
+    stop();
+  });
+
   it("bounds its watchers: past maxWatchers, watch registers nothing", async () => {
     const b = store({ maxWatchers: 3 });
     const a = store();

@@ -474,7 +474,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     const waitSeconds = parsePrefer(exchange.header("prefer")).waitSeconds ?? 0;
     if (status?.status === "running" && waitSeconds > 0) {
       await changeOf(target, status, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
-      status = (await core.callStatus(principal, callId)) ?? status;
+      // A record that expired meanwhile is gone: a 404, as for any call_id the principal does not have.
+      status = await core.callStatus(principal, callId);
     }
     return statusAnswer(status, taskHeaders);
   };
@@ -503,8 +504,17 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       const timer = setTimeout(done, maxMs);
       const unwatchClient = exchange.watchClient(done);
       const unwatch = core.watchCall(principal, callId, done);
+      const before = JSON.stringify(seen);
+      // A change between the status read and the watch (another instance's call ending then) is seen here.
+      core.callStatus(principal, callId).then(
+        (now) => {
+          if (JSON.stringify(now) !== before) {
+            done();
+          }
+        },
+        () => {},
+      );
       if (!unwatch) {
-        const before = JSON.stringify(seen);
         poll = setInterval(() => {
           core.callStatus(principal, callId).then(
             (now) => {
