@@ -35,6 +35,22 @@ describe("LocalTask", () => {
     expect(task.seq).toBe(2);
   });
 
+  verifies("tasks.progress", "never keeps a pending report after a newer one (its timer late on a busy loop)", () => {
+    const task = new LocalTask("c", { async: true, perSecond: 10 });
+    const kept: number[] = [];
+    task.watch(() => kept.push(task.progress?.progress ?? -1));
+    const started = performance.now();
+    task.report({ progress: 1 });
+    task.report({ progress: 2 });
+    // The event loop is busy past the interval: the pending report's timer has not run yet when a newer one comes.
+    while (performance.now() - started < 120) {
+      // busy
+    }
+    task.report({ progress: 3 });
+    task.settle({ response: { call_id: "c", duration: 1, success: true, value: null }, cancelled: false });
+    expect(kept).toEqual([1, 3, 3]);
+  });
+
   verifies("tasks.progress", "drops what does not increase or is malformed, and cuts long messages", () => {
     const task = new LocalTask("c", { async: true, perSecond: 1_000_000 });
     task.report({ progress: 5, total: 10, message: `${"x".repeat(999)}😀` });

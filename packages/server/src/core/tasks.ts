@@ -64,6 +64,10 @@ export class LocalTask {
     }
     const now = performance.now();
     if (now - this.#keptAt >= this.#intervalMs) {
+      // It supersedes a pending one whose timer has not fired yet (a busy event loop): that one is older and lower.
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#pending = undefined;
       this.#keep(progress, now);
       return;
     }
