@@ -656,7 +656,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     };
     const asked = requestedExtensions(exchange.header("oxp-extensions"), offered);
     const annotations = asked.has("annotations");
-    const applied = appliedHeader([...asked].filter((id) => id !== "tasks"));
+    // Most requests ask for nothing: no header to name then.
+    const applied = asked.size === 0 ? undefined : appliedHeader([...asked].filter((id) => id !== "tasks"));
     if (applied) {
       headers["OXP-Extensions"] = applied;
     }
@@ -766,7 +767,7 @@ function offeredExtensions(option: AdapterOptions["extensions"]): ExtensionSet {
   if (option === false) {
     return new Set();
   }
-  const implemented: readonly ExtensionId[] = IMPLEMENTED_EXTENSIONS;
+  const implemented: readonly ExtensionId[] = EXTENSIONS;
   if (option === undefined) {
     return new Set(implemented);
   }
@@ -779,9 +780,6 @@ function offeredExtensions(option: AdapterOptions["extensions"]): ExtensionSet {
   }
   return new Set(EXTENSIONS.filter((id) => option.includes(id)));
 }
-
-/** The extensions the pipeline serves so far, in the order they are named. */
-const IMPLEMENTED_EXTENSIONS: readonly ExtensionId[] = EXTENSIONS;
 
 /** Where the calls' status paths start: the spec's `/tools/calls/{call_id}` without its parameter. */
 const CALLS_PATH = TOOLS_CALLS_PATH_TEMPLATE.replace("/{call_id}", "");
