@@ -246,15 +246,10 @@ describe("the per-address allowances", () => {
 
   verifies(
     "limits.connection-allowances",
-    "makes room on an address by closing its oldest connection without a whole request, then its oldest idle one",
+    "makes room on an address by closing its oldest connection without a whole request, then the one idle longest",
     async () => {
       const server = await start({}, { maxPendingConnectionsPerAddress: 2 });
       const port = portOf(server);
-      const answered = async (socket: Socket) => {
-        socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
-        const [chunk] = await once(socket, "data");
-        expect(String(chunk)).toMatch(/^HTTP\/1\.1 200 /);
-      };
       const elsewhere = await hold(port, OTHER);
 
       // A: one whole request answered, then idle on keep-alive. B: headers begun, never finished.
@@ -269,14 +264,73 @@ describe("the per-address allowances", () => {
       const idleC = await hold(port, ATTACKER);
       expect(await closedWithin(partial, 1_000)).toBe(true);
       expect(await closedWithin(idleA, 100)).toBe(false);
-      // Both left are idle between requests: the next newcomer closes the older, A.
+      // Both left are idle between requests, for a second and more: the next newcomer closes A, idle longer.
       await answered(idleC);
+      await sleep(1_100);
       await hold(port, ATTACKER);
       expect(await closedWithin(idleA, 1_000)).toBe(true);
       expect(await closedWithin(idleC, 100)).toBe(false);
       await answered(idleC);
       // Another address's pending connection was never touched.
       expect(await closedWithin(elsewhere, 50)).toBe(false);
+    },
+  );
+
+  const answered = async (socket: Socket) => {
+    socket.write("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    const [chunk] = await once(socket, "data");
+    expect(String(chunk)).toMatch(/^HTTP\/1\.1 200 /);
+  };
+
+  verifies(
+    "limits.connection-allowances",
+    "closes no connection of a busy keep-alive pool larger than the pending allowance",
+    async () => {
+      const server = await start({}, { maxPendingConnectionsPerAddress: 3 });
+      const port = portOf(server);
+      // undici opens ~100 connections for 50 requests at a time, each idle for a moment between two.
+      const pool: Socket[] = [];
+      for (let i = 0; i < 6; i++) {
+        pool.push(await hold(port, ATTACKER));
+      }
+      const until = performance.now() + 1_300;
+      while (performance.now() < until) {
+        for (const socket of pool) {
+          await answered(socket);
+        }
+      }
+      // The pool is full and the client opens one more, as a pool does when every connection is busy.
+      await hold(port, ATTACKER);
+      for (const socket of pool) {
+        expect(await closedWithin(socket, 20)).toBe(false);
+        await answered(socket);
+      }
+    },
+  );
+
+  verifies(
+    "limits.connection-allowances",
+    "of idle connections, closes the one idle longest, not the one opened first that a keep-alive pool reuses",
+    async () => {
+      const server = await start({}, { maxPendingConnectionsPerAddress: 3 });
+      const port = portOf(server);
+      // A pool of four keep-alive connections, each answered once and idle for a second.
+      const pool: Socket[] = [];
+      for (let i = 0; i < 4; i++) {
+        pool.push(await hold(port, ATTACKER));
+        await answered(pool[i] as Socket);
+      }
+      await sleep(1_100);
+      // As undici and Node's agent do, the pool goes on with the connection it opened first.
+      await answered(pool[0] as Socket);
+
+      // Three idle for a second fill the allowance: the newcomer closes the one idle longest.
+      await hold(port, ATTACKER);
+      expect(await closedWithin(pool[1] as Socket, 1_000)).toBe(true);
+      for (const socket of [pool[0], pool[2], pool[3]] as Socket[]) {
+        expect(await closedWithin(socket, 50)).toBe(false);
+      }
+      await answered(pool[0] as Socket);
     },
   );
 

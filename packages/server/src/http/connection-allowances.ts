@@ -19,6 +19,8 @@ export interface AllowanceLimits {
 const GROUP = Symbol("oxp.addressGroup");
 /** Where a tracked socket keeps when it was admitted (`performance.now()`). */
 const OPENED = Symbol("oxp.opened");
+/** Where a tracked socket keeps when its last request began (`performance.now()`). */
+const ACTIVE = Symbol("oxp.active");
 
 /**
  * How long a pending connection is left alone by the pending allowances: a burst of fresh connections
@@ -30,17 +32,26 @@ const PENDING_GRACE_MS = 1_000;
 type Tracked = Socket & {
   [GROUP]?: string;
   [OPENED]?: number;
+  [ACTIVE]?: number;
   _httpMessage?: object | null;
 };
 
 /**
- * True while a connection is not working on a whole request: it has not finished sending one (headers
- * and body), or its answer went out and it sits idle waiting for the next. Such a connection costs the
- * server nothing but its slot, so it is the one to give up when a newcomer needs room.
+ * How long a connection must have gone without a new request before, idle, it counts as pending. A busy
+ * keep-alive pool (undici's opens ~100 connections for 50 requests at a time) passes each connection
+ * between requests for milliseconds; closing one of those would reset the next request the client sends
+ * on it, a POST it must not retry. A connection held idle to take a slot sits there for seconds.
  */
-function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined): boolean {
+const IDLE_GRACE_MS = 1_000;
+
+/**
+ * True while a connection is not working on a whole request: it has not finished sending one (headers
+ * and body), or its answer went out and it has carried no request for {@link IDLE_GRACE_MS}. Such a
+ * connection costs the server nothing but its slot, so it is the one to give up when a newcomer needs room.
+ */
+function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined, now: number): boolean {
   // Node's ServerResponse sits in `_httpMessage` from the request's headers until its answer is flushed.
-  return !lastRequest?.complete || !socket._httpMessage;
+  return !lastRequest?.complete || (!socket._httpMessage && now - (socket[ACTIVE] ?? 0) >= IDLE_GRACE_MS);
 }
 
 /**
@@ -69,12 +80,12 @@ export class ConnectionAllowances {
       this.groups.set(key, group);
     }
     const now = performance.now();
-    if (group.size >= this.limits.perAddress && !this.evictFrom(group, now, 0)) {
+    if (group.size >= this.limits.perAddress && !this.evictFrom(group, now, 0, 0)) {
       socket.destroy();
       return false;
     }
-    if (this.pendingIn(group) >= this.limits.pendingPerAddress) {
-      this.evictFrom(group, now, PENDING_GRACE_MS);
+    if (this.pendingIn(group, now) >= this.limits.pendingPerAddress) {
+      this.evictFrom(group, now, PENDING_GRACE_MS, IDLE_GRACE_MS);
     }
     // Counting pending connections everywhere costs a pass over all of them: only when there are enough.
     if (this.count >= this.limits.pending) {
@@ -92,6 +103,11 @@ export class ConnectionAllowances {
     return true;
   }
 
+  /** Notes that a connection carries a request: `listen` calls it on every one. */
+  active(socket: Socket): void {
+    (socket as Tracked)[ACTIVE] = performance.now();
+  }
+
   private forget(socket: Tracked): void {
     const key = socket[GROUP];
     const group = key === undefined ? undefined : this.groups.get(key);
@@ -104,10 +120,10 @@ export class ConnectionAllowances {
     }
   }
 
-  private pendingIn(group: Set<Socket>): number {
+  private pendingIn(group: Set<Socket>, now: number): number {
     let pending = 0;
     for (const socket of group) {
-      if (isPending(socket, this.lastRequestOf(socket))) {
+      if (isPending(socket, this.lastRequestOf(socket), now)) {
         pending++;
       }
     }
@@ -120,7 +136,7 @@ export class ConnectionAllowances {
     let heaviest: Set<Socket> | undefined;
     let most = 0;
     for (const group of this.groups.values()) {
-      const pending = this.pendingIn(group);
+      const pending = this.pendingIn(group, now);
       total += pending;
       if (pending > most) {
         most = pending;
@@ -128,15 +144,16 @@ export class ConnectionAllowances {
       }
     }
     if (heaviest && total >= this.limits.pending) {
-      this.evictFrom(heaviest, now, PENDING_GRACE_MS);
+      this.evictFrom(heaviest, now, PENDING_GRACE_MS, IDLE_GRACE_MS);
     }
   }
 
   /**
-   * Closes the group's oldest connection without a whole request, else its oldest idle one, among those
-   * open for at least `minAgeMs`; false if there is none (all are working, or younger).
+   * Closes the group's oldest connection without a whole request, else the one idle longest, among those
+   * open for at least `minAgeMs` (an idle one only if it has carried no request for `minIdleMs`); false if
+   * there is none (all are working, or younger).
    */
-  private evictFrom(group: Set<Socket>, now: number, minAgeMs: number): boolean {
+  private evictFrom(group: Set<Socket>, now: number, minAgeMs: number, minIdleMs: number): boolean {
     let idle: Socket | undefined;
     for (const socket of group) {
       // Insertion order is age order: past the first young one, all are younger.
@@ -147,7 +164,12 @@ export class ConnectionAllowances {
       if (!last?.complete) {
         return this.evict(socket as Tracked);
       }
-      if (idle === undefined && !(socket as Tracked)._httpMessage) {
+      const since = (socket as Tracked)[ACTIVE] ?? 0;
+      if (
+        !(socket as Tracked)._httpMessage &&
+        now - since >= minIdleMs &&
+        (idle === undefined || since < ((idle as Tracked)[ACTIVE] ?? 0))
+      ) {
         idle = socket;
       }
     }

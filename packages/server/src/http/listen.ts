@@ -192,6 +192,7 @@ export async function listen(
   // A property of the socket, not a WeakMap entry: set on every request, it must cost next to nothing.
   server.on("request", (req: IncomingMessage) => {
     (req.socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST] = req;
+    allowances.active(req.socket);
   });
 
   // Node's own answers to these are bare text without OXP-Version (docs/protocol.md 7: every error is JSON).
