@@ -21,6 +21,12 @@ const OUT = new URL(`./results/${QUICK ? "tasks-quick" : "tasks"}.md`, import.me
 const pinning = pinCores();
 const server = await startServer(pinning, { stack: "ours-tasks" }, { nodeArgs: ["--expose-gc"] });
 const log = (line) => process.stderr.write(`${line}\n`);
+// A request the server broke off: say what the server said before it went.
+process.on("uncaughtException", (error) => {
+  log(`bench: ${error.stack ?? error}${error.cause ? `\ncause: ${error.cause}` : ""}`);
+  log(`bench: the server ${server.child.exitCode !== null || server.child.signalCode !== null ? "has exited" : "is still up"}; its stderr:\n${server.stderr()}`);
+  process.exit(1);
+});
 
 /** One request; its status, headers and parsed body. */
 async function send(path, { method = "GET", headers = {}, body } = {}) {
@@ -168,9 +174,10 @@ const full = await send("/tools/call", {
   headers: as(2, { ...TASKS, prefer: "respond-async" }),
   body: { tool_id: "Bench.Hold" },
 });
+// Principal 1 ran the streamed calls, all ended: it holds none (the held ones are 2 ... 2 + HELD_PRINCIPALS - 1).
 const fresh = await send("/tools/call", {
   method: "POST",
-  headers: as(100, { ...TASKS, prefer: "respond-async" }),
+  headers: as(1, { ...TASKS, prefer: "respond-async" }),
   body: { tool_id: "Bench.Hold" },
 });
 const started = performance.now();
