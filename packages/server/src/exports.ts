@@ -35,6 +35,7 @@ export type {
 export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
 export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/oxp-core.js";
 export type {
+  InputSchema,
   OxpToolErrorOptions,
   SchemaObject,
   Tool,

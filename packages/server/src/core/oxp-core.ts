@@ -736,13 +736,24 @@ export class OxpCore {
             throw error;
           });
       const input = request.input ?? {};
-      const errors = registered.input.errors(
-        input,
-        meta.bodyValues === undefined || meta.bodyValues <= ALL_ERRORS_MAX_VALUES,
-      );
-      if (errors) {
+      const allErrors = meta.bodyValues === undefined || meta.bodyValues <= ALL_ERRORS_MAX_VALUES;
+      // What the tool runs with: the input as sent, or, for a tool whose schema library validates it, the library's
+      // value (defaults filled in, transforms applied). The call_id record keeps the input as sent.
+      let runInput = input;
+      let inputFailure: { error: unknown } | undefined;
+      const parsed = registered.parse?.(input, allErrors);
+      const checked = !parsed
+        ? { issues: registered.input.errors(input, allErrors) }
+        : parsed instanceof Promise
+          ? await parsed
+          : parsed;
+      if ("failure" in checked) {
+        inputFailure = checked;
+      } else if ("value" in checked) {
+        runInput = checked.value as Record<string, unknown>;
+      } else if (checked.issues) {
         throw new WireError("invalid_input", "Some input parameters are invalid", {
-          parameterErrors: toParameterErrors(errors),
+          parameterErrors: toParameterErrors(checked.issues),
         });
       }
       const tool = registered;
@@ -750,8 +761,9 @@ export class OxpCore {
       // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
       const abortOnHangUp = request.call_id === undefined && !asyncCall;
       const run = (callId: string, task?: LocalTask) =>
-        this.run(tool, input, {
+        this.run(tool, runInput, {
           callId,
+          inputFailure,
           traceId,
           userId: request.context?.user_id || undefined,
           ...resolved,
@@ -1140,6 +1152,8 @@ export class OxpCore {
       abortOnHangUp: boolean;
       /** The call's task, when it has a call_id: where its progress goes and its cancel comes from. */
       task: LocalTask | undefined;
+      /** Set when the tool's schema library threw while checking the input: the run fails with that, as a tool would. */
+      inputFailure?: { error: unknown } | undefined;
     },
   ): RunResult | Promise<RunResult> {
     const { tool, definition } = registered;
@@ -1153,6 +1167,9 @@ export class OxpCore {
     const context = new RunContext(call, this.logger, definition.id);
     let returned: unknown;
     try {
+      if (call.inputFailure) {
+        throw call.inputFailure.error;
+      }
       returned = tool.run(input, context);
     } catch (error) {
       return failedRun(call, error);

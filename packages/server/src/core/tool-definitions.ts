@@ -110,6 +110,25 @@ function validateAgainstSpec(definition: ToolDefinition): string | undefined {
   return formatSchemaErrors(validateToolDefinition.errors, { root: "/" });
 }
 
+/** What to tell the author of a tool whose input schema a library wrote, for each rule of section 6 it may break. */
+export interface InputSchemaHints {
+  /** For a `$ref` or `$defs`. */
+  selfContained: string;
+  /** For a top-level property without a description. */
+  description: string;
+}
+
+/** The top-level properties of an input schema that have no description (the spec's schema requires one each). */
+function undescribedProperties(schema: unknown): string[] {
+  const properties = (schema as { properties?: unknown } | null)?.properties;
+  if (typeof properties !== "object" || properties === null) {
+    return [];
+  }
+  return Object.entries(properties)
+    .filter(([, property]) => typeof (property as { description?: unknown } | null)?.description !== "string")
+    .map(([name]) => name);
+}
+
 /** A definition's schemas, compiled; `undefined` for a `null` output schema. */
 export interface CompiledSchemas {
   input: SchemaValidator;
@@ -124,6 +143,7 @@ export function checkToolDefinition(
   tool: Pick<Tool, "toolkit">,
   definition: ToolDefinition,
   validators: SchemaValidators,
+  hints?: InputSchemaHints,
 ): CompiledSchemas {
   const refuse = (rule: string): never => {
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
@@ -131,6 +151,21 @@ export function checkToolDefinition(
   // The spec's ToolId pattern (checked below) refuses a bad toolkit too, but this names the field to fix.
   if (!/^[A-Za-z0-9_]+$/.test(tool.toolkit)) {
     refuse("the toolkit must be letters, digits and '_'");
+  }
+  if (hints) {
+    // A schema library's author did not write the JSON Schema: say what in their own code made it break the rules.
+    const reference = findKeyword(definition.input_schema, (key, _value, data) =>
+      (data ? REFERENCES : FORBIDDEN).has(key),
+    );
+    if (reference) {
+      refuse(`input_schema must be self-contained, but has ${reference}: ${hints.selfContained}`);
+    }
+    const undescribed = undescribedProperties(definition.input_schema);
+    if (undescribed.length > 0) {
+      refuse(
+        `every top-level property of input_schema needs a description, and ${undescribed.map((name) => JSON.stringify(name)).join(", ")} ${undescribed.length === 1 ? "has" : "have"} none: ${hints.description}`,
+      );
+    }
   }
   const specProblem = validateAgainstSpec(definition);
   if (specProblem) {
@@ -155,16 +190,24 @@ export function checkToolDefinition(
     if (schema === null) {
       continue;
     }
+    const unknownFormat = (key: string, value: unknown) =>
+      key === "format" && typeof value === "string" && !validators.formats.has(value);
+    // A schema library checks its own formats (zod's `cuid`, `nanoid`...): its input schema is compiled only to
+    // prove it is a JSON Schema, so without them (Ajv would warn of each on the console).
+    const libraryChecked = hints !== undefined && field === "input_schema";
     // Both validators would skip an unknown format silently; a tool author expects it checked.
-    const format = findKeyword(
-      schema,
-      (key, value, data) => !data && key === "format" && typeof value === "string" && !validators.formats.has(value),
-    );
+    const format = !libraryChecked && findKeyword(schema, (key, value, data) => !data && unknownFormat(key, value));
     if (format) {
       refuse(`${field} uses a format this server does not know, at ${format}`);
     }
     try {
-      compiled[field] = validators.compile(schema);
+      compiled[field] = validators.compile(
+        libraryChecked
+          ? (JSON.parse(
+              JSON.stringify(schema, (key, value) => (unknownFormat(key, value) ? undefined : value)),
+            ) as object)
+          : schema,
+      );
     } catch (error) {
       refuse(`${field} is not a valid JSON Schema (${error instanceof Error ? error.message : String(error)})`);
     }

@@ -14,6 +14,7 @@ import {
   type SchemaValidator,
   schemaValidators,
 } from "./input-validation.js";
+import { describeHint, type InputParser, selfContainedHint, standardInputParser } from "./standard-schema.js";
 import type { Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition, withoutAnnotations } from "./tool-definitions.js";
 
@@ -24,6 +25,11 @@ export interface RegisteredTool {
   readonly input: SchemaValidator;
   /** Undefined when the output schema is `null` (the value is always null) or accepts anything. */
   readonly output: SchemaValidator | undefined;
+  /**
+   * For a tool whose input a schema library validates (a Standard Schema): that check, used instead of `input`,
+   * which then only proves the JSON Schema the tool is listed with compiles.
+   */
+  readonly parse?: InputParser | undefined;
 }
 
 /** Why a tool id did not resolve. */
@@ -55,7 +61,15 @@ export class ToolRegistry {
       if (this.byId.has(definition.id)) {
         throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
       }
-      const compiled = checkToolDefinition(tool, definition, validators);
+      const vendor = tool.inputStandardSchema?.["~standard"].vendor;
+      const compiled = checkToolDefinition(
+        tool,
+        definition,
+        validators,
+        vendor === undefined
+          ? undefined
+          : { selfContained: selfContainedHint(vendor), description: describeHint(vendor) },
+      );
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
       }
@@ -66,6 +80,7 @@ export class ToolRegistry {
         input: compiled.input,
         // An empty output schema accepts anything: no check at all.
         output: output === null || Object.keys(output).length === 0 ? undefined : compiled.output,
+        parse: tool.inputStandardSchema ? standardInputParser(tool.inputStandardSchema) : undefined,
       };
       this.byId.set(definition.id, registered);
       const qualified = formatToolId({ toolkit: tool.toolkit, tool: tool.name });

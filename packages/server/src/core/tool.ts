@@ -1,6 +1,8 @@
 /** Authoring tools: `defineTool`, the context a tool runs with, and the error a tool throws to fail on purpose. */
 import type { CallProgress, ToolAnnotations, ToolError, ToolRequirements } from "@otc/types";
+import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
+import { isStandardSchema, standardInputJsonSchema } from "./standard-schema.js";
 
 /** The logger a tool gets: structured, one object of fields plus a message. */
 export interface ToolLogger {
@@ -97,11 +99,22 @@ export type SchemaObject = Exclude<JSONSchema, boolean>;
 // biome-ignore lint/suspicious/noConfusingVoidType: a tool whose output schema is null may simply not return.
 export type ToolOutput<O> = O extends null ? void | null | undefined : O extends JSONSchema ? FromSchema<O> : unknown;
 
-/** The input a tool receives for an input schema. */
-export type ToolInput<I> = I extends JSONSchema ? FromSchema<I> : Record<string, unknown>;
+/**
+ * The input a tool receives for an input schema: for a Standard Schema (zod, valibot, arktype), the library's output
+ * type, as the tool gets the value the library returns (defaults filled in, transforms applied); for a JSON Schema,
+ * the type it describes.
+ */
+export type ToolInput<I> = I extends StandardSchemaV1
+  ? StandardSchemaV1.InferOutput<I>
+  : I extends JSONSchema
+    ? FromSchema<I>
+    : Record<string, unknown>;
+
+/** What a tool's input may be described with: a JSON Schema object, or any Standard Schema (zod 4, valibot, arktype). */
+export type InputSchema = SchemaObject | StandardSchemaV1;
 
 /** What `defineTool` takes. */
-export interface ToolSpec<I extends SchemaObject, O extends SchemaObject | null> {
+export interface ToolSpec<I extends InputSchema, O extends SchemaObject | null> {
   /** The toolkit: the part of the id before the dot, e.g. `Calculator`. */
   toolkit: string;
   /** The tool's name within its toolkit, e.g. `Add`. */
@@ -109,8 +122,17 @@ export interface ToolSpec<I extends SchemaObject, O extends SchemaObject | null>
   /** Three dot-separated integers, e.g. `1.0.0`. */
   version: string;
   description: string;
-  /** A JSON Schema for the input object; `{}` when the tool takes none. */
+  /**
+   * A JSON Schema for the input object (`{}` when the tool takes none), or a Standard Schema: a zod 4, arktype or
+   * valibot schema (valibot's wrapped in `toStandardJsonSchema`) that validates the input and, through its Standard
+   * JSON Schema converter, gives the JSON Schema the tool is listed with.
+   */
   inputSchema: I;
+  /**
+   * The JSON Schema (draft 2020-12) to list a Standard Schema tool with, for a library with no Standard JSON Schema
+   * converter, or to override its converter; the library still validates. Ignored for a JSON Schema `inputSchema`.
+   */
+  inputJsonSchema?: SchemaObject;
   /** A JSON Schema for the result, `{}` for any value, `null` when the tool returns nothing. */
   outputSchema: O;
   requirements?: ToolRequirements;
@@ -141,11 +163,18 @@ export interface Tool {
   readonly deprecationMessage?: string | undefined;
   readonly timeoutMs: number | undefined;
   readonly asyncTimeoutMs?: number | undefined;
+  /**
+   * The Standard Schema the input is validated with, instead of `inputSchema` (then only the JSON Schema the tool
+   * is listed with): the server runs the tool with the library's output for the input (defaults, transforms).
+   */
+  readonly inputStandardSchema?: StandardSchemaV1 | undefined;
   run(input: Record<string, unknown>, ctx: ToolContext): unknown;
 }
 
 /**
- * Defines a tool. Input and result are typed from the schemas (written inline, no `as const` needed).
+ * Defines a tool. Input and result are typed from the schemas (written inline, no `as const` needed). The input
+ * schema may be a Standard Schema instead (see {@link ToolSpec.inputSchema}): its JSON Schema is made here, and a
+ * schema that cannot be written as JSON Schema throws a ServerConfigError naming the tool.
  *
  * @example
  * const add = defineTool({
@@ -156,21 +185,50 @@ export interface Tool {
  *   run: ({ a, b }) => a + b,
  * });
  */
-export function defineTool<const I extends SchemaObject, const O extends SchemaObject | null>(
+export function defineTool<const I extends InputSchema, const O extends SchemaObject | null>(
   spec: ToolSpec<I, O>,
 ): Tool {
+  const input: unknown = spec.inputSchema;
+  const standard = isStandardSchema(input) ? input : undefined;
+  if (standard) {
+    // Widened: the spec's own types (inferred per library) are of no use once the schema is only a Standard Schema.
+    return defineStandardTool(spec as unknown as ToolSpec<InputSchema, SchemaObject | null>, standard);
+  }
   return {
     toolkit: spec.toolkit,
     name: spec.name,
     version: spec.version,
     description: spec.description,
-    inputSchema: spec.inputSchema,
+    inputSchema: spec.inputSchema as SchemaObject,
     outputSchema: spec.outputSchema,
     requirements: spec.requirements,
     annotations: spec.annotations,
     deprecationMessage: spec.deprecationMessage,
     timeoutMs: spec.timeoutMs,
     asyncTimeoutMs: spec.asyncTimeoutMs,
+    run: spec.run as Tool["run"],
+  };
+}
+
+/**
+ * A Standard Schema tool: listed with the JSON Schema its library writes (or `inputJsonSchema`), its input validated
+ * by the library when the server calls it, and run with the library's output for that input.
+ */
+function defineStandardTool(spec: ToolSpec<InputSchema, SchemaObject | null>, schema: StandardSchemaV1): Tool {
+  const id = `${spec.toolkit}.${spec.name}@${spec.version}`;
+  return {
+    toolkit: spec.toolkit,
+    name: spec.name,
+    version: spec.version,
+    description: spec.description,
+    inputSchema: standardInputJsonSchema(id, schema, spec.inputJsonSchema) as SchemaObject,
+    outputSchema: spec.outputSchema,
+    requirements: spec.requirements,
+    annotations: spec.annotations,
+    deprecationMessage: spec.deprecationMessage,
+    timeoutMs: spec.timeoutMs,
+    asyncTimeoutMs: spec.asyncTimeoutMs,
+    inputStandardSchema: schema,
     run: spec.run as Tool["run"],
   };
 }
