@@ -24,7 +24,7 @@ import {
   IdempotencyStoreFullError,
   MemoryIdempotencyStore,
 } from "./idempotency-store.js";
-import { type InputValidatorChoice, toParameterErrors } from "./input-validation.js";
+import { type InputValidatorChoice, type SchemaIssue, toParameterErrors } from "./input-validation.js";
 import { resolveRequirements, sentCredentials } from "./requirements.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
@@ -320,6 +320,13 @@ function failedWith(
 }
 
 /** What a tool's throw (or its time limit, or shutdown) answers (docs/protocol.md 3.6). */
+/** The 422 of docs/protocol.md 3.3 step 6. */
+function invalidInput(issues: readonly SchemaIssue[]): WireError {
+  return new WireError("invalid_input", "Some input parameters are invalid", {
+    parameterErrors: toParameterErrors(issues),
+  });
+}
+
 function failedRun(call: { callId: string; started: number }, error: unknown, unsettled?: Promise<unknown>): RunResult {
   if (error instanceof ToolTimeout) {
     const toolError = { message: "The tool did not finish in time", developer_message: error.message, can_retry: true };
@@ -741,20 +748,22 @@ export class OxpCore {
       // value (defaults filled in, transforms applied). The call_id record keeps the input as sent.
       let runInput = input;
       let inputFailure: { error: unknown } | undefined;
-      const parsed = registered.parse?.(input, allErrors);
-      const checked = !parsed
-        ? { issues: registered.input.errors(input, allErrors) }
-        : parsed instanceof Promise
-          ? await parsed
-          : parsed;
-      if ("failure" in checked) {
-        inputFailure = checked;
-      } else if ("value" in checked) {
-        runInput = checked.value as Record<string, unknown>;
-      } else if (checked.issues) {
-        throw new WireError("invalid_input", "Some input parameters are invalid", {
-          parameterErrors: toParameterErrors(checked.issues),
-        });
+      if (registered.parse === undefined) {
+        const errors = registered.input.errors(input, allErrors);
+        if (errors) {
+          throw invalidInput(errors);
+        }
+      } else {
+        const parsed = registered.parse(input, allErrors);
+        const checked = parsed instanceof Promise ? await parsed : parsed;
+        if ("issues" in checked) {
+          throw invalidInput(checked.issues);
+        }
+        if ("failure" in checked) {
+          inputFailure = checked;
+        } else {
+          runInput = checked.value as Record<string, unknown>;
+        }
       }
       const tool = registered;
       const client = meta.client ?? meta.principal;
