@@ -1,12 +1,15 @@
 // The published packages as a user gets them: `npm pack` of each, installed in a project outside the
-// repository, a strict TypeScript program type-checked against them (skipLibCheck: false) and run,
-// their bins run, and publint and attw (are the types wrong) on every tarball.
+// repository (with each agent framework @otc/ai adapts, at the version packages/ai pins), strict TypeScript
+// programs type-checked against them (skipLibCheck: false) and run, their bins run, and publint and attw (are
+// the types wrong) on every tarball.
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { createDemoHandler } from "@otc/demo/handler";
+import { listen, type RunningServer } from "@otc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -22,6 +25,7 @@ const PACKAGES = {
   "@otc/mcp": "packages/mcp",
   "@otc/redis": "packages/redis",
   "@otc/inspector": "packages/inspector",
+  "@otc/ai": "packages/ai",
 } as const;
 type PackageName = keyof typeof PACKAGES;
 const names = Object.keys(PACKAGES) as PackageName[];
@@ -241,6 +245,10 @@ const PUBLIC_API: Record<string, string[]> = {
   ],
   "@otc/inspector": ["inspector", "inspectorPage", "readInspectorFiles"],
   "@otc/inspector/fetch": ["inspectorPage"],
+  "@otc/ai": ["authorizationText", "invalidInputText", "oxpToolSpecs", "selectTools"],
+  "@otc/ai/vercel": ["OxpToolCallError", "hasOxpAuthorizationChallenge", "oxpAuthorizationChallenges", "oxpTools"],
+  "@otc/ai/langchain": ["NEEDS_APPROVAL_TAG", "OXP_TAG", "oxpInterruptOn", "oxpMetadata", "oxpTools"],
+  "@otc/ai/openai-agents": ["oxpOutputData", "oxpStopOnAuthorization", "oxpTools"],
 };
 
 /** What `npm pack --json` says of one tarball. */
@@ -254,6 +262,16 @@ interface Manifest {
   bin?: Record<string, string>;
   scripts?: Record<string, string>;
   devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+}
+
+/** The version `manifest` pins for `name` among its devDependencies; a missing one is the test's error, not a guess. */
+function pinned(manifest: Manifest, name: string, where: string): string {
+  const version = manifest.devDependencies?.[name];
+  if (!version) {
+    throw new Error(`${where} has no devDependency ${name}`);
+  }
+  return version;
 }
 
 /**
@@ -300,6 +318,8 @@ const npm = (args: string[], cwd: string) => mustRun("npm", args, cwd);
 
 let work: string;
 let project: string;
+/** The demo server, from the repository's sources: what the agent program's tools call. */
+let demo: RunningServer;
 const packed = new Map<PackageName, PackResult>();
 const tarball = (name: PackageName) => path.join(work, "packs", packed.get(name)?.filename ?? "missing.tgz");
 
@@ -325,18 +345,19 @@ beforeAll(async () => {
   const server = JSON.parse(await readFile(path.join(repoRoot, "packages/server/package.json"), "utf8")) as {
     peerDependencies: Record<string, string>;
   };
+  // The agent frameworks @otc/ai adapts (its peers), at the versions its tests pin, and zod, their own peer.
+  const ai = JSON.parse(await readFile(path.join(repoRoot, "packages/ai/package.json"), "utf8")) as Manifest;
+  const frameworks = [...Object.keys(ai.peerDependencies ?? {}), "zod"].map((name) => [
+    name,
+    pinned(ai, name, "packages/ai/package.json"),
+  ]);
   const dependencies = {
     ...server.peerDependencies,
+    ...Object.fromEntries(frameworks),
     ...Object.fromEntries(names.map((name) => [name, `file:${tarball(name)}`])),
   };
   const devDependencies = Object.fromEntries(
-    ["@types/node", "typescript"].map((name) => {
-      const version = root.devDependencies?.[name];
-      if (!version) {
-        throw new Error(`the root package.json has no devDependency ${name}`);
-      }
-      return [name, version];
-    }),
+    ["@types/node", "typescript"].map((name) => [name, pinned(root, name, "the root package.json")]),
   );
   await writeFile(
     path.join(project, "package.json"),
@@ -354,14 +375,18 @@ beforeAll(async () => {
         types: ["node"],
         outDir: "out",
       },
-      include: ["main.ts"],
+      include: ["main.ts", "ai.ts"],
     }),
   );
-  await writeFile(path.join(project, "main.ts"), await readFile(path.join(here, "../consumer/main.ts"), "utf8"));
+  for (const program of ["main.ts", "ai.ts"]) {
+    await writeFile(path.join(project, program), await readFile(path.join(here, "../consumer", program), "utf8"));
+  }
   await npm(["install", "--no-audit", "--no-fund", "--prefer-offline"], project);
+  demo = await listen(createDemoHandler({ logger: false }).app, { port: 0 });
 });
 
 afterAll(async () => {
+  await demo?.close();
   if (work) {
     await rm(work, { recursive: true, force: true });
   }
@@ -397,7 +422,7 @@ describe("the tarballs", () => {
 });
 
 describe("a user's project with the packed packages", () => {
-  it("type-checks a program using server, client and types with strict tsc and skipLibCheck: false", async () => {
+  it("type-checks programs using every package and each agent framework, with strict tsc and skipLibCheck: false", async () => {
     const tsc = path.join(project, "node_modules/typescript/bin/tsc");
     const result = await run(process.execPath, [tsc, "-p", "."], project);
     expect(`${result.stdout}${result.stderr}`).toBe("");
@@ -407,6 +432,17 @@ describe("a user's project with the packed packages", () => {
   it("runs it: the custom tool is listed and called", async () => {
     const out = await mustRun(process.execPath, ["out/main.js"], project);
     expect(JSON.parse(out)).toEqual({ tools: ["Text.Shout@1.0.0"], value: "HELLO!" });
+  });
+
+  it("runs the agent program: in each framework the model's call runs through OXP, a destructive tool waits", async () => {
+    const out = await mustRun(process.execPath, ["out/ai.js", demo.url], project);
+    expect(JSON.parse(out)).toEqual({
+      vercel: [{ type: "json", value: 42 }],
+      langchain: { content: "42", status: "success" },
+      agents: "42",
+      interruptOn: { SMS_Send: true },
+      interrupted: ["SMS_Send"],
+    });
   });
 
   it("exposes exactly the public API of each entry point, nothing internal", async () => {

@@ -1,0 +1,260 @@
+/** @otc/ai's framework-neutral half: which of a server's tools, under which names, and what a call's outcome tells the model. */
+import { type OxpClient, OxpServerError, OxpValidationError, toModelText } from "@otc/client";
+import {
+  type CallToolFailure,
+  type CallToolRequest,
+  type CallToolSuccess,
+  compareToolVersions,
+  parseToolId,
+  type ToolAuthorizationChallenge,
+  type ToolDefinition,
+} from "@otc/types";
+
+/** What every call carries in its `context`: authorization tokens, secrets, a user id. */
+export type OxpCallContext = NonNullable<CallToolRequest["context"]>;
+
+/** Which tools ask the user before they run, where the framework has a way to ask. */
+export type OxpApproval = "destructive" | "always" | "never" | ((tool: ToolDefinition) => boolean);
+
+/** Options of every framework's `oxpTools`. */
+export interface OxpToolsOptions {
+  /**
+   * Only these tools, by id: `Toolkit.Tool` takes its latest version, `Toolkit.Tool@1.2.0` pins that one. With
+   * `toolkits` too, a tool named by either is taken. An id the server does not list is an error.
+   */
+  tools?: readonly string[];
+  /**
+   * Only the tools of these toolkits (each in its latest version, unless `tools` pins one). A toolkit the server
+   * does not list is an error.
+   */
+  toolkits?: readonly string[];
+  /** Sent as `context.user_id` on every call: tools that act for a user need it. */
+  userId?: string;
+  /** The rest of every call's `context`: authorization tokens and secrets the tools require. */
+  context?: Omit<OxpCallContext, "user_id">;
+  /**
+   * Which tools ask the user before they run, where the framework can ask (its own approval): `"destructive"`
+   * (the default) those the server's annotations do not call safe (`read_only: true` or `destructive: false`;
+   * absent hints mean destructive, as the protocol says), or all, none, or those a function picks.
+   */
+  approval?: OxpApproval;
+  /** Aborts the listing. */
+  signal?: AbortSignal;
+}
+
+/** How a call ended, as the model is to hear of it. Errors it cannot act on (the server unreachable, a 401) throw. */
+export type OxpToolOutcome =
+  | { kind: "value"; text: string; value: unknown; response: CallToolSuccess }
+  /** The tool failed: its message, its additional_prompt_content, and whether and when to retry. */
+  | { kind: "tool-error"; text: string; response: CallToolFailure }
+  /** The input does not match the tool's schema (a 422): what is wrong, by property. */
+  | { kind: "invalid-input"; text: string; error: OxpValidationError }
+  /** The user must authorize first (a 400 with challenges): where, and that the call may be made again after. */
+  | { kind: "authorization"; text: string; challenges: ToolAuthorizationChallenge[]; error: OxpServerError };
+
+/** Options of one call. */
+export interface OxpToolCallOptions {
+  signal?: AbortSignal;
+  /** The call's call_id; the same id makes a retried call run once. Default: a new one. */
+  callId?: string;
+}
+
+/** One of a server's tools, ready to be wrapped as a framework's tool. */
+export interface OxpToolSpec {
+  /** The tool as the server lists it (with its annotations where the server offers them). */
+  definition: ToolDefinition;
+  /** The name the model calls it by: the tool's `name`, with its version when two versions are taken. */
+  name: string;
+  /** What the model reads; a deprecated tool's deprecation message follows its description. */
+  description: string;
+  /** The input's JSON Schema, an object schema at the top as every framework requires. */
+  inputSchema: Record<string, unknown>;
+  /** Whether the user approves each call first (see {@link OxpToolsOptions.approval}). */
+  needsApproval: boolean;
+  /** Calls the tool through the client (with its retries). */
+  call(input: unknown, options?: OxpToolCallOptions): Promise<OxpToolOutcome>;
+}
+
+/** A model-facing name: letters, digits, `_` and `-`, at most 64 characters. */
+const MODEL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Lists the server's tools (with their annotations where it offers them), keeps those the options select, and
+ * makes each a {@link OxpToolSpec}. Throws for a selected id or toolkit the server does not list, and when two tools would
+ * take the same model name.
+ */
+export async function oxpToolSpecs(client: OxpClient, options: OxpToolsOptions = {}): Promise<OxpToolSpec[]> {
+  const listed = await client.listTools({ annotations: true, signal: options.signal });
+  const chosen = selectTools(listed, options);
+  const names = modelNames(chosen);
+  const approval = options.approval ?? "destructive";
+  const context: OxpCallContext | undefined =
+    options.userId === undefined && options.context === undefined
+      ? undefined
+      : { ...options.context, ...(options.userId === undefined ? {} : { user_id: options.userId }) };
+  return chosen.map((definition, index) => ({
+    definition,
+    name: names[index] as string,
+    description:
+      definition.deprecation_message === undefined
+        ? definition.description
+        : `${definition.description}\n\nDeprecated: ${definition.deprecation_message}`,
+    inputSchema: objectSchema(definition.input_schema as Record<string, unknown>),
+    needsApproval: needsApproval(approval, definition),
+    call: (input, callOptions = {}) => callTool({ client, definition, context }, input, callOptions),
+  }));
+}
+
+/** The tools the options select, each once: the latest version of each name, unless a selector pins one. */
+export function selectTools(
+  listed: readonly ToolDefinition[],
+  options: Pick<OxpToolsOptions, "tools" | "toolkits">,
+): ToolDefinition[] {
+  const byName = new Map<string, ToolDefinition[]>();
+  for (const tool of listed) {
+    const parsed = parseToolId(tool.id);
+    const key = parsed ? `${parsed.toolkit}.${parsed.tool}` : tool.id;
+    byName.set(key, [...(byName.get(key) ?? []), tool]);
+  }
+  const latest = (versions: readonly ToolDefinition[]) =>
+    versions.reduce((best, tool) => (compareToolVersions(tool.version, best.version) > 0 ? tool : best));
+
+  if (options.tools === undefined && options.toolkits === undefined) {
+    return [...byName.values()].map(latest);
+  }
+  const chosen = new Set<ToolDefinition>();
+  const unknown: string[] = [];
+  for (const selector of options.tools ?? []) {
+    const parsed = parseToolId(selector);
+    const versions = parsed ? byName.get(`${parsed.toolkit}.${parsed.tool}`) : undefined;
+    const tool =
+      versions &&
+      (parsed?.version === undefined ? latest(versions) : versions.find((v) => v.version === parsed.version));
+    if (tool) {
+      chosen.add(tool);
+    } else {
+      unknown.push(selector);
+    }
+  }
+  const toolkits = new Set(options.toolkits ?? []);
+  const found = new Set<string>();
+  for (const [key, versions] of byName) {
+    const toolkit = key.slice(0, key.indexOf("."));
+    if (!toolkits.has(toolkit)) {
+      continue;
+    }
+    found.add(toolkit);
+    if (!versions.some((tool) => chosen.has(tool))) {
+      chosen.add(latest(versions));
+    }
+  }
+  // A misspelt toolkit would otherwise leave the agent without its tools and nobody told.
+  const unknownToolkits = [...toolkits].filter((toolkit) => !found.has(toolkit));
+  if (unknown.length > 0 || unknownToolkits.length > 0) {
+    const named = (kind: string, names: readonly string[]) =>
+      names.length === 0 ? [] : [`no ${kind} ${names.map((name) => JSON.stringify(name)).join(", ")}`];
+    throw new Error(
+      `The server lists ${[...named("tool", unknown), ...named("toolkit", unknownToolkits)].join(" and ")}`,
+    );
+  }
+  return listed.filter((tool) => chosen.has(tool));
+}
+
+/** Each tool's model name: its `name`, with `_<version>` where two versions of one name are taken. */
+function modelNames(tools: readonly ToolDefinition[]): string[] {
+  const count = new Map<string, number>();
+  for (const tool of tools) {
+    count.set(tool.name, (count.get(tool.name) ?? 0) + 1);
+  }
+  const names = tools.map((tool) =>
+    (count.get(tool.name) ?? 0) > 1
+      ? `${tool.name}_${tool.version.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, 64)
+      : tool.name,
+  );
+  const seen = new Set<string>();
+  for (const [index, name] of names.entries()) {
+    if (!MODEL_NAME.test(name) || seen.has(name)) {
+      throw new Error(
+        `Two of the tools selected, or ${(tools[index] as ToolDefinition).id}, cannot take the model name ${JSON.stringify(name)}`,
+      );
+    }
+    seen.add(name);
+  }
+  return names;
+}
+
+/** An input schema with `type: "object"` at the top, as the frameworks require. */
+function objectSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  return schema.type === undefined ? { type: "object", properties: {}, ...schema } : schema;
+}
+
+function needsApproval(approval: OxpApproval, tool: ToolDefinition): boolean {
+  if (typeof approval === "function") {
+    return approval(tool);
+  }
+  return approval === "always" || (approval === "destructive" && mayDestroy(tool));
+}
+
+/**
+ * Whether a tool may be destructive by the server's hints, an absent hint taking the protocol's default
+ * (docs/protocol.md 9.2, MCP's too): not read-only, destructive. A tool says it is safe with `read_only: true` or
+ * `destructive: false`; one that says nothing (or a server without the annotations extension) asks.
+ */
+function mayDestroy(tool: ToolDefinition): boolean {
+  return tool.annotations?.read_only !== true && tool.annotations?.destructive !== false;
+}
+
+async function callTool(
+  {
+    client,
+    definition,
+    context,
+  }: { client: OxpClient; definition: ToolDefinition; context: OxpCallContext | undefined },
+  input: unknown,
+  options: OxpToolCallOptions,
+): Promise<OxpToolOutcome> {
+  const request: CallToolRequest = {
+    tool_id: definition.id,
+    input: (input ?? {}) as Record<string, unknown>,
+    ...(context === undefined ? {} : { context }),
+    ...(options.callId === undefined ? {} : { call_id: options.callId }),
+  };
+  try {
+    const response = await client.callTool(request, { signal: options.signal });
+    return response.success
+      ? { kind: "value", text: toModelText(response), value: response.value, response }
+      : { kind: "tool-error", text: toModelText(response), response };
+  } catch (error) {
+    if (error instanceof OxpValidationError) {
+      return { kind: "invalid-input", text: invalidInputText(definition, error), error };
+    }
+    if (error instanceof OxpServerError && error.authorizationChallenges.length > 0) {
+      const challenges = error.authorizationChallenges;
+      return { kind: "authorization", text: authorizationText(definition, challenges), challenges, error };
+    }
+    throw error;
+  }
+}
+
+/** What the model reads after a 422: which properties are wrong and why, so that it can call again. */
+export function invalidInputText(tool: ToolDefinition, error: OxpValidationError): string {
+  const problems = Object.entries(error.parameterErrors).map(
+    ([path, problem]) => `- ${path || "(the input)"}: ${problem}`,
+  );
+  return [
+    `Error: the input for ${tool.name} does not match its schema${problems.length > 0 ? ":" : "."}`,
+    ...problems,
+    "Correct the input and call the tool again.",
+  ].join("\n");
+}
+
+/** What the model (and through it the user) reads when the user must authorize first: where, and what next. */
+export function authorizationText(tool: ToolDefinition, challenges: readonly ToolAuthorizationChallenge[]): string {
+  const urls = challenges.map((challenge) => challenge.url);
+  return [
+    `${tool.name} needs the user's authorization before it can run.`,
+    `Ask the user to open ${urls.length === 1 ? "this link" : "these links"} and grant access:`,
+    ...urls.map((url) => `- ${url}`),
+    "Once the user has done so, call the tool again.",
+  ].join("\n");
+}

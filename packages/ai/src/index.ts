@@ -1,0 +1,13 @@
+/** @otc/ai: an OXP server's tools as agent frameworks' own tools; this entry holds what every framework's adapter shares. */
+export {
+  authorizationText,
+  invalidInputText,
+  type OxpApproval,
+  type OxpCallContext,
+  type OxpToolCallOptions,
+  type OxpToolOutcome,
+  type OxpToolSpec,
+  type OxpToolsOptions,
+  oxpToolSpecs,
+  selectTools,
+} from "./core.js";

@@ -1,0 +1,119 @@
+/** @otc/ai/langchain: an OXP server's tools as LangChain.js's own tools (@langchain/core 1.x `DynamicStructuredTool`s). */
+
+import { ToolMessage } from "@langchain/core/messages";
+import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableConfig } from "@langchain/core/tools";
+import type { OxpClient } from "@otc/client";
+import type { CallToolFailure, CallToolSuccess, ToolAnnotations, ToolAuthorizationChallenge } from "@otc/types";
+import { type OxpToolOutcome, type OxpToolSpec, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
+
+export type { OxpApproval, OxpToolsOptions } from "./core.js";
+
+/** What each tool's `metadata.oxp` holds: which OXP tool it is, its annotations, and whether to ask the user first. */
+export interface OxpToolMetadata {
+  /** The tool's id with its version, as the server lists it: `Toolkit.Tool@1.2.0`. */
+  toolId: string;
+  version: string;
+  /** The server's behaviour hints (read_only, destructive, idempotent, open_world), where it offers them. */
+  annotations?: ToolAnnotations;
+  /** Whether the user approves each call first: see {@link oxpInterruptOn}. */
+  needsApproval: boolean;
+}
+
+/**
+ * The `artifact` of each ToolMessage: what the model does not read but the application may, as plain JSON (a
+ * checkpointer stores it): the server's response, the properties a 422 named, or the links the user must open.
+ */
+export type OxpToolArtifact =
+  | { kind: "value"; response: CallToolSuccess }
+  | { kind: "tool-error"; response: CallToolFailure }
+  | { kind: "invalid-input"; parameterErrors: Readonly<Record<string, string>> }
+  | { kind: "authorization"; challenges: ToolAuthorizationChallenge[] };
+
+/** An OXP tool as LangChain's tool: its schema is the server's JSON Schema, its `metadata.oxp` says what it is. */
+export type OxpLangChainTool = DynamicStructuredTool<Record<string, unknown>> & {
+  metadata: { oxp: OxpToolMetadata };
+};
+
+/** The tag every OXP tool carries, and the one those that need approval carry too (they reach callbacks and traces). */
+export const OXP_TAG = "oxp";
+export const NEEDS_APPROVAL_TAG = "oxp:needs-approval";
+
+/**
+ * Lists the server's tools and makes each LangChain's own tool, for `model.bindTools(tools)`, `createAgent` or a
+ * ToolNode. Invoked with a model's tool call, each answers a ToolMessage whose content the model reads: the value
+ * as text, or (with `status: "error"`) the tool's error, what a 422 found wrong, or the link the user must open to
+ * authorize; the details are its {@link OxpToolArtifact}. Errors the model cannot act on (the server unreachable,
+ * a 401) throw. An input LangChain itself finds not to match the schema throws its `ToolInputParsingException`
+ * before any request, as for every LangChain tool; agents' tool nodes hand that to the model.
+ */
+export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {}): Promise<OxpLangChainTool[]> {
+  const specs = await oxpToolSpecs(client, options);
+  return specs.map(toLangChainTool);
+}
+
+/**
+ * The `interruptOn` of the `langchain` package's `humanInTheLoopMiddleware`: each tool that needs approval (the
+ * destructive ones by default, see {@link OxpToolsOptions.approval}) under its name, `true` (every decision allowed).
+ * @langchain/core has no approval of its own; this is where LangChain 1.x asks the user before a tool runs.
+ */
+export function oxpInterruptOn(tools: readonly StructuredToolInterface[]): Record<string, true> {
+  const entries = tools.filter((tool) => oxpMetadata(tool)?.needsApproval === true).map((tool) => [tool.name, true]);
+  return Object.fromEntries(entries);
+}
+
+/** A tool's {@link OxpToolMetadata}, or undefined for a tool that is not an OXP tool. */
+export function oxpMetadata(tool: StructuredToolInterface): OxpToolMetadata | undefined {
+  const oxp = (tool as { metadata?: Record<string, unknown> }).metadata?.oxp;
+  return typeof oxp === "object" && oxp !== null ? (oxp as OxpToolMetadata) : undefined;
+}
+
+function toLangChainTool(spec: OxpToolSpec): OxpLangChainTool {
+  const { definition } = spec;
+  const metadata: OxpToolMetadata = {
+    toolId: definition.id,
+    version: definition.version,
+    ...(definition.annotations === undefined ? {} : { annotations: definition.annotations }),
+    needsApproval: spec.needsApproval,
+  };
+  return new DynamicStructuredTool({
+    name: spec.name,
+    description: spec.description,
+    // Passed through as JSON Schema: LangChain 1.x hands it to the model as is and checks inputs against it.
+    schema: spec.inputSchema,
+    // LangChain's own check of the input otherwise says only "did not match expected schema", and the model cannot
+    // tell what to correct.
+    verboseParsingErrors: true,
+    metadata: { oxp: metadata },
+    tags: spec.needsApproval ? [OXP_TAG, NEEDS_APPROVAL_TAG] : [OXP_TAG],
+    func: async (input: unknown, _runManager: unknown, config?: ToolRunnableConfig) => {
+      const outcome = await spec.call(input, { signal: config?.signal });
+      const toolCallId = config?.toolCall?.id;
+      // Invoked with bare arguments rather than a tool call, a tool answers its content alone, as LangChain's do.
+      if (toolCallId === undefined) {
+        return outcome.text;
+      }
+      // A ToolMessage of our own, since LangChain's wrapping always says "success"; the model (Anthropic's is_error,
+      // for one) and the agent's middleware should know the call did not give its result.
+      return new ToolMessage({
+        content: outcome.text,
+        tool_call_id: toolCallId,
+        name: spec.name,
+        status: outcome.kind === "value" ? "success" : "error",
+        artifact: artifactOf(outcome),
+        metadata: { oxp: metadata },
+      });
+    },
+  }) as OxpLangChainTool;
+}
+
+function artifactOf(outcome: OxpToolOutcome): OxpToolArtifact {
+  switch (outcome.kind) {
+    case "value":
+    case "tool-error":
+      return { kind: outcome.kind, response: outcome.response } as OxpToolArtifact;
+    case "invalid-input":
+      return { kind: "invalid-input", parameterErrors: outcome.error.parameterErrors };
+    case "authorization":
+      return { kind: "authorization", challenges: outcome.challenges };
+  }
+}

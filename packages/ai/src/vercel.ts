@@ -1,0 +1,87 @@
+/** @otc/ai/vercel: an OXP server's tools as the Vercel AI SDK's own tools, for generateText, streamText and its agents. */
+import type { OxpClient } from "@otc/client";
+import type { ToolAuthorizationChallenge } from "@otc/types";
+import { type ContentPart, dynamicTool, type JSONSchema7, jsonSchema, type StopCondition, type ToolSet } from "ai";
+import { type OxpToolOutcome, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
+
+export type { OxpApproval, OxpCallContext, OxpToolOutcome, OxpToolsOptions } from "./core.js";
+
+/** An outcome that is not a value: a tool error, an invalid input (422), or the user's authorization needed first. */
+export type OxpFailedOutcome = Exclude<OxpToolOutcome, { kind: "value" }>;
+
+/**
+ * What an OXP tool's `execute` throws when the call ends without a value. The SDK makes it a `tool-error` part
+ * (the UI's `output-error`), and the model's next turn reads its message: the outcome's text, which says what
+ * went wrong and what to do (correct the input, retry, or ask the user to open an authorization link).
+ */
+export class OxpToolCallError extends Error {
+  /** How the call ended: `outcome.kind` tells which, `outcome.challenges` where the user must authorize. */
+  readonly outcome: OxpFailedOutcome;
+
+  constructor(outcome: OxpFailedOutcome) {
+    super(outcome.text);
+    this.name = "OxpToolCallError";
+    this.outcome = outcome;
+  }
+
+  /**
+   * The outcome's text alone: the SDK gives the model `String(error)`, and the text is written for the model
+   * (it starts with "Error:" where it is one), so the class name in front would only be noise.
+   */
+  override toString(): string {
+    return this.message;
+  }
+}
+
+/**
+ * Lists the server's tools and makes each an AI SDK dynamic tool, keyed by its model name: pass the set as
+ * `tools` to generateText, streamText or an agent. A destructive tool (by default) asks the user's approval first:
+ * the SDK answers a `tool-approval-request` instead of running it. A value is the tool's output; anything else
+ * throws an {@link OxpToolCallError} from `execute`, which the model reads as the tool's error. Other errors (the
+ * server unreachable, a 401) throw as the client throws them, and the model reads their message likewise.
+ */
+export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {}): Promise<ToolSet> {
+  const specs = await oxpToolSpecs(client, options);
+  const tools: ToolSet = {};
+  for (const spec of specs) {
+    tools[spec.name] = dynamicTool({
+      description: spec.description,
+      inputSchema: jsonSchema(spec.inputSchema as JSONSchema7),
+      // Deprecated in v7 in favour of generateText's `toolApproval`, which overrides it, but still honoured by
+      // generateText, streamText and the agents: the only way a tool can carry its own default.
+      needsApproval: spec.needsApproval,
+      // Not sent to the model: tool-call and tool-result parts carry it, so an app can tell which OXP tool ran.
+      metadata: { oxpToolId: spec.definition.id },
+      execute: async (input, { abortSignal }) => {
+        // No call_id from the SDK's toolCallId: providers do not all make it unique (some number calls per
+        // response, `call_0`), and the server keeps a call_id's answer for 24 hours per principal, so a repeat from
+        // another conversation would get that conversation's answer. The client makes one per call and keeps it
+        // across its own retries.
+        const outcome = await spec.call(input, { signal: abortSignal });
+        if (outcome.kind === "value") {
+          return outcome.value;
+        }
+        throw new OxpToolCallError(outcome);
+      },
+    });
+  }
+  return tools;
+}
+
+/** The authorization challenges of a step's (or a result's) content: the links the user must open. */
+export function oxpAuthorizationChallenges(content: readonly ContentPart<ToolSet>[]): ToolAuthorizationChallenge[] {
+  return content.flatMap((part) =>
+    part.type === "tool-error" && part.error instanceof OxpToolCallError && part.error.outcome.kind === "authorization"
+      ? part.error.outcome.challenges
+      : [],
+  );
+}
+
+/**
+ * A `stopWhen` condition: stops the loop once a step's tool call needs the user's authorization, so that the app
+ * shows the link itself (see {@link oxpAuthorizationChallenges}) and continues when the user has authorized,
+ * rather than leaving it to the model to relay.
+ */
+export function hasOxpAuthorizationChallenge(): StopCondition<ToolSet> {
+  return ({ steps }) => oxpAuthorizationChallenges(steps.at(-1)?.content ?? []).length > 0;
+}

@@ -1,0 +1,272 @@
+// @otc/ai/langchain against the real demo, driven by LangChain's own fake chat model in a small agent loop.
+import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { ToolInputParsingException } from "@langchain/core/tools";
+import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
+import { FakeListChatModel } from "@langchain/core/utils/testing";
+import { createClient, type OxpClient } from "@otc/client";
+import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
+import { listen, type RunningServer } from "@otc/server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  NEEDS_APPROVAL_TAG,
+  type OxpLangChainTool,
+  type OxpToolArtifact,
+  oxpInterruptOn,
+  oxpMetadata,
+  oxpTools,
+} from "../src/langchain.js";
+
+let server: RunningServer;
+let demo: DemoHandler;
+let client: OxpClient;
+
+beforeAll(async () => {
+  demo = createDemoHandler({ logger: false });
+  server = await listen(demo.app, { port: 0 });
+  client = createClient({ baseUrl: server.url });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+/**
+ * LangChain's FakeListChatModel made to answer tool calls, as LangChain's own agent tests subclass their fakes: it
+ * answers its script turn by turn (then "Done."), and keeps every input and the tools bound, as a provider gets them.
+ */
+class ScriptedChatModel extends FakeListChatModel {
+  readonly inputs: BaseMessage[][] = [];
+  offered: ReturnType<typeof convertToOpenAITool>[] = [];
+  readonly script: AIMessage[];
+
+  constructor(script: AIMessage[]) {
+    super({ responses: ["Done."] });
+    this.script = script;
+  }
+
+  override async _generate(messages: BaseMessage[]) {
+    this.inputs.push([...messages]);
+    const message = this.script[this.inputs.length - 1] ?? new AIMessage("Done.");
+    return { generations: [{ message, text: typeof message.content === "string" ? message.content : "" }] };
+  }
+
+  override bindTools(tools: Parameters<FakeListChatModel["bindTools"]>[0]) {
+    this.offered = tools.map((tool) => convertToOpenAITool(tool));
+    return this;
+  }
+}
+
+const callTurn = (name: string, args: Record<string, unknown>, id = `call_${name}`) =>
+  new AIMessage({ content: "", tool_calls: [{ id, name, args, type: "tool_call" }] });
+
+/** The loop an agent runs: the model, then each tool call it makes, then the model again with the ToolMessages. */
+async function runAgent(model: ScriptedChatModel, tools: readonly OxpLangChainTool[], prompt: string) {
+  const bound = model.bindTools([...tools]);
+  const messages: BaseMessage[] = [new HumanMessage(prompt)];
+  for (let step = 0; step < 4; step++) {
+    const reply = await bound.invoke(messages);
+    messages.push(reply);
+    if (!reply.tool_calls?.length) {
+      return messages;
+    }
+    for (const call of reply.tool_calls) {
+      const tool = tools.find((candidate) => candidate.name === call.name);
+      if (!tool) {
+        throw new Error(`The model called ${call.name}, which it was not given`);
+      }
+      messages.push(await tool.invoke({ ...call, type: "tool_call" }));
+    }
+  }
+  throw new Error("The agent did not finish");
+}
+
+/** The ToolMessage answering `toolCallId` among the messages the model was given on its second turn. */
+function toolMessageSeen(model: ScriptedChatModel, toolCallId: string): ToolMessage {
+  const seen = model.inputs[1]?.find(
+    (message): message is ToolMessage => ToolMessage.isInstance(message) && message.tool_call_id === toolCallId,
+  );
+  if (!seen) {
+    throw new Error(`The model's second input holds no ToolMessage for ${toolCallId}`);
+  }
+  return seen;
+}
+
+/** Approves a demo consent page as the user clicking its button would. */
+async function approve(url: string): Promise<void> {
+  const page = await (await fetch(url)).text();
+  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
+    redirect: "manual",
+  });
+  expect(response.status).toBe(303);
+}
+
+describe("oxpTools for LangChain.js", () => {
+  it("gives the model each tool's name, description and the server's JSON Schema as is", async () => {
+    const tools = await oxpTools(client, { tools: ["Calculator.Add"] });
+    const model = new ScriptedChatModel([]);
+    await runAgent(model, tools, "Hi");
+    const listed = (await client.listTools()).find((tool) => tool.id === "Calculator.Add@1.0.0");
+    expect(model.offered).toEqual([
+      {
+        type: "function",
+        function: {
+          name: "Calculator_Add",
+          description: "Adds two numbers together.",
+          parameters: listed?.input_schema,
+        },
+      },
+    ]);
+  });
+
+  it("answers a value as the ToolMessage the model reads next", async () => {
+    const tools = await oxpTools(client);
+    const model = new ScriptedChatModel([callTurn("Calculator_Add", { a: 2, b: 3 }, "call_add")]);
+    const messages = await runAgent(model, tools, "What is 2 + 3?");
+
+    const seen = toolMessageSeen(model, "call_add");
+    expect(seen.content).toBe("5");
+    expect(seen.status).toBe("success");
+    expect(seen.name).toBe("Calculator_Add");
+    expect((seen.artifact as OxpToolArtifact).kind).toBe("value");
+    expect(seen.artifact).toMatchObject({ response: { success: true, value: 5 } });
+    expect(messages.at(-1)?.content).toBe("Done.");
+  });
+
+  it("answers a tool's error with its message, additional prompt content and retry advice, status error", async () => {
+    const tools = await oxpTools(client, { toolkits: ["Doorbell"] });
+    const model = new ScriptedChatModel([callTurn("Doorbell_Ring", { doorbell_id: "doorbell1" }, "call_ring")]);
+    await runAgent(model, tools, "Ring doorbell1");
+
+    const seen = toolMessageSeen(model, "call_ring");
+    expect(seen.status).toBe("error");
+    expect(seen.content).toBe(
+      "Error: Doorbell ID not found\n\nids: doorbell42,doorbell84\n\nThe call may be retried after 500 ms.",
+    );
+    expect(seen.artifact).toMatchObject({ kind: "tool-error", response: { success: false } });
+  });
+
+  it("answers the server's 422 with what is wrong, by property, status error", async () => {
+    const tools = await oxpTools(client, { tools: ["Calculator.Add"] });
+    // LangChain's own check passes Infinity as a number (the model wrote 1e999, JSON.parse made it Infinity); the
+    // request carries it as null, and only the server finds it wrong.
+    const model = new ScriptedChatModel([callTurn("Calculator_Add", { a: Number.POSITIVE_INFINITY, b: 1 }, "c_422")]);
+    await runAgent(model, tools, "Add a huge number");
+
+    const seen = toolMessageSeen(model, "c_422");
+    expect(seen.status).toBe("error");
+    expect(seen.content).toMatch(/^Error: the input for Calculator_Add does not match its schema:\n- a: .+\n/);
+    expect(seen.content).toMatch(/Correct the input and call the tool again\.$/);
+    expect(seen.artifact).toMatchObject({ kind: "invalid-input", parameterErrors: { a: expect.any(String) } });
+  });
+
+  it("leaves an input LangChain itself finds wrong to LangChain: it throws, naming the keyword, and nothing runs", async () => {
+    const tools = await oxpTools(client, { tools: ["Counter.Increment"] });
+    const [increment] = tools;
+    const before = demo.counter.value;
+    const wrong = increment?.invoke({ id: "c0", name: "Counter_Increment", args: { by: 0 }, type: "tool_call" });
+    await expect(wrong).rejects.toThrow(ToolInputParsingException);
+    await expect(wrong).rejects.toThrow(/minimum/);
+    expect(demo.counter.value).toBe(before);
+  });
+
+  it("answers an authorization challenge with its URL; once the user approves, the same call runs", async () => {
+    const tools = await oxpTools(client, { toolkits: ["Gmail"], userId: "langchain-user" });
+    const model = new ScriptedChatModel([
+      callTurn("Gmail_GetEmails", { query: "receipt" }, "call_mail"),
+      callTurn("Gmail_GetEmails", { query: "receipt" }, "call_mail_again"),
+    ]);
+    const bound = model.bindTools(tools);
+    const [gmail] = tools;
+    if (!gmail) {
+      throw new Error("No Gmail tool");
+    }
+
+    const messages: BaseMessage[] = [new HumanMessage("Find my receipt")];
+    const first = await bound.invoke(messages);
+    const [call] = first.tool_calls ?? [];
+    messages.push(first, await gmail.invoke({ ...call, type: "tool_call" } as never));
+    const asked = messages.at(-1) as ToolMessage;
+    const artifact = asked.artifact as OxpToolArtifact;
+    if (artifact.kind !== "authorization") {
+      throw new Error(`Expected an authorization, got ${artifact.kind}`);
+    }
+    const url = artifact.challenges[0]?.url ?? "";
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+    expect(asked.status).toBe("error");
+    expect(asked.content).toContain(`- ${url}`);
+    expect(asked.content).toMatch(/needs the user's authorization[\s\S]*call the tool again\.$/);
+
+    await approve(url);
+    const second = await bound.invoke(messages);
+    expect(model.inputs[1]).toContain(asked);
+    const [again] = second.tool_calls ?? [];
+    const answered = (await gmail.invoke({ ...again, type: "tool_call" } as never)) as ToolMessage;
+    expect(answered.status).toBe("success");
+    expect(JSON.parse(answered.content as string)).toEqual({
+      emails: [{ id: "email_2", subject: "Your Receipt", snippet: "Thank you for your purchase..." }],
+    });
+  });
+
+  it("sends userId as context.user_id: without it the Gmail call is refused before any challenge", async () => {
+    const [gmail] = await oxpTools(client, { toolkits: ["Gmail"] });
+    await expect(gmail?.invoke({ query: "" })).rejects.toThrow(/user id is required/);
+  });
+
+  it("marks the destructive tool as needing approval, for humanInTheLoopMiddleware's interruptOn", async () => {
+    const tools = await oxpTools(client, { context: { secrets: [{ id: "TWILIO_API_KEY", value: "test-key" }] } });
+    const sms = tools.find((tool) => tool.name === "SMS_Send");
+    expect(oxpMetadata(sms as OxpLangChainTool)).toEqual({
+      toolId: "SMS.Send@0.1.2",
+      version: "0.1.2",
+      annotations: expect.objectContaining({ destructive: true, read_only: false }),
+      needsApproval: true,
+    });
+    expect(sms?.tags).toContain(NEEDS_APPROVAL_TAG);
+    expect(oxpMetadata(tools.find((tool) => tool.name === "Calculator_Add") as OxpLangChainTool)?.needsApproval).toBe(
+      false,
+    );
+    expect(oxpInterruptOn(tools)).toEqual({ SMS_Send: true });
+    expect(oxpInterruptOn(await oxpTools(client, { approval: "never" }))).toEqual({});
+    expect(oxpInterruptOn(await oxpTools(client, { tools: ["Calculator.Add"], approval: "always" }))).toEqual({
+      Calculator_Add: true,
+    });
+
+    // Approval is the agent's to ask; the tool itself runs when called, with the context's secret.
+    const model = new ScriptedChatModel([callTurn("SMS_Send", { to: "+15550100", message: "Hi" }, "call_sms")]);
+    await runAgent(model, tools, "Text hi");
+    expect(toolMessageSeen(model, "call_sms").content).toBe('{"status":"sent"}');
+  });
+
+  it("selects by tools and toolkits, and runs a pinned version", async () => {
+    const tools = await oxpTools(client, { tools: ["Greeting.Hello@1.0.0"], toolkits: ["Calculator"] });
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["Calculator_Add", "Greeting_Hello"]);
+    const hello = tools.find((tool) => tool.name === "Greeting_Hello");
+    expect(oxpMetadata(hello as OxpLangChainTool)?.toolId).toBe("Greeting.Hello@1.0.0");
+    expect(hello?.description).toContain("Deprecated: Use Greeting.Hello@2.0.0");
+
+    const model = new ScriptedChatModel([callTurn("Greeting_Hello", { name: "Ada" }, "call_hello")]);
+    await runAgent(model, tools, "Greet Ada");
+    expect(toolMessageSeen(model, "call_hello").content).toBe("Hello, Ada!");
+
+    await expect(oxpTools(client, { tools: ["Greeting.Hello@9.0.0"] })).rejects.toThrow(/Greeting\.Hello@9\.0\.0/);
+  });
+
+  it("aborts the call with the run's signal", async () => {
+    const [sleep] = await oxpTools(client, { tools: ["System.Sleep"] });
+    const started = Date.now();
+    const call = sleep?.invoke(
+      { id: "call_sleep", name: "System_Sleep", args: { ms: 3_000 }, type: "tool_call" },
+      { signal: AbortSignal.timeout(100) },
+    );
+    await expect(call).rejects.toMatchObject({ name: "TimeoutError" });
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it("answers bare arguments (no tool call) with the text alone", async () => {
+    const [add] = await oxpTools(client, { tools: ["Calculator.Add"] });
+    expect(await add?.invoke({ a: 40, b: 2 })).toBe("42");
+  });
+});
