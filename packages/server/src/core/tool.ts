@@ -188,13 +188,7 @@ export interface Tool {
 export function defineTool<const I extends InputSchema, const O extends SchemaObject | null>(
   spec: ToolSpec<I, O>,
 ): Tool {
-  const input: unknown = spec.inputSchema;
-  const standard = isStandardSchema(input) ? input : undefined;
-  if (standard) {
-    // Widened: the spec's own types (inferred per library) are of no use once the schema is only a Standard Schema.
-    return defineStandardTool(spec as unknown as ToolSpec<InputSchema, SchemaObject | null>, standard);
-  }
-  return {
+  const tool: Tool = {
     toolkit: spec.toolkit,
     name: spec.name,
     version: spec.version,
@@ -208,27 +202,16 @@ export function defineTool<const I extends InputSchema, const O extends SchemaOb
     asyncTimeoutMs: spec.asyncTimeoutMs,
     run: spec.run as Tool["run"],
   };
-}
-
-/**
- * A Standard Schema tool: listed with the JSON Schema its library writes (or `inputJsonSchema`), its input validated
- * by the library when the server calls it, and run with the library's output for that input.
- */
-function defineStandardTool(spec: ToolSpec<InputSchema, SchemaObject | null>, schema: StandardSchemaV1): Tool {
+  const input: unknown = spec.inputSchema;
+  if (!isStandardSchema(input)) {
+    return tool;
+  }
+  // A Standard Schema tool: listed with the JSON Schema its library writes (or `inputJsonSchema`), its input
+  // validated by the library when the server calls it, and run with the library's output for that input.
   const id = `${spec.toolkit}.${spec.name}@${spec.version}`;
   return {
-    toolkit: spec.toolkit,
-    name: spec.name,
-    version: spec.version,
-    description: spec.description,
-    inputSchema: standardInputJsonSchema(id, schema, spec.inputJsonSchema) as SchemaObject,
-    outputSchema: spec.outputSchema,
-    requirements: spec.requirements,
-    annotations: spec.annotations,
-    deprecationMessage: spec.deprecationMessage,
-    timeoutMs: spec.timeoutMs,
-    asyncTimeoutMs: spec.asyncTimeoutMs,
-    inputStandardSchema: schema,
-    run: spec.run as Tool["run"],
+    ...tool,
+    inputSchema: standardInputJsonSchema(id, input, spec.inputJsonSchema) as SchemaObject,
+    inputStandardSchema: input,
   };
 }
