@@ -1,4 +1,4 @@
-/** The benchmark against the peers, in one run: our adapters (the fetch handler on Node, Bun and Deno too), the floor, Express, Fastify and the MCP SDK side by side. */
+/** The benchmark against the peers, in one run: our adapters (the fetch handler on Node, Bun and Deno too), the floor, Express, Fastify and the MCP SDK (v1 and v2) side by side. */
 // Usage: `npm run bench` (builds, then the full run) or `node bench/run.mjs [--quick] [--rounds N] [--seconds S]
 // [--warmup S] [--connections N] [--out FILE.md] [--no-cold] [--stacks ID,...] [--scenarios ID,...]`; the last two
 // narrow a run to some stacks and scenarios (ids from bench/lib/scenarios.mjs), for working on one figure. Writes a Markdown report (bench/results/latest.md by
@@ -9,11 +9,24 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+} from "@modelcontextprotocol/client";
 import { SignJWT } from "jose";
 import { coldStart, wallTime } from "./lib/cold.mjs";
 import { measure, median, pinCores, startServer } from "./lib/harness.mjs";
 import { launchDir, launchOf, runtimeVersion, startRuntimeServer } from "./lib/runtimes.mjs";
-import { notApplicable, QUICK_SCENARIOS, quickRuns, RATIOS, requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
+import {
+  notApplicable,
+  QUICK_SCENARIOS,
+  quickRuns,
+  requestFor,
+  RATIOS as SCENARIO_RATIOS,
+  STACKS as SCENARIO_STACKS,
+  SCENARIOS,
+} from "./lib/scenarios.mjs";
 import { LARGE_CATALOG, wireToolList } from "./stacks/catalog.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -47,6 +60,59 @@ for (const [name, value] of Object.entries({ ROUNDS, SECONDS, CONNECTIONS })) {
   }
 }
 
+// ---- the MCP peer on both SDK generations ---------------------------------------------------------------------------
+// scenarios.mjs's `mcp` row is the v1 SDK (@modelcontextprotocol/sdk) answering 2025 requests, the row the ratios
+// against MCP keep using. `mcp-v2` is the same peer and tools on the v2 SDK (@modelcontextprotocol/server) answering
+// 2026-07-28 requests, as a v2 client sends them: the rows of `mcp`, its checks, the revision's envelope added.
+const MODERN_REVISION = "2026-07-28";
+const MCP_V2 = {
+  id: "mcp-v2",
+  label: `MCP SDK v2 (${MODERN_REVISION}, stateless HTTP)`,
+  module: "mcp",
+  mcp: true,
+  sdk: "v2",
+  revision: MODERN_REVISION,
+  rowsOf: "mcp",
+};
+const STACKS = SCENARIO_STACKS.flatMap((stack) => (stack.id === "mcp" ? [stack, MCP_V2] : [stack]));
+const RATIOS = [
+  ...SCENARIO_RATIOS,
+  {
+    label: `MCP SDK v2 (${MODERN_REVISION}) vs v1 (2025), CPU/call`,
+    a: ["mcp-v2", "call"],
+    b: ["mcp", "call"],
+    metric: "cpu",
+    fullOnly: true,
+  },
+];
+/** The stack whose scenarios a stack runs: its own, or `rowsOf`'s. */
+const rowsId = (stack) => stack.rowsOf ?? stack.id;
+/** A 2025 MCP request as a client in `revision` sends it: the revision and client in `_meta`, the method in headers. */
+function inRevision(spec, revision) {
+  if (!spec) {
+    return spec;
+  }
+  const message = JSON.parse(spec.request.body);
+  const _meta = {
+    [PROTOCOL_VERSION_META_KEY]: revision,
+    [CLIENT_INFO_META_KEY]: { name: "bench", version: "1.0.0" },
+    [CLIENT_CAPABILITIES_META_KEY]: {},
+  };
+  const headers = {
+    ...spec.request.headers,
+    "mcp-protocol-version": revision,
+    "mcp-method": message.method,
+    ...(message.params?.name === undefined ? {} : { "mcp-name": message.params.name }),
+  };
+  const body = JSON.stringify({ ...message, params: { ...message.params, _meta } });
+  return { ...spec, request: { ...spec.request, headers, body } };
+}
+/** The request of a scenario on a stack (scenarios.mjs's), in the stack's MCP revision when it has one. */
+const requestOf = (stack, scenario, context) =>
+  stack.revision
+    ? inRevision(requestFor(stack, scenario, context), stack.revision)
+    : requestFor(stack, scenario, context);
+
 const problems = [];
 const T0 = performance.now();
 const log = (line) => process.stderr.write(`[${((performance.now() - T0) / 1000).toFixed(1)} s] ${line}\n`);
@@ -63,8 +129,8 @@ const selected = SCENARIOS.filter(
   (scenario) => (!QUICK || QUICK_SCENARIOS.has(scenario.id)) && (!ONLY_SCENARIOS || ONLY_SCENARIOS.has(scenario.id)),
 );
 const runs = (scenario, stack) =>
-  scenario.stacks.includes(stack.id) &&
-  (!QUICK || quickRuns(scenario, stack.id)) &&
+  scenario.stacks.includes(rowsId(stack)) &&
+  (!QUICK || quickRuns(scenario, rowsId(stack))) &&
   (!ONLY_STACKS || ONLY_STACKS.has(stack.id));
 const AUTH = { apiKey: `bench-key-${process.pid}`, jwtSecret: `bench-secret-${process.pid}-0123456789abcdef` };
 // The wire tool lists, built once here (only when a peer needs it: the 1,000-tool one takes seconds) and written
@@ -82,6 +148,7 @@ const serverConfig = (stack, server) => {
   const catalog = server === "large" ? "large" : "demo";
   return {
     stack: stack.module,
+    ...(stack.sdk ? { sdk: stack.sdk } : {}),
     catalog,
     ...(server === "auth" ? { auth: AUTH } : {}),
     // Ours build their own list; so does the fetch handler on Node (the bench's catalog module).
@@ -159,7 +226,7 @@ for (const scenario of selected) {
     if (!server) {
       continue;
     }
-    const spec = requestFor(stack, scenario, ctx);
+    const spec = requestOf(stack, scenario, ctx);
     if (!spec) {
       continue; // the 304 row before the server sends ETags
     }
@@ -201,7 +268,7 @@ for (let round = 0; round < ROUNDS; round++) {
       const row = group[(i + round) % group.length];
       if (row.scenario.id === "jwt") {
         await refreshJwt();
-        row.spec = requestFor(row.stack, row.scenario, ctx);
+        row.spec = requestOf(row.stack, row.scenario, ctx);
       }
       if (PRIME > 0) {
         await window(row, PRIME);
@@ -392,7 +459,7 @@ const lines = [
   "",
   `- Date: ${new Date().toISOString()}`,
   `- Machine: ${cpu[0]?.model ?? "unknown CPU"}, ${CORES} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ${os.type()} ${os.release()}`,
-  `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, ajv ${version("ajv")}, @hono/node-server ${version("@hono/node-server")}; Bun ${runtimeVersion("bun")}, Deno ${runtimeVersion("deno")}`,
+  `- Node ${process.version}; autocannon ${version("autocannon")}, express ${version("express")}, express-openapi-validator ${version("express-openapi-validator")}, fastify ${version("fastify")}, @modelcontextprotocol/sdk ${version("@modelcontextprotocol/sdk")}, @modelcontextprotocol/server ${version("@modelcontextprotocol/server")}, ajv ${version("ajv")}, @hono/node-server ${version("@hono/node-server")}; Bun ${runtimeVersion("bun")}, Deno ${runtimeVersion("deno")}`,
   `- Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections; warm-up ${WARMUP} s per row, then ${ROUNDS} interleaved round(s) x ${SECONDS} s${PRIME > 0 ? `, each window right after ${PRIME} s of the same load, unmeasured` : ""}; medians over rounds`,
   `- Pinning: ${pinning.why}`,
   "- Native adapter: `createHandler` + `listen` from @otc/server",
@@ -422,7 +489,7 @@ for (const scenario of selected) {
       lines.push(
         `| ${scenario.label} | ${stack.label} | ${fixed(result.rps)} | ${fixed(result.p50)} | ${fixed(result.p99)} | ${fixed(result.cpuUs, 1)} | ${fixed(result.rssMb)} | ${result.errors} |`,
       );
-    } else if (!scenario.stacks.includes(stack.id) && !QUICK && !stack.diagnostic && !stack.partial) {
+    } else if (!scenario.stacks.includes(rowsId(stack)) && !QUICK && !stack.diagnostic && !stack.partial) {
       lines.push(`| ${scenario.label} | ${stack.label} | ${notApplicable(scenario)} | | | | | |`);
     } else if (scenario.needsEtag && !QUICK) {
       lines.push(`| ${scenario.label} | ${stack.label} | n/a: no ETag sent yet | | | | | |`);
@@ -448,8 +515,9 @@ lines.push(
   "Notes: the peers do the same work per call (parse, check the request and the tool input, run, JSON out) but " +
     "none authenticates, keeps idempotency records or logs. The MCP SDK builds a server and a transport per " +
     "request (its stateless pattern) and answers in JSON (`enableJsonResponse`); its invalid input and tool " +
-    "error are 200s with `isError`. One load generator on one core caps the fastest stacks' calls/s: compare " +
-    "those on CPU/req.",
+    "error are 200s with `isError`. The MCP SDK v2 row is the same tools on `createMcpHandler` (a server per " +
+    `request too, JSON answers), sent ${MODERN_REVISION} requests; the ratios against MCP use the v1 row. One ` +
+    "load generator on one core caps the fastest stacks' calls/s: compare those on CPU/req.",
 );
 // One line each: a failed command's output would break the list.
 const oneLine = (text) => text.replace(/\s*\n\s*/g, " / ").slice(0, 600);

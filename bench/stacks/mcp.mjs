@@ -1,8 +1,11 @@
-/** The MCP TypeScript SDK, stateless streamable HTTP: a new McpServer and transport per request, as its stateless example does. */
+/**
+ * The MCP TypeScript SDK, stateless streamable HTTP, on either generation (`config.sdk`). v1 (default,
+ * @modelcontextprotocol/sdk 1.x): a new McpServer and transport per request, as its stateless example does, for 2025
+ * requests. v2 (`sdk: "v2"`, @modelcontextprotocol/server 2.x): `createMcpHandler`, which builds a McpServer per
+ * request itself, for 2026-07-28 requests (it serves 2025 ones too). The same tools and zod schemas on both, so two
+ * rows differ by the SDK and the revision alone.
+ */
 
-import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import * as z from "zod/v4";
 import { PeerToolError, peerToolList, peerTools } from "./catalog.mjs";
 
@@ -45,10 +48,10 @@ function toZod(schema) {
   }
 }
 
-export async function start(config) {
+/** The catalog as MCP tools, each with its zod input schema and the runner behind it. */
+function mcpToolsOf(config) {
   const list = peerToolList(config);
   const runners = peerTools(list);
-  // Schemas converted once; the per-request server only registers them, as an SDK user's factory would.
   // MCP tools have no versions: one tool per name (the demo's Greeting.Hello has two versions).
   const byName = new Map();
   for (const item of list.items) {
@@ -62,34 +65,45 @@ export async function start(config) {
       runner: runners.get(item.id),
     });
   }
-  const tools = [...byName.values()];
-  const getServer = () => {
-    const server = new McpServer({ name: "bench", version: "1.0.0" });
-    for (const tool of tools) {
-      server.registerTool(
-        tool.name,
-        { description: tool.description, inputSchema: tool.inputSchema },
-        async (input) => {
-          if (!tool.runner) {
-            return { content: [{ type: "text", text: "{}" }] };
-          }
-          try {
-            const value = await tool.runner.run(input);
-            return { content: [{ type: "text", text: JSON.stringify(value) }] };
-          } catch (error) {
-            if (!(error instanceof PeerToolError)) {
-              throw error;
-            }
-            return {
-              isError: true,
-              content: [{ type: "text", text: JSON.stringify({ message: error.message, ...error.fields }) }],
-            };
-          }
-        },
-      );
-    }
-    return server;
-  };
+  return [...byName.values()];
+}
+
+/** Registers the tools on a McpServer of either SDK (their registerTool has the same shape). */
+function register(server, tools) {
+  for (const tool of tools) {
+    server.registerTool(tool.name, { description: tool.description, inputSchema: tool.inputSchema }, async (input) => {
+      if (!tool.runner) {
+        return { content: [{ type: "text", text: "{}" }] };
+      }
+      try {
+        const value = await tool.runner.run(input);
+        return { content: [{ type: "text", text: JSON.stringify(value) }] };
+      } catch (error) {
+        if (!(error instanceof PeerToolError)) {
+          throw error;
+        }
+        return {
+          isError: true,
+          content: [{ type: "text", text: JSON.stringify({ message: error.message, ...error.fields }) }],
+        };
+      }
+    });
+  }
+  return server;
+}
+
+export async function start(config) {
+  // Schemas converted once; the per-request server only registers them, as an SDK user's factory would.
+  const tools = mcpToolsOf(config);
+  // Each generation's SDK is loaded only in its own process: the other's modules would count in its memory.
+  return config.sdk === "v2" ? startV2(tools) : startV1(tools);
+}
+
+async function startV1(tools) {
+  const { createMcpExpressApp } = await import("@modelcontextprotocol/sdk/server/express.js");
+  const { McpServer } = await import("@modelcontextprotocol/sdk/server/mcp.js");
+  const { StreamableHTTPServerTransport } = await import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+  const getServer = () => register(new McpServer({ name: "bench", version: "1.0.0" }), tools);
 
   const app = createMcpExpressApp();
   app.post("/mcp", async (req, res) => {
@@ -116,5 +130,19 @@ export async function start(config) {
   return {
     url: `http://127.0.0.1:${listening.address().port}`,
     note: "MCP SDK 1.32, stateless streamable HTTP, JSON responses",
+  };
+}
+
+async function startV2(tools) {
+  const { createMcpHandler, McpServer } = await import("@modelcontextprotocol/server");
+  const { getRequestListener } = await import("@hono/node-server");
+  const { createServer } = await import("node:http");
+  // Its default response mode answers in JSON unless a tool sends a notification first (none here): the v1 row's mode.
+  const handler = createMcpHandler(() => register(new McpServer({ name: "bench", version: "1.0.0" }), tools));
+  const listening = createServer(getRequestListener((request) => handler.fetch(request)));
+  await new Promise((resolve) => listening.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${listening.address().port}`,
+    note: "MCP SDK 2.4 (@modelcontextprotocol/server), createMcpHandler on @hono/node-server, 2026-07-28 requests",
   };
 }

@@ -1,18 +1,22 @@
 /**
  * Bench: latency and server CPU per call of Calculator.Add, called directly over OXP and through the
- * bridge (MCP over stdio and over stateless streamable HTTP). The demo and the bridge run as child
- * processes whose CPU time is read from /proc (Linux). Run: `npm run bench -w @otc/mcp`.
+ * bridge (MCP over stdio and over stateless streamable HTTP), by a client of each MCP SDK generation: v1
+ * (@modelcontextprotocol/sdk) speaking 2025, v2 (@modelcontextprotocol/client) speaking 2026-07-28. The demo
+ * and the bridge run as child processes whose CPU time is read from /proc (Linux). Run: `npm run bench -w
+ * @otc/mcp` (`CALLS=50` for a quick run).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { Client as V2Client, StreamableHTTPClientTransport as V2HttpTransport } from "@modelcontextprotocol/client";
+import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/client/stdio";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { createClient } from "@otc/client";
 
 const CALLS = Number(process.env.CALLS ?? 500);
-const WARMUP = 50;
+const WARMUP = Math.min(50, CALLS);
 const API_KEY = "bench-key-0123456789abcdef";
 const here = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 const CLOCK_TICKS_PER_S = 100; // Linux's USER_HZ
@@ -110,25 +114,43 @@ try {
     ),
   );
 
-  const stdio = new StdioClientTransport({
+  const add = { name: "Calculator_Add", arguments: { a: 1, b: 2 } };
+  const stdioServer = {
     command: process.execPath,
     args: ["--import", "tsx", here("./bridge-server.ts"), "stdio"],
     env: { OXP_URL: demoUrl, OXP_API_KEY: API_KEY },
     cwd: here(".."),
-    stderr: "ignore",
-  });
+    stderr: "ignore" as const,
+  };
+  const stdio = new StdioClientTransport(stdioServer);
   const stdioClient = new Client({ name: "bench", version: "1.0.0" });
   await stdioClient.connect(stdio);
   await stdioClient.listTools();
   rows.push(
     await measure(
-      "MCP over stdio, through the bridge",
-      () => stdioClient.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 2 } }),
+      "MCP over stdio, through the bridge (v1 client, 2025)",
+      () => stdioClient.callTool(add),
       demoPid,
       stdio.pid ?? undefined,
     ),
   );
   await stdioClient.close();
+
+  // The v2 client negotiates: its probe runs on a process of its own, then the session's speaks 2026-07-28.
+  const modern = { versionNegotiation: { mode: "auto" as const } };
+  const stdioV2 = new V2StdioTransport(stdioServer);
+  const stdioClientV2 = new V2Client({ name: "bench", version: "1.0.0" }, modern);
+  await stdioClientV2.connect(stdioV2);
+  await stdioClientV2.listTools();
+  rows.push(
+    await measure(
+      `MCP over stdio, through the bridge (v2 client, ${stdioClientV2.getNegotiatedProtocolVersion()})`,
+      () => stdioClientV2.callTool(add),
+      demoPid,
+      stdioV2.pid ?? undefined,
+    ),
+  );
+  await stdioClientV2.close();
 
   const http = await start(here("./bridge-server.ts"), ["http"], {
     env: { OXP_URL: demoUrl, OXP_API_KEY: API_KEY },
@@ -136,18 +158,32 @@ try {
     cwd: here(".."),
   });
   children.push(http.child);
+  const httpUrl = new URL(http.match[1] as string);
   const httpClient = new Client({ name: "bench", version: "1.0.0" });
-  await httpClient.connect(new StreamableHTTPClientTransport(new URL(http.match[1] as string)));
+  await httpClient.connect(new StreamableHTTPClientTransport(httpUrl));
   await httpClient.listTools();
   rows.push(
     await measure(
-      "MCP over streamable HTTP (stateless), through the bridge",
-      () => httpClient.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 2 } }),
+      "MCP over streamable HTTP (stateless), through the bridge (v1 client, 2025)",
+      () => httpClient.callTool(add),
       demoPid,
       http.child.pid,
     ),
   );
   await httpClient.close();
+
+  const httpClientV2 = new V2Client({ name: "bench", version: "1.0.0" }, modern);
+  await httpClientV2.connect(new V2HttpTransport(httpUrl));
+  await httpClientV2.listTools();
+  rows.push(
+    await measure(
+      `MCP over streamable HTTP (stateless), through the bridge (v2 client, ${httpClientV2.getNegotiatedProtocolVersion()})`,
+      () => httpClientV2.callTool(add),
+      demoPid,
+      http.child.pid,
+    ),
+  );
+  await httpClientV2.close();
 
   const base = rows[0] as Row;
   // The median, not the mean: one stall on a busy machine moves a mean of sequential calls a lot.

@@ -1,19 +1,20 @@
-/** OXP to MCP: an MCP server (the official SDK's) whose tools are one OXP server's, called through @otc/client. */
+/**
+ * OXP to MCP: an MCP server (the official SDK's, v2) whose tools are one OXP server's, called through
+ * @otc/client. One handler set serves both protocol generations: 2026-07-28 (stateless, per request)
+ * and the 2025-era ones (initialize handshake: 2025-11-25, 2025-06-18, 2025-03-26...).
+ */
 import { randomUUID } from "node:crypto";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
   type CallToolRequest as McpCallToolRequest,
-  McpError,
   type Tool as McpTool,
   type ProgressToken,
-  type ServerNotification,
-  type ServerRequest,
-} from "@modelcontextprotocol/sdk/types.js";
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type ServerContext,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/server";
 import {
   type ClientOptions,
   createClient,
@@ -97,7 +98,10 @@ interface Entry {
 
 /** An OXP server seen as MCP tools; one bridge serves any number of MCP sessions. */
 export interface McpBridge {
-  /** A new SDK `Server` with the bridge's handlers, for one transport (one per request in stateless HTTP). */
+  /**
+   * A new SDK `Server` with the bridge's handlers, for one transport: one per request over HTTP, one per
+   * connection over stdio. Either protocol generation may be served by it; the SDK binds it to the first.
+   */
   createServer(): Server;
   /** The MCP tools, read from the OXP server now. */
   listTools(): Promise<McpTool[]>;
@@ -279,7 +283,18 @@ function authorizationResult(challenges: readonly ToolAuthorizationChallenge[], 
   };
 }
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+type Extra = ServerContext;
+
+/**
+ * Whether the client this request came from takes URL-mode elicitation now. Only the 2025-era protocol
+ * has server-to-client requests: 2026-07-28 replaced them with `input_required` results, which the bridge
+ * does not use, so a 2026-07-28 client gets the authorization link in the result instead.
+ */
+function elicitsUrl(server: Server): boolean {
+  const version = server.getNegotiatedProtocolVersion();
+  const legacy = version !== undefined && SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+  return legacy && server.getClientCapabilities()?.elicitation?.url !== undefined;
+}
 
 /**
  * How long the OXP server may hold the answer to a call made without a progress token (`Prefer: wait=N`, the
@@ -295,7 +310,7 @@ const ANSWER_WAIT_SECONDS = 30;
  *
  * @example
  * const bridge = createMcpBridge({ url: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
- * await bridge.createServer().connect(new StdioServerTransport());
+ * await serveStdio(bridge); // or serveHttp(bridge, { port: 3000 })
  */
 export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const clientOptions: ClientOptions = { baseUrl: options.url };
@@ -373,18 +388,18 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     extra: Extra,
   ): Promise<CallToolResult | undefined> {
     const deadlineAt = Date.now() + waitMs;
-    const bounded = AbortSignal.any([extra.signal, AbortSignal.timeout(waitMs)]);
+    const bounded = AbortSignal.any([extra.mcpReq.signal, AbortSignal.timeout(waitMs)]);
     const late = () => authorizationResult(challenges, "The authorization was not completed in time.");
     for (const challenge of challenges) {
       if (bounded.aborted) {
-        if (extra.signal.aborted) {
-          throw extra.signal.reason;
+        if (extra.mcpReq.signal.aborted) {
+          throw extra.mcpReq.signal.reason;
         }
         return late();
       }
-      let answer: Awaited<ReturnType<Server["elicitInput"]>>;
+      let answer: Awaited<ReturnType<Extra["mcpReq"]["elicitInput"]>>;
       try {
-        answer = await server.elicitInput(
+        answer = await extra.mcpReq.elicitInput(
           {
             mode: "url",
             message: `${toolName} needs your permission to access an account. Open the link to grant it.`,
@@ -392,10 +407,10 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
             url: challenge.url,
           },
           // The SDK's own time limit (60 s unless given) would cut the wait short: it gets what is left.
-          { signal: bounded, relatedRequestId: extra.requestId, timeout: Math.max(1, deadlineAt - Date.now()) },
+          { signal: bounded, timeout: Math.max(1, deadlineAt - Date.now()) },
         );
       } catch (error) {
-        if (extra.signal.aborted) {
+        if (extra.mcpReq.signal.aborted) {
           throw error;
         }
         if (bounded.aborted || Date.now() >= deadlineAt) {
@@ -416,7 +431,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       try {
         status = await client.waitForAuthorization(challenge, { signal: bounded, intervalMs: pollMs });
       } catch (error) {
-        if (extra.signal.aborted) {
+        if (extra.mcpReq.signal.aborted) {
           throw error;
         }
         if (bounded.aborted) {
@@ -429,14 +444,14 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       }
       // Tells the client the link's page is done with; a client that cannot take it changes nothing.
       await server
-        .createElicitationCompletionNotifier(challenge.id, { relatedRequestId: extra.requestId })()
+        .createElicitationCompletionNotifier(challenge.id, { relatedRequestId: extra.mcpReq.id })()
         .catch(() => undefined);
     }
     return undefined;
   }
 
   /**
-   * One OXP call, run so that the MCP request's cancellation (`extra.signal`) cancels it. Where the server
+   * One OXP call, run so that the MCP request's cancellation (`extra.mcpReq.signal`) cancels it. Where the server
    * offers tasks the call is asynchronous and the abort DELETEs it: with a progress token it is accepted at
    * once and followed, each progress sent as `notifications/progress`; without one the server holds its
    * answer up to {@link ANSWER_WAIT_SECONDS}, so a quick call is still one request. Elsewhere (an OXP 1.0
@@ -448,7 +463,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     extra: Extra,
   ): Promise<CallToolResponse> {
     const call = await client.callToolAsync(request, {
-      signal: extra.signal,
+      signal: extra.mcpReq.signal,
       cancelOnAbort: true,
       waitSeconds: progressToken === undefined ? ANSWER_WAIT_SECONDS : 0,
     });
@@ -469,7 +484,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         };
         // Awaited, so a slow client holds back the reading (which keeps only the latest), never a queue. A
         // notification that cannot be sent (the client went away) is no reason to fail the call.
-        await extra.sendNotification({ method: "notifications/progress", params }).catch(() => undefined);
+        await extra.mcpReq.notify({ method: "notifications/progress", params }).catch(() => undefined);
       }
     }
     return call.result();
@@ -478,10 +493,10 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   /** One MCP tools/call: its tool looked up, then one OXP call, made again with its call_id once the user authorized it. */
   async function callTool(server: Server, params: McpCallToolRequest["params"], extra: Extra) {
     const { name, arguments: args = {} } = params;
-    const progressToken = params._meta?.progressToken;
-    const entry = await lookup(name, extra.signal);
+    const progressToken = extra.mcpReq._meta?.progressToken ?? params._meta?.progressToken;
+    const entry = await lookup(name, extra.mcpReq.signal);
     if (!entry) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
     }
     const request: CallToolRequest = { tool_id: entry.definition.id, call_id: randomUUID(), input: args };
     const ctx = context();
@@ -497,7 +512,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       if (challenges.length === 0) {
         return errorToCallToolResult(error);
       }
-      if (!server.getClientCapabilities()?.elicitation?.url) {
+      if (!elicitsUrl(server)) {
         return authorizationResult(challenges, "The tool needs an authorization.");
       }
       const stop = await authorize(server, challenges, name, extra);
@@ -523,24 +538,26 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     },
     createServer() {
       const server = new Server(serverInfo, {
-        capabilities: { tools: {} },
+        // `logging`: hosts may set a level (logging/setLevel answers {}); the bridge itself sends no log
+        // messages, since OXP calls report progress, not logs.
+        capabilities: { tools: {}, logging: {} },
         instructions: "Tools of an OXP (Open eXecution Protocol) tool server.",
       });
-      server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+      server.setRequestHandler("tools/list", async (_request, extra) => {
         try {
-          return { tools: [...(await readCatalog(extra.signal)).values()].map((entry) => entry.tool) };
+          return { tools: [...(await readCatalog(extra.mcpReq.signal)).values()].map((entry) => entry.tool) };
         } catch (error) {
-          throw new McpError(ErrorCode.InternalError, errorText(error));
+          throw new ProtocolError(ProtocolErrorCode.InternalError, errorText(error));
         }
       });
-      server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      server.setRequestHandler("tools/call", async (request, extra) => {
         try {
           return await callTool(server, request.params, extra);
         } catch (error) {
-          if (error instanceof McpError || extra.signal.aborted) {
+          if (error instanceof ProtocolError || extra.mcpReq.signal.aborted) {
             throw error;
           }
-          throw new McpError(ErrorCode.InternalError, errorText(error));
+          throw new ProtocolError(ProtocolErrorCode.InternalError, errorText(error));
         }
       });
       return server;

@@ -1,10 +1,21 @@
-/** MCP to OXP: an MCP server's tools (reached with the SDK's Client) as @otc/server tools, ready for createServer. */
+/**
+ * MCP to OXP: an MCP server's tools (reached with the v2 SDK's Client, @modelcontextprotocol/client) as
+ * @otc/server tools, ready for createServer. One client for both generations of servers: it negotiates the
+ * protocol revision, 2026-07-28 (stateless, per-request `_meta`) when the server speaks it, else the 2025
+ * `initialize` handshake.
+ */
 import type { IOType } from "node:child_process";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { type CallToolResult, ErrorCode, McpError, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type CallToolResult,
+  Client,
+  type Tool as McpTool,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { OxpToolError, type SchemaObject, type Tool } from "@otc/server/node";
 import { toOxpAnnotations } from "./internal/annotations.js";
 import { byCodePoint, claimUnique, OXP_NAME, oxpToolName } from "./names.js";
@@ -41,6 +52,13 @@ export interface McpToolsOptions {
   timeoutMs?: number;
   /** Time limit of one asynchronous OXP call (the tasks extension), in ms, as each tool's `asyncTimeoutMs`. Default: the server's. */
   asyncTimeoutMs?: number;
+  /**
+   * How the protocol revision is chosen (the SDK's `versionNegotiation.mode`). `auto` (default): a
+   * `server/discover` probe first, then 2026-07-28 where the server offers it, else the 2025 `initialize`
+   * handshake. `legacy`: the handshake only, for a known 2025 server: a stdio server is then started once, not
+   * twice, and one that ignores the probe does not hold the start back (see README, Known limits).
+   */
+  versionNegotiation?: "auto" | "legacy";
 }
 
 /** An MCP tool left out, and why. */
@@ -57,7 +75,10 @@ export interface McpTools {
   names: ReadonlyMap<string, string>;
   /** MCP tools whose schemas OXP cannot express (recursive or remote `$ref`, an input that is not an object). */
   skipped: SkippedTool[];
-  /** The SDK client, connected. */
+  /**
+   * The SDK client (@modelcontextprotocol/client), connected; `client.getProtocolEra()` says which generation
+   * the server speaks (`modern`: 2026-07-28, `legacy`: a 2025 revision).
+   */
   client: Client;
   /**
    * Resolves when the MCP connection ends: `close()`, or a stdio server's process exiting. It is
@@ -78,8 +99,14 @@ const VERSION = /^\d+\.\d+\.\d+$/;
 const SDK_FALLBACK_TIMEOUT_MS = 24 * 60 * 60_000;
 /** The longest delay a Node.js timer takes; the SDK's time limit is one. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/**
+ * How long a stdio server has to answer the SDK's `server/discover` probe. Silence there means a 2025 server
+ * (some never answer a request before `initialize`), so it only delays the start, never fails it; over HTTP
+ * silence is an outage and the SDK's own limit applies.
+ */
+const STDIO_PROBE_TIMEOUT_MS = 10_000;
 
-function transportFor(source: McpSource): Transport {
+function transportFor(source: McpSource): StreamableHTTPClientTransport | StdioClientTransport {
   if ("url" in source) {
     return new StreamableHTTPClientTransport(
       new URL(source.url),
@@ -93,18 +120,6 @@ function transportFor(source: McpSource): Transport {
     ...(source.cwd ? { cwd: source.cwd } : {}),
     stderr: source.stderr ?? "inherit",
   });
-}
-
-/** All of the server's tools, page after page. */
-async function listAll(client: Client): Promise<McpTool[]> {
-  const tools: McpTool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return tools;
 }
 
 /** The text of a result's text blocks, one per line. */
@@ -147,7 +162,18 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
   if (!VERSION.test(options.version)) {
     throw new RangeError("version must be x.y.z, e.g. 1.0.0");
   }
-  const client = new Client({ name: "otc-mcp-tools", version: "0.1.0" });
+  const mode = options.versionNegotiation ?? "auto";
+  // `auto`: a 2026-07-28 server is spoken to in its revision, any other in the 2025 handshake. On stdio the SDK
+  // sends its probe to a short-lived second process started the same way (its stderr discarded).
+  const client = new Client(
+    { name: "otc-mcp-tools", version: "0.1.0" },
+    {
+      versionNegotiation: {
+        mode,
+        ...("url" in source ? {} : { probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } }),
+      },
+    },
+  );
   let isClosed = false;
   const closed = new Promise<void>((resolve) => {
     client.onclose = () => {
@@ -155,12 +181,25 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
       resolve();
     };
   });
+  const transport = transportFor(source);
+  // Whether a stdio server's process was started (not only its probe's): only then is there one to wait for
+  // after a failed start. Set on the instance, since the SDK probes on a sibling only for the class itself.
+  let started = false;
+  if (transport instanceof StdioClientTransport) {
+    const start = transport.start.bind(transport);
+    transport.start = () => {
+      started = true;
+      return start();
+    };
+  }
   let listed: McpTool[];
   try {
-    await client.connect(transportFor(source));
-    listed = await listAll(client);
+    await client.connect(transport);
+    // Without a cursor the SDK walks every page (at most 64: a server whose cursors never end is an error, not
+    // an endless start) and keeps the list, which callTool checks structuredContent against.
+    listed = (await client.listTools()).tools;
   } catch (error) {
-    await closeAfterFailure(client, closed);
+    await closeAfterFailure(client, transport, started ? closed : undefined);
     throw error;
   }
   // The SDK's own time limit is set past the OXP server's, so a slow tool ends as the server's timeout
@@ -220,26 +259,30 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
         }
         let result: CallToolResult;
         try {
-          result = (await client.callTool({ name: mcp.name, arguments: input }, undefined, {
-            signal: ctx.signal,
-            timeout: sdkTimeoutMs,
-            // With onprogress the SDK sends a progressToken; the OXP server keeps what increases, a few a second.
-            onprogress: ({ progress, total, message }) => {
-              ctx.progress({
-                progress,
-                ...(total === undefined ? {} : { total }),
-                ...(message === undefined ? {} : { message }),
-              });
+          result = await client.callTool(
+            { name: mcp.name, arguments: input as Record<string, unknown> },
+            {
+              // Cancelling is `notifications/cancelled` (stdio, 2025 HTTP) or, on 2026-07-28 HTTP, closing the call's stream.
+              signal: ctx.signal,
+              timeout: sdkTimeoutMs,
+              // With onprogress the SDK sends a progressToken; the OXP server keeps what increases, a few a second.
+              onprogress: ({ progress, total, message }) => {
+                ctx.progress({
+                  progress,
+                  ...(total === undefined ? {} : { total }),
+                  ...(message === undefined ? {} : { message }),
+                });
+              },
             },
-          })) as CallToolResult;
+          );
         } catch (error) {
           if (ctx.signal.aborted) {
             throw error;
           }
-          if (isClosed || (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)) {
+          if (isClosed || (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed)) {
             throw disconnected(error);
           }
-          if (!(error instanceof McpError)) {
+          if (!(error instanceof ProtocolError)) {
             throw error;
           }
           // The MCP server refused the call (a protocol error): the model gets its message.
@@ -261,12 +304,17 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
 const CLOSE_WAIT_MS = 5_000;
 
 /**
- * Closes a client whose start failed and waits for its connection (a stdio server's process) to end,
- * so that no child is left running after mcpTools rejects. The SDK starts closing on a failed
- * `initialize` without waiting; closing again is harmless, and `closed` tells when it is done.
+ * Closes a client whose start failed and, given `closed`, waits for its stdio server's process to end, so that
+ * no child is left running after mcpTools rejects. The SDK starts closing on a failed `initialize` without
+ * waiting; closing again is harmless, and `closed` tells when it is done. A connection that failed before the
+ * client took the transport (the probe's) is closed here too, and has no process to wait for.
  */
-async function closeAfterFailure(client: Client, closed: Promise<void>): Promise<void> {
+async function closeAfterFailure(client: Client, transport: Transport, closed?: Promise<void>): Promise<void> {
   await client.close().catch(() => undefined);
+  await transport.close().catch(() => undefined);
+  if (closed === undefined) {
+    return;
+  }
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS).unref()))]);
   clearTimeout(timer);

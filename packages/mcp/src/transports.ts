@@ -1,10 +1,13 @@
-/** The bridge's transports, both the SDK's: stdio, and streamable HTTP in stateless mode on node:http. */
+/**
+ * The bridge's transports, the SDK's (v2) serving entries: stdio, and streamable HTTP (stateless) on
+ * node:http through the SDK's web-standard handler, which serves both protocol generations.
+ */
 import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, isIPv4 } from "node:net";
-import type { Readable, Writable } from "node:stream";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { Readable, type Writable } from "node:stream";
+import { createMcpHandler } from "@modelcontextprotocol/server";
+import { StdioServerTransport, serveStdio as serveSdkStdio } from "@modelcontextprotocol/server/stdio";
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { McpBridge } from "./bridge.js";
 
@@ -23,15 +26,28 @@ export async function serveStdio(
   bridge: McpBridge,
   streams: { stdin?: Readable; stdout?: Writable } = {},
 ): Promise<StdioBridge> {
-  const server = bridge.createServer();
-  const transport = new StdioServerTransport(streams.stdin, streams.stdout);
+  const stdin = streams.stdin ?? process.stdin;
+  const transport = new StdioServerTransport(stdin, streams.stdout);
+  let done = () => {};
   const closed = new Promise<void>((resolve) => {
-    server.onclose = () => resolve();
+    done = resolve;
   });
-  // The SDK's stdio transport does not notice the end of its input; a host closing the pipe ends the session.
-  (streams.stdin ?? process.stdin).once("end", () => void server.close());
-  await server.connect(transport);
-  return { closed, close: () => server.close() };
+  // The SDK's entry reads the opening message to pick the protocol generation (2025 `initialize` or a
+  // 2026-07-28 request), then pins one server from the factory to the connection.
+  const handle = serveSdkStdio(() => bridge.createServer(), { transport });
+  // A host closing the pipe ends the session: the transport closes itself then, and so does the bridge.
+  const end = () => {
+    void handle.close().finally(done);
+  };
+  stdin.once("end", end);
+  stdin.once("close", end);
+  return {
+    closed,
+    close: async () => {
+      await handle.close();
+      done();
+    },
+  };
 }
 
 /** Options of {@link serveHttp}. */
@@ -82,16 +98,17 @@ function hasToken(req: IncomingMessage, expected: string): boolean {
 }
 
 /**
- * Serves the bridge over streamable HTTP, stateless: every POST gets its own SDK server and transport
- * (the SDK refuses to reuse a stateless transport), so requests share nothing but the bridge's
- * catalog cache. Each request is therefore a session of its own: the client's capabilities from
- * `initialize` are not known to later requests, and server-to-client requests (elicitation) cannot be
- * answered, so authorizations are always returned as links. A `notifications/cancelled` comes in a POST
- * of its own and cannot reach the call it names; a client closing a call's response stream cancels it.
+ * Serves the bridge over streamable HTTP, stateless, in both protocol generations: 2026-07-28 (each
+ * request carries its protocol version and client capabilities) and the 2025-era ones (initialize, then
+ * requests without a session). Every POST gets its own SDK server, so requests share nothing but the
+ * bridge's catalog cache. Server-to-client requests (elicitation) cannot be answered in either, so
+ * authorizations are always returned as links. A `notifications/cancelled` comes in a POST of its own
+ * and cannot reach the call it names; a client closing a call's response stream cancels it.
  *
  * With a `token`, every request without it gets a 401. A host other than a loopback one is refused
- * without a token (a RangeError). On a loopback host only `Host` headers naming the loopback address
- * and port are served (DNS rebinding protection), from the first request on.
+ * without a token (a RangeError). On a loopback host only `Host` headers (and `Origin` headers, when
+ * sent) naming the loopback address and port are served (DNS rebinding protection), from the first
+ * request on. Bodies over 4 MiB get a 413 (the SDK's limit).
  */
 export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = {}): Promise<HttpBridge> {
   const host = options.host ?? "127.0.0.1";
@@ -109,6 +126,9 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
   // Set from the `listening` event, before any connection can be read; until then a loopback bridge
   // refuses rather than serve a request whose Host was not checked.
   let allowedHosts: Set<string> | undefined;
+  // One handler for both generations: a 2026-07-28 request (its `_meta` envelope) gets a server of its
+  // own; a 2025-era one (initialize, tools/call after it...) gets one over the SDK's stateless transport.
+  const mcp = createMcpHandler(() => bridge.createServer(), { legacy: "stateless" });
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (loopback) {
@@ -117,6 +137,11 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       }
       if (!allowedHosts.has((req.headers.host ?? "").toLowerCase())) {
         return sendJson(res, 403, "Forbidden: the Host header does not name this bridge");
+      }
+      // A page a browser loaded from elsewhere may still reach 127.0.0.1 by its own name: its Origin says so.
+      const origin = req.headers.origin;
+      if (origin !== undefined && !allowedOrigin(origin, allowedHosts)) {
+        return sendJson(res, 403, "Forbidden: the Origin header does not name this bridge");
       }
     }
     if (token !== undefined && !hasToken(req, token)) {
@@ -129,18 +154,16 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
     if (req.method !== "POST") {
       return sendJson(res, 405, "This stateless MCP endpoint takes POST only", { allow: "POST" });
     }
-    const server = bridge.createServer();
-    // The Host was checked above; the SDK's own check is kept as a second line.
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      ...(allowedHosts ? { enableDnsRebindingProtection: true, allowedHosts: [...allowedHosts] } : {}),
-    });
+    // The client going away (its response stream closed before the end) aborts the request: the SDK
+    // then cancels the call it carries, and the bridge cancels the OXP call.
+    const aborted = new AbortController();
     res.once("close", () => {
-      void transport.close();
-      void server.close();
+      if (!res.writableFinished) {
+        aborted.abort(new Error("The MCP client closed the connection"));
+      }
     });
-    await server.connect(transport);
-    await transport.handleRequest(req, res);
+    const response = await mcp.fetch(toWebRequest(req, aborted.signal));
+    await writeWebResponse(res, response, aborted.signal);
   };
 
   const http = createHttpServer((req, res) => {
@@ -168,10 +191,73 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
   return {
     url: `http://${shown}:${port}${path}`,
     server: http,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: async () => {
+      await new Promise<void>((resolve, reject) => {
         http.close((error) => (error ? reject(error) : resolve()));
         http.closeAllConnections();
-      }),
+      });
+      await mcp.close();
+    },
   };
+}
+
+/** Whether an Origin header names this bridge: http, and a host (with port) it serves. */
+function allowedOrigin(origin: string, allowedHosts: ReadonlySet<string>): boolean {
+  try {
+    const url = new URL(origin);
+    return url.protocol === "http:" && allowedHosts.has(url.host.toLowerCase());
+  } catch {
+    return false;
+  }
+}
+
+/** A node:http request as a web-standard Request, its body streamed, aborted by `signal`. */
+function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+      headers.append(name, one);
+    }
+  }
+  // The URL's origin is a placeholder: the handler reads the path and the headers, and the Host was checked.
+  return new Request(new URL(req.url ?? "/", "http://mcp-bridge.invalid"), {
+    method: req.method ?? "POST",
+    headers,
+    body: Readable.toWeb(req) as ReadableStream<Uint8Array>,
+    signal,
+    duplex: "half",
+  } as RequestInit);
+}
+
+/**
+ * Writes a web-standard Response to node:http, chunk by chunk as the SDK produces it (SSE events go out
+ * as they come), waiting for the socket to drain; stops reading when `signal` fires (the client left).
+ */
+async function writeWebResponse(res: ServerResponse, response: Response, signal: AbortSignal): Promise<void> {
+  response.headers.forEach((value, name) => {
+    res.setHeader(name, value);
+  });
+  res.writeHead(response.status);
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  const reader = response.body.getReader();
+  const stop = () => void reader.cancel(signal.reason).catch(() => undefined);
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done || signal.aborted) {
+        break;
+      }
+      if (!res.write(value)) {
+        await Promise.race([once(res, "drain"), once(res, "close")]);
+      }
+    }
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
+  res.end();
 }

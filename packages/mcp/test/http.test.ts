@@ -131,6 +131,41 @@ describe("where serveHttp listens", () => {
     }
   });
 
+  it("refuses an Origin other than its own on loopback: a page from elsewhere reaching 127.0.0.1", async () => {
+    const http = await serveHttp(bridge);
+    try {
+      const own = new URL(http.url).origin;
+      const cases: [string, number][] = [
+        [own, 200],
+        [own.replace("127.0.0.1", "localhost"), 200],
+        ["http://evil.example", 403],
+        [own.replace("http:", "https:"), 403],
+        ["null", 403],
+      ];
+      for (const [origin, status] of cases) {
+        expect((await post(http.url, { origin })).status, origin).toBe(status);
+      }
+    } finally {
+      await http.close();
+    }
+  });
+
+  it("answers a body over 4 MiB (the SDK's limit) with a 413, and serves the next request", async () => {
+    const http = await serveHttp(bridge);
+    try {
+      const padding = "x".repeat(4 * 1024 * 1024);
+      const tooLarge = await fetch(http.url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta: { padding } } }),
+      });
+      expect(tooLarge.status).toBe(413);
+      expect((await post(http.url, {})).status).toBe(200);
+    } finally {
+      await http.close();
+    }
+  });
+
   it("serves loopback without a token, Host checked from the first request", async () => {
     const http = await serveHttp(bridge);
     try {

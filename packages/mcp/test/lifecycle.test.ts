@@ -22,17 +22,28 @@ const alive = (pid: number) => {
 };
 
 describe("a stdio MCP server that fails to start", () => {
-  it("is gone once mcpTools rejects, even when it ignores the end of its stdin", async () => {
-    const pidFile = path.join(dir, "bad-version.pid");
-    const started = mcpTools(
-      { command: process.execPath, args: [fixture, "bad-version"], env: { PID_FILE: pidFile }, stderr: "ignore" },
-      { toolkit: "Old", version: "1.0.0" },
-    );
-    await expect(started).rejects.toThrow(/protocol version is not supported/);
-    const pid = Number(readFileSync(pidFile, "utf8"));
-    expect(pid).toBeGreaterThan(0);
-    expect(alive(pid)).toBe(false);
-  });
+  it.each([
+    ["legacy", 1],
+    // The probe's process, which never answers: the SDK gives up on it (mcpTools waits 10 s), then starts the server.
+    ["auto", 2],
+  ] as const)(
+    "is gone once mcpTools rejects (%s negotiation), even when it ignores the end of its stdin",
+    async (versionNegotiation, processes) => {
+      const pidFile = path.join(dir, `bad-version-${versionNegotiation}.pid`);
+      const started = mcpTools(
+        { command: process.execPath, args: [fixture, "bad-version"], env: { PID_FILE: pidFile }, stderr: "ignore" },
+        { toolkit: "Old", version: "1.0.0", versionNegotiation },
+      );
+      await expect(started).rejects.toThrow(/protocol version is not supported/);
+      const pids = readFileSync(pidFile, "utf8").trim().split("\n").map(Number);
+      expect(pids).toHaveLength(processes);
+      for (const pid of pids) {
+        expect(pid).toBeGreaterThan(0);
+        expect(alive(pid)).toBe(false);
+      }
+    },
+    20_000,
+  );
 
   it("a command that does not exist is refused", async () => {
     await expect(

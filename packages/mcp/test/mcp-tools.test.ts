@@ -206,6 +206,20 @@ describe("mcpTools over streamable HTTP", () => {
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Bad.Kit", version: "1.0.0" })).rejects.toThrow(RangeError);
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Kit", version: "1.0" })).rejects.toThrow(RangeError);
   });
+
+  it("refuses a URL nothing listens on at once: no process to wait for after the failed probe", async () => {
+    const gone = createHttpServer();
+    gone.listen(0, "127.0.0.1");
+    await once(gone, "listening");
+    const { port } = gone.address() as AddressInfo;
+    await new Promise((resolve) => gone.close(resolve));
+    const startedAt = Date.now();
+    await expect(
+      mcpTools({ url: `http://127.0.0.1:${port}/mcp` }, { toolkit: "Gone", version: "1.0.0" }),
+    ).rejects.toThrow(/fetch failed/);
+    // A wait for a process that is not there took 5 s.
+    expect(Date.now() - startedAt).toBeLessThan(2_500);
+  });
 });
 
 describe("annotations", () => {

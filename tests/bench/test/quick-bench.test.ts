@@ -30,7 +30,7 @@ interface Report {
   problems: string[];
 }
 
-const STACKS = ["native", "express", "floor", "express-ajv", "express-oav", "fastify", "mcp"];
+const STACKS = ["native", "express", "floor", "express-ajv", "express-oav", "fastify", "mcp", "mcp-v2"];
 const OURS = ["native", "express"];
 
 let dir: string;

@@ -1,10 +1,23 @@
-// The demo behind the bridge, driven by the official MCP client: over stdio (`otc mcp serve` as a child process) and streamable HTTP.
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+// The demo behind the bridge, driven by the official MCP clients of both SDK generations: over stdio (`otc mcp serve`
+// as a child process) and streamable HTTP; v1 speaks 2025, v2 speaks 2026-07-28 to the bridge.
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY, serveHttp, TOOL_ID_META_KEY } from "@otc/mcp";
 import type { RunningServer } from "@otc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, approve, connectHttp, connectStdio, mcpClient, startDemo, textOf } from "./harness.js";
+import {
+  API_KEY,
+  approve,
+  connectHttp,
+  connectHttpV2,
+  connectStdio,
+  connectStdioV2,
+  type Exchange,
+  MODERN_REVISION,
+  mcpClient,
+  mcpClientV2,
+  startDemo,
+  textOf,
+} from "./harness.js";
 
 /** The `_meta` key of a deprecated tool's deprecation_message, as packages/mcp/README.md names it. */
 const DEPRECATION_META_KEY = "oxp/deprecation_message";
@@ -15,9 +28,30 @@ beforeAll(async () => {
 });
 afterAll(() => demo.close());
 
-/** The same checks over either transport: `connect` gives a connected plain client. */
-function sharedChecks(connect: () => Promise<Client>) {
-  let client: Client;
+/** What the shared checks ask of a client; both SDK generations' `Client` have it. */
+interface McpPeer {
+  listTools(): Promise<{
+    tools: {
+      name: string;
+      title?: string | undefined;
+      description?: string | undefined;
+      inputSchema: unknown;
+      outputSchema?: unknown;
+      annotations?: unknown;
+      _meta?: Record<string, unknown> | undefined;
+    }[];
+  }>;
+  callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<{
+    isError?: boolean | undefined;
+    structuredContent?: unknown;
+    _meta?: Record<string, unknown> | undefined;
+  }>;
+  close(): Promise<void>;
+}
+
+/** The same checks over either transport, with either client: `connect` gives a connected plain client. */
+function sharedChecks(connect: () => Promise<McpPeer>) {
+  let client: McpPeer;
   beforeAll(async () => {
     client = await connect();
   });
@@ -170,6 +204,89 @@ describe("over streamable HTTP (stateless, in-process)", () => {
   });
 });
 
+describe("a v2 client over stdio (otc mcp serve): 2026-07-28", () => {
+  const client = mcpClientV2();
+  sharedChecks(async () => {
+    await connectStdioV2(client, demo.url);
+    return client;
+  });
+
+  it("negotiated 2026-07-28 through the SDK's probe", () => {
+    expect(client.getProtocolEra()).toBe("modern");
+    expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
+  });
+});
+
+describe("a v2 client over streamable HTTP: 2026-07-28, stateless", () => {
+  const client = mcpClientV2();
+  const exchanges: Exchange[] = [];
+  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  sharedChecks(async () => {
+    http = await serveHttp(createMcpBridge({ url: demo.url, apiKey: API_KEY }));
+    await connectHttpV2(client, http.url, { exchanges });
+    return client;
+  });
+  afterAll(() => http?.close());
+
+  it("sends every request in 2026-07-28, with no initialize and no session", () => {
+    expect(client.getProtocolEra()).toBe("modern");
+    expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
+    const methods = exchanges.map((exchange) => exchange.method);
+    expect(methods[0]).toBe("server/discover");
+    expect(methods).toContain("tools/call");
+    expect(methods).not.toContain("initialize");
+    for (const { request, response } of exchanges) {
+      expect(request.get("mcp-protocol-version")).toBe(MODERN_REVISION);
+      expect(response.get("mcp-session-id")).toBeNull();
+    }
+  });
+});
+
+describe("the 2025-era revisions over streamable HTTP, without a session", () => {
+  let http: Awaited<ReturnType<typeof serveHttp>>;
+  beforeAll(async () => {
+    http = await serveHttp(createMcpBridge({ url: demo.url, apiKey: API_KEY }));
+  });
+  afterAll(() => http.close());
+
+  /** One JSON-RPC request as a 2025 client sends it (after `initialize`, with its revision in the header). */
+  const post = async (body: unknown, revision?: string) => {
+    const response = await fetch(http.url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        ...(revision ? { "mcp-protocol-version": revision } : {}),
+      },
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("mcp-session-id")).toBeNull();
+    const text = await response.text();
+    // A JSON body, or one SSE `data:` line carrying it.
+    return JSON.parse(/^data: (.*)$/m.exec(text)?.[1] ?? text) as { result?: Record<string, unknown> };
+  };
+
+  it.each([["2025-11-25"], ["2025-06-18"], ["2025-03-26"], ["2024-11-05"]])(
+    "%s: initialize answers in it, and a request that names it is served",
+    async (revision) => {
+      const init = await post({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: revision, capabilities: {}, clientInfo: { name: "raw", version: "1.0.0" } },
+      });
+      expect(init.result).toMatchObject({
+        protocolVersion: revision,
+        capabilities: { tools: {} },
+        serverInfo: { name: "otc-mcp-bridge" },
+      });
+      const listed = await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, revision);
+      expect(listed.result?.tools).toContainEqual(expect.objectContaining({ name: "Calculator_Add" }));
+    },
+  );
+});
+
 describe("credentials", () => {
   it("a bridge without the API key gets refused, and says so without detail", async () => {
     const http = await serveHttp(createMcpBridge({ url: demo.url }));
@@ -295,6 +412,30 @@ describe("the Gmail authorization challenge", () => {
       }
     });
   }
+
+  it("a 2026-07-28 client gets the link even when it declares URL elicitation: that revision has no server requests", async () => {
+    const elicited: unknown[] = [];
+    const client = mcpClientV2(async (request) => {
+      elicited.push(request);
+      return { action: "accept" };
+    });
+    await connectStdioV2(client, demo.url, ["--user-id", "modern-mo"]);
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
+      const first = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(first.isError).toBe(true);
+      const [challenge] = (first._meta?.[AUTHORIZATION_META_KEY] ?? []) as { url: string }[];
+      expect(challenge?.url).toMatch(new RegExp(`^${demo.url}/demo/authorize/`));
+      expect(textOf(first)).toContain(challenge?.url);
+      expect(elicited).toEqual([]);
+      await approve(challenge?.url as string);
+      const second = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      expect(second.isError).toBeFalsy();
+      expect((second.structuredContent as { emails: unknown[] }).emails).toHaveLength(4);
+    } finally {
+      await client.close();
+    }
+  });
 
   it("one deadline bounds the whole authorization: time spent in the elicitation is not given back to the polling", async () => {
     // The user takes 30% of the wait to accept, and approves at 120% of it: a wait that started over

@@ -6,7 +6,16 @@ import { mcpCommand } from "@otc/cli";
 import { createDemoApp } from "@otc/demo/app";
 import { listen, type RunningServer } from "@otc/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, connectHttp, mcpClient, startDemo } from "./harness.js";
+import {
+  API_KEY,
+  connectHttp,
+  connectHttpV2,
+  type Exchange,
+  MODERN_REVISION,
+  mcpClient,
+  mcpClientV2,
+  startDemo,
+} from "./harness.js";
 
 /** Captured output of one run. */
 function io(env: Record<string, string | undefined> = {}) {
@@ -98,6 +107,38 @@ describe("otc mcp", () => {
     expect(await exit).toBe(0);
     expect(run.out.stderr).not.toContain(API_KEY);
     await expect(fetch(url, { method: "POST" })).rejects.toThrow();
+  });
+
+  it("serves a v2 client in 2026-07-28 and a v1 client in 2025 on one endpoint, the token asked of both", async () => {
+    const token = "a-token-for-both-generations";
+    const run = io({ OXP_API_KEY: API_KEY, OXP_URL: demo.url, OXP_MCP_TOKEN: token });
+    const stop = new AbortController();
+    const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
+    try {
+      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+      const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
+      const headers = { authorization: `Bearer ${token}` };
+      await expect(connectHttpV2(mcpClientV2(), url)).rejects.toThrow();
+
+      const modern = mcpClientV2();
+      const exchanges: Exchange[] = [];
+      await connectHttpV2(modern, url, { headers, exchanges });
+      expect(modern.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
+      const result = await modern.callTool({ name: "Calculator_Add", arguments: { a: 20, b: 22 } });
+      expect(result.structuredContent).toEqual({ value: 42 });
+      expect(exchanges.map((exchange) => exchange.method)).toEqual(["server/discover", "tools/call"]);
+      await modern.close();
+
+      const legacy = mcpClient();
+      await connectHttp(legacy, url, headers);
+      expect(legacy.getServerVersion()).toMatchObject({ name: "otc-mcp-bridge" });
+      const older = await legacy.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 1 } });
+      expect(older.structuredContent).toEqual({ value: 2 });
+      await legacy.close();
+    } finally {
+      stop.abort();
+      expect(await exit).toBe(0);
+    }
   });
 
   it("asks for the bearer token from OXP_MCP_TOKEN on every request, never printing it", async () => {

@@ -1,5 +1,16 @@
-/** Test harness: the demo on port 0 with an API key, the bridge in front of it over stdio (a child process) or HTTP, and the consent-page walk. */
+/**
+ * Test harness: the demo on port 0 with an API key, the bridge in front of it over stdio (a child process) or HTTP,
+ * reached with either SDK generation's client (v1: @modelcontextprotocol/sdk, v2: @modelcontextprotocol/client),
+ * and the consent-page walk.
+ */
 import { fileURLToPath } from "node:url";
+import {
+  type ElicitRequest as ElicitRequestV2,
+  type FetchLike,
+  Client as V2Client,
+  StreamableHTTPClientTransport as V2HttpTransport,
+} from "@modelcontextprotocol/client";
+import { StdioClientTransport as V2StdioTransport } from "@modelcontextprotocol/client/stdio";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -27,18 +38,44 @@ export function mcpClient(onElicit?: (request: ElicitRequest) => Promise<{ actio
   return client;
 }
 
+/** The revision the v2 SDK speaks to a server that offers it (the 2026-07-28 spec: stateless, no `initialize`). */
+export const MODERN_REVISION = "2026-07-28";
+
+/**
+ * A v2 SDK client that negotiates (`auto`): 2026-07-28 with a server that offers it, else 2025. With `onElicit` it
+ * declares URL-mode elicitation and answers with it.
+ */
+export function mcpClientV2(
+  onElicit?: (request: ElicitRequestV2) => Promise<{ action: "accept" | "decline" | "cancel" }>,
+): V2Client {
+  const client = new V2Client(
+    { name: "bridge-test-v2", version: "1.0.0" },
+    {
+      versionNegotiation: { mode: "auto" },
+      ...(onElicit ? { capabilities: { elicitation: { url: {} } } } : {}),
+    },
+  );
+  if (onElicit) {
+    client.setRequestHandler("elicitation/create", (request) => onElicit(request));
+  }
+  return client;
+}
+
 const launcher = fileURLToPath(new URL("./bridge-launcher.ts", import.meta.url));
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 
+/** How `otc mcp serve` is started over stdio, from the CLI's sources; the API key goes in its env. */
+const stdioServe = (url: string, args: string[], env: Record<string, string>) => ({
+  command: process.execPath,
+  args: ["--import", "tsx", launcher, "serve", "--url", url, ...args],
+  env: { OXP_API_KEY: API_KEY, ...env },
+  cwd: packageDir,
+  stderr: "pipe" as const,
+});
+
 /** Connects `client` to the bridge run as `otc mcp serve` in a child process over stdio; the API key goes in its env. */
 export async function connectStdio(client: Client, url: string, args: string[] = [], env: Record<string, string> = {}) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: ["--import", "tsx", launcher, "serve", "--url", url, ...args],
-    env: { OXP_API_KEY: API_KEY, ...env },
-    cwd: packageDir,
-    stderr: "pipe",
-  });
+  const transport = new StdioClientTransport(stdioServe(url, args, env));
   let stderr = "";
   transport.stderr?.on("data", (chunk) => {
     stderr += String(chunk);
@@ -50,6 +87,47 @@ export async function connectStdio(client: Client, url: string, args: string[] =
 /** Connects `client` to a streamable HTTP MCP endpoint, sending `headers` (e.g. the bearer token) with every request. */
 export async function connectHttp(client: Client, url: string, headers: Record<string, string> = {}) {
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+}
+
+/**
+ * Connects a v2 `client` to the bridge run as `otc mcp serve` over stdio. The SDK starts the command twice: once
+ * for its `server/discover` probe, then for the session.
+ */
+export async function connectStdioV2(
+  client: V2Client,
+  url: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<void> {
+  await client.connect(new V2StdioTransport(stdioServe(url, args, env)));
+}
+
+/** One HTTP exchange as the v2 client's transport made it: the request's headers and JSON-RPC method, the answer's headers. */
+export interface Exchange {
+  method: string | undefined;
+  request: Headers;
+  response: Headers;
+}
+
+/** Connects a v2 `client` to a streamable HTTP MCP endpoint; each exchange is pushed onto `exchanges` when given. */
+export async function connectHttpV2(
+  client: V2Client,
+  url: string,
+  options: { headers?: Record<string, string>; exchanges?: Exchange[] } = {},
+): Promise<void> {
+  const { exchanges } = options;
+  const observed: FetchLike = async (input, init) => {
+    const response = await fetch(input, init);
+    const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { method?: string }) : undefined;
+    exchanges?.push({ method: body?.method, request: new Headers(init?.headers), response: response.headers });
+    return response;
+  };
+  await client.connect(
+    new V2HttpTransport(new URL(url), {
+      ...(options.headers ? { requestInit: { headers: options.headers } } : {}),
+      fetch: observed,
+    }),
+  );
 }
 
 /** Approves a demo authorization challenge the way its consent page's form does: GET the page, POST approve with its CSRF token. */

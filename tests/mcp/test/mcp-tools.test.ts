@@ -2,7 +2,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { createClient, type OxpClient, OxpValidationError } from "@otc/client";
 import { type Fixture, runConformance } from "@otc/conformance";
 import { type McpTools, mcpTools } from "@otc/mcp";
@@ -143,6 +143,11 @@ const SKIPPED = [
 ];
 
 describe("an MCP server's tools over OXP", () => {
+  it("reads server-everything, a v1 SDK server, in a 2025 revision: the v2 client's probe found no 2026-07-28", () => {
+    expect(everything.client.getProtocolEra()).toBe("legacy");
+    expect(everything.client.getNegotiatedProtocolVersion()).toMatch(/^2025-\d\d-\d\d$/);
+  });
+
   it("lists them as Toolkit.Tool@version, names in PascalCase, every top-level property described", async () => {
     const tools = await client.listTools();
     const ids = tools.map((tool) => tool.id);

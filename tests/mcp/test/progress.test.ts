@@ -1,11 +1,26 @@
-// Progress and cancellation through the bridge, driven by the official MCP client over stdio (`otc mcp serve`) and streamable HTTP: the demo's System.Sleep, and a server built here whose tool shows when its signal fires.
+// Progress and cancellation through the bridge, driven by the official MCP clients (v1 in 2025, v2 in 2026-07-28) over
+// stdio (`otc mcp serve`) and streamable HTTP: the demo's System.Sleep, and a server built here whose tool shows when
+// its signal fires.
+import type { Client as V2Client } from "@modelcontextprotocol/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { type ProgressNotification, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AUTHORIZATION_META_KEY, createMcpBridge, type HttpBridge, serveHttp } from "@otc/mcp";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
 import type { CallStatus } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, approve, connectHttp, connectStdio, mcpClient, startDemo, textOf } from "./harness.js";
+import {
+  API_KEY,
+  approve,
+  connectHttp,
+  connectHttpV2,
+  connectStdio,
+  connectStdioV2,
+  MODERN_REVISION,
+  mcpClient,
+  mcpClientV2,
+  startDemo,
+  textOf,
+} from "./harness.js";
 
 /** The signal of each call the tool ran, by call_id, as a promise of the reason it fired with. */
 const runs = new Map<string, Promise<unknown>>();
@@ -172,6 +187,75 @@ describe.each(transports)("over %s", (_name, connect) => {
       expect(withToken).toEqual({ content: [{ type: "text", text: "3" }], structuredContent: { value: 3 } });
       expect(without).toEqual(withToken);
       expect(progress).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+type ConnectV2 = (client: V2Client, url: string) => Promise<void>;
+
+const v2Transports: [string, ConnectV2][] = [
+  ["stdio", (client, url) => connectStdioV2(client, url)],
+  [
+    "streamable HTTP",
+    async (client, url) => {
+      const bridge = await serveHttp(createMcpBridge({ url, apiKey: API_KEY }));
+      http.push(bridge);
+      await connectHttpV2(client, bridge.url);
+    },
+  ],
+];
+
+describe.each(v2Transports)("a v2 client (2026-07-28) over %s", (_name, connect) => {
+  it("gets System.Sleep's progress through onprogress, in order, before the result", async () => {
+    const client = mcpClientV2();
+    await connect(client, demo.url);
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe(MODERN_REVISION);
+      const progress: { progress: number; total?: number | undefined; message?: string | undefined }[] = [];
+      const result = await client.callTool(
+        { name: "System_Sleep", arguments: { ms: 900 } },
+        { onprogress: (update) => void progress.push(update) },
+      );
+      expect(result.structuredContent).toEqual({ slept_ms: 900 });
+      expect(progress.length).toBeGreaterThanOrEqual(2);
+      let last = 0;
+      for (const update of progress) {
+        expect(update).toEqual({
+          progress: expect.any(Number),
+          total: 900,
+          message: `Slept ${update.progress} of 900 ms`,
+        });
+        expect(update.progress).toBeGreaterThan(last);
+        last = update.progress;
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("aborting the call cancels the OXP call, and the tool's signal fires", async () => {
+    runs.clear();
+    const client = mcpClientV2();
+    await connect(client, work.url);
+    try {
+      const controller = new AbortController();
+      const progress: unknown[] = [];
+      const call = client.callTool(
+        { name: "Work_Steps", arguments: { steps: 200, ms: 50 } },
+        { signal: controller.signal, onprogress: (update) => void progress.push(update) },
+      );
+      call.catch(() => undefined);
+      const run = await latestRun();
+      await progressed(progress, 1);
+      controller.abort(new Error("The user pressed stop"));
+      await expect(call).rejects.toThrow(/pressed stop/);
+      // Over 2026-07-28 HTTP the cancel is the call's stream closing, which reaches the call (2025's POST did not).
+      expect(String(await run.aborted)).toMatch(/cancel/i);
+      expect(await endedStatus(run.callId)).toMatchObject({ call_id: run.callId, status: "cancelled" });
+      const next = await client.callTool({ name: "Work_Steps", arguments: { steps: 1, ms: 1 } });
+      expect(next.structuredContent).toEqual({ value: 1 });
     } finally {
       await client.close();
     }

@@ -1,5 +1,5 @@
 /** Tool annotations both ways (internal): MCP's hints (`readOnlyHint`...) and OXP's annotations extension (`read_only`...), docs/protocol.md 9.2. */
-import type { Tool as McpTool, ToolAnnotations as McpToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool as McpTool, ToolAnnotations as McpToolAnnotations } from "@modelcontextprotocol/server";
 import type { ToolAnnotations, ToolDefinition } from "@otc/types";
 
 /** The `_meta` key, on a listed MCP tool, of its OXP `deprecation_message`. */
