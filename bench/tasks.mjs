@@ -24,7 +24,9 @@ const log = (line) => process.stderr.write(`${line}\n`);
 // A request the server broke off: say what the server said before it went.
 process.on("uncaughtException", (error) => {
   log(`bench: ${error.stack ?? error}${error.cause ? `\ncause: ${error.cause}` : ""}`);
-  log(`bench: the server ${server.child.exitCode !== null || server.child.signalCode !== null ? "has exited" : "is still up"}; its stderr:\n${server.stderr()}`);
+  log(
+    `bench: the server ${server.child.exitCode !== null || server.child.signalCode !== null ? "has exited" : "is still up"}; its stderr:\n${server.stderr()}`,
+  );
   process.exit(1);
 });
 
