@@ -8,6 +8,19 @@ import { type OxpToolOutcome, type OxpToolSpec, type OxpToolsOptions, oxpToolSpe
 
 export type { OxpApproval, OxpToolsOptions } from "./core.js";
 
+/** Options of LangChain's `oxpTools`: those of every framework, and how an authorization challenge stops the run. */
+export interface OxpLangChainToolsOptions extends OxpToolsOptions {
+  /**
+   * What a call that needs the user's authorization does. `"interrupt"` (the default): inside a LangGraph graph with
+   * a checkpointer (`createAgent` with one, a ToolNode), the run stops with LangGraph's `interrupt` carrying an
+   * {@link OxpAuthorizationRequest}; resumed with `new Command({ resume: { type: "authorized" } })`, the tool calls
+   * the server again and answers the real result. Elsewhere (a plain `tool.invoke`, a graph without a
+   * checkpointer), and always with `"message"`, the tool answers a ToolMessage with `status: "error"`, the URL for
+   * the model to relay, and an artifact of kind `authorization`.
+   */
+  authorization?: "interrupt" | "message";
+}
+
 /** What each tool's `metadata.oxp` holds: which OXP tool it is, its annotations, and whether to ask the user first. */
 export interface OxpToolMetadata {
   /** The tool's id with its version, as the server lists it: `Toolkit.Tool@1.2.0`. */
@@ -34,6 +47,40 @@ export type OxpLangChainTool = DynamicStructuredTool<Record<string, unknown>> & 
   metadata: { oxp: OxpToolMetadata };
 };
 
+/**
+ * The value of the interrupt an OXP tool raises when the user must authorize it (see
+ * {@link OxpLangChainToolsOptions.authorization}): plain JSON, kept by the checkpointer and shown by the application.
+ * It is the `value` of one of the run's `__interrupt__` entries; {@link isOxpAuthorizationRequest} tells it apart.
+ */
+export interface OxpAuthorizationRequest {
+  kind: "oxp-authorization";
+  /** The tool the model called, by the name it knows, and the OXP tool's id with its version. */
+  toolName: string;
+  toolId: string;
+  /** The model's tool call id, where the tool was called with one. */
+  toolCallId?: string;
+  /** Where the user authorizes (`url`, to show as a link) and where its status shows (`check_url`). */
+  challenges: ToolAuthorizationChallenge[];
+}
+
+/**
+ * What to resume an {@link OxpAuthorizationRequest} with (`new Command({ resume })`): `authorized` once the user has
+ * authorized, and the tool calls the server again (asking again if it still needs authorization); `declined` ends the
+ * call with a ToolMessage (`status: "error"`) that tells the model the user did not authorize it, and `message` if
+ * given. Any other value counts as `authorized`.
+ */
+export type OxpAuthorizationResume = { type: "authorized" } | { type: "declined"; message?: string };
+
+/** Whether an interrupt's value is an OXP tool's {@link OxpAuthorizationRequest}. */
+export function isOxpAuthorizationRequest(value: unknown): value is OxpAuthorizationRequest {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === "oxp-authorization" &&
+    Array.isArray((value as { challenges?: unknown }).challenges)
+  );
+}
+
 /** The tag every OXP tool carries, and the one those that need approval carry too (they reach callbacks and traces). */
 export const OXP_TAG = "oxp";
 export const NEEDS_APPROVAL_TAG = "oxp:needs-approval";
@@ -42,13 +89,16 @@ export const NEEDS_APPROVAL_TAG = "oxp:needs-approval";
  * Lists the server's tools and makes each LangChain's own tool, for `model.bindTools(tools)`, `createAgent` or a
  * ToolNode. Invoked with a model's tool call, each answers a ToolMessage whose content the model reads: the value
  * as text, or (with `status: "error"`) the tool's error, what a 422 found wrong, or the link the user must open to
- * authorize; the details are its {@link OxpToolArtifact}. Errors the model cannot act on (the server unreachable,
- * a 401) throw. An input LangChain itself finds not to match the schema throws its `ToolInputParsingException`
- * before any request, as for every LangChain tool; agents' tool nodes hand that to the model.
+ * authorize (inside a graph with a checkpointer, the run stops with an interrupt instead: see
+ * {@link OxpLangChainToolsOptions.authorization}); the details are its {@link OxpToolArtifact}. Errors the model
+ * cannot act on (the server unreachable, a 401) throw. An input LangChain itself finds not to match the schema
+ * throws its `ToolInputParsingException` before any request, as for every LangChain tool; agents' tool nodes hand
+ * that to the model.
  */
-export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {}): Promise<OxpLangChainTool[]> {
+export async function oxpTools(client: OxpClient, options: OxpLangChainToolsOptions = {}): Promise<OxpLangChainTool[]> {
   const specs = await oxpToolSpecs(client, options);
-  return specs.map(toLangChainTool);
+  const authorization = options.authorization ?? "interrupt";
+  return specs.map((spec) => toLangChainTool(spec, authorization));
 }
 
 /**
@@ -67,7 +117,7 @@ export function oxpMetadata(tool: StructuredToolInterface): OxpToolMetadata | un
   return typeof oxp === "object" && oxp !== null ? (oxp as OxpToolMetadata) : undefined;
 }
 
-function toLangChainTool(spec: OxpToolSpec): OxpLangChainTool {
+function toLangChainTool(spec: OxpToolSpec, authorization: "interrupt" | "message"): OxpLangChainTool {
   const { definition } = spec;
   const metadata: OxpToolMetadata = {
     toolId: definition.id,
@@ -86,8 +136,28 @@ function toLangChainTool(spec: OxpToolSpec): OxpLangChainTool {
     metadata: { oxp: metadata },
     tags: spec.needsApproval ? [OXP_TAG, NEEDS_APPROVAL_TAG] : [OXP_TAG],
     func: async (input: unknown, _runManager: unknown, config?: ToolRunnableConfig) => {
-      const outcome = await spec.call(input, { signal: config?.signal });
       const toolCallId = config?.toolCall?.id;
+      let outcome = await spec.call(input, { signal: config?.signal });
+      if (outcome.kind === "authorization" && authorization === "interrupt" && canInterrupt(config)) {
+        const { interrupt } = await langGraph();
+        const request: OxpAuthorizationRequest = {
+          kind: "oxp-authorization",
+          toolName: spec.name,
+          toolId: spec.definition.id,
+          ...(toolCallId === undefined ? {} : { toolCallId }),
+          challenges: outcome.challenges,
+        };
+        // Resumed, LangGraph runs this function again from the start: the call above is the one made after the user
+        // answered, and a call that now succeeds never gets here. Refused still, each interrupt() gives back the
+        // answers so far in turn, then throws to ask the user again; one OXP call per resume.
+        for (;;) {
+          const answer: unknown = interrupt(request);
+          if (isDeclined(answer)) {
+            outcome = { ...outcome, text: declinedText(spec.name, answer.message) };
+            break;
+          }
+        }
+      }
       // Invoked with bare arguments rather than a tool call, a tool answers its content alone, as LangChain's do.
       if (toolCallId === undefined) {
         return outcome.text;
@@ -104,6 +174,42 @@ function toLangChainTool(spec: OxpToolSpec): OxpLangChainTool {
       });
     },
   }) as OxpLangChainTool;
+}
+
+/**
+ * Whether the tool runs inside a LangGraph graph that can stop and resume: LangGraph's `interrupt` needs both, and
+ * throws without them, where the ToolMessage still serves.
+ */
+function canInterrupt(config: ToolRunnableConfig | undefined): boolean {
+  const configurable = config?.configurable as Record<string, unknown> | undefined;
+  return configurable?.__pregel_checkpointer !== undefined && configurable.__pregel_scratchpad !== undefined;
+}
+
+type LangGraph = typeof import("@langchain/langgraph");
+let loading: Promise<LangGraph> | undefined;
+
+/**
+ * @langchain/langgraph, loaded when first needed: an optional peer, so that these tools load without it. A graph
+ * running them has it installed.
+ */
+function langGraph(): Promise<LangGraph> {
+  loading ??= import("@langchain/langgraph").catch((error: unknown) => {
+    loading = undefined;
+    throw error;
+  });
+  return loading;
+}
+
+function isDeclined(answer: unknown): answer is { type: "declined"; message?: string } {
+  return typeof answer === "object" && answer !== null && (answer as { type?: unknown }).type === "declined";
+}
+
+/** What the model reads when the user declined to authorize the tool. */
+function declinedText(name: string, message: unknown): string {
+  return [
+    `Error: the user did not authorize ${name}, so it did not run. Do not call it again unless the user asks.`,
+    ...(typeof message === "string" && message !== "" ? [message] : []),
+  ].join("\n\n");
 }
 
 function artifactOf(outcome: OxpToolOutcome): OxpToolArtifact {

@@ -1,14 +1,21 @@
-// @otc/ai/langchain against the real demo, driven by LangChain's own fake chat model in a small agent loop.
+// @otc/ai/langchain against the real demo, driven by LangChain's own fake chat models: in a small agent loop, and in
+// the langchain package's createAgent (with its human-in-the-loop middleware and LangGraph's interrupts).
 import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { fakeModel } from "@langchain/core/testing";
 import { ToolInputParsingException } from "@langchain/core/tools";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
+import { Command, MemorySaver } from "@langchain/langgraph";
 import { createClient, type OxpClient } from "@otc/client";
 import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen, type RunningServer } from "@otc/server";
+import { createAgent, type HITLRequest, type HITLResponse, humanInTheLoopMiddleware } from "langchain";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  isOxpAuthorizationRequest,
   NEEDS_APPROVAL_TAG,
+  type OxpAuthorizationRequest,
+  type OxpAuthorizationResume,
   type OxpLangChainTool,
   type OxpToolArtifact,
   oxpInterruptOn,
@@ -268,5 +275,222 @@ describe("oxpTools for LangChain.js", () => {
   it("answers bare arguments (no tool call) with the text alone", async () => {
     const [add] = await oxpTools(client, { tools: ["Calculator.Add"] });
     expect(await add?.invoke({ a: 40, b: 2 })).toBe("42");
+  });
+});
+
+/** A client whose every POST /tools/call is recorded (tool id and input), to tell which calls reached the server. */
+function recordingClient() {
+  const calls: { tool_id: string; input: unknown }[] = [];
+  const recording = createClient({
+    baseUrl: server.url,
+    fetch: async (input, init) => {
+      const request = new Request(input, init);
+      if (request.method === "POST" && new URL(request.url).pathname.endsWith("/tools/call")) {
+        const { tool_id, input: toolInput } = (await request.clone().json()) as { tool_id: string; input: unknown };
+        calls.push({ tool_id, input: toolInput });
+      }
+      return fetch(request);
+    },
+  });
+  return { client: recording, calls };
+}
+
+/** The ToolMessages among the messages a fake model was given on its `turn`-th call (from 0). */
+function toolMessagesAt(model: ReturnType<typeof fakeModel>, turn: number): ToolMessage[] {
+  return (model.calls[turn]?.messages ?? []).filter((message): message is ToolMessage =>
+    ToolMessage.isInstance(message),
+  );
+}
+
+describe("oxpTools in the langchain package's createAgent", () => {
+  const twilio = { secrets: [{ id: "TWILIO_API_KEY", value: "test-key" }] };
+  const textHi = { name: "SMS_Send", args: { to: "+15550100", message: "Hi" }, id: "call_sms" };
+
+  it("stops before the destructive tool for humanInTheLoopMiddleware; approved, it runs through OXP", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["SMS"], context: twilio });
+    const model = fakeModel().respondWithTools([textHi]).respond(new AIMessage("Sent."));
+    const agent = createAgent({
+      model,
+      tools,
+      middleware: [humanInTheLoopMiddleware({ interruptOn: oxpInterruptOn(tools) })],
+      checkpointer: new MemorySaver(),
+    });
+    const config = { configurable: { thread_id: "hitl-approve" } };
+
+    const stopped = await agent.invoke({ messages: [new HumanMessage("Text hi")] }, config);
+    const [pending] = stopped.__interrupt__ ?? [];
+    expect((pending?.value as HITLRequest | undefined)?.actionRequests).toEqual([
+      expect.objectContaining({ name: "SMS_Send", args: textHi.args }),
+    ]);
+    expect(calls).toEqual([]);
+    expect(model.callCount).toBe(1);
+
+    const resume: HITLResponse = { decisions: [{ type: "approve" }] };
+    const done = await agent.invoke(new Command({ resume }), config);
+    expect(calls).toEqual([{ tool_id: "SMS.Send@0.1.2", input: textHi.args }]);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen).toMatchObject({ tool_call_id: "call_sms", status: "success", content: '{"status":"sent"}' });
+    expect(done.messages.at(-1)?.content).toBe("Sent.");
+  });
+
+  it("does not run the destructive tool when the user rejects it; the model reads why", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["SMS"], context: twilio });
+    const model = fakeModel().respondWithTools([textHi]).respond(new AIMessage("Not sent."));
+    const agent = createAgent({
+      model,
+      tools,
+      middleware: [humanInTheLoopMiddleware({ interruptOn: oxpInterruptOn(tools) })],
+      checkpointer: new MemorySaver(),
+    });
+    const config = { configurable: { thread_id: "hitl-reject" } };
+
+    await agent.invoke({ messages: [new HumanMessage("Text hi")] }, config);
+    const resume: HITLResponse = { decisions: [{ type: "reject", message: "Not to that number." }] };
+    await agent.invoke(new Command({ resume }), config);
+    expect(calls).toEqual([]);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen).toMatchObject({ tool_call_id: "call_sms", status: "error" });
+    expect(seen?.content).toContain("Not to that number.");
+  });
+
+  it("stops with LangGraph's interrupt on an authorization challenge; resumed once authorized, the same call runs", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["Gmail"], userId: "langgraph-user" });
+    const query = { name: "Gmail_GetEmails", args: { query: "receipt" }, id: "call_mail" };
+    const model = fakeModel().respondWithTools([query]).respond(new AIMessage("Found it."));
+    const agent = createAgent({ model, tools, checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: "authorize" } };
+
+    const stopped = await agent.invoke({ messages: [new HumanMessage("Find my receipt")] }, config);
+    const [pending] = stopped.__interrupt__ ?? [];
+    expect(isOxpAuthorizationRequest(pending?.value)).toBe(true);
+    const request = pending?.value as OxpAuthorizationRequest;
+    expect(request).toEqual({
+      kind: "oxp-authorization",
+      toolName: "Gmail_GetEmails",
+      toolId: "Gmail.GetEmails@1.2.0",
+      toolCallId: "call_mail",
+      challenges: [expect.objectContaining({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\//) })],
+    });
+    // Plain JSON, as a checkpointer keeps it and an application sends it to a browser.
+    expect(JSON.parse(JSON.stringify(request))).toEqual(request);
+    expect(model.callCount).toBe(1);
+
+    await approve(request.challenges[0]?.url ?? "");
+    const resume: OxpAuthorizationResume = { type: "authorized" };
+    const done = await agent.invoke(new Command({ resume }), config);
+    expect(done.__interrupt__ ?? []).toEqual([]);
+    expect(calls).toEqual([
+      { tool_id: "Gmail.GetEmails@1.2.0", input: query.args },
+      { tool_id: "Gmail.GetEmails@1.2.0", input: query.args },
+    ]);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen).toMatchObject({ tool_call_id: "call_mail", status: "success" });
+    expect(JSON.parse(seen?.content as string)).toEqual({
+      emails: [{ id: "email_2", subject: "Your Receipt", snippet: "Thank you for your purchase..." }],
+    });
+    expect(done.messages.at(-1)?.content).toBe("Found it.");
+  });
+
+  it("asks again when resumed before the user authorized, and tells the model when the user declines", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["Gmail"], userId: "langgraph-decliner" });
+    const model = fakeModel()
+      .respondWithTools([{ name: "Gmail_GetEmails", args: { query: "receipt" }, id: "call_mail" }])
+      .respond(new AIMessage("Alright."));
+    const agent = createAgent({ model, tools, checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: "decline" } };
+
+    const first = await agent.invoke({ messages: [new HumanMessage("Find my receipt")] }, config);
+    const authorized: OxpAuthorizationResume = { type: "authorized" };
+    const again = await agent.invoke(new Command({ resume: authorized }), config);
+    expect(again.__interrupt__?.map((pending) => isOxpAuthorizationRequest(pending.value))).toEqual([true]);
+    expect(model.callCount).toBe(1);
+    expect((again.__interrupt__?.[0]?.value as OxpAuthorizationRequest | undefined)?.challenges).toHaveLength(1);
+    expect(first.__interrupt__).toHaveLength(1);
+    // One call to the server for each time the run went on, none more.
+    expect(calls).toHaveLength(2);
+
+    const declined: OxpAuthorizationResume = { type: "declined", message: "The user keeps mail private." };
+    const done = await agent.invoke(new Command({ resume: declined }), config);
+    expect(done.__interrupt__ ?? []).toEqual([]);
+    expect(calls).toHaveLength(3);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen?.status).toBe("error");
+    expect(seen?.content).toBe(
+      "Error: the user did not authorize Gmail_GetEmails, so it did not run. Do not call it again unless the user asks.\n\nThe user keeps mail private.",
+    );
+    expect((seen?.artifact as OxpToolArtifact | undefined)?.kind).toBe("authorization");
+  });
+
+  it("answers an approval and an authorization in one loop, each interrupt resumed by its id, as the README does", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["Gmail", "SMS"], userId: "langgraph-both", context: twilio });
+    const mail = { name: "Gmail_GetEmails", args: { query: "receipt" }, id: "call_mail" };
+    const model = fakeModel().respondWithTools([mail, textHi]).respond(new AIMessage("Done."));
+    const agent = createAgent({
+      model,
+      tools,
+      middleware: [humanInTheLoopMiddleware({ interruptOn: oxpInterruptOn(tools) })],
+      checkpointer: new MemorySaver(),
+    });
+    const config = { configurable: { thread_id: "both" } };
+
+    const asked: string[] = [];
+    let result = await agent.invoke({ messages: [new HumanMessage("Text my last receipt")] }, config);
+    while (result.__interrupt__?.length) {
+      const answers: Record<string, OxpAuthorizationResume | HITLResponse> = {};
+      for (const { id, value } of result.__interrupt__) {
+        if (id === undefined) {
+          throw new Error("An interrupt without an id");
+        }
+        if (isOxpAuthorizationRequest(value)) {
+          asked.push(`authorize ${value.toolName}`);
+          await approve(value.challenges[0]?.url ?? "");
+          answers[id] = { type: "authorized" };
+        } else {
+          const { actionRequests } = value as HITLRequest;
+          asked.push(...actionRequests.map((action) => `approve ${action.name}`));
+          answers[id] = { decisions: actionRequests.map(() => ({ type: "approve" as const })) };
+        }
+      }
+      result = await agent.invoke(new Command({ resume: answers }), config);
+    }
+
+    expect(asked).toEqual(["approve SMS_Send", "authorize Gmail_GetEmails"]);
+    expect(calls.filter((call) => call.tool_id.startsWith("SMS."))).toHaveLength(1);
+    const seen = toolMessagesAt(model, 1);
+    expect(seen.map((message) => [message.tool_call_id, message.status])).toEqual([
+      ["call_mail", "success"],
+      ["call_sms", "success"],
+    ]);
+    expect(result.messages.at(-1)?.content).toBe("Done.");
+  });
+
+  it.each([
+    ["authorization: message, with a checkpointer", "message" as const, true],
+    ["no checkpointer to resume from", undefined, false],
+  ])("answers the challenge as the model's ToolMessage with its URL: %s", async (_name, authorization, saved) => {
+    const tools = await oxpTools(client, {
+      toolkits: ["Gmail"],
+      userId: `langgraph-message-${String(saved)}`,
+      ...(authorization === undefined ? {} : { authorization }),
+    });
+    const model = fakeModel()
+      .respondWithTools([{ name: "Gmail_GetEmails", args: { query: "receipt" }, id: "call_mail" }])
+      .respond(new AIMessage("Please open the link."));
+    const agent = createAgent({ model, tools, ...(saved ? { checkpointer: new MemorySaver() } : {}) });
+
+    const done = await agent.invoke(
+      { messages: [new HumanMessage("Find my receipt")] },
+      { configurable: { thread_id: "message" } },
+    );
+    expect(done.__interrupt__ ?? []).toEqual([]);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen?.status).toBe("error");
+    expect(seen?.content).toMatch(/needs the user's authorization[\s\S]*- http:\/\/127\.0\.0\.1:\d+\//);
+    expect((seen?.artifact as OxpToolArtifact | undefined)?.kind).toBe("authorization");
   });
 });

@@ -78,6 +78,10 @@ describe("README samples", () => {
       expect(imports).toContain(`from "${entry}"`);
     }
     expect(samples.length).toBeGreaterThanOrEqual(5);
+    // LangChain's ten lines are the langchain package's own agent, approvals included, not a loop of our own.
+    const langchain = samples.find(({ code }) => code.includes(`from "@otc/ai/langchain"`))?.code ?? "";
+    expect(langchain).toContain(`import { createAgent, humanInTheLoopMiddleware } from "langchain";`);
+    expect(langchain).toContain("humanInTheLoopMiddleware({ interruptOn: oxpInterruptOn(tools) })");
   });
 
   it("type-check as written (strict, an ESM module with top-level await)", () => {

@@ -212,7 +212,8 @@ export function fromModelToolCall(
 
 /**
  * Text for the model from a response: the value (strings as they are, the rest as JSON), or the error's
- * message, its additional_prompt_content and whether to retry. Never the developer_message.
+ * message, its additional_prompt_content and whether to retry (when the tool says either way). Never the
+ * developer_message.
  */
 export function toModelText(response: CallToolResponse): string {
   if (response.success) {
@@ -225,6 +226,9 @@ export function toModelText(response: CallToolResponse): string {
   }
   if (canRetry) {
     parts.push(`The call may be retried${after !== undefined ? ` after ${after} ms` : ""}.`);
+  } else if (canRetry === false) {
+    // Said outright: a model told nothing tends to try the same call again.
+    parts.push("Calling the tool again with the same input will not help.");
   }
   return parts.join("\n\n");
 }

@@ -152,4 +152,13 @@ describe("toModelText", () => {
     );
     expect(text).not.toContain("does not exist");
   });
+
+  it("says that the same call will not help when the tool says it cannot be retried, and nothing when it is silent", () => {
+    const failure = (error: { message: string; can_retry?: boolean }) =>
+      toModelText({ call_id: "c", duration: 1, success: false, error });
+    expect(failure({ message: "The counter is full", can_retry: false })).toBe(
+      "Error: The counter is full\n\nCalling the tool again with the same input will not help.",
+    );
+    expect(failure({ message: "The counter is full" })).toBe("Error: The counter is full");
+  });
 });

@@ -2,7 +2,9 @@
 // framework at the version packages/ai pins (strict tsc, skipLibCheck: false), and run against the demo server the
 // test starts (its URL is the first argument). In each framework, that framework's own test model calls
 // Calculator_Add, the framework runs the call through OXP, and the program prints what the model's next turn read.
-import { ToolMessage } from "@langchain/core/messages";
+import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { INTERRUPT, isInterrupted, MemorySaver, MessagesAnnotation, StateGraph } from "@langchain/langgraph";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
 import {
   Agent,
   type Model,
@@ -13,7 +15,7 @@ import {
   setTracingDisabled,
   Usage,
 } from "@openai/agents";
-import { oxpTools as langchainTools, oxpInterruptOn } from "@otc/ai/langchain";
+import { isOxpAuthorizationRequest, oxpTools as langchainTools, oxpInterruptOn } from "@otc/ai/langchain";
 import { oxpTools as agentsTools } from "@otc/ai/openai-agents";
 import { oxpTools as vercelTools } from "@otc/ai/vercel";
 import { createClient } from "@otc/client";
@@ -59,6 +61,21 @@ const answered = await langchain
   .find((tool) => tool.name === "Calculator_Add")
   ?.invoke({ id: "call-1", name: "Calculator_Add", args: add, type: "tool_call" });
 const toolMessage = answered instanceof ToolMessage ? { content: answered.content, status: answered.status } : null;
+
+// LangGraph: a ToolNode with a checkpointer runs the Gmail tool, which needs the user's authorization; the run stops
+// with LangGraph's interrupt carrying the challenge (@otc/ai loads @langchain/langgraph, an optional peer, for it).
+const graph = new StateGraph(MessagesAnnotation)
+  .addNode("tools", new ToolNode(await langchainTools(client, { toolkits: ["Gmail"], userId: "packaging-user" })))
+  .addEdge("__start__", "tools")
+  .compile({ checkpointer: new MemorySaver() });
+const mailCall = { id: "call-2", name: "Gmail_GetEmails", args: { query: "receipt" }, type: "tool_call" as const };
+const stopped = await graph.invoke(
+  { messages: [new AIMessage({ content: "", tool_calls: [mailCall] })] },
+  { configurable: { thread_id: "packaging" } },
+);
+const authorization = isInterrupted(stopped)
+  ? stopped[INTERRUPT].map(({ value }) => (isOxpAuthorizationRequest(value) ? value.toolName : null))
+  : [];
 
 // The Agents SDK: a model written to its Model interface calls the tool, then repeats the output it was given.
 class ScriptModel implements Model {
@@ -106,5 +123,12 @@ const interrupted = (await run(sms, "Text hi")).interruptions.map((item) => item
 
 // biome-ignore lint/suspicious/noConsole: the consumer program reports its result on standard output, which the test reads
 console.log(
-  JSON.stringify({ vercel, langchain: toolMessage, agents, interruptOn: oxpInterruptOn(langchain), interrupted }),
+  JSON.stringify({
+    vercel,
+    langchain: toolMessage,
+    authorization,
+    agents,
+    interruptOn: oxpInterruptOn(langchain),
+    interrupted,
+  }),
 );

@@ -247,7 +247,14 @@ const PUBLIC_API: Record<string, string[]> = {
   "@otc/inspector/fetch": ["inspectorPage"],
   "@otc/ai": ["authorizationText", "invalidInputText", "oxpToolSpecs", "selectTools"],
   "@otc/ai/vercel": ["OxpToolCallError", "hasOxpAuthorizationChallenge", "oxpAuthorizationChallenges", "oxpTools"],
-  "@otc/ai/langchain": ["NEEDS_APPROVAL_TAG", "OXP_TAG", "oxpInterruptOn", "oxpMetadata", "oxpTools"],
+  "@otc/ai/langchain": [
+    "NEEDS_APPROVAL_TAG",
+    "OXP_TAG",
+    "isOxpAuthorizationRequest",
+    "oxpInterruptOn",
+    "oxpMetadata",
+    "oxpTools",
+  ],
   "@otc/ai/openai-agents": ["oxpOutputData", "oxpStopOnAuthorization", "oxpTools"],
 };
 
@@ -439,10 +446,32 @@ describe("a user's project with the packed packages", () => {
     expect(JSON.parse(out)).toEqual({
       vercel: [{ type: "json", value: 42 }],
       langchain: { content: "42", status: "success" },
+      authorization: ["Gmail_GetEmails"],
       agents: "42",
       interruptOn: { SMS_Send: true },
       interrupted: ["SMS_Send"],
     });
+  });
+
+  it("loads @otc/ai/langchain without @langchain/langgraph (an optional peer): a challenge is then the model's message", async () => {
+    // A resolve hook hides @langchain/langgraph, as in a project with @langchain/core alone.
+    const hide = `export async function resolve(specifier, context, next) {
+      if (specifier === "@langchain/langgraph" || specifier.startsWith("@langchain/langgraph/")) {
+        throw Object.assign(new Error("Cannot find package " + specifier), { code: "ERR_MODULE_NOT_FOUND" });
+      }
+      return next(specifier, context);
+    }`;
+    const script = `import { register } from "node:module";
+      register("data:text/javascript," + encodeURIComponent(${JSON.stringify(hide)}));
+      const hidden = await import("@langchain/langgraph").then(() => false, () => true);
+      const { oxpTools } = await import("@otc/ai/langchain");
+      const { createClient } = await import("@otc/client");
+      const client = createClient({ baseUrl: ${JSON.stringify(demo.url)} });
+      const [gmail] = await oxpTools(client, { toolkits: ["Gmail"], userId: "no-langgraph" });
+      const answer = await gmail.invoke({ id: "c", name: "Gmail_GetEmails", args: { query: "" }, type: "tool_call" });
+      console.log(JSON.stringify({ hidden, status: answer.status, kind: answer.artifact.kind }));`;
+    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], project);
+    expect(JSON.parse(out)).toEqual({ hidden: true, status: "error", kind: "authorization" });
   });
 
   it("exposes exactly the public API of each entry point, nothing internal", async () => {
