@@ -9,6 +9,7 @@ import { Command, MemorySaver } from "@langchain/langgraph";
 import { createClient, type OxpClient } from "@otc/client";
 import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen, type RunningServer } from "@otc/server";
+import { submitConsent } from "@otc/test-helpers/consent";
 import { createAgent, type HITLRequest, type HITLResponse, humanInTheLoopMiddleware } from "langchain";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -95,19 +96,6 @@ function toolMessageSeen(model: ScriptedChatModel, toolCallId: string): ToolMess
     throw new Error(`The model's second input holds no ToolMessage for ${toolCallId}`);
   }
   return seen;
-}
-
-/** Approves a demo consent page as the user clicking its button would. */
-async function approve(url: string): Promise<void> {
-  const page = await (await fetch(url)).text();
-  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  expect(response.status).toBe(303);
 }
 
 describe("oxpTools for LangChain.js", () => {
@@ -206,7 +194,7 @@ describe("oxpTools for LangChain.js", () => {
     expect(asked.content).toContain(`- ${url}`);
     expect(asked.content).toMatch(/needs the user's authorization[\s\S]*call the tool again\.$/);
 
-    await approve(url);
+    expect((await submitConsent(url, "approve")).status).toBe(303);
     const second = await bound.invoke(messages);
     expect(model.inputs[1]).toContain(asked);
     const [again] = second.tool_calls ?? [];
@@ -378,7 +366,7 @@ describe("oxpTools in the langchain package's createAgent", () => {
     expect(JSON.parse(JSON.stringify(request))).toEqual(request);
     expect(model.callCount).toBe(1);
 
-    await approve(request.challenges[0]?.url ?? "");
+    expect((await submitConsent(request.challenges[0]?.url ?? "", "approve")).status).toBe(303);
     const resume: OxpAuthorizationResume = { type: "authorized" };
     const done = await agent.invoke(new Command({ resume }), config);
     expect(done.__interrupt__ ?? []).toEqual([]);
@@ -448,7 +436,7 @@ describe("oxpTools in the langchain package's createAgent", () => {
         }
         if (isOxpAuthorizationRequest(value)) {
           asked.push(`authorize ${value.toolName}`);
-          await approve(value.challenges[0]?.url ?? "");
+          expect((await submitConsent(value.challenges[0]?.url ?? "", "approve")).status).toBe(303);
           answers[id] = { type: "authorized" };
         } else {
           const { actionRequests } = value as HITLRequest;

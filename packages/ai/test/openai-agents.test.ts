@@ -21,6 +21,7 @@ import {
 import { createClient, type OxpClient, OxpServerError } from "@otc/client";
 import { createDemoHandler } from "@otc/demo/handler";
 import { listen, type RunningServer } from "@otc/server";
+import { submitConsent } from "@otc/test-helpers/consent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { oxpOutputData, oxpStopOnAuthorization, oxpTools } from "../src/openai-agents.js";
 
@@ -87,19 +88,6 @@ function outputFor(request: ModelRequest | undefined, callId: string): string | 
   }
   const parts = Array.isArray(output) ? output : [output];
   return parts.map((part: { text?: string }) => part.text ?? "").join("");
-}
-
-/** Approves a demo consent page, as the user clicking its button would. */
-async function approveConsent(url: string): Promise<number> {
-  const page = await (await fetch(url)).text();
-  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=approve&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  return response.status;
 }
 
 const realFetch = globalThis.fetch;
@@ -271,7 +259,7 @@ describe("oxpTools for OpenAI's Agents SDK", () => {
     const url = /- (http:\/\/\S+)/.exec(String(first.finalOutput))?.[1] ?? "";
     expect(url.startsWith(`${server.url}/`)).toBe(true);
 
-    expect(await approveConsent(url)).toBeLessThan(400);
+    expect((await submitConsent(url, "approve")).status).toBe(303);
     const second = await run(agent, [...first.history, { role: "user", content: "Done, I authorized." }]);
     expect(JSON.parse(outputFor(model.requests[2], "call-again") ?? "null")).toEqual({
       emails: [expect.objectContaining({ id: "email_4" })],

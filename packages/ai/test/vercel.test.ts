@@ -2,6 +2,7 @@
 import { createClient, type OxpClient } from "@otc/client";
 import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen } from "@otc/server";
+import { submitConsent } from "@otc/test-helpers/consent";
 import { generateText, isStepCount, type ModelMessage, type ToolSet } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -68,19 +69,6 @@ const demoClient = (): OxpClient =>
       return fetch(request);
     },
   });
-
-/** Approves (or denies) a demo consent page, as the user clicking its button would. */
-async function decide(url: string, action: "approve" | "deny"): Promise<number> {
-  const page = await (await fetch(url)).text();
-  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=${action}&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  return response.status;
-}
 
 beforeAll(async () => {
   demo = createDemoHandler({ logger: false });
@@ -182,7 +170,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
     const url = /^- (http:\/\/127\.0\.0\.1:\d+\/demo\/authorize\/\S+)$/m.exec(text)?.[1];
     expect(text).toContain("Gmail_GetEmails needs the user's authorization");
     expect(url).toBeDefined();
-    expect(await decide(url as string, "approve")).toBe(303);
+    expect((await submitConsent(url as string, "approve")).status).toBe(303);
 
     const again = await runOnce(tools, "Gmail_GetEmails", { query: "receipt" });
     expect(again.outputs).toEqual([
@@ -209,7 +197,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
     const challenges = oxpAuthorizationChallenges(result.content);
     expect(challenges).toHaveLength(1);
     expect(challenges[0]?.url).toMatch(/\/demo\/authorize\//);
-    expect(await decide(challenges[0]?.url as string, "approve")).toBe(303);
+    expect((await submitConsent(challenges[0]?.url as string, "approve")).status).toBe(303);
 
     // The app continues the conversation; the model, told to call again once authorized, does.
     const next = new MockLanguageModelV4({

@@ -6,6 +6,7 @@ import { createDemoApp, type DemoApp, type DemoOptions } from "@otc/demo/app";
 import { createDemoFetchHandler, type DemoFetchHandler } from "@otc/demo/fetch";
 import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen, type OxpRuntime } from "@otc/server";
+import { submitConsent } from "@otc/test-helpers/consent";
 
 /** A running demo. */
 export interface Demo {
@@ -41,13 +42,5 @@ export async function startDemo(
 
 /** Approves (or denies) a demo consent page, as a user clicking the button would. */
 export async function decide(url: string, action: "approve" | "deny"): Promise<number> {
-  const page = await (await fetch(url)).text();
-  const csrf = /name="csrf" value="([^"]*)"/.exec(page)?.[1] ?? "";
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: `action=${action}&csrf=${encodeURIComponent(csrf)}`,
-    redirect: "manual",
-  });
-  return response.status;
+  return (await submitConsent(url, action)).status;
 }
