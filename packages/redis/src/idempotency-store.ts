@@ -55,13 +55,20 @@ export interface RedisIdempotencyStoreOptions extends RedisConnectionOptions {
  * retryable failure kept for its status only (a claim replaces it); `a` = "1" while an abandoned run
  * holds the key. While an asynchronous run goes on (the tasks extension, docs/protocol.md 9.3), `l` is
  * its lease (epoch ms until which its instance vouches for it), `p` its latest progress's JSON and `s`
- * that progress's number. Every change that can end a wait is published on a channel named like the
- * key, in the same script, so no waiter can miss it between the change and the message. The message is
+ * that progress's number; `k` = "1" once a cancel was asked for while the call ran. Every change that
+ * can end a wait is published on a channel named like the key, in the same script, so no waiter can
+ * miss it between the change and the message. The message is
  * `r` (finished), `a` (abandoned), `x` (freed), or `R<length of f>:<f><response JSON>`: freed, with a
  * response that was not kept but is the waiters' answer. Watchers hear those as "settled", and three
  * more messages that wake no waiter: `p` (a progress was kept), `c` (a cancel is asked for: the
  * instance running the call aborts it) and `l` (the run's first lease was set: followers read it, to
  * learn when it passes).
+ *
+ * A cancel is kept, not only published: the script that publishes `c` sets `k` in the same step. The
+ * instance running the call may not hear the message (its subscriber was reconnecting, or its
+ * SUBSCRIBE not yet confirmed); it finds `k` when it reads the record after subscribing (again) and
+ * when it renews the run's lease, and its watchers then hear "cancel" all the same. A claim that
+ * replaces the record (a new run of the call) drops `k` with the rest.
  *
  * Fencing. A claim writes a random token `t`, which the claiming store remembers for the run it
  * started; that run's later writes (complete, abandon, release, progress, renew) name it, and a script
@@ -213,7 +220,7 @@ end
 -- loses its other fields after, not before.
 local ttl = tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'f', ARGV[1], 't', ARGV[6])
-if replacing then redis.call('HDEL', KEYS[1], 'r', 'a', 'c', 'n', 'l', 'p', 's') end
+if replacing then redis.call('HDEL', KEYS[1], 'r', 'a', 'c', 'n', 'l', 'p', 's', 'k') end
 redis.call('PEXPIRE', KEYS[1], ttl)
 drop(evict)
 sweep(stale)
@@ -315,19 +322,32 @@ return 1`;
 
 /**
  * Sets a running call's lease (ARGV[3], epoch ms in the renewing instance's clock) if the key is still
- * held by this run and has not ended; publishes `l` when it is the run's first. A renewal writes a
+ * held by this run and has not ended; publishes `l` when it is the run's first. Answers 2 when a cancel
+ * was asked for (`k`), 1 otherwise, 0 when the key is not this run's. A renewal writes a
  * number of the same width in place of the last one: it must not be refused at maxmemory, or a live run
  * would pass for dead. Redis checks maxmemory only when a script's first write may grow memory, so an
  * HDEL (which never does) comes first.
  * ARGV: fingerprint, token ("" if unknown), lease until.
  */
 const RENEW = `
-local f, t, r, a, l = unpack(redis.call('HMGET', KEYS[1], 'f', 't', 'r', 'a', 'l'))
+local f, t, r, a, l, k = unpack(redis.call('HMGET', KEYS[1], 'f', 't', 'r', 'a', 'l', 'k'))
 if f ~= ARGV[1] or r or a then return 0 end
 if t and t ~= ARGV[2] then return 0 end
 redis.call('HDEL', KEYS[1], 'l')
 redis.call('HSET', KEYS[1], 'l', ARGV[3])
 if not l then redis.call('PUBLISH', KEYS[1], 'l') end
+if k then return 2 end
+return 1`;
+
+/**
+ * Asks the instance running a call to cancel it: keeps the request in the record (`k`) while the call
+ * runs, and publishes `c`, in one step (see "A cancel is kept" above). At maxmemory the request is only
+ * published (pcall: the HSET refused with OOM does not stop the script), as it was before it was kept.
+ */
+const CANCEL = `
+local f, r, a = unpack(redis.call('HMGET', KEYS[1], 'f', 'r', 'a'))
+if f and not r and not a then redis.pcall('HSET', KEYS[1], 'k', '1') end
+redis.call('PUBLISH', KEYS[1], 'c')
 return 1`;
 
 const MIB = 1024 * 1024;
@@ -649,17 +669,18 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   /**
    * Keeps a running call's latest progress (numbered `update.seq`) in its record and tells the key's watchers,
    * if this run still holds the key and the number is newer than the one kept. Counts in the principal's bytes.
+   * Resolves whether it was kept.
    */
   async progress(
     key: IdempotencyKey,
     fingerprint: string,
     update: { progress: CallProgress; seq: number },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const progress = JSON.stringify(update.progress);
     if (Buffer.byteLength(progress) > MAX_PROGRESS_BYTES || !Number.isSafeInteger(update.seq)) {
-      return;
+      return false;
     }
-    await this.connection.script(
+    const kept = await this.connection.script(
       "progress",
       5,
       PROGRESS,
@@ -672,26 +693,41 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       this.maxBytesPerPrincipal,
       RECORD_OVERHEAD_BYTES,
     );
+    return kept === 1;
   }
 
   /**
    * Vouches for a running call for `leaseMs` more: its lease becomes this instance's clock plus `leaseMs` (see the
-   * note on clocks above), if this run still holds the key and has not ended.
+   * note on clocks above), if this run still holds the key and has not ended. When a cancel was asked for meanwhile
+   * (kept in the record: its message may not have reached this instance), the key's watchers hear "cancel".
    */
   async renew(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void> {
     const id = this.keyOf(key);
-    await this.connection.script("renew", 1, RENEW, id, fingerprint, this.tokenOf(id), Math.ceil(Date.now() + leaseMs));
+    const renewed = await this.connection.script(
+      "renew",
+      1,
+      RENEW,
+      id,
+      fingerprint,
+      this.tokenOf(id),
+      Math.ceil(Date.now() + leaseMs),
+    );
+    const held = this.channels.get(id);
+    if (renewed === 2 && held) {
+      this.tell(held, "cancel");
+    }
   }
 
   /**
-   * Asks the instance running `key`'s call to cancel it: publishes `c` on the key's channel (a request, not kept: an
-   * instance whose subscriber is reconnecting at that moment misses it). A watcher of this store on the key is
-   * subscribed before it goes out, so it hears what the cancel leads to.
+   * Asks the instance running `key`'s call to cancel it: keeps the request in the call's record and publishes `c` on
+   * the key's channel, in one step. The instance hears the message, or (its subscriber was reconnecting) finds the
+   * request when it subscribes again or renews the run's lease. A watcher of this store on the key is subscribed
+   * before it goes out, so it hears what the cancel leads to.
    */
   async cancel(key: IdempotencyKey): Promise<void> {
     const name = this.keyOf(key);
     await this.channels.get(name)?.subscribed.catch(() => {});
-    await this.connection.run((client) => client.publish(name, "c"));
+    await this.connection.script("cancel", 1, CANCEL, name);
   }
 
   /**
@@ -920,14 +956,15 @@ export class RedisIdempotencyStore implements IdempotencyStore {
    * Reads a followed key again: when its run's lease is due, after its first lease was set, or after the subscriber
    * came back (`resubscribed`: messages published meanwhile were lost, so its watchers are told to look again). A
    * run whose lease passed is over as far as its followers go (docs/protocol.md 9.3 `[tasks.lease]`): its waiters
-   * read it and stop waiting, its watchers hear "settled", once; else the timer is set for its lease.
+   * read it and stop waiting, its watchers hear "settled", once; else the timer is set for its lease. A running call
+   * whose record holds a cancel request has its watchers told "cancel": the `c` message may have gone to nobody.
    */
   private lookAt(held: Channel, resubscribed: boolean): void {
     if (this.closed) {
       return;
     }
-    this.get(held.key).then(
-      (entry) => {
+    this.readFollowed(held).then(
+      ({ entry, cancelAsked }) => {
         if (this.channels.get(held.name) !== held) {
           return;
         }
@@ -945,6 +982,9 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         }
         this.arm(held, lease);
         const running = entry !== undefined && entry.response === undefined && !entry.abandoned;
+        if (running && cancelAsked) {
+          this.tell(held, "cancel");
+        }
         if (resubscribed) {
           this.tell(held, running ? "progress" : "settled");
         } else if (entry !== undefined && !running) {
@@ -962,6 +1002,12 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         }
       },
     );
+  }
+
+  /** A followed key's record, and whether it holds a cancel request (`k`, which {@link toEntry} leaves out). */
+  private async readFollowed(held: Channel): Promise<{ entry: IdempotencyEntry | undefined; cancelAsked: boolean }> {
+    const fields = await this.connection.run((client) => client.hgetall(held.name));
+    return { entry: toEntry(fields), cancelAsked: fields.k === "1" };
   }
 
   /** The subscriber connection, with its message and reconnect handlers attached once. */

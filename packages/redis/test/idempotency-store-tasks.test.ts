@@ -438,6 +438,68 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
     }
   });
 
+  verifies(
+    "tasks.cancel",
+    "keeps a cancel in the running call's record: the instance hears it when it subscribes and when it renews",
+    async () => {
+      const [a, b] = [store(), store()];
+      const k = key();
+      await a.claim(k, "fp", 10_000);
+      await a.renew(k, "fp", 5_000);
+      // Asked while nobody listens: the message goes to nobody, the request stays in the record.
+      await b.cancel(k);
+      expect(await admin.hget(a.keyOf(k), "k")).toBe("1");
+      const seen = recorder();
+      const stop = a.watch(k, seen.listener);
+      await expect.poll(() => seen.events).toEqual(["cancel"]);
+      await a.renew(k, "fp", 5_000);
+      expect(seen.events).toEqual(["cancel", "cancel"]);
+      // Once the call ended there is nothing to cancel: the record keeps no request.
+      await a.complete(k, { fingerprint: "fp", response: failed(k.callId, false), cancelled: true }, 60_000);
+      await b.cancel(k);
+      expect(await admin.hget(a.keyOf(k), "k")).toBeNull();
+      stop();
+    },
+  );
+
+  it("drops a kept cancel when a claim takes the key over: the new run is not cancelled", async () => {
+    const [a, b] = [store(), store()];
+    const k = key();
+    await a.claim(k, "fp", 10_000);
+    await a.renew(k, "fp", 100);
+    await b.cancel(k);
+    await sleep(150);
+    // The lease passed: B's claim takes the call over, and runs it anew.
+    expect(await b.claim(k, "fp", 10_000)).toBeUndefined();
+    expect(await admin.hget(b.keyOf(k), "k")).toBeNull();
+    const seen = recorder();
+    const stop = b.watch(k, seen.listener);
+    await expect.poll(() => listeners(b.keyOf(k))).toBe(1);
+    await b.renew(k, "fp", 5_000);
+    await sleep(100);
+    expect(seen.events).toEqual([]);
+    stop();
+  });
+
+  it("still sends a cancel at maxmemory, where it cannot keep it", async () => {
+    const [a, b] = [store(), store()];
+    const k = key();
+    await a.claim(k, "fp", 10_000);
+    const seen = recorder();
+    const stop = a.watch(k, seen.listener);
+    await expect.poll(() => listeners(a.keyOf(k))).toBe(1);
+    await admin.config("SET", "maxmemory-policy", "noeviction");
+    await admin.config("SET", "maxmemory", "1");
+    try {
+      await b.cancel(k);
+      await expect.poll(() => seen.events).toEqual(["cancel"]);
+      expect(await admin.hget(a.keyOf(k), "k")).toBeNull();
+    } finally {
+      await admin.config("SET", "maxmemory", "0");
+    }
+    stop();
+  });
+
   it("subscribes its watched channels again after the subscriber reconnects, and tells the watchers to look", async () => {
     const [a, b] = [store(), store()];
     const k = key();

@@ -1,4 +1,4 @@
-// The tasks extension (docs/protocol.md 9.3) across OXP servers sharing one real redis-server through RedisIdempotencyStore: three in this process, and one in a child process that the test kills mid-call.
+// The tasks extension (docs/protocol.md 9.3) across OXP servers sharing one real redis-server through RedisIdempotencyStore: three in this process (one of them, in some tests, behind a proxy that cuts or slows its connection), and one in a child process that the test kills mid-call.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -6,9 +6,11 @@ import { createHandler, listen } from "@otc/server";
 import { callTool, send } from "@otc/test-helpers/http";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { verifies } from "@otc/test-helpers/verifies";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { RedisIdempotencyStore } from "../src/index.js";
 import { type SleepHooks, sleepTool } from "./fixtures/sleep-tool.js";
+import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 
 const TASKS = { "OXP-Extensions": "tasks" };
 const ASYNC = { ...TASKS, Prefer: "respond-async" };
@@ -16,28 +18,43 @@ const ASYNC = { ...TASKS, Prefer: "respond-async" };
 const LEASE_MS = 500;
 
 let redis: RedisServer;
+let admin: Redis;
 beforeAll(async () => {
   redis = await startRedisServer();
+  admin = new Redis(redis.url);
 });
-afterAll(() => redis.close());
+afterAll(async () => {
+  admin.disconnect();
+  await redis.close();
+});
 
 /** An OXP server on node:http with its own Redis connection, as a separate instance would have. */
 interface Instance {
   url: string;
+  store: RedisIdempotencyStore;
   close(): Promise<void>;
 }
 
-async function startInstance(hooks: SleepHooks = {}): Promise<Instance> {
-  const store = new RedisIdempotencyStore(redis.url);
+/** How an instance differs from the others: its Redis address (a proxy's), its lease, how often it keeps progress. */
+interface InstanceOptions {
+  redisUrl?: string;
+  taskLeaseMs?: number;
+  progressPerSecond?: number;
+}
+
+async function startInstance(hooks: SleepHooks = {}, options: InstanceOptions = {}): Promise<Instance> {
+  const store = new RedisIdempotencyStore(options.redisUrl ?? redis.url);
   const handler = createHandler({
     tools: [sleepTool(hooks)],
     logger: false,
     idempotencyStore: store,
-    taskLeaseMs: LEASE_MS,
+    taskLeaseMs: options.taskLeaseMs ?? LEASE_MS,
+    ...(options.progressPerSecond ? { progressPerSecond: options.progressPerSecond } : {}),
   });
   const running = await listen(handler, { port: 0, drainTimeoutMs: 500 });
   return {
     url: running.url,
+    store,
     close: async () => {
       await running.close();
       await store.close();
@@ -238,6 +255,147 @@ describe("an instance killed mid-call", () => {
         expect(cancelled.body.status).toBe("cancelled");
       } finally {
         await b.close();
+      }
+    },
+  );
+});
+
+/** Resolves once `message` is published on `channel` (heard by a connection of the test's own). */
+async function published(channel: string, message: string): Promise<() => Promise<void>> {
+  const listener = new Redis(redis.url);
+  await listener.subscribe(channel);
+  const heard = new Promise<void>((resolve) => {
+    listener.on("message", (_channel: string, sent: string) => {
+      if (sent === message) {
+        resolve();
+      }
+    });
+  });
+  return async () => {
+    try {
+      await heard;
+    } finally {
+      listener.disconnect();
+    }
+  };
+}
+
+describe("a cancel sent while the running instance cannot hear it", () => {
+  /**
+   * Starts a call on A (behind `proxy`) and cuts A's subscriber: it reconnects, but the proxy holds its SUBSCRIBE
+   * back. Then cancels the call through B, and resolves once the cancel was published, unheard by A.
+   */
+  async function cancelUnheard(proxy: TcpProxy, a: Instance, b: Instance, callId: string) {
+    const accepted = await callTool(a.url, { tool_id: "Tasks.Sleep", input: { ms: 20_000 }, call_id: callId }, ASYNC);
+    expect(accepted.status).toBe(202);
+    const channel = a.store.keyOf({ principal: "anonymous", callId });
+    // A follows its call's channel (to hear a cancel): only then is there a subscription to cut.
+    await until(async () => Number((await admin.pubsub("NUMSUB", channel))[1]) === 1);
+    const held = proxy.holdSubscribes();
+    await admin.client("KILL", "TYPE", "pubsub");
+    await held;
+    const cancelSent = await published(channel, "c");
+    const sent = Date.now();
+    const deleted = send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
+    await cancelSent();
+    return { deleted, sent };
+  }
+
+  verifies(
+    ["tasks.cancel", "tasks.shared-store"],
+    "aborts A's tool once A's subscriber is back, well before the DELETE's 5 s",
+    async () => {
+      const proxy = await startTcpProxy(redis.port);
+      const aborted: string[] = [];
+      // A long lease: A renews it every 10 s, so only its subscriber coming back can bring the cancel here.
+      const a = await startInstance(
+        { onAbort: (id) => aborted.push(id) },
+        { redisUrl: proxy.url, taskLeaseMs: 30_000 },
+      );
+      const b = await startInstance();
+      try {
+        const callId = `unheard-${Date.now()}`;
+        const { deleted, sent } = await cancelUnheard(proxy, a, b, callId);
+        await sleep(300);
+        // A did not hear it: its SUBSCRIBE has not reached Redis.
+        expect(aborted).toEqual([]);
+        proxy.releaseSubscribes();
+        const answer = await deleted;
+        expect(answer.status).toBe(200);
+        expect(answer.body).toMatchObject({
+          status: "cancelled",
+          result: { success: false, error: { message: "The call was cancelled", can_retry: false } },
+        });
+        expect(Date.now() - sent).toBeLessThan(3_000);
+        expect(aborted).toEqual([callId]);
+      } finally {
+        proxy.releaseSubscribes();
+        await Promise.all([a.close(), b.close()]);
+        await proxy.close();
+      }
+    },
+  );
+
+  verifies(
+    ["tasks.cancel", "tasks.lease"],
+    "aborts A's tool at its next lease renewal while its subscriber is still cut off",
+    async () => {
+      const proxy = await startTcpProxy(redis.port);
+      const aborted: string[] = [];
+      const a = await startInstance({ onAbort: (id) => aborted.push(id) }, { redisUrl: proxy.url, taskLeaseMs: 900 });
+      const b = await startInstance();
+      try {
+        const callId = `renewed-${Date.now()}`;
+        const { deleted, sent } = await cancelUnheard(proxy, a, b, callId);
+        // A renews every 300 ms: the renewal finds the cancel in the record. Its SUBSCRIBE is held all along.
+        const answer = await deleted;
+        expect(answer.body).toMatchObject({ status: "cancelled", result: { error: { can_retry: false } } });
+        expect(Date.now() - sent).toBeLessThan(2_000);
+        expect(aborted).toEqual([callId]);
+      } finally {
+        proxy.releaseSubscribes();
+        await Promise.all([a.close(), b.close()]);
+        await proxy.close();
+      }
+    },
+  );
+});
+
+describe("progress read in turn through several instances", () => {
+  verifies(
+    "tasks.shared-store",
+    "never goes back, even when the running instance's Redis round trips are slow",
+    async () => {
+      const proxy = await startTcpProxy(redis.port);
+      // A's commands reach Redis 20 ms after it sends them, and their replies come back 20 ms later.
+      proxy.delayCommands(20);
+      const a = await startInstance({}, { redisUrl: proxy.url, progressPerSecond: 20 });
+      const [b, c] = await Promise.all([startInstance(), startInstance()]);
+      try {
+        const callId = `in-turn-${Date.now()}`;
+        const accepted = await callTool(
+          a.url,
+          { tool_id: "Tasks.Sleep", input: { ms: 5_000 }, call_id: callId },
+          ASYNC,
+        );
+        expect(accepted.status).toBe(202);
+        // A client following the call through whichever instance answers: A (which runs it), B, C, A, B...
+        const seen: number[] = [];
+        const started = Date.now();
+        for (let read = 0; Date.now() - started < 2_000; read++) {
+          const status = await statusOn([a, b, c][read % 3] as Instance, callId);
+          expect(status.body.status).toBe("running");
+          seen.push(status.body.progress?.progress ?? 0);
+        }
+        // Many reads, through a run that moved on all along.
+        expect(seen.length).toBeGreaterThan(20);
+        expect(new Set(seen).size).toBeGreaterThan(5);
+        // Never less than an answer before it, whichever instances the two came from.
+        expect(seen.filter((value, index) => value < (seen[index - 1] ?? 0))).toEqual([]);
+        await send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
+      } finally {
+        await Promise.all([a.close(), b.close(), c.close()]);
+        await proxy.close();
       }
     },
   );

@@ -1,4 +1,4 @@
-/** Test helper: a TCP proxy on a loopback port in front of a redis-server, which can hold back SUBSCRIBE commands on their way to Redis. */
+/** Test helper: a TCP proxy on a loopback port in front of a redis-server, which can hold back SUBSCRIBE commands on their way to Redis, and slow connections down. */
 import { createConnection, createServer, type Socket } from "node:net";
 
 /** A proxy a test started. */
@@ -17,7 +17,38 @@ export interface TcpProxy {
    * pub/sub messages and replies on the subscriber then arrive late, as on a slow network.
    */
   delaySubscriberReplies(ms: number): void;
+  /**
+   * Delays by `ms` (0: no more) each chunk sent either way on a connection that has not subscribed, in order: a
+   * command reaches Redis `ms` after it is sent, and its reply comes back `ms` after Redis sent it.
+   */
+  delayCommands(ms: number): void;
   close(): Promise<void>;
+}
+
+/**
+ * Writes chunks to `socket` each `ms` after it was given (a link's latency, not its bandwidth: chunks given at once
+ * arrive at once), in the order given even when `ms` changes.
+ */
+function latency(socket: Socket): { send(chunk: Buffer, ms: number): void } {
+  let lastAt = 0;
+  let waiting = 0;
+  return {
+    send(chunk, ms) {
+      if (ms <= 0 && waiting === 0) {
+        socket.write(chunk);
+        return;
+      }
+      const at = Math.max(Date.now() + ms, lastAt);
+      lastAt = at;
+      waiting++;
+      setTimeout(() => {
+        waiting--;
+        if (!socket.destroyed) {
+          socket.write(chunk);
+        }
+      }, at - Date.now());
+    },
+  };
 }
 
 /** Starts a proxy on a free loopback port to `redisPort`. */
@@ -26,6 +57,7 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
   let held: (() => void)[] = [];
   let onHeld: (() => void) | undefined;
   let replyDelayMs = 0;
+  let commandDelayMs = 0;
   const sockets = new Set<Socket>();
 
   const server = createServer((client) => {
@@ -35,6 +67,8 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
     let blocked = false;
     let subscribed = false;
     let delivered = Promise.resolve();
+    const toRedis = latency(upstream);
+    const toClient = latency(client);
     client.on("data", (chunk: Buffer) => {
       if (/\r\nsubscribe\r\n/i.test(chunk.toString("latin1"))) {
         subscribed = true;
@@ -46,10 +80,14 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
         onHeld?.();
         return;
       }
-      upstream.write(chunk);
+      toRedis.send(chunk, subscribed ? 0 : commandDelayMs);
     });
     upstream.on("data", (chunk: Buffer) => {
-      const delay = subscribed ? replyDelayMs : 0;
+      if (!subscribed) {
+        toClient.send(chunk, commandDelayMs);
+        return;
+      }
+      const delay = replyDelayMs;
       // Chained, so chunks keep their order even when the delay changes.
       delivered = delivered.then(async () => {
         if (delay > 0) {
@@ -96,6 +134,9 @@ export async function startTcpProxy(redisPort: number): Promise<TcpProxy> {
     },
     delaySubscriberReplies: (ms) => {
       replyDelayMs = ms;
+    },
+    delayCommands: (ms) => {
+      commandDelayMs = ms;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -566,6 +566,48 @@ describe("a store shared by several instances", () => {
     },
   );
 
+  verifies(
+    "tasks.shared-store",
+    "never answers a progress that goes back, read in turn through the running instance and two others",
+    async () => {
+      const store = new MemoryIdempotencyStore();
+      // A store over a network: a progress reaches it 15 ms after it is sent, and its answer comes 15 ms later.
+      const later = () => new Promise((resolve) => setTimeout(resolve, 15));
+      const remote: IdempotencyStore = Object.assign(Object.create(store) as MemoryIdempotencyStore, {
+        progress: async (...args: Parameters<MemoryIdempotencyStore["progress"]>) => {
+          await later();
+          const kept = await store.progress(...args);
+          await later();
+          return kept;
+        },
+      });
+      const start = () => startServer({ idempotencyStore: remote, progressPerSecond: 20 });
+      const [a, b, c] = await Promise.all([start(), start(), start()]);
+      try {
+        const headers = { ...TASKS, Prefer: "respond-async" };
+        const request = { tool_id: "System.Sleep", input: { ms: 3_000 }, call_id: "in-turn" };
+        expect((await callTool(a.baseUrl, request, headers)).status).toBe(202);
+        // A client following the call through whichever instance answers: A (which runs it), B, C, A, B...
+        const seen: number[] = [];
+        const started = Date.now();
+        for (let read = 0; Date.now() - started < 1_500; read++) {
+          const instance = [a, b, c][read % 3] as Running;
+          const status = await send(`${instance.baseUrl}/tools/calls/in-turn`, { headers: TASKS });
+          expect(status.body.status).toBe("running");
+          seen.push(status.body.progress?.progress ?? 0);
+        }
+        // Many reads, through a run that moved on all along.
+        expect(seen.length).toBeGreaterThan(20);
+        expect(new Set(seen).size).toBeGreaterThan(5);
+        // Never less than an answer before it, whichever instances the two came from.
+        expect(seen.filter((value, index) => value < (seen[index - 1] ?? 0))).toEqual([]);
+        await send(`${b.baseUrl}/tools/calls/in-turn`, { method: "DELETE", headers: TASKS });
+      } finally {
+        await Promise.all([a.close(), b.close(), c.close()]);
+      }
+    },
+  );
+
   verifies("tasks.lease", "reports a call whose lease ran out as ended, retryable, and runs it again", async () => {
     const store = new MemoryIdempotencyStore();
     // A vouches for its run once, then loses the store: its renewals go nowhere, as if it had died.

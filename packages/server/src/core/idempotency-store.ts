@@ -91,8 +91,15 @@ export interface IdempotencyStore {
    * The tasks extension across instances (docs/protocol.md 9.3), optional: a store shared by several instances
    * implements all four, so that a call run on one can be read, followed and cancelled through any other.
    * Records a running call's progress (`update.seq` numbers it), if `key` is still held for `fingerprint`.
+   * Resolves `false` when it did not keep it (any other answer counts as kept): the instance running the call
+   * answers only a progress its store kept, so that no instance answers less than another did before.
    */
-  progress?(key: IdempotencyKey, fingerprint: string, update: { progress: CallProgress; seq: number }): Promise<void>;
+  progress?(
+    key: IdempotencyKey,
+    fingerprint: string,
+    update: { progress: CallProgress; seq: number },
+    // biome-ignore lint/suspicious/noConfusingVoidType: a store written when this answered Promise<void> still fits, and counts as keeping every progress.
+  ): Promise<boolean | void>;
   /** Vouches for a running asynchronous call for `leaseMs` more (see {@link IdempotencyEntry.leaseUntil}). */
   renew?(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void>;
   /** Asks the instance running `key`'s call to cancel it (its watchers see `cancel`). */
@@ -360,13 +367,15 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     key: IdempotencyKey,
     fingerprint: string,
     update: { progress: CallProgress; seq: number },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const record = this.live(recordKey(key));
-    if (record && record.fingerprint === fingerprint && record.response === undefined) {
-      record.progress = update.progress;
-      record.progressSeq = update.seq;
-      this.emit(key, "progress");
+    if (!record || record.fingerprint !== fingerprint || record.response !== undefined) {
+      return false;
     }
+    record.progress = update.progress;
+    record.progressSeq = update.seq;
+    this.emit(key, "progress");
+    return true;
   }
 
   async renew(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void> {

@@ -592,13 +592,20 @@ export class OxpCore {
 
   /**
    * {@link callStatus} with the number of its progress (the id of its latest `progress` event): from this
-   * process's own task, else from the store, where another instance's run records it.
+   * process's own task, else from the store, where another instance's run records it. With a shared store, this
+   * process's task answers only what the store has kept, and once the store has answered the progress on its way
+   * (no more than one round trip, only while one is): then no answer from here is behind one another instance gave
+   * before, nor ahead of the store's, and a client reading through several instances never sees progress go back.
    */
   async callState(principal: string, callId: string): Promise<{ status: CallStatus; seq: number } | undefined> {
     const key: IdempotencyKey = { principal, callId };
-    const local = this.localCallState(principal, callId);
-    if (local) {
-      return local;
+    const task = this.tasks.get(recordKey(key));
+    if (task) {
+      const recording = task.recorded();
+      if (recording) {
+        await recording;
+      }
+      return { status: task.status(), seq: task.seq };
     }
     const entry = await orUnavailable(() => this.store.get(key));
     if (!entry) {
@@ -943,11 +950,9 @@ export class OxpCore {
     const task = new LocalTask(callId, {
       async: call.async !== undefined,
       perSecond: this.progressPerSecond,
-      // With a shared store, other instances read the progress there.
-      onKeep: this.store.progress
-        ? (progress, seq) => {
-            this.store.progress?.(key, fingerprint, { progress, seq }).catch(() => {});
-          }
+      // With a shared store, other instances read the progress there; this one answers it once it is kept there.
+      record: this.store.progress
+        ? (progress, seq) => this.store.progress?.(key, fingerprint, { progress, seq })
         : undefined,
     });
     this.tasks.set(id, task);

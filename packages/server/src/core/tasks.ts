@@ -17,13 +17,22 @@ export interface TaskEnd {
 }
 
 /**
+ * Records a kept progress in a shared store; resolves `false` when the store did not keep it. Returns nothing when
+ * there is no shared store: the progress is then answered at once.
+ */
+export type RecordProgress = (progress: CallProgress, seq: number) => Promise<unknown> | undefined;
+
+/**
  * A call this process runs under a call_id: its latest progress (kept at most `perSecond` times a second, only
  * when it increases), the watchers told of each change, and the function that cancels its run.
+ *
+ * With a shared store (`record`), the task answers only the progress the store has kept: another instance answers
+ * the store's copy, so an answer from here ahead of it would make a client reading both see the progress go back.
  */
 export class LocalTask {
-  /** The latest progress kept. */
+  /** The latest progress answered: kept, and recorded in the shared store first when there is one. */
   progress: CallProgress | undefined;
-  /** How many progress updates were kept: the id of the latest `progress` event. */
+  /** How many progress updates were kept up to {@link progress}: the id of the latest `progress` event. */
   seq = 0;
   /** Set once the call has ended; watchers are told, then the task leaves its board. */
   end: TaskEnd | undefined;
@@ -32,20 +41,33 @@ export class LocalTask {
   readonly #watchers = new Set<() => void>();
   readonly #intervalMs: number;
   #keptAt = Number.NEGATIVE_INFINITY;
+  /** The latest progress kept, answered or still being recorded: a report must increase on it. */
+  #latest: CallProgress | undefined;
+  #kept = 0;
   #pending: CallProgress | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #cancel: (() => void) | undefined;
   #cancelRequested = false;
-
-  readonly #onKeep: ((progress: CallProgress, seq: number) => void) | undefined;
+  readonly #record: RecordProgress | undefined;
+  /** The store's answer to the latest progress sent to it, until it comes (see {@link recorded}). */
+  #recording: Promise<void> | undefined;
 
   constructor(
     readonly callId: string,
-    options: { async: boolean; perSecond: number; onKeep?: (progress: CallProgress, seq: number) => void },
+    options: { async: boolean; perSecond: number; record?: RecordProgress | undefined },
   ) {
     this.async = options.async;
     this.#intervalMs = 1000 / options.perSecond;
-    this.#onKeep = options.onKeep;
+    this.#record = options.record;
+  }
+
+  /**
+   * Resolves once the store has answered every progress sent to it so far; undefined when none is on its way. A
+   * status read here waits for it: the store may hold a progress already that its answer has not brought back yet,
+   * and another instance may have answered it.
+   */
+  recorded(): Promise<void> | undefined {
+    return this.#recording;
   }
 
   /**
@@ -58,7 +80,7 @@ export class LocalTask {
     if (!progress || this.end) {
       return;
     }
-    const highest = this.#pending ?? this.progress;
+    const highest = this.#pending ?? this.#latest;
     if (highest && progress.progress <= highest.progress) {
       return;
     }
@@ -94,13 +116,15 @@ export class LocalTask {
     }
   }
 
-  /** Asks the run to stop as cancelled; false when the call has ended already. */
+  /** Asks the run to stop as cancelled (once: a cancel heard again changes nothing); false once the call has ended. */
   cancel(): boolean {
     if (this.end) {
       return false;
     }
-    this.#cancelRequested = true;
-    this.#cancel?.();
+    if (!this.#cancelRequested) {
+      this.#cancelRequested = true;
+      this.#cancel?.();
+    }
     return true;
   }
 
@@ -141,10 +165,41 @@ export class LocalTask {
   }
 
   #keep(progress: CallProgress, now: number): void {
-    this.progress = progress;
-    this.seq++;
+    this.#latest = progress;
+    const seq = ++this.#kept;
     this.#keptAt = now;
-    this.#onKeep?.(progress, this.seq);
+    const recording = this.#record?.(progress, seq);
+    if (!recording) {
+      this.#answer(progress, seq);
+      return;
+    }
+    // A progress the store refused, or failed to take, is not answered: a later one that it keeps will be.
+    const answered: Promise<void> = recording.then(
+      (kept) => {
+        this.#recorded(answered);
+        if (kept !== false) {
+          this.#answer(progress, seq);
+        }
+      },
+      () => this.#recorded(answered),
+    );
+    this.#recording = answered;
+  }
+
+  /** The store answered `recording`: unless a later progress is on its way, none is. */
+  #recorded(recording: Promise<void>): void {
+    if (this.#recording === recording) {
+      this.#recording = undefined;
+    }
+  }
+
+  /** Makes a kept progress the one answered, unless a later one is already, or the call has ended. */
+  #answer(progress: CallProgress, seq: number): void {
+    if (this.end || seq <= this.seq) {
+      return;
+    }
+    this.progress = progress;
+    this.seq = seq;
     this.#notify();
   }
 
