@@ -13,6 +13,7 @@ import {
   type InputSchema,
   listen,
   type RunningServer,
+  type SchemaObject,
   ServerConfigError,
   type Tool,
   type ToolContext,
@@ -20,13 +21,14 @@ import {
 import { callTool, expectSchema, makeServer, send } from "./harness.js";
 
 /** Every library's forecast tool takes the same input: what the tool got is its answer, to show the library's value. */
-const forecast = (toolkit: string, inputSchema: InputSchema): Tool =>
+const forecast = (toolkit: string, inputSchema: InputSchema, inputJsonSchema?: SchemaObject): Tool =>
   defineTool({
     toolkit,
     name: "Forecast",
     version: "1.0.0",
     description: "The weather for a city, a number of days ahead.",
     inputSchema,
+    ...(inputJsonSchema ? { inputJsonSchema } : {}),
     outputSchema: {},
     run: (input) => input,
   });
@@ -69,6 +71,11 @@ const throwingCheck = z.object({ n: z.number().describe("Any number.") }).refine
   throw new Error("the refinement broke");
 });
 
+/** A refinement that never settles: the call must not wait past the tool's time limit. */
+const neverChecked = z
+  .object({ n: z.number().describe("Any number.") })
+  .refine(() => new Promise<boolean>(() => {}), "Never says");
+
 let running: RunningServer;
 let baseUrl: string;
 let ran = 0;
@@ -85,6 +92,40 @@ beforeAll(async () => {
       inputSchema: slowlyChecked,
       outputSchema: { type: "string" },
       run: ({ code }) => `claimed ${code}`,
+    }),
+    defineTool({
+      toolkit: "Zod",
+      name: "Stuck",
+      version: "1.0.0",
+      description: "Its input check never ends.",
+      inputSchema: neverChecked,
+      outputSchema: null,
+      timeoutMs: 150,
+      run: () => {
+        ran++;
+      },
+    }),
+    defineTool({
+      toolkit: "Zod",
+      name: "Vouch",
+      version: "1.0.0",
+      description: "Its refinement quotes the input in its message.",
+      inputSchema: z.object({ note: z.string().describe("A note.") }).refine(({ note }) => note.length < 10, {
+        error: (issue) => `The note ${(issue.input as { note: string }).note} is too long`,
+      }),
+      outputSchema: null,
+      run: () => null,
+    }),
+    defineTool({
+      toolkit: "Valibot",
+      name: "Subscribe",
+      version: "1.0.0",
+      description: "Subscribes an address.",
+      inputSchema: toStandardJsonSchema(
+        v.object({ email: v.pipe(v.string(), v.email(), v.description("The address.")) }),
+      ),
+      outputSchema: null,
+      run: () => null,
     }),
     defineTool({
       toolkit: "Zod",
@@ -186,6 +227,27 @@ describe("the library's checks", () => {
     expect(ran).toBe(0);
   });
 
+  it("fails the call as a tool past its time limit when the library's check never ends, without running it", async () => {
+    const started = performance.now();
+    const reply = await callTool(baseUrl, { tool_id: "Zod.Stuck", input: { n: 1 } });
+    expect(reply.status, reply.text).toBe(200);
+    expect(reply.body).toMatchObject({ success: false, error: { can_retry: true } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(ran).toBe(0);
+  });
+
+  it.each([
+    ["Valibot.Subscribe", { email: `${"x".repeat(100_000)}@` }, "email"],
+    ["Zod.Vouch", { note: "y".repeat(100_000) }, "input"],
+  ])("never repeats a long value sent in %s's 422, and keeps its message short", async (toolId, input, key) => {
+    const reply = await callTool(baseUrl, { tool_id: toolId, input });
+    expect(reply.status, reply.text).toBe(422);
+    const message = (reply.body.parameter_errors as Record<string, string>)[key] ?? "";
+    expect(message).toMatch(/^[A-Z]/);
+    expect(message.length).toBeLessThan(300);
+    expect(message).not.toMatch(/x{300}|y{300}/);
+  });
+
   it("replays a call_id by the input as sent, not the library's value", async () => {
     const body = { tool_id: "Zod.Forecast", call_id: "std-replay-1", input: { city: "Rome" } };
     const first = await callTool(baseUrl, body);
@@ -197,9 +259,9 @@ describe("the library's checks", () => {
 });
 
 describe("start-up (docs/protocol.md 6)", () => {
-  const refusal = (inputSchema: InputSchema) => {
+  const refusal = (inputSchema: InputSchema, inputJsonSchema?: SchemaObject) => {
     try {
-      createFetchHandler({ tools: [forecast("Lib", inputSchema)] });
+      createFetchHandler({ tools: [forecast("Lib", inputSchema, inputJsonSchema)] });
     } catch (error) {
       expect(error).toBeInstanceOf(ServerConfigError);
       return (error as Error).message;
@@ -240,6 +302,30 @@ describe("start-up (docs/protocol.md 6)", () => {
       );
     },
   );
+
+  it("refuses inputJsonSchema beside a JSON Schema inputSchema, which is listed as it is", () => {
+    expect(() =>
+      defineTool({
+        toolkit: "Lib",
+        name: "Plain",
+        version: "1.0.0",
+        description: "d",
+        inputSchema: { type: "object" },
+        inputJsonSchema: { type: "object" },
+        outputSchema: null,
+        run: () => null,
+      }),
+    ).toThrow(/Lib\.Plain@1\.0\.0.*inputJsonSchema goes with a Standard Schema/);
+  });
+
+  it("names the rule, not a library's way around it, when the inputJsonSchema its author wrote breaks it", () => {
+    const message = refusal(z.object({ city: z.string() }), {
+      type: "object",
+      properties: { city: { type: "string" } },
+    });
+    expect(message).toMatch(/Lib\.Forecast@1\.0\.0.*description/);
+    expect(message).not.toMatch(/in zod/);
+  });
 
   it("refuses a valibot schema without its JSON Schema converter, saying to wrap it", () => {
     expect(refusal(v.object({ city: v.pipe(v.string(), v.description("The city.")) }))).toMatch(

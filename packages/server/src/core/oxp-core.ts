@@ -26,6 +26,7 @@ import {
 } from "./idempotency-store.js";
 import { type InputValidatorChoice, type SchemaIssue, toParameterErrors } from "./input-validation.js";
 import { resolveRequirements, sentCredentials } from "./requirements.js";
+import type { InputCheck } from "./standard-schema.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
@@ -319,7 +320,6 @@ function failedWith(
   };
 }
 
-/** What a tool's throw (or its time limit, or shutdown) answers (docs/protocol.md 3.6). */
 /** The 422 of docs/protocol.md 3.3 step 6. */
 function invalidInput(issues: readonly SchemaIssue[]): WireError {
   return new WireError("invalid_input", "Some input parameters are invalid", {
@@ -327,6 +327,7 @@ function invalidInput(issues: readonly SchemaIssue[]): WireError {
   });
 }
 
+/** What a tool's throw (or its time limit, or shutdown) answers (docs/protocol.md 3.6). */
 function failedRun(call: { callId: string; started: number }, error: unknown, unsettled?: Promise<unknown>): RunResult {
   if (error instanceof ToolTimeout) {
     const toolError = { message: "The tool did not finish in time", developer_message: error.message, can_retry: true };
@@ -762,7 +763,7 @@ export class OxpCore {
         }
       } else {
         const parsed = registered.parse(input, allErrors);
-        const checked = parsed instanceof Promise ? await parsed : parsed;
+        const checked = parsed instanceof Promise ? await this.checkedInTime(registered, parsed, asyncCall) : parsed;
         if ("issues" in checked) {
           throw invalidInput(checked.issues);
         }
@@ -832,6 +833,29 @@ export class OxpCore {
       });
     }
     return response;
+  }
+
+  /**
+   * An asynchronous input check (a schema library's async refinement, the tool author's code) within the tool's
+   * time limit: one that never settles would otherwise hold the request and its client's share for ever. Past the
+   * limit the call fails as a tool that ran past it does (`can_retry: true`), without running the tool.
+   */
+  private checkedInTime(
+    registered: RegisteredTool,
+    checking: Promise<InputCheck>,
+    asyncCall: AsyncCall | undefined,
+  ): Promise<InputCheck> {
+    const timeoutMs = this.timeLimitOf(registered, asyncCall !== undefined);
+    let timer: Timer | undefined;
+    const late = new Promise<InputCheck>((resolve) => {
+      timer = setTimeout(() => {
+        const error = new ToolTimeout(
+          `${registered.definition.id}'s input check ran past the tool's time limit of ${timeoutMs} ms`,
+        );
+        resolve({ failure: true, error });
+      }, timeoutMs);
+    });
+    return Promise.race([checking, late]).finally(() => clearTimeout(timer));
   }
 
   /** Whether a call's info line is read at all: it is built only then (pino's isLevelEnabled; the silent logger never). */

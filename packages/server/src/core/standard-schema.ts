@@ -5,7 +5,7 @@
  * used: no schema library is a dependency of the server.
  */
 import type { StandardJSONSchemaV1, StandardSchemaV1 } from "@standard-schema/spec";
-import { ServerConfigError } from "./errors.js";
+import { ServerConfigError, shorten } from "./errors.js";
 import type { SchemaIssue } from "./input-validation.js";
 
 /** The one draft an `input_schema` may be written in (docs/protocol.md 6), as a `$schema` names it. */
@@ -172,12 +172,22 @@ function isMissing(input: unknown, keys: readonly PropertyKey[]): boolean {
   );
 }
 
-/** A library's message as a sentence of ours: capitalized, no final period, never repeating the value sent. */
+/** The longest library message a 422 repeats: a refinement's own message may quote anything. */
+const MESSAGE_MAX = 200;
+
+/**
+ * A library's message as a sentence of ours (its first letter lowercased: `describe` capitalizes it), without a
+ * final period, never repeating the value sent (which may be a megabyte long), and cut to {@link MESSAGE_MAX}.
+ */
 function sentence(message: string): string {
-  const trimmed = message
-    .replace(/ \(was [\s\S]*\)$/, "") // arktype: `must be a string (was 5)`
-    .replace(/ but received [\s\S]*$/, "") // valibot: `Expected string but received 5`
-    .replace(/\.$/, "");
+  const trimmed = shorten(
+    message
+      .replace(/ \(was [\s\S]*\)$/, "") // arktype: `must be a string (was 5)`
+      .replace(/ but received [\s\S]*$/, "") // valibot: `Invalid type: Expected string but received 5`
+      .replace(/: Received [\s\S]*$/, "") // valibot, a check without an expectation: `Invalid email: Received "..."`
+      .replace(/\.$/, ""),
+    MESSAGE_MAX,
+  );
   return trimmed.charAt(0).toLowerCase() + trimmed.slice(1);
 }
 

@@ -135,21 +135,33 @@ export interface CompiledSchemas {
   output: SchemaValidator | undefined;
 }
 
+/** What {@link checkToolDefinition} needs besides the definition. */
+export interface DefinitionCheckOptions {
+  /** The tool's toolkit, as its author gave it. */
+  toolkit: string;
+  /** The validators its schemas are compiled with. */
+  validators: SchemaValidators;
+  /**
+   * Set when a schema library validates the tool's input (a Standard Schema tool), with `hints` when the library
+   * also wrote the JSON Schema it is listed with, in that library's terms.
+   */
+  library?: { hints?: InputSchemaHints | undefined } | undefined;
+}
+
 /**
  * Checks one tool's definition against docs/protocol.md section 6 and the spec's ToolDefinition schema, and compiles
  * its schemas with `validators`; throws a {@link ServerConfigError} naming the tool and the rule it breaks.
  */
 export function checkToolDefinition(
-  tool: Pick<Tool, "toolkit">,
   definition: ToolDefinition,
-  validators: SchemaValidators,
-  hints?: InputSchemaHints,
+  { toolkit, validators, library }: DefinitionCheckOptions,
 ): CompiledSchemas {
+  const hints = library?.hints;
   const refuse = (rule: string): never => {
     throw new ServerConfigError(`Tool '${definition.id}' is refused: ${rule}`);
   };
   // The spec's ToolId pattern (checked below) refuses a bad toolkit too, but this names the field to fix.
-  if (!/^[A-Za-z0-9_]+$/.test(tool.toolkit)) {
+  if (!/^[A-Za-z0-9_]+$/.test(toolkit)) {
     refuse("the toolkit must be letters, digits and '_'");
   }
   if (hints) {
@@ -194,7 +206,7 @@ export function checkToolDefinition(
       key === "format" && typeof value === "string" && !validators.formats.has(value);
     // A schema library checks its own formats (zod's `cuid`, `nanoid`...): its input schema is compiled only to
     // prove it is a JSON Schema, so without them (Ajv would warn of each on the console).
-    const libraryChecked = hints !== undefined && field === "input_schema";
+    const libraryChecked = library !== undefined && field === "input_schema";
     // Both validators would skip an unknown format silently; a tool author expects it checked.
     const format = !libraryChecked && findKeyword(schema, (key, value, data) => !data && unknownFormat(key, value));
     if (format) {

@@ -15,7 +15,7 @@ import {
   schemaValidators,
 } from "./input-validation.js";
 import { describeHint, type InputParser, selfContainedHint, standardInputParser } from "./standard-schema.js";
-import type { Tool } from "./tool.js";
+import { inputSchemaLibrary, type Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition, withoutAnnotations } from "./tool-definitions.js";
 
 /** A tool with everything the server needs per call worked out in advance. */
@@ -61,15 +61,17 @@ export class ToolRegistry {
       if (this.byId.has(definition.id)) {
         throw new ServerConfigError(`Tool '${definition.id}' is defined twice`);
       }
-      const vendor = tool.inputStandardSchema?.["~standard"].vendor;
-      const compiled = checkToolDefinition(
-        tool,
-        definition,
+      const vendor = inputSchemaLibrary(tool);
+      const compiled = checkToolDefinition(definition, {
+        toolkit: tool.toolkit,
         validators,
-        vendor === undefined
-          ? undefined
-          : { selfContained: selfContainedHint(vendor), description: describeHint(vendor) },
-      );
+        library: tool.inputStandardSchema && {
+          hints:
+            vendor === undefined
+              ? undefined
+              : { selfContained: selfContainedHint(vendor), description: describeHint(vendor) },
+        },
+      });
       if (tool.timeoutMs !== undefined && !(tool.timeoutMs > 0)) {
         throw new ServerConfigError(`Tool '${definition.id}' is refused: timeoutMs must be a positive number`);
       }

@@ -2,6 +2,7 @@
 import type { CallProgress, ToolAnnotations, ToolError, ToolRequirements } from "@otc/types";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { FromSchema, JSONSchema } from "json-schema-to-ts";
+import { ServerConfigError } from "./errors.js";
 import { isStandardSchema, standardInputJsonSchema } from "./standard-schema.js";
 
 /** The logger a tool gets: structured, one object of fields plus a message. */
@@ -203,15 +204,35 @@ export function defineTool<const I extends InputSchema, const O extends SchemaOb
     run: spec.run as Tool["run"],
   };
   const input: unknown = spec.inputSchema;
+  const id = `${spec.toolkit}.${spec.name}@${spec.version}`;
   if (!isStandardSchema(input)) {
+    if (spec.inputJsonSchema !== undefined) {
+      throw new ServerConfigError(
+        `Tool '${id}' is refused: inputJsonSchema goes with a Standard Schema inputSchema (zod, valibot, arktype); a JSON Schema inputSchema is listed as it is`,
+      );
+    }
     return tool;
   }
   // A Standard Schema tool: listed with the JSON Schema its library writes (or `inputJsonSchema`), its input
   // validated by the library when the server calls it, and run with the library's output for that input.
-  const id = `${spec.toolkit}.${spec.name}@${spec.version}`;
-  return {
+  const standard: Tool = {
     ...tool,
     inputSchema: standardInputJsonSchema(id, input, spec.inputJsonSchema) as SchemaObject,
     inputStandardSchema: input,
   };
+  if (spec.inputJsonSchema === undefined) {
+    writtenByLibrary.add(standard);
+  }
+  return standard;
+}
+
+/** Tools whose listed input schema their schema library wrote (not `inputJsonSchema`): see {@link inputSchemaLibrary}. */
+const writtenByLibrary = new WeakSet<Tool>();
+
+/**
+ * The schema library that wrote a tool's listed input schema (its Standard Schema vendor, `zod`...), for start-up
+ * errors that say how to fix the schema in that library's terms; undefined for a schema its author wrote.
+ */
+export function inputSchemaLibrary(tool: Tool): string | undefined {
+  return writtenByLibrary.has(tool) ? tool.inputStandardSchema?.["~standard"].vendor : undefined;
 }
