@@ -18,6 +18,28 @@ describe("parsePrefer", () => {
 });
 
 describe("LocalTask", () => {
+  verifies(
+    "tasks.progress",
+    "answers its last report before its end, though a shared store has not confirmed it yet",
+    async () => {
+      // A store that answers a progress a moment later, as Redis does.
+      const task = new LocalTask("c", {
+        async: true,
+        perSecond: 10,
+        record: () => new Promise((resolve) => setTimeout(() => resolve(true), 20)),
+      });
+      const seen: string[] = [];
+      task.watch(() => seen.push(task.end ? "end" : `progress ${task.progress?.progress}`));
+      task.report({ progress: 1 });
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      // Within the interval: pending, kept when the call ends.
+      task.report({ progress: 2 });
+      task.settle({ response: { call_id: "c", duration: 1, success: true, value: null }, cancelled: false });
+      expect(seen).toEqual(["progress 1", "progress 2", "end"]);
+      expect(task.seq).toBe(2);
+    },
+  );
+
   verifies("tasks.progress", "keeps the first report at once and the latest of each interval after it", async () => {
     const task = new LocalTask("c", { async: true, perSecond: 20 });
     const kept: number[] = [];

@@ -134,6 +134,14 @@ export class LocalTask {
       return;
     }
     this.#flush();
+    // The latest progress kept is answered before the end, recorded in the store or not yet: the end follows in
+    // this same turn, and from then on every instance answers the result, never a progress. An event stream's
+    // last progress is then the tool's last report, not the one before it still on its way to the store.
+    if (this.#latest && this.#kept > this.seq) {
+      this.progress = this.#latest;
+      this.seq = this.#kept;
+      this.#notify();
+    }
     this.end = end;
     this.#notify();
     this.#watchers.clear();
