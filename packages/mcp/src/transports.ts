@@ -10,6 +10,7 @@ import { createMcpHandler } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio as serveSdkStdio } from "@modelcontextprotocol/server/stdio";
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { McpBridge } from "./bridge.js";
+import { writeWebResponse } from "./internal/web-response.js";
 
 /** A bridge served over stdio. */
 export interface StdioBridge {
@@ -227,37 +228,4 @@ function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
     signal,
     duplex: "half",
   } as RequestInit);
-}
-
-/**
- * Writes a web-standard Response to node:http, chunk by chunk as the SDK produces it (SSE events go out
- * as they come), waiting for the socket to drain; stops reading when `signal` fires (the client left).
- */
-async function writeWebResponse(res: ServerResponse, response: Response, signal: AbortSignal): Promise<void> {
-  response.headers.forEach((value, name) => {
-    res.setHeader(name, value);
-  });
-  res.writeHead(response.status);
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  res.flushHeaders();
-  const reader = response.body.getReader();
-  const stop = () => void reader.cancel(signal.reason).catch(() => undefined);
-  signal.addEventListener("abort", stop, { once: true });
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done || signal.aborted) {
-        break;
-      }
-      if (!res.write(value)) {
-        await Promise.race([once(res, "drain"), once(res, "close")]);
-      }
-    }
-  } finally {
-    signal.removeEventListener("abort", stop);
-  }
-  res.end();
 }

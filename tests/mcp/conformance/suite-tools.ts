@@ -22,10 +22,11 @@ export const PROGRESS_STEPS = [
 
 /**
  * How long `test_tool_with_progress` waits between two reports, in ms. The server must keep each one (see
- * {@link SUITE_PROGRESS_PER_SECOND}) and the bridge must read each before the next: 100 ms leaves room for a
- * busy machine, where the scenario's ~50 ms would let a slow reader see only the latest.
+ * {@link SUITE_PROGRESS_PER_SECOND}) and the bridge must read each before the next (it keeps only the latest while
+ * a notification is on its way), and the suite wants all three: 300 ms leaves room for a machine busy with every
+ * other suite, where the scenario's ~50 ms would let a slow reader see only the latest.
  */
-const PROGRESS_GAP_MS = 100;
+const PROGRESS_GAP_MS = 300;
 
 /** The fixture server's `progressPerSecond`: above one report per {@link PROGRESS_GAP_MS}, so none is dropped. */
 export const SUITE_PROGRESS_PER_SECOND = 20;
