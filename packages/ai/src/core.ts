@@ -1,13 +1,16 @@
 /** @otc/ai's framework-neutral half: which of a server's tools, under which names, and what a call's outcome tells the model. */
-import { type OxpClient, OxpServerError, OxpValidationError, toModelText } from "@otc/client";
+import { type OxpClient, type OxpServerError, type OxpValidationError, toModelText } from "@otc/client";
 import {
   type CallToolFailure,
   type CallToolRequest,
   type CallToolSuccess,
-  compareToolVersions,
   parseToolId,
+  resolveToolVersion,
   type ToolAuthorizationChallenge,
   type ToolDefinition,
+  type ToolVersionRequest,
+  validateServerErrorResponse,
+  validateValidationErrorResponse,
 } from "@otc/types";
 
 /** What every call carries in its `context`: authorization tokens, secrets, a user id. */
@@ -19,7 +22,8 @@ export type OxpApproval = "destructive" | "always" | "never" | ((tool: ToolDefin
 /** Options of every framework's `oxpTools`. */
 export interface OxpToolsOptions {
   /**
-   * Only these tools, by id: `Toolkit.Tool` takes its latest version, `Toolkit.Tool@1.2.0` pins that one. With
+   * Only these tools, by id, versions resolved as the protocol resolves them (docs/protocol.md 3.4): `Toolkit.Tool`
+   * takes its latest version, `Toolkit.Tool@1.2.0` pins that one, and `Toolkit.Tool@1` exactly 1.0.0. With
    * `toolkits` too, a tool named by either is taken. An id the server does not list is an error.
    */
   tools?: readonly string[];
@@ -116,8 +120,15 @@ export function selectTools(
     const key = parsed ? `${parsed.toolkit}.${parsed.tool}` : tool.id;
     byName.set(key, [...(byName.get(key) ?? []), tool]);
   }
-  const latest = (versions: readonly ToolDefinition[]) =>
-    versions.reduce((best, tool) => (compareToolVersions(tool.version, best.version) > 0 ? tool : best));
+  // @otc/types owns version resolution (the server resolves a call's tool_id with it too): `@1` is exactly 1.0.0.
+  const resolve = (versions: readonly ToolDefinition[], request: ToolVersionRequest) => {
+    const version = resolveToolVersion(
+      versions.map((tool) => tool.version),
+      request,
+    );
+    return versions.find((tool) => tool.version === version);
+  };
+  const latest = (versions: readonly ToolDefinition[]) => resolve(versions, { kind: "latest" }) as ToolDefinition;
 
   if (options.tools === undefined && options.toolkits === undefined) {
     return [...byName.values()].map(latest);
@@ -126,10 +137,8 @@ export function selectTools(
   const unknown: string[] = [];
   for (const selector of options.tools ?? []) {
     const parsed = parseToolId(selector);
-    const versions = parsed ? byName.get(`${parsed.toolkit}.${parsed.tool}`) : undefined;
-    const tool =
-      versions &&
-      (parsed?.version === undefined ? latest(versions) : versions.find((v) => v.version === parsed.version));
+    const versions = parsed ? byName.get(parsed.qualifiedName) : undefined;
+    const tool = parsed && versions ? resolve(versions, parsed) : undefined;
     if (tool) {
       chosen.add(tool);
     } else {
@@ -220,20 +229,68 @@ async function callTool(
     ...(options.callId === undefined ? {} : { call_id: options.callId }),
   };
   try {
-    const response = await client.callTool(request, { signal: options.signal });
+    // Asked as a task (docs/protocol.md 9.3), as the MCP bridge asks: the server holds its answer up to 30 s, so a
+    // quick call is still one request, and a longer one has the asynchronous time limit. When the agent's run is
+    // aborted (the user pressed stop), the call is cancelled on the server (DELETE): an abandoned synchronous call
+    // with a call_id would run on there. A server without the tasks extension is called as by `callTool`.
+    const call = await client.callToolAsync(request, {
+      signal: options.signal,
+      cancelOnAbort: true,
+      waitSeconds: ANSWER_WAIT_SECONDS,
+    });
+    const response = await call.result();
     return response.success
       ? { kind: "value", text: toModelText(response), value: response.value, response }
       : { kind: "tool-error", text: toModelText(response), response };
   } catch (error) {
-    if (error instanceof OxpValidationError) {
+    if (isValidationError(error)) {
       return { kind: "invalid-input", text: invalidInputText(definition, error), error };
     }
-    if (error instanceof OxpServerError && error.authorizationChallenges.length > 0) {
-      const challenges = error.authorizationChallenges;
-      return { kind: "authorization", text: authorizationText(definition, challenges), challenges, error };
+    if (isServerError(error)) {
+      const challenges = error.body.missing_requirements?.authorization ?? [];
+      if (challenges.length > 0) {
+        return { kind: "authorization", text: authorizationText(definition, challenges), challenges, error };
+      }
     }
     throw error;
   }
+}
+
+/** How long the server may hold its answer to a call (`Prefer: wait=N`, the most the protocol allows). */
+const ANSWER_WAIT_SECONDS = 30;
+
+/*
+ * The client's errors are recognised by what they carry, not by their class: `instanceof` knows only this package's
+ * copy of @otc/client, and an application whose client is another version has another copy (@otc/client is a peer,
+ * but npm may still nest one when a user overrides it). Every copy's response errors carry `status` and `body` as the
+ * server sent them; the body is checked here against the spec's schema for that status, as the client checked it.
+ */
+
+/** A 422 answered with a ValidationErrorResponse: an OxpValidationError of any copy of @otc/client. */
+function isValidationError(error: unknown): error is OxpValidationError {
+  const answer = responseOf(error);
+  return (
+    answer?.status === 422 &&
+    validateValidationErrorResponse(answer.body) &&
+    typeof (error as { parameterErrors?: unknown }).parameterErrors === "object"
+  );
+}
+
+/** An error status but 401 and 422 answered with a ServerErrorResponse: an OxpServerError of any copy. */
+function isServerError(error: unknown): error is OxpServerError {
+  const answer = responseOf(error);
+  return (
+    answer !== undefined && answer.status !== 401 && answer.status !== 422 && validateServerErrorResponse(answer.body)
+  );
+}
+
+/** The status and body an error of @otc/client's response family carries, or undefined for any other thrown thing. */
+function responseOf(error: unknown): { status: number; body: unknown } | undefined {
+  if (!(error instanceof Error)) {
+    return undefined;
+  }
+  const { status, body } = error as { status?: unknown; body?: unknown };
+  return typeof status === "number" && typeof body === "object" && body !== null ? { status, body } : undefined;
 }
 
 /** What the model reads after a 422: which properties are wrong and why, so that it can call again. */

@@ -40,7 +40,9 @@ export type OxpToolArtifact =
   | { kind: "value"; response: CallToolSuccess }
   | { kind: "tool-error"; response: CallToolFailure }
   | { kind: "invalid-input"; parameterErrors: Readonly<Record<string, string>> }
-  | { kind: "authorization"; challenges: ToolAuthorizationChallenge[] };
+  | { kind: "authorization"; challenges: ToolAuthorizationChallenge[] }
+  /** The user declined to authorize the tool when asked (resumed with `{ type: "declined" }`); it was not called. */
+  | { kind: "authorization-declined" };
 
 /** An OXP tool as LangChain's tool: its schema is the server's JSON Schema, its `metadata.oxp` says what it is. */
 export type OxpLangChainTool = DynamicStructuredTool<Record<string, unknown>> & {
@@ -66,8 +68,8 @@ export interface OxpAuthorizationRequest {
 /**
  * What to resume an {@link OxpAuthorizationRequest} with (`new Command({ resume })`): `authorized` once the user has
  * authorized, and the tool calls the server again (asking again if it still needs authorization); `declined` ends the
- * call with a ToolMessage (`status: "error"`) that tells the model the user did not authorize it, and `message` if
- * given. Any other value counts as `authorized`.
+ * call without calling the server again, with a ToolMessage (`status: "error"`, artifact `authorization-declined`)
+ * that tells the model the user did not authorize it, and `message` if given. Any other value counts as `authorized`.
  */
 export type OxpAuthorizationResume = { type: "authorized" } | { type: "declined"; message?: string };
 
@@ -137,41 +139,45 @@ function toLangChainTool(spec: OxpToolSpec, authorization: "interrupt" | "messag
     tags: spec.needsApproval ? [OXP_TAG, NEEDS_APPROVAL_TAG] : [OXP_TAG],
     func: async (input: unknown, _runManager: unknown, config?: ToolRunnableConfig) => {
       const toolCallId = config?.toolCall?.id;
-      let outcome = await spec.call(input, { signal: config?.signal });
-      if (outcome.kind === "authorization" && authorization === "interrupt" && canInterrupt(config)) {
-        const { interrupt } = await langGraph();
-        const request: OxpAuthorizationRequest = {
-          kind: "oxp-authorization",
-          toolName: spec.name,
-          toolId: spec.definition.id,
-          ...(toolCallId === undefined ? {} : { toolCallId }),
-          challenges: outcome.challenges,
-        };
-        // Resumed, LangGraph runs this function again from the start: the call above is the one made after the user
-        // answered, and a call that now succeeds never gets here. Refused still, each interrupt() gives back the
-        // answers so far in turn, then throws to ask the user again; one OXP call per resume.
-        for (;;) {
-          const answer: unknown = interrupt(request);
-          if (isDeclined(answer)) {
-            outcome = { ...outcome, text: declinedText(spec.name, answer.message) };
-            break;
-          }
-        }
-      }
-      // Invoked with bare arguments rather than a tool call, a tool answers its content alone, as LangChain's do.
-      if (toolCallId === undefined) {
-        return outcome.text;
-      }
-      // A ToolMessage of our own, since LangChain's wrapping always says "success"; the model (Anthropic's is_error,
-      // for one) and the agent's middleware should know the call did not give its result.
-      return new ToolMessage({
-        content: outcome.text,
-        tool_call_id: toolCallId,
-        name: spec.name,
-        status: outcome.kind === "value" ? "success" : "error",
-        artifact: artifactOf(outcome),
-        metadata: { oxp: metadata },
+      const interrupting = authorization === "interrupt" && canInterrupt(config);
+      const reply = (text: string, status: "success" | "error", artifact: OxpToolArtifact) =>
+        // Invoked with bare arguments rather than a tool call, a tool answers its content alone, as LangChain's do.
+        // With one, a ToolMessage of our own, since LangChain's wrapping always says "success"; the model
+        // (Anthropic's is_error, for one) and the agent's middleware should know the call did not give its result.
+        toolCallId === undefined
+          ? text
+          : new ToolMessage({
+              content: text,
+              tool_call_id: toolCallId,
+              name: spec.name,
+              status,
+              artifact,
+              metadata: { oxp: metadata },
+            });
+      const request = (challenges: ToolAuthorizationChallenge[]): OxpAuthorizationRequest => ({
+        kind: "oxp-authorization",
+        toolName: spec.name,
+        toolId: spec.definition.id,
+        ...(toolCallId === undefined ? {} : { toolCallId }),
+        challenges,
       });
+      // Resumed, LangGraph runs this function again from the start. When the user's latest answer is "declined",
+      // no call is made: it would start a new challenge on the server, or (a token granted meanwhile) run the tool
+      // while the model reads that it did not. The answers are still taken in turn (each interrupt() gives back
+      // one), as LangGraph expects of a resumed task; the request is not shown again, since an answer is waiting.
+      if (interrupting && isDeclined(latestResumeValue(config))) {
+        const { message } = untilDeclined((await langGraph()).interrupt, request([]));
+        return reply(declinedText(spec.name, message), "error", { kind: "authorization-declined" });
+      }
+      const outcome = await spec.call(input, { signal: config?.signal });
+      if (outcome.kind === "authorization" && interrupting) {
+        // The call above is the one made after the user answered "authorized" (or the first), and a call that now
+        // succeeds never gets here. Refused still, the answers so far are taken in turn, then interrupt() throws to
+        // ask the user again: one OXP call per resume.
+        const { message } = untilDeclined((await langGraph()).interrupt, request(outcome.challenges));
+        return reply(declinedText(spec.name, message), "error", { kind: "authorization-declined" });
+      }
+      return reply(outcome.text, outcome.kind === "value" ? "success" : "error", artifactOf(outcome));
     },
   }) as OxpLangChainTool;
 }
@@ -198,6 +204,35 @@ function langGraph(): Promise<LangGraph> {
     throw error;
   });
   return loading;
+}
+
+/**
+ * The latest answer given to this task's interrupts, when LangGraph runs it again on a resume; undefined on a first
+ * run. LangGraph offers no public way to read a resume value without taking it (`interrupt()` takes it, and throws
+ * when there is none), so this reads the task's scratchpad as `interrupt()` does, under the same configurable key
+ * {@link canInterrupt} checks: the answers given by interrupt id (`resume`, in order), then one given without an id
+ * (`nullResume`), which `interrupt()` takes after them. The tests pin it at the version this package is tested with.
+ */
+function latestResumeValue(config: ToolRunnableConfig | undefined): unknown {
+  const configurable = config?.configurable as Record<string, unknown> | undefined;
+  const scratchpad = configurable?.__pregel_scratchpad as { resume?: unknown; nullResume?: unknown } | undefined;
+  if (scratchpad?.nullResume !== undefined) {
+    return scratchpad.nullResume;
+  }
+  return Array.isArray(scratchpad?.resume) ? scratchpad.resume.at(-1) : undefined;
+}
+
+/** Takes the answers given so far in turn until the user's "declined"; interrupt() throws to ask the user when none is left. */
+function untilDeclined(
+  interrupt: (value: OxpAuthorizationRequest) => unknown,
+  request: OxpAuthorizationRequest,
+): { type: "declined"; message?: string } {
+  for (;;) {
+    const answer = interrupt(request);
+    if (isDeclined(answer)) {
+      return answer;
+    }
+  }
 }
 
 function isDeclined(answer: unknown): answer is { type: "declined"; message?: string } {

@@ -36,9 +36,11 @@ export class OxpToolCallError extends Error {
 /**
  * Lists the server's tools and makes each an AI SDK dynamic tool, keyed by its model name: pass the set as
  * `tools` to generateText, streamText or an agent. A destructive tool (by default) asks the user's approval first:
- * the SDK answers a `tool-approval-request` instead of running it. A value is the tool's output; anything else
- * throws an {@link OxpToolCallError} from `execute`, which the model reads as the tool's error. Other errors (the
- * server unreachable, a 401) throw as the client throws them, and the model reads their message likewise.
+ * the SDK answers a `tool-approval-request` instead of running it (with a `toolApproval` of the app's own, give it
+ * {@link oxpToolApproval}). A value is the tool's output; anything else throws an {@link OxpToolCallError} from
+ * `execute`, which the model reads as the tool's error. Other errors (the server unreachable, a 401) throw as the
+ * client throws them, and the model reads their message likewise. Aborting the run cancels a running call on the
+ * server, where it offers the tasks extension.
  */
 export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {}): Promise<ToolSet> {
   const specs = await oxpToolSpecs(client, options);
@@ -47,11 +49,13 @@ export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {})
     tools[spec.name] = dynamicTool({
       description: spec.description,
       inputSchema: jsonSchema(spec.inputSchema as JSONSchema7),
-      // Deprecated in v7 in favour of generateText's `toolApproval`, which overrides it, but still honoured by
-      // generateText, streamText and the agents: the only way a tool can carry its own default.
+      // Deprecated in v7 in favour of generateText's `toolApproval`, which takes precedence (a function there
+      // decides for every tool; an object's own entry for its tool), but still honoured by generateText, streamText
+      // and the agents: the only way a tool can carry its own default. oxpToolApproval gives it to `toolApproval`.
       needsApproval: spec.needsApproval,
-      // Not sent to the model: tool-call and tool-result parts carry it, so an app can tell which OXP tool ran.
-      metadata: { oxpToolId: spec.definition.id },
+      // Not sent to the model: tool-call and tool-result parts carry it, so an app can tell which OXP tool ran, and
+      // oxpToolApproval reads whether it asks the user first.
+      metadata: { oxpToolId: spec.definition.id, oxpNeedsApproval: spec.needsApproval },
       execute: async (input, { abortSignal }) => {
         // No call_id from the SDK's toolCallId: providers do not all make it unique (some number calls per
         // response, `call_0`), and the server keeps a call_id's answer for 24 hours per principal, so a repeat from
@@ -66,6 +70,37 @@ export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {})
     });
   }
   return tools;
+}
+
+/** An OXP tool's approval as `toolApproval` takes it: `user-approval` (ask first) or `not-applicable`. */
+export type OxpToolApprovalStatus = "user-approval" | "not-applicable";
+
+/**
+ * The `toolApproval` entries of the OXP tools among `tools`, by name: each tool's own approval (see the `approval`
+ * option), for generateText's, streamText's or an agent's `toolApproval`, which takes precedence over the tools'
+ * `needsApproval`. Spread it under an app's own entries, or fall back to it from an app's function, so that setting
+ * `toolApproval` for one tool does not drop every OXP tool's approval. Tools that are not OXP tools are left out.
+ *
+ * @example
+ * const oxp = oxpToolApproval(tools);
+ * await generateText({ model, tools, prompt, toolApproval: { ...oxp, deleteFile: "user-approval" } });
+ * // or, with a function, which decides for every tool:
+ * await generateText({
+ *   model,
+ *   tools,
+ *   prompt,
+ *   toolApproval: ({ toolCall }) => (toolCall.toolName === "deleteFile" ? "user-approval" : oxp[toolCall.toolName]),
+ * });
+ */
+export function oxpToolApproval(tools: ToolSet): Record<string, OxpToolApprovalStatus> {
+  const entries = Object.entries(tools).flatMap(([name, tool]) => {
+    const metadata = (tool as { metadata?: { oxpToolId?: unknown; oxpNeedsApproval?: unknown } }).metadata;
+    if (typeof metadata?.oxpToolId !== "string") {
+      return [];
+    }
+    return [[name, metadata.oxpNeedsApproval === true ? "user-approval" : "not-applicable"] as const];
+  });
+  return Object.fromEntries(entries);
 }
 
 /** The authorization challenges of a step's (or a result's) content: the links the user must open. */

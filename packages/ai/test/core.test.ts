@@ -1,10 +1,10 @@
 // @otc/ai's shared half against the real demo: which tools are taken, under which names, and what each outcome says.
-import { createClient, type OxpClient } from "@otc/client";
+import { createClient, type OxpClient, OxpResponseError } from "@otc/client";
 import { createDemoHandler } from "@otc/demo/handler";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
-import type { ToolAnnotations } from "@otc/types";
+import type { ToolAnnotations, ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { oxpToolSpecs } from "../src/index.js";
+import { oxpToolSpecs, selectTools } from "../src/index.js";
 
 let server: RunningServer;
 let client: OxpClient;
@@ -128,5 +128,99 @@ describe("oxpToolSpecs", () => {
       expect(gmail.challenges[0]?.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
       expect(gmail.text).toContain(gmail.challenges[0]?.url);
     }
+  });
+
+  it("calls as a task held up to 30 s, so that an abort can cancel it: a quick call is one request, answered 200", async () => {
+    const sent: { prefer: string | null; extensions: string | null; status: number }[] = [];
+    const recording = createClient({
+      baseUrl: server.url,
+      fetch: async (input, init) => {
+        const request = new Request(input, init);
+        const response = await fetch(request);
+        if (request.method === "POST") {
+          const { headers } = request;
+          sent.push({
+            prefer: headers.get("prefer"),
+            extensions: headers.get("oxp-extensions"),
+            status: response.status,
+          });
+        }
+        return response;
+      },
+    });
+    const [add] = await oxpToolSpecs(recording, { tools: ["Calculator.Add"] });
+    expect(await add?.call({ a: 2, b: 3 })).toMatchObject({ kind: "value", value: 5 });
+    expect(sent).toEqual([
+      { prefer: expect.stringMatching(/respond-async.*wait=30/), extensions: "tasks", status: 200 },
+    ]);
+  });
+
+  it("tells a 422 and a challenge apart when they come from another copy of @otc/client, as npm may install", async () => {
+    // The application's client, of another version, brings its own error classes, which this package's do not know.
+    const specifier = new URL("../../client/src/errors.ts?another-copy", import.meta.url).href;
+    const copy = (await import(specifier)) as typeof import("@otc/client");
+    const rethrown = <T>(call: Promise<T>) =>
+      call.catch((error: unknown) => {
+        throw error instanceof OxpResponseError ? copy.errorFromResponse(error.status, error.body) : error;
+      });
+    const theirs: OxpClient = {
+      ...client,
+      callTool: (...args) => rethrown(client.callTool(...args)),
+      callToolAsync: (...args) => rethrown(client.callToolAsync(...args)),
+    };
+    const specs = new Map(
+      (await oxpToolSpecs(theirs, { userId: "ai-core-copy" })).map((spec) => [spec.name, spec] as const),
+    );
+
+    const wrong = await specs.get("Calculator_Add")?.call({ a: "two", b: 3 });
+    expect(wrong).toMatchObject({ kind: "invalid-input", error: { name: "OxpValidationError", status: 422 } });
+    expect(wrong?.text).toMatch(/Calculator_Add does not match its schema:\n- a: /);
+    const gmail = await specs.get("Gmail_GetEmails")?.call({});
+    expect(gmail?.kind).toBe("authorization");
+    expect(gmail?.text).toMatch(/Gmail_GetEmails needs the user's authorization[\s\S]*- http:\/\/127\.0\.0\.1:\d+\//);
+    // Anything else still throws as the client threw it.
+    const [sms] = await oxpToolSpecs(theirs, { tools: ["SMS.Send"] });
+    await expect(sms?.call({ to: "+15550100", message: "hi" })).rejects.toMatchObject({ status: 400 });
+  });
+});
+
+/** A listed tool of the Versioned toolkit, in one version. */
+const versioned = (name: string, version: string): ToolDefinition => ({
+  id: `Versioned.${name}@${version}`,
+  name: `Versioned_${name}`,
+  description: `${name}, version ${version}.`,
+  version,
+  input_schema: { type: "object" },
+  output_schema: null,
+});
+
+describe("selectTools", () => {
+  const listed = ["1.0.0", "1.9.0", "1.10.0", "2.0.0"].map((version) => versioned("Tool", version));
+
+  // docs/protocol.md 3.4: `@x.y.z` that version, `@x` exactly x.0.0 (not the newest x.*), none the highest.
+  it.each([
+    ["no version: the highest, compared numerically", "Versioned.Tool", "2.0.0"],
+    ["@1: exactly 1.0.0, not the newest 1.x", "Versioned.Tool@1", "1.0.0"],
+    ["@1.0.0: that version", "Versioned.Tool@1.0.0", "1.0.0"],
+    ["@1.10.0: that version", "Versioned.Tool@1.10.0", "1.10.0"],
+    ["@2: exactly 2.0.0", "Versioned.Tool@2", "2.0.0"],
+  ])("takes %s", (_name, selector, want) => {
+    expect(selectTools(listed, { tools: [selector] }).map((tool) => tool.version)).toEqual([want]);
+  });
+
+  it.each([
+    ["@3: no 3.0.0 listed", "Versioned.Tool@3"],
+    ["@1.2.0: no such version", "Versioned.Tool@1.2.0"],
+    ["@01: not a version (no leading zeros)", "Versioned.Tool@01"],
+    ["another tool", "Versioned.Other"],
+  ])("refuses %s", (_name, selector) => {
+    expect(() => selectTools(listed, { tools: [selector] })).toThrow(
+      `The server lists no tool ${JSON.stringify(selector)}`,
+    );
+  });
+
+  it("takes @1 from the demo, whose Greeting.Hello has versions 1.0.0 and 2.0.0", async () => {
+    const specs = await byName({ tools: ["Greeting.Hello@1"] });
+    expect([...specs.values()].map((spec) => spec.definition.id)).toEqual(["Greeting.Hello@1.0.0"]);
   });
 });

@@ -23,6 +23,7 @@ import {
   oxpMetadata,
   oxpTools,
 } from "../src/langchain.js";
+import { settledStatus } from "./call-status.js";
 
 let server: RunningServer;
 let demo: DemoHandler;
@@ -249,15 +250,21 @@ describe("oxpTools for LangChain.js", () => {
     await expect(oxpTools(client, { tools: ["Greeting.Hello@9.0.0"] })).rejects.toThrow(/Greeting\.Hello@9\.0\.0/);
   });
 
-  it("aborts the call with the run's signal", async () => {
-    const [sleep] = await oxpTools(client, { tools: ["System.Sleep"] });
+  it("aborts the call with the run's signal, and the server cancels it; a quick call is still answered", async () => {
+    const { client: recording, calls, callIds } = recordingClient();
+    const [sleep] = await oxpTools(recording, { tools: ["System.Sleep"] });
     const started = Date.now();
     const call = sleep?.invoke(
-      { id: "call_sleep", name: "System_Sleep", args: { ms: 3_000 }, type: "tool_call" },
-      { signal: AbortSignal.timeout(100) },
+      { id: "call_sleep", name: "System_Sleep", args: { ms: 5_000 }, type: "tool_call" },
+      { signal: AbortSignal.timeout(300) },
     );
     await expect(call).rejects.toMatchObject({ name: "TimeoutError" });
     expect(Date.now() - started).toBeLessThan(1_500);
+    expect(calls).toHaveLength(1);
+    expect(await settledStatus(recording, callIds[0] ?? "")).toBe("cancelled");
+
+    const quick = await sleep?.invoke({ id: "call_quick", name: "System_Sleep", args: { ms: 10 }, type: "tool_call" });
+    expect(quick).toMatchObject({ status: "success", content: '{"slept_ms":10}' });
   });
 
   it("answers bare arguments (no tool call) with the text alone", async () => {
@@ -269,18 +276,21 @@ describe("oxpTools for LangChain.js", () => {
 /** A client whose every POST /tools/call is recorded (tool id and input), to tell which calls reached the server. */
 function recordingClient() {
   const calls: { tool_id: string; input: unknown }[] = [];
+  /** Each call's call_id, in the same order. */
+  const callIds: string[] = [];
   const recording = createClient({
     baseUrl: server.url,
     fetch: async (input, init) => {
       const request = new Request(input, init);
       if (request.method === "POST" && new URL(request.url).pathname.endsWith("/tools/call")) {
-        const { tool_id, input: toolInput } = (await request.clone().json()) as { tool_id: string; input: unknown };
-        calls.push({ tool_id, input: toolInput });
+        const body = (await request.clone().json()) as { tool_id: string; input: unknown; call_id: string };
+        calls.push({ tool_id: body.tool_id, input: body.input });
+        callIds.push(body.call_id);
       }
       return fetch(request);
     },
   });
-  return { client: recording, calls };
+  return { client: recording, calls, callIds };
 }
 
 /** The ToolMessages among the messages a fake model was given on its `turn`-th call (from 0). */
@@ -404,13 +414,37 @@ describe("oxpTools in the langchain package's createAgent", () => {
     const declined: OxpAuthorizationResume = { type: "declined", message: "The user keeps mail private." };
     const done = await agent.invoke(new Command({ resume: declined }), config);
     expect(done.__interrupt__ ?? []).toEqual([]);
-    expect(calls).toHaveLength(3);
+    // Declined: no call at all, so no new challenge on the server and no run with a token that came meanwhile.
+    expect(calls).toHaveLength(2);
     const [seen] = toolMessagesAt(model, 1);
     expect(seen?.status).toBe("error");
     expect(seen?.content).toBe(
       "Error: the user did not authorize Gmail_GetEmails, so it did not run. Do not call it again unless the user asks.\n\nThe user keeps mail private.",
     );
-    expect((seen?.artifact as OxpToolArtifact | undefined)?.kind).toBe("authorization");
+    expect(seen?.artifact as OxpToolArtifact | undefined).toEqual({ kind: "authorization-declined" });
+  });
+
+  it("does not call the server when the user declines, even once authorized meanwhile, each interrupt resumed by its id", async () => {
+    const { client: recording, calls } = recordingClient();
+    const tools = await oxpTools(recording, { toolkits: ["Gmail"], userId: "langgraph-changed-mind" });
+    const model = fakeModel()
+      .respondWithTools([{ name: "Gmail_GetEmails", args: { query: "receipt" }, id: "call_mail" }])
+      .respond(new AIMessage("Alright."));
+    const agent = createAgent({ model, tools, checkpointer: new MemorySaver() });
+    const config = { configurable: { thread_id: "declined-after-consent" } };
+
+    const stopped = await agent.invoke({ messages: [new HumanMessage("Find my receipt")] }, config);
+    const [pending] = stopped.__interrupt__ ?? [];
+    const request = pending?.value as OxpAuthorizationRequest;
+    // The user grants access on the provider's page, then says no in the application: the answer given wins.
+    expect((await submitConsent(request.challenges[0]?.url ?? "", "approve")).status).toBe(303);
+    const declined: OxpAuthorizationResume = { type: "declined" };
+    const done = await agent.invoke(new Command({ resume: { [pending?.id as string]: declined } }), config);
+    expect(done.__interrupt__ ?? []).toEqual([]);
+    expect(calls).toHaveLength(1);
+    const [seen] = toolMessagesAt(model, 1);
+    expect(seen).toMatchObject({ tool_call_id: "call_mail", status: "error" });
+    expect(seen?.content).toMatch(/^Error: the user did not authorize Gmail_GetEmails, so it did not run\./);
   });
 
   it("answers an approval and an authorization in one loop, each interrupt resumed by its id, as the README does", async () => {

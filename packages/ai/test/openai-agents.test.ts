@@ -24,6 +24,7 @@ import { listen, type RunningServer } from "@otc/server";
 import { submitConsent } from "@otc/test-helpers/consent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { oxpOutputData, oxpStopOnAuthorization, oxpTools } from "../src/openai-agents.js";
+import { settledStatus } from "./call-status.js";
 
 /** One model turn: what it answers, given the request (the SDK's input so far). */
 type Turn = (request: ModelRequest) => protocol.OutputModelItem[];
@@ -408,19 +409,23 @@ describe("oxpTools for OpenAI's Agents SDK", () => {
     await expect(oxpTools(client, { tools: ["Nope.Missing"] })).rejects.toThrow(/Nope\.Missing/);
   });
 
-  it("aborts the call's request when the run is aborted", async () => {
+  it("aborts the call when the run is aborted, and the server cancels it; a quick call is still answered", async () => {
     calls = [];
     signals = [];
     const tools = await oxpTools(client, { tools: ["System.Sleep"] });
-    // Short enough for the server to finish it before it closes: a call with a call_id runs to its end (3.7).
-    const model = new ScriptModel([() => [functionCall("System_Sleep", { ms: 1500 })], () => [message("?")]]);
+    const model = new ScriptModel([() => [functionCall("System_Sleep", { ms: 5_000 })], () => [message("?")]]);
     const controller = new AbortController();
     const started = Date.now();
-    setTimeout(() => controller.abort(new Error("The user stopped it")), 100);
+    setTimeout(() => controller.abort(new Error("The user stopped it")), 300);
     await expect(run(agentWith(tools, model), "Wait", { signal: controller.signal })).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(1500);
+    expect(Date.now() - started).toBeLessThan(1_500);
     expect(calls).toHaveLength(1);
     expect(signals[0]?.aborted).toBe(true);
     expect(model.requests).toHaveLength(1);
+    expect(await settledStatus(client, String(calls[0]?.call_id))).toBe("cancelled");
+
+    const quick = new ScriptModel([() => [functionCall("System_Sleep", { ms: 10 })], () => [message("Slept.")]]);
+    await run(agentWith(tools, quick), "Wait a little");
+    expect(outputFor(quick.requests[1], "call-System_Sleep")).toBe('{"slept_ms":10}');
   });
 });

@@ -3,10 +3,25 @@ import { createClient, type OxpClient } from "@otc/client";
 import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
 import { listen } from "@otc/server";
 import { submitConsent } from "@otc/test-helpers/consent";
-import { generateText, isStepCount, type ModelMessage, type ToolSet } from "ai";
+import {
+  dynamicTool,
+  generateText,
+  isStepCount,
+  jsonSchema,
+  type ModelMessage,
+  type ToolApprovalConfiguration,
+  type ToolSet,
+} from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hasOxpAuthorizationChallenge, OxpToolCallError, oxpAuthorizationChallenges, oxpTools } from "../src/vercel.js";
+import {
+  hasOxpAuthorizationChallenge,
+  OxpToolCallError,
+  oxpAuthorizationChallenges,
+  oxpToolApproval,
+  oxpTools,
+} from "../src/vercel.js";
+import { settledStatus } from "./call-status.js";
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>;
 type Prompt = MockLanguageModelV4["doGenerateCalls"][number]["prompt"];
@@ -54,6 +69,8 @@ let server: { url: string; close(): Promise<void> };
 let demo: DemoHandler;
 /** The POST /tools/call requests the client sent, by tool_id: the server's side of what ran. */
 let calls: string[] = [];
+/** Their call_ids, in the same order. */
+let callIds: string[] = [];
 
 /** A client of the demo that records its calls; `maxAttempts: 1` keeps a retryable failure from waiting. */
 const demoClient = (): OxpClient =>
@@ -63,8 +80,13 @@ const demoClient = (): OxpClient =>
     fetch: async (input, init) => {
       const request = new Request(input, init);
       if (request.method === "POST" && new URL(request.url).pathname.endsWith("/tools/call")) {
-        const body = (await request.clone().json()) as { tool_id?: string; request?: { tool_id?: string } };
+        const body = (await request.clone().json()) as {
+          tool_id?: string;
+          call_id?: string;
+          request?: { tool_id?: string; call_id?: string };
+        };
         calls.push(body.tool_id ?? body.request?.tool_id ?? "?");
+        callIds.push(body.call_id ?? body.request?.call_id ?? "?");
       }
       return fetch(request);
     },
@@ -296,18 +318,65 @@ describe("oxpTools for the Vercel AI SDK", () => {
     await expect(oxpTools(client, { tools: ["Calculator.Divide"] })).rejects.toThrow(/Calculator\.Divide/);
   });
 
-  it("aborts a running call with the SDK's abort signal", async () => {
-    const tools = await oxpTools(demoClient(), { tools: ["System.Sleep"] });
-    const model = new MockLanguageModelV4({ doGenerate: [toolCall("System_Sleep", { ms: 1_500 }), answer("done")] });
+  it("aborts a running call with the SDK's abort signal, and the server cancels it; a quick call is still answered", async () => {
+    calls = [];
+    callIds = [];
+    const client = demoClient();
+    const tools = await oxpTools(client, { tools: ["System.Sleep"] });
+    const model = new MockLanguageModelV4({ doGenerate: [toolCall("System_Sleep", { ms: 5_000 }), answer("done")] });
     const started = Date.now();
     const run = generateText({
       model,
       tools,
       prompt: "wait",
       stopWhen: isStepCount(3),
-      abortSignal: AbortSignal.timeout(100),
+      abortSignal: AbortSignal.timeout(300),
     });
     await expect(run).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(calls).toEqual(["System.Sleep@1.0.0"]);
+    expect(await settledStatus(client, callIds[0] ?? "")).toBe("cancelled");
+
+    expect((await runOnce(tools, "System_Sleep", { ms: 10 })).outputs).toEqual([
+      { type: "json", value: { slept_ms: 10 } },
+    ]);
+  });
+
+  it("gives toolApproval each OXP tool's own approval with oxpToolApproval, which toolApproval would otherwise override", async () => {
+    calls = [];
+    const oxp = await oxpTools(demoClient(), {
+      toolkits: ["SMS", "Calculator"],
+      context: { secrets: [{ id: "TWILIO_API_KEY", value: "twilio-test" }] },
+    });
+    expect(oxpToolApproval(oxp)).toEqual({ SMS_Send: "user-approval", Calculator_Add: "not-applicable" });
+    const tools: ToolSet = {
+      ...oxp,
+      Local_Wipe: dynamicTool({ inputSchema: jsonSchema({ type: "object" }), execute: async () => "wiped" }),
+    };
+    const sms = toolCall("SMS_Send", { to: "+15550100", message: "hi" });
+    const wipe = toolCall("Local_Wipe", {}, "call-2");
+    const asked = async (
+      toolApproval: ToolApprovalConfiguration<ToolSet, Record<string, unknown>>,
+      turn: GenerateResult,
+    ) => {
+      const model = new MockLanguageModelV4({ doGenerate: [turn, answer("done")] });
+      const result = await generateText({ model, tools, toolApproval, prompt: "go", stopWhen: isStepCount(3) });
+      // The calls waiting for the user; an automatic approval ("approved") is a request too, answered at once.
+      return result.content.flatMap((part) =>
+        part.type === "tool-approval-request" && part.isAutomatic !== true ? [part.toolCall.toolName] : [],
+      );
+    };
+
+    // An app's own rule for its own tool, as a function, then as an object: the OXP tools keep their approval.
+    const own = oxpToolApproval(tools);
+    const rule = ({ toolCall: call }: { toolCall: { toolName: string } }) =>
+      call.toolName === "Local_Wipe" ? "user-approval" : own[call.toolName];
+    expect(await asked(rule, sms)).toEqual(["SMS_Send"]);
+    expect(await asked(rule, wipe)).toEqual(["Local_Wipe"]);
+    expect(await asked({ ...own, Local_Wipe: "user-approval" }, sms)).toEqual(["SMS_Send"]);
+    expect(calls).toEqual([]);
+    // An app's rule may still decide for an OXP tool: its own entry wins.
+    expect(await asked({ ...own, SMS_Send: "approved" }, sms)).toEqual([]);
+    expect(calls).toEqual(["SMS.Send@0.1.2"]);
   });
 });

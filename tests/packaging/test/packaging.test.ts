@@ -246,7 +246,13 @@ const PUBLIC_API: Record<string, string[]> = {
   "@otc/inspector": ["inspector", "inspectorPage", "readInspectorFiles"],
   "@otc/inspector/fetch": ["inspectorPage"],
   "@otc/ai": ["authorizationText", "invalidInputText", "oxpToolSpecs", "selectTools"],
-  "@otc/ai/vercel": ["OxpToolCallError", "hasOxpAuthorizationChallenge", "oxpAuthorizationChallenges", "oxpTools"],
+  "@otc/ai/vercel": [
+    "OxpToolCallError",
+    "hasOxpAuthorizationChallenge",
+    "oxpAuthorizationChallenges",
+    "oxpToolApproval",
+    "oxpTools",
+  ],
   "@otc/ai/langchain": [
     "NEEDS_APPROVAL_TAG",
     "OXP_TAG",
@@ -268,6 +274,7 @@ interface PackResult {
 interface Manifest {
   bin?: Record<string, string>;
   scripts?: Record<string, string>;
+  dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
 }
@@ -352,12 +359,12 @@ beforeAll(async () => {
   const server = JSON.parse(await readFile(path.join(repoRoot, "packages/server/package.json"), "utf8")) as {
     peerDependencies: Record<string, string>;
   };
-  // The agent frameworks @otc/ai adapts (its peers), at the versions its tests pin, and zod, their own peer.
+  // The agent frameworks @otc/ai adapts (its peers but @otc/client, packed here), at the versions its tests pin, and
+  // zod, their own peer.
   const ai = JSON.parse(await readFile(path.join(repoRoot, "packages/ai/package.json"), "utf8")) as Manifest;
-  const frameworks = [...Object.keys(ai.peerDependencies ?? {}), "zod"].map((name) => [
-    name,
-    pinned(ai, name, "packages/ai/package.json"),
-  ]);
+  const frameworks = [...Object.keys(ai.peerDependencies ?? {}).filter((name) => !name.startsWith("@otc/")), "zod"].map(
+    (name) => [name, pinned(ai, name, "packages/ai/package.json")],
+  );
   const dependencies = {
     ...server.peerDependencies,
     ...Object.fromEntries(frameworks),
@@ -439,6 +446,14 @@ describe("a user's project with the packed packages", () => {
   it("runs it: the custom tool is listed and called", async () => {
     const out = await mustRun(process.execPath, ["out/main.js"], project);
     expect(JSON.parse(out)).toEqual({ tools: ["Text.Shout@1.0.0"], value: "HELLO!" });
+  });
+
+  it("installs one @otc/client, the user's, which @otc/ai uses (a peer), so that its errors are the user's classes", async () => {
+    const ai = JSON.parse(await readFile(path.join(project, "node_modules/@otc/ai/package.json"), "utf8")) as Manifest;
+    expect(ai.peerDependencies?.["@otc/client"]).toBeDefined();
+    expect(ai.dependencies?.["@otc/client"]).toBeUndefined();
+    await expect(access(path.join(project, "node_modules/@otc/ai/node_modules/@otc/client"))).rejects.toThrow();
+    await access(path.join(project, "node_modules/@otc/client/package.json"), constants.R_OK);
   });
 
   it("runs the agent program: in each framework the model's call runs through OXP, a destructive tool waits", async () => {
