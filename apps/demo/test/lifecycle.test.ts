@@ -44,12 +44,15 @@ async function startProcess(
 describe("the demo process", () => {
   verifies("limits.graceful-drain", "exits 0 on SIGTERM after finishing the call in flight", async () => {
     const { child, url } = await startProcess();
+    // Listened for from the start: the process may exit while the test still reads the call's answer, and an
+    // `exit` already emitted would never reach a listener added after it.
+    const exited = once(child, "exit");
     const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 300 } });
     await new Promise((resolve) => setTimeout(resolve, 50));
     child.kill("SIGTERM");
     const finished = await inFlight;
     expect(finished.body).toMatchObject({ success: true });
-    const [code] = await once(child, "exit");
+    const [code] = await exited;
     expect(code).toBe(0);
   });
 
