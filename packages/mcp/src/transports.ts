@@ -5,12 +5,12 @@
 import { once } from "node:events";
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, isIPv4 } from "node:net";
-import { Readable, type Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
+import { getRequestListener } from "@hono/node-server";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio as serveSdkStdio } from "@modelcontextprotocol/server/stdio";
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { McpBridge } from "./bridge.js";
-import { writeWebResponse } from "./internal/web-response.js";
 
 /** A bridge served over stdio. */
 export interface StdioBridge {
@@ -130,6 +130,10 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
   // One handler for both generations: a 2026-07-28 request (its `_meta` envelope) gets a server of its
   // own; a 2025-era one (initialize, tools/call after it...) gets one over the SDK's stateless transport.
   const mcp = createMcpHandler(() => bridge.createServer(), { legacy: "stateless" });
+  // node:http to the SDK's web-standard handler and back, streamed with backpressure. The client going away
+  // (its response stream closed before the end) aborts the Request: the SDK then cancels the call it carries,
+  // and the bridge cancels the OXP call.
+  const serveFetch = getRequestListener((request) => mcp.fetch(request));
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (loopback) {
@@ -155,16 +159,7 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
     if (req.method !== "POST") {
       return sendJson(res, 405, "This stateless MCP endpoint takes POST only", { allow: "POST" });
     }
-    // The client going away (its response stream closed before the end) aborts the request: the SDK
-    // then cancels the call it carries, and the bridge cancels the OXP call.
-    const aborted = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) {
-        aborted.abort(new Error("The MCP client closed the connection"));
-      }
-    });
-    const response = await mcp.fetch(toWebRequest(req, aborted.signal));
-    await writeWebResponse(res, response, aborted.signal);
+    await serveFetch(req, res);
   };
 
   const http = createHttpServer((req, res) => {
@@ -210,22 +205,4 @@ function allowedOrigin(origin: string, allowedHosts: ReadonlySet<string>): boole
   } catch {
     return false;
   }
-}
-
-/** A node:http request as a web-standard Request, its body streamed, aborted by `signal`. */
-function toWebRequest(req: IncomingMessage, signal: AbortSignal): Request {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
-      headers.append(name, one);
-    }
-  }
-  // The URL's origin is a placeholder: the handler reads the path and the headers, and the Host was checked.
-  return new Request(new URL(req.url ?? "/", "http://mcp-bridge.invalid"), {
-    method: req.method ?? "POST",
-    headers,
-    body: Readable.toWeb(req) as ReadableStream<Uint8Array>,
-    signal,
-    duplex: "half",
-  } as RequestInit);
 }
