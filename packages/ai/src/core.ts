@@ -1,5 +1,11 @@
 /** @otc/ai's framework-neutral half: which of a server's tools, under which names, and what a call's outcome tells the model. */
-import { type OxpClient, type OxpServerError, type OxpValidationError, toModelText } from "@otc/client";
+import {
+  MAX_WAIT_SECONDS,
+  type OxpClient,
+  type OxpServerError,
+  type OxpValidationError,
+  toModelText,
+} from "@otc/client";
 import {
   type CallToolFailure,
   type CallToolRequest,
@@ -257,7 +263,7 @@ async function callTool(
 }
 
 /** How long the server may hold its answer to a call (`Prefer: wait=N`, the most the protocol allows). */
-const ANSWER_WAIT_SECONDS = 30;
+const ANSWER_WAIT_SECONDS = MAX_WAIT_SECONDS;
 
 /*
  * The client's errors are recognised by what they carry, not by their class: `instanceof` knows only this package's

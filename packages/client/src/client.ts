@@ -241,7 +241,7 @@ const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extension
 type ClientExtension = "annotations" | "pagination" | "tasks";
 
 /** The longest `Prefer: wait=N` the protocol allows, in seconds (docs/protocol.md 9.3). */
-const MAX_WAIT_SECONDS = 30;
+export const MAX_WAIT_SECONDS = 30;
 
 /** The least time a quiet event stream is given before it counts as dropped: twice the server's default keep-alive. */
 const MIN_STREAM_IDLE_MS = 30_000;

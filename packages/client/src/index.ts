@@ -28,6 +28,7 @@ export {
   type Health,
   type IterateToolsOptions,
   type ListToolsOptions,
+  MAX_WAIT_SECONDS,
   type OxpClient,
   type RetryOptions,
 } from "./client.js";

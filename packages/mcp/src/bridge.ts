@@ -19,6 +19,7 @@ import {
   type ClientOptions,
   createClient,
   type JwtOptions,
+  MAX_WAIT_SECONDS,
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
@@ -300,7 +301,7 @@ function elicitsUrl(server: Server): boolean {
  * How long the OXP server may hold the answer to a call made without a progress token (`Prefer: wait=N`, the
  * most the protocol allows): a call that ends within it costs one request, as a plain call does.
  */
-const ANSWER_WAIT_SECONDS = 30;
+const ANSWER_WAIT_SECONDS = MAX_WAIT_SECONDS;
 
 /**
  * Creates the bridge. Its MCP tools are the OXP server's (latest versions unless `toolVersions: "all"`),

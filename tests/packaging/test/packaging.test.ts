@@ -171,6 +171,7 @@ const PUBLIC_API: Record<string, string[]> = {
   "@otc/client": [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "MAX_REDIRECTS",
+    "MAX_WAIT_SECONDS",
     "OxpAuthenticationError",
     "OxpConnectionError",
     "OxpCrossOriginError",
