@@ -377,8 +377,8 @@ export type CallLogLine = {
 };
 
 /**
- * Where a logger may offer to write a call's line itself, at info level, exactly as its `info` would
- * (`createLogger`'s does): that line is the hottest write of a server, and a line of known shape costs
+ * Where a logger may offer to write a call's line itself, at info level, exactly as its `info` would, dropping it
+ * when info is off (`createLogger`'s does): that line is the hottest write of a server, and a line of known shape costs
  * less than pino's generic path (bench/results/notes.md).
  */
 export const WRITE_CALL_LINE: unique symbol = Symbol.for("@otc/server.writeCallLine");
@@ -429,6 +429,7 @@ export class OxpCore {
   private readonly tokens: TokenStore;
   private readonly secrets: Readonly<Record<string, string>>;
   private readonly logger: CoreLogger;
+  private readonly writeCallLine: ((line: CallLogLine) => void) | undefined;
   private readonly observer: CallObserver | undefined;
   /** The GET /tools bodies and their ETags (OXP 1.0's, then the annotated one), each made once: the catalog never changes. */
   private readonly toolListCache: [Promise<ToolList> | undefined, Promise<ToolList> | undefined] = [
@@ -478,6 +479,11 @@ export class OxpCore {
     this.tokens = options.tokenStore ?? new MemoryTokenStore();
     this.secrets = options.secrets ?? {};
     this.logger = options.logger ?? silentLogger;
+    // The logger's own fast path, not one a child logger inherits from its parent (the child's bindings and level
+    // are its own).
+    this.writeCallLine = Object.hasOwn(this.logger, WRITE_CALL_LINE)
+      ? (this.logger as CallLineLogger)[WRITE_CALL_LINE]
+      : undefined;
     this.observer = options.observer;
     this.maxRunning = positiveInteger("maxRunningCalls", options.maxRunningCalls ?? 1_024);
     this.maxRunningPerClient = positiveInteger("maxRunningCallsPerClient", options.maxRunningCallsPerClient ?? 128);
@@ -858,21 +864,21 @@ export class OxpCore {
     return Promise.race([checking, late]).finally(() => clearTimeout(timer));
   }
 
-  /** Whether a call's info line is read at all: it is built only then (pino's isLevelEnabled; the silent logger never). */
+  /**
+   * Whether a call's info line is read at all: it is built only then (pino's isLevelEnabled; the silent logger
+   * never). A fast path checks the level itself, without a call into the logger per call.
+   */
   private infoEnabled(): boolean {
-    return this.logger !== silentLogger && this.logger.isLevelEnabled?.("info") !== false;
+    return (
+      this.writeCallLine !== undefined ||
+      (this.logger !== silentLogger && this.logger.isLevelEnabled?.("info") !== false)
+    );
   }
 
-  /**
-   * Writes a call's info line, through the logger's own fast path when it has one: its own, not one a child
-   * logger inherits from its parent (the child's bindings and level are its own).
-   */
+  /** Writes a call's info line, through the logger's own fast path when it has one. */
   private logCall(line: CallLogLine): void {
-    const write = Object.hasOwn(this.logger, WRITE_CALL_LINE)
-      ? (this.logger as CallLineLogger)[WRITE_CALL_LINE]
-      : undefined;
-    if (write) {
-      write(line);
+    if (this.writeCallLine) {
+      this.writeCallLine(line);
     } else {
       this.logger.info(line, "tool call");
     }

@@ -1,5 +1,8 @@
 // The logger: credentials censored wherever they could sit, and the call line written by hand exactly as pino would.
+import { execFile } from "node:child_process";
 import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { testTools } from "../../test/tools.js";
@@ -130,6 +133,47 @@ describe("createLogger", () => {
         clearTimeout(timer);
         resolve();
       });
+    });
+  });
+
+  it("writes call lines to standard output formatted at flush, in their place among pino's, at the level of the moment", async () => {
+    // Standard output is batched, and call lines wait there unformatted: a child process shows what reaches it.
+    const logger = JSON.stringify(fileURLToPath(new URL("./logger.ts", import.meta.url)));
+    const program = `
+      const { createLogger } = await import(${logger});
+      const log = createLogger({ level: "info" });
+      const write = log[Symbol.for("@otc/server.writeCallLine")];
+      const line = (n) => ({ tool_id: "T.X@1.0.0", requested_tool_id: 'a"b', call_id: "c-" + n, trace_id: undefined, outcome: "success", duration_ms: n });
+      log.info("one");
+      write(line(1));
+      log.info(line(2), "tool call");
+      log.child({}).level = "error";
+      write(line(3));
+      log.level = "warn";
+      write(line(4));
+      log.error("two");
+      log.level = "info";
+      write(line(5));
+    `;
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", program],
+      {
+        cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      },
+    );
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((text) => JSON.parse(text));
+    expect(lines.map((line) => line.call_id ?? line.msg)).toEqual(["one", "c-1", "c-2", "c-3", "two", "c-5"]);
+    const [byHand, byPino] = [lines[1], lines[2]];
+    expect(Object.keys(byHand)).toEqual(Object.keys(byPino));
+    expect({ ...byHand, time: 0, call_id: "", duration_ms: 0 }).toEqual({
+      ...byPino,
+      time: 0,
+      call_id: "",
+      duration_ms: 0,
     });
   });
 });

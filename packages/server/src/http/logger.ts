@@ -21,7 +21,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     base: { service: "oxp-server" },
     redact: { paths: [...REDACTED_PATHS], censor: REDACTED },
   };
-  const destination = options.destination ?? batchedStdout();
+  const destination = options.destination ?? new BatchedStdout();
   const logger = pino(settings, destination);
   // A destination that reads each line's level (pino.multistream) is told it by pino's own write only.
   if ((destination as { [pino.symbols.needsMetadataGsym]?: boolean })[pino.symbols.needsMetadataGsym]) {
@@ -33,45 +33,69 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 /**
  * Writes a call's line as `logger.info(line, "tool call")` would with the settings above, field for field
  * (logger.test.ts compares the two), without pino's generic path, which costs more per call (bench/results/notes.md).
+ * Into the batched standard output the line goes unformatted, with its time: it is formatted with the rest of its
+ * batch, in one loop, not between one request's work and the next.
  */
 function callLineWriter(logger: Logger, destination: DestinationStream): (line: CallLogLine) => void {
-  const info = pino.levels.values.info as number;
+  const deferred = destination instanceof BatchedStdout ? destination : undefined;
+  // Kept in step with the logger's level, so that a call reads one boolean, not pino's level (a child's change is
+  // told to its parent's listeners too, with the child as the last argument).
+  let enabled = logger.levelVal <= INFO;
+  logger.on("level-change", (...change) => {
+    const [, value, , , changed] = change;
+    if (changed === logger) {
+      enabled = value <= INFO;
+    }
+  });
   return (line) => {
-    if (logger.levelVal > info) {
+    if (!enabled) {
       return;
     }
-    let text = `{"level":${info},"time":${Date.now()},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)}`;
-    if (line.requested_tool_id !== undefined) {
-      text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
+    if (deferred) {
+      deferred.writeCallLine(line, Date.now());
+    } else {
+      destination.write(formatCallLine(line, Date.now()));
     }
-    if (line.call_id !== undefined) {
-      text += `,"call_id":${JSON.stringify(line.call_id)}`;
-    }
-    if (line.trace_id !== undefined) {
-      text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
-    }
-    text += `,"outcome":${JSON.stringify(line.outcome)}`;
-    if (line.status !== undefined) {
-      text += `,"status":${line.status}`;
-    }
-    if (line.reason !== undefined) {
-      text += `,"reason":${JSON.stringify(line.reason)}`;
-    }
-    const duration = Number.isFinite(line.duration_ms) ? line.duration_ms : null;
-    destination.write(`${text},"duration_ms":${duration},"msg":"tool call"}\n`);
   };
+}
+
+const INFO = pino.levels.values.info as number;
+
+/** A call's line as pino's `info(line, "tool call")` writes it with {@link createLogger}'s settings. */
+function formatCallLine(line: CallLogLine, time: number): string {
+  let text = `{"level":${INFO},"time":${time},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)}`;
+  if (line.requested_tool_id !== undefined) {
+    text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
+  }
+  if (line.call_id !== undefined) {
+    text += `,"call_id":${JSON.stringify(line.call_id)}`;
+  }
+  if (line.trace_id !== undefined) {
+    text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
+  }
+  text += `,"outcome":${JSON.stringify(line.outcome)}`;
+  if (line.status !== undefined) {
+    text += `,"status":${line.status}`;
+  }
+  if (line.reason !== undefined) {
+    text += `,"reason":${JSON.stringify(line.reason)}`;
+  }
+  const duration = Number.isFinite(line.duration_ms) ? line.duration_ms : null;
+  return `${text},"duration_ms":${duration},"msg":"tool call"}\n`;
 }
 
 /** How much standard output gathers before one write. */
 const BATCH_CHARS = 4096;
+/** About how long a call's line is, for the batch's size before it is formatted. */
+const CALL_LINE_CHARS = 192;
 
 /** The flush of every batched standard output: one timer and one exit hook serve them all. */
-const batches = new Set<() => void>();
+const batches = new Set<BatchedStdout>();
 let flushing = false;
 
 function flushBatches(): void {
-  for (const flush of batches) {
-    flush();
+  for (const batch of batches) {
+    batch.flush();
   }
 }
 
@@ -80,48 +104,70 @@ function flushBatches(): void {
  * system call per line (under load, a write per call cost more than the call). The lines are joined once per
  * batch; sonic-boom's own `minLength` re-measures its whole buffer on every line. sonic-boom still does each
  * write, synchronously as is pino's default (an asynchronous one goes through libuv's thread pool, which costs
- * more per call under load: bench/results/notes.md), retrying where the pipe is full.
+ * more per call under load: bench/results/notes.md), retrying where the pipe is full. Call lines wait in the batch
+ * unformatted, in their place among pino's lines.
  */
-function batchedStdout(): DestinationStream & { flush(done?: () => void): void } {
-  const out = pino.destination({ dest: 1, sync: true });
-  let lines: string[] = [];
-  let chars = 0;
-  let closed = false;
-  const flush = () => {
-    if (chars === 0) {
+class BatchedStdout implements DestinationStream {
+  private readonly out = pino.destination({ dest: 1, sync: true });
+  /** Pino's lines, and call lines as their time followed by the line. */
+  private pending: (string | number | CallLogLine)[] = [];
+  private chars = 0;
+  private closed = false;
+
+  constructor() {
+    if (!flushing) {
+      flushing = true;
+      setInterval(flushBatches, 250).unref();
+      process.once("exit", flushBatches);
+    }
+    batches.add(this);
+  }
+
+  write(line: string): void {
+    if (this.closed) {
       return;
     }
-    const batch = lines.join("");
-    lines = [];
-    chars = 0;
+    this.pending.push(line);
+    this.chars += line.length;
+    if (this.chars >= BATCH_CHARS) {
+      this.flush();
+    }
+  }
+
+  /** A call's line, formatted when its batch is written. */
+  writeCallLine(line: CallLogLine, time: number): void {
+    if (this.closed) {
+      return;
+    }
+    this.pending.push(time, line);
+    this.chars += CALL_LINE_CHARS;
+    if (this.chars >= BATCH_CHARS) {
+      this.flush();
+    }
+  }
+
+  flush(done?: () => void): void {
+    if (this.chars > 0) {
+      this.writeBatch();
+    }
+    done?.();
+  }
+
+  private writeBatch(): void {
+    const pending = this.pending;
+    this.pending = [];
+    this.chars = 0;
+    let batch = "";
+    for (let i = 0; i < pending.length; i++) {
+      const entry = pending[i];
+      batch += typeof entry === "number" ? formatCallLine(pending[++i] as CallLogLine, entry) : entry;
+    }
     try {
-      out.write(batch);
+      this.out.write(batch);
     } catch {
       // Standard output is gone (a closed pipe): logging stops, the calls go on.
-      closed = true;
-      batches.delete(flush);
+      this.closed = true;
+      batches.delete(this);
     }
-  };
-  if (!flushing) {
-    flushing = true;
-    setInterval(flushBatches, 250).unref();
-    process.once("exit", flushBatches);
   }
-  batches.add(flush);
-  return {
-    write(line: string) {
-      if (closed) {
-        return;
-      }
-      lines.push(line);
-      chars += line.length;
-      if (chars >= BATCH_CHARS) {
-        flush();
-      }
-    },
-    flush(done?: () => void) {
-      flush();
-      done?.();
-    },
-  };
 }
