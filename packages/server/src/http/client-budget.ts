@@ -98,9 +98,13 @@ export class ClientBudget {
     // Each admitted call closes the last one's account: what was charged since is about one call's cost.
     debt.perCall = debt.perCall * 0.8 + debt.sinceAdmit * 0.2;
     debt.sinceAdmit = 0;
+    // A client of cheap calls is never held back: the clock is not even read for it.
+    if (debt.perCall < this.costlyCallMs) {
+      return;
+    }
     const now = this.now();
     const over = this.owed(debt, now) - this.burstMs;
-    if (over <= 0 || debt.perCall < this.costlyCallMs || !this.othersActive(client, now)) {
+    if (over <= 0 || !this.othersActive(client, now)) {
       return;
     }
     const seconds = Math.max(1, Math.ceil(over / this.share / 1000));

@@ -61,24 +61,32 @@ function callLineWriter(logger: Logger, destination: DestinationStream): (line: 
 
 const INFO = pino.levels.values.info as number;
 
+/** A character JSON writes escaped, or one this fast path leaves to JSON.stringify. */
+const NEEDS_STRINGIFY = /[^\w.@:-]/;
+
+/** A string as JSON: ids and outcomes are plain ASCII, quoted as they are; anything else goes through JSON.stringify. */
+function quote(value: string): string {
+  return NEEDS_STRINGIFY.test(value) ? JSON.stringify(value) : `"${value}"`;
+}
+
 /** A call's line as pino's `info(line, "tool call")` writes it with {@link createLogger}'s settings. */
 function formatCallLine(line: CallLogLine, time: number): string {
-  let text = `{"level":${INFO},"time":${time},"service":"oxp-server","tool_id":${JSON.stringify(line.tool_id)}`;
+  let text = `{"level":${INFO},"time":${time},"service":"oxp-server","tool_id":${quote(line.tool_id)}`;
   if (line.requested_tool_id !== undefined) {
-    text += `,"requested_tool_id":${JSON.stringify(line.requested_tool_id)}`;
+    text += `,"requested_tool_id":${quote(line.requested_tool_id)}`;
   }
   if (line.call_id !== undefined) {
-    text += `,"call_id":${JSON.stringify(line.call_id)}`;
+    text += `,"call_id":${quote(line.call_id)}`;
   }
   if (line.trace_id !== undefined) {
-    text += `,"trace_id":${JSON.stringify(line.trace_id)}`;
+    text += `,"trace_id":${quote(line.trace_id)}`;
   }
-  text += `,"outcome":${JSON.stringify(line.outcome)}`;
+  text += `,"outcome":${quote(line.outcome)}`;
   if (line.status !== undefined) {
     text += `,"status":${line.status}`;
   }
   if (line.reason !== undefined) {
-    text += `,"reason":${JSON.stringify(line.reason)}`;
+    text += `,"reason":${quote(line.reason)}`;
   }
   const duration = Number.isFinite(line.duration_ms) ? line.duration_ms : null;
   return `${text},"duration_ms":${duration},"msg":"tool call"}\n`;

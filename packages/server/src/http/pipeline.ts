@@ -309,20 +309,31 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         developerMessage: "Send the body with Content-Type: application/json.",
       });
     }
-    checkBodyFraming(exchange, limit);
+    const declared = checkBodyFraming(exchange, limit);
     // Before the body is read: a client over its share of the server's time waits its turn (429).
     const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
     budget?.admit(client);
     // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
     const scanner = new JsonScanner(limits);
+    // A body that comes whole in one chunk (most do) is scanned just before it is parsed, within the same measure
+    // of the client's work; the chunks of a body that comes in pieces are scanned, and measured, as they come.
+    let whole: Uint8Array | undefined;
     let spent = 0;
+    // When parsing began, as the budget's clock read it: the measure that ends once the core has the call.
+    let checking = 0;
     let parsed: ReturnType<typeof checkCallBody>;
-    // When the body was parsed and checked, as the budget's clock read it.
-    let checkedAt = 0;
     try {
       const text = await exchange.readText(limit, (chunk) => {
+        if (chunk.length === declared && spent === 0 && whole === undefined) {
+          whole = chunk;
+          return;
+        }
         const started = budget ? performance.now() : 0;
         try {
+          if (whole !== undefined) {
+            scanner.push(whole);
+            whole = undefined;
+          }
           scanner.push(chunk);
         } catch (error) {
           // What is left of the body is not read: the connection cannot carry another request.
@@ -336,27 +347,24 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
           }
         }
       });
-      const checking = budget ? performance.now() : 0;
-      try {
-        const body = parseJson(text);
-        if (contract) {
-          const hostCheck = contract(exchange, "call", body);
-          if (hostCheck) {
-            await hostCheck;
-          }
-          parsed = unwrapCallBody(body as CallBody);
-        } else {
-          checkOxpVersionHeader(exchange.header("oxp-version"));
-          parsed = checkCallBody(body);
-        }
-      } finally {
-        if (budget) {
-          checkedAt = performance.now();
-          spent += checkedAt - checking;
-        }
+      checking = budget ? performance.now() : 0;
+      if (whole !== undefined) {
+        scanner.push(whole);
       }
-    } finally {
-      budget?.charge(client, spent, checkedAt || undefined);
+      const body = parseJson(text);
+      if (contract) {
+        const hostCheck = contract(exchange, "call", body);
+        if (hostCheck) {
+          await hostCheck;
+        }
+        parsed = unwrapCallBody(body as CallBody);
+      } else {
+        checkOxpVersionHeader(exchange.header("oxp-version"));
+        parsed = checkCallBody(body);
+      }
+    } catch (error) {
+      budget?.charge(client, checking === 0 ? spent : spent + performance.now() - checking);
+      throw error;
     }
     const { request, envelope } = parsed;
     const meta = new ExchangeCallMeta({
@@ -370,11 +378,12 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     });
     const preferences = asksFor(exchange, "tasks") ? parsePrefer(exchange.header("prefer")) : undefined;
     if (preferences?.respondAsync) {
+      budget?.charge(client, spent + performance.now() - checking);
       const waitMs = (preferences.waitSeconds ?? 0) * 1000;
       return serveAsyncCall(exchange, { request, envelope, meta, waitMs }, headers);
     }
     // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
-    // without a call_id) is measured here, from the reading that closed the body's charge; what it does after a
+    // without a call_id) is charged here with the body's parsing and checks, in one measure; what it does after a
     // wait, it charges through the meta.
     let response: Awaited<ReturnType<typeof core.call>>;
     try {
@@ -386,7 +395,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         : core.call(request, meta);
       if (budget) {
         const called = performance.now();
-        budget.charge(client, called - checkedAt, called);
+        budget.charge(client, spent + called - checking, called);
       }
       response = await pending;
     } finally {
@@ -890,9 +899,10 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 /**
  * The checks of a call body's framing before it is read: a declared length past the limit is a 413 at once
- * (nothing is read), and a body other than UTF-8 JSON without `Content-Encoding` is a 415.
+ * (nothing is read), and a body other than UTF-8 JSON without `Content-Encoding` is a 415. Returns the declared
+ * length (NaN without one).
  */
-function checkBodyFraming(exchange: Exchange, limit: number): void {
+function checkBodyFraming(exchange: Exchange, limit: number): number {
   const declared = Number(exchange.header("content-length"));
   if (declared > limit) {
     throw bodyTooLarge(limit);
@@ -913,6 +923,7 @@ function checkBodyFraming(exchange: Exchange, limit: number): void {
       developerMessage: "Send the body as UTF-8 JSON (charset=utf-8, or no charset).",
     });
   }
+  return declared;
 }
 
 /** The 413 for a body past `limit`; the connection closes, so what is left of the body is never read. */
