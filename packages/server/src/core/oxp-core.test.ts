@@ -137,6 +137,69 @@ describe("the tool list (GET /tools)", () => {
   });
 });
 
+describe("callNow: the adapters' entry, without a promise where nothing waits", () => {
+  const lines: Record<string, unknown>[] = [];
+  const logger = {
+    debug() {},
+    info(line: Record<string, unknown>) {
+      lines.push(line);
+    },
+    warn() {},
+    error() {},
+  };
+  const sync = tool({
+    name: "Sync",
+    inputSchema: {
+      type: "object",
+      properties: { a: { type: "number", description: "A number." } },
+      additionalProperties: false,
+    },
+    run: ({ a }) => a,
+  });
+  const later = tool({ name: "Later", run: async ({ a }) => a });
+  const needsKey = tool({
+    name: "Keyed",
+    requirements: { secrets: [{ id: "K" }] },
+    run: (_input, ctx) => ctx.secrets.K,
+  });
+  const core = new OxpCore({ tools: [sync, later, needsKey], logger, secrets: { K: "k" } });
+
+  it("answers a synchronous tool without a call_id at once, and logs its line before it returns", () => {
+    lines.length = 0;
+    const answered = core.callNow({ tool_id: "Test.Sync", input: { a: 1 } }, meta);
+    expect(answered).not.toBeInstanceOf(Promise);
+    expect(answered).toMatchObject({ success: true, value: 1 });
+    expect(lines).toMatchObject([{ tool_id: "Test.Sync@1.0.0", outcome: "success" }]);
+  });
+
+  it("answers through a promise where something waits: an async tool, a call_id, a requirement", async () => {
+    for (const request of [
+      { tool_id: "Test.Later", input: { a: 2 } },
+      { tool_id: "Test.Sync", call_id: "now-1", input: { a: 2 } },
+      { tool_id: "Test.Keyed", input: {} },
+    ]) {
+      const answered = core.callNow(request, meta);
+      expect(answered).toBeInstanceOf(Promise);
+      expect(await answered).toMatchObject({ success: true });
+    }
+  });
+
+  it("throws a refusal at once, logged once, where call rejects with it", async () => {
+    lines.length = 0;
+    expect(() => core.callNow({ tool_id: "Test.Nope", input: {} }, meta)).toThrow(/was not found/);
+    expect(() => core.callNow({ tool_id: "Test.Sync", input: { a: 1, b: 2 } }, meta)).toThrow(
+      "Some input parameters are invalid",
+    );
+    expect(lines).toMatchObject([
+      { outcome: "rejected", status: 400 },
+      { outcome: "rejected", status: 422 },
+    ]);
+    const rejected = core.call({ tool_id: "Test.Nope", input: {} }, meta);
+    expect(rejected).toBeInstanceOf(Promise);
+    await expect(rejected).rejects.toBeInstanceOf(WireError);
+  });
+});
+
 describe("tool failures (docs/protocol.md 3.6)", () => {
   verifies(
     "tool-failure.tool-error-passthrough",

@@ -25,7 +25,7 @@ import {
   MemoryIdempotencyStore,
 } from "./idempotency-store.js";
 import { type InputValidatorChoice, type SchemaIssue, toParameterErrors } from "./input-validation.js";
-import { resolveRequirements, sentCredentials } from "./requirements.js";
+import { type ResolvedRequirements, resolveRequirements, sentCredentials } from "./requirements.js";
 import type { InputCheck } from "./standard-schema.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
@@ -294,6 +294,15 @@ function sharedStateUnavailable(cause: unknown): WireError {
 }
 
 /** Runs `step`, turning any failure other than a wire error into {@link sharedStateUnavailable}. */
+/** What `step` returns or throws, as a promise. */
+function settledAsPromise<T>(step: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(step());
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 async function orUnavailable<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
@@ -400,6 +409,18 @@ interface PreparedCall {
 /** What the core is told of an asynchronous call: when it is accepted (its checks passed, its run started or joined). */
 interface AsyncCall {
   accepted(): void;
+}
+
+/** A call the core is executing: what each of its steps reads. */
+interface CallInProgress {
+  readonly request: CallToolRequest;
+  readonly meta: CallMeta;
+  readonly asyncCall: AsyncCall | undefined;
+  /** When the core took the call (performance.now()). */
+  readonly started: number;
+  readonly traceId: string | undefined;
+  /** The tool, once its id resolved. */
+  registered: RegisteredTool | undefined;
 }
 
 /** A logger that drops everything. */
@@ -549,6 +570,15 @@ export class OxpCore {
    * `request` is what `parseCallBody` returned: the body's shape and depth are checked there, once.
    */
   call(request: CallToolRequest, meta: CallMeta): Promise<CallToolResponse> {
+    return settledAsPromise(() => this.execute(request, meta, undefined));
+  }
+
+  /**
+   * {@link call}, answering without a promise where nothing waits (no requirement looked up, an input checked at
+   * once, a synchronous tool without a call_id): what the adapters call, one microtask hop fewer on their common
+   * path. Throws what `call` would reject with.
+   */
+  callNow(request: CallToolRequest, meta: CallMeta): CallToolResponse | Promise<CallToolResponse> {
     return this.execute(request, meta, undefined);
   }
 
@@ -567,9 +597,9 @@ export class OxpCore {
     const accepted = new Promise<undefined>((resolve) => {
       accept = () => resolve(undefined);
     });
-    const outcome = this.execute({ ...request, call_id: callId }, meta, { accepted: accept }).then((response) => ({
-      response,
-    }));
+    const outcome = settledAsPromise(() =>
+      this.execute({ ...request, call_id: callId }, meta, { accepted: accept }),
+    ).then((response) => ({ response }));
     const checked = await Promise.race([outcome, accepted]);
     if (checked) {
       return checked;
@@ -714,117 +744,179 @@ export class OxpCore {
     return this.callStatus(key.principal, key.callId);
   }
 
-  private async execute(
+  /**
+   * Runs a call: resolves it, checks it, runs it once per (principal, call_id), and logs its line. Answers without a
+   * promise when nothing waits (no requirement looked up, an input checked at once, a synchronous tool without a
+   * call_id): the adapters' common case then takes no microtask hop. Throws (or rejects with) a refusal.
+   */
+  private execute(
     request: CallToolRequest,
     meta: CallMeta,
     asyncCall: AsyncCall | undefined,
-  ): Promise<CallToolResponse> {
-    const started = performance.now();
+  ): CallToolResponse | Promise<CallToolResponse> {
+    const call: CallInProgress = {
+      request,
+      meta,
+      asyncCall,
+      started: performance.now(),
+      traceId: request.trace_id ?? meta.traceId,
+      registered: undefined,
+    };
     if (this.observer?.callStarted) {
       this.notify(this.observer.callStarted, this.observer);
     }
-    const traceId = request.trace_id ?? meta.traceId;
-    let registered: RegisteredTool | undefined;
-    let answer: RunResult;
+    let ran: RunResult | Promise<RunResult>;
     try {
-      registered = this.resolve(request.tool_id);
-      const requirements = registered.definition.requirements;
-      // Without requirements nothing is looked up: no store, no wait.
-      const resolved = !requirements
-        ? sentCredentials(request.context)
-        : await orUnavailable(() =>
-            resolveRequirements(requirements, request.context, {
-              providers: this.providers,
-              tokens: this.tokens,
-              serverSecrets: this.secrets,
-              // Read only when a challenge is started: an adapter may have to work it out, or refuse to.
-              get baseUrl() {
-                return meta.baseUrl;
-              },
-              checkPath: CHALLENGE_CHECK_PATH,
-              principal: meta.principal,
-            }),
-          ).catch((error: unknown) => {
-            if (error instanceof WireError && error.details.missingRequirements?.authorization) {
-              for (const challenge of error.details.missingRequirements.authorization) {
-                // A challenge id is `<provider id>.<random>`: the observer learns the provider, a bounded set.
-                const providerId = challenge.id.split(".")[0] ?? challenge.id;
-                if (challenge.url && this.observer?.challengeStarted) {
-                  this.notify(this.observer.challengeStarted, this.observer, providerId);
-                }
-              }
-            }
-            throw error;
-          });
-      const input = request.input ?? {};
-      const allErrors = meta.bodyValues === undefined || meta.bodyValues <= ALL_ERRORS_MAX_VALUES;
-      // What the tool runs with: the input as sent, or, for a tool whose schema library validates it, the library's
-      // value (defaults filled in, transforms applied). The call_id record keeps the input as sent.
-      let runInput = input;
-      let inputFailure: { error: unknown } | undefined;
-      if (registered.parse === undefined) {
-        const errors = registered.input.errors(input, allErrors);
-        if (errors) {
-          throw invalidInput(errors);
-        }
-      } else {
-        const parsed = registered.parse(input, allErrors);
-        const checked = parsed instanceof Promise ? await this.checkedInTime(registered, parsed, asyncCall) : parsed;
-        if ("issues" in checked) {
-          throw invalidInput(checked.issues);
-        }
-        if ("failure" in checked) {
-          inputFailure = checked;
-        } else {
-          runInput = checked.value as Record<string, unknown>;
-        }
-      }
-      const tool = registered;
-      const client = meta.client ?? meta.principal;
-      // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
-      const abortOnHangUp = request.call_id === undefined && !asyncCall;
-      const run = (callId: string, task?: LocalTask) =>
-        this.run(tool, runInput, {
-          callId,
-          inputFailure,
-          traceId,
-          userId: request.context?.user_id || undefined,
-          ...resolved,
-          extra: request.context ?? {},
-          started,
-          client,
-          meta,
-          abortOnHangUp,
-          task,
-        });
-      // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
-      const ran = this.idempotent({ request, registered, meta, input, run, async: asyncCall });
-      answer = ran instanceof Promise ? await ran : ran;
+      ran = this.start(call);
     } catch (error) {
-      // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
-      const status = error instanceof WireError ? error.status : 500;
-      const durationMs = performance.now() - started;
-      this.ended({ toolId: registered?.definition.id, outcome: "rejected", status, durationMs, traceId }, meta);
-      // One line per call, each field once: the requested id, as the call never ran.
-      const line: CallLogLine = {
-        tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
-        call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
-        trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
-        outcome: "rejected",
-        status,
-        reason: error instanceof WireError ? error.message : "internal error",
-        duration_ms: roundMs(durationMs),
-      };
-      if (error instanceof WireError && !(error.kind === "unavailable" && error.details.cause !== undefined)) {
-        this.logCall(line);
-      } else {
-        const cause = error instanceof WireError ? error.details.cause : error;
-        this.logger.error({ ...line, err: describeCause(cause) }, "tool call");
-      }
-      throw error;
+      throw this.refused(call, error);
     }
+    if (ran instanceof Promise) {
+      return ran.then(
+        (answer) => this.finished(call, answer),
+        (error: unknown) => {
+          throw this.refused(call, error);
+        },
+      );
+    }
+    return this.finished(call, ran);
+  }
+
+  /** {@link execute}'s steps up to the run: the tool, its requirements, its input. */
+  private start(call: CallInProgress): RunResult | Promise<RunResult> {
+    const { request, meta } = call;
+    const registered = this.resolve(request.tool_id);
+    call.registered = registered;
+    const requirements = registered.definition.requirements;
+    // Without requirements nothing is looked up: no store, no wait.
+    if (!requirements) {
+      return this.checkInput(call, registered, sentCredentials(request.context));
+    }
+    return orUnavailable(() =>
+      resolveRequirements(requirements, request.context, {
+        providers: this.providers,
+        tokens: this.tokens,
+        serverSecrets: this.secrets,
+        // Read only when a challenge is started: an adapter may have to work it out, or refuse to.
+        get baseUrl() {
+          return meta.baseUrl;
+        },
+        checkPath: CHALLENGE_CHECK_PATH,
+        principal: meta.principal,
+      }),
+    ).then(
+      (resolved) => this.checkInput(call, registered, resolved),
+      (error: unknown) => {
+        if (error instanceof WireError && error.details.missingRequirements?.authorization) {
+          for (const challenge of error.details.missingRequirements.authorization) {
+            // A challenge id is `<provider id>.<random>`: the observer learns the provider, a bounded set.
+            const providerId = challenge.id.split(".")[0] ?? challenge.id;
+            if (challenge.url && this.observer?.challengeStarted) {
+              this.notify(this.observer.challengeStarted, this.observer, providerId);
+            }
+          }
+        }
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * The input check: Ajv's (or the configured validator's) on the input as sent, or, for a tool whose schema library
+   * validates it, the library's, whose value (defaults filled in, transforms applied) is what the tool runs with.
+   */
+  private checkInput(
+    call: CallInProgress,
+    registered: RegisteredTool,
+    resolved: ResolvedRequirements,
+  ): RunResult | Promise<RunResult> {
+    const input = call.request.input ?? {};
+    const allErrors = call.meta.bodyValues === undefined || call.meta.bodyValues <= ALL_ERRORS_MAX_VALUES;
+    if (registered.parse === undefined) {
+      const errors = registered.input.errors(input, allErrors);
+      if (errors) {
+        throw invalidInput(errors);
+      }
+      return this.runChecked(call, registered, resolved, { input, runInput: input });
+    }
+    const parsed = registered.parse(input, allErrors);
+    const toRun = (checked: InputCheck): RunResult | Promise<RunResult> => {
+      if ("issues" in checked) {
+        throw invalidInput(checked.issues);
+      }
+      // The call_id record keeps the input as sent.
+      return "failure" in checked
+        ? this.runChecked(call, registered, resolved, { input, runInput: input, inputFailure: checked })
+        : this.runChecked(call, registered, resolved, { input, runInput: checked.value as Record<string, unknown> });
+    };
+    return parsed instanceof Promise
+      ? this.checkedInTime(registered, parsed, call.asyncCall).then(toRun)
+      : toRun(parsed);
+  }
+
+  /** Runs a checked call once per (principal, call_id). */
+  private runChecked(
+    call: CallInProgress,
+    registered: RegisteredTool,
+    resolved: ResolvedRequirements,
+    inputs: { input: Record<string, unknown>; runInput: Record<string, unknown>; inputFailure?: { error: unknown } },
+  ): RunResult | Promise<RunResult> {
+    const { request, meta, asyncCall, started, traceId } = call;
+    const { input, runInput, inputFailure } = inputs;
+    const client = meta.client ?? meta.principal;
+    // Without a call_id nobody can collect the answer of a client that went away: its run is stopped.
+    const abortOnHangUp = request.call_id === undefined && !asyncCall;
+    const run = (callId: string, task?: LocalTask) =>
+      this.run(registered, runInput, {
+        callId,
+        inputFailure,
+        traceId,
+        userId: request.context?.user_id || undefined,
+        tokens: resolved.tokens,
+        secrets: resolved.secrets,
+        extra: request.context ?? {},
+        started,
+        client,
+        meta,
+        abortOnHangUp,
+        task,
+      });
+    // A sync tool without a call_id answers without a promise: no microtask hops on the common path.
+    return this.idempotent({ request, registered, meta, input, run, async: asyncCall });
+  }
+
+  /** A call refused before or instead of its run: told to the observer and logged once; returns the error to throw. */
+  private refused(call: CallInProgress, error: unknown): unknown {
+    const { request, meta, traceId, registered } = call;
+    // Store and provider faults arrive as 503s; anything else here is a bug of the server's: a 500, never a 503.
+    const status = error instanceof WireError ? error.status : 500;
+    const durationMs = performance.now() - call.started;
+    this.ended({ toolId: registered?.definition.id, outcome: "rejected", status, durationMs, traceId }, meta);
+    // One line per call, each field once: the requested id, as the call never ran.
+    const line: CallLogLine = {
+      tool_id: shorten(request.tool_id, LOGGED_FIELD_MAX),
+      call_id: request.call_id === undefined ? undefined : shorten(request.call_id, LOGGED_FIELD_MAX),
+      trace_id: traceId === undefined ? undefined : shorten(traceId, LOGGED_FIELD_MAX),
+      outcome: "rejected",
+      status,
+      reason: error instanceof WireError ? error.message : "internal error",
+      duration_ms: roundMs(durationMs),
+    };
+    if (error instanceof WireError && !(error.kind === "unavailable" && error.details.cause !== undefined)) {
+      this.logCall(line);
+    } else {
+      const cause = error instanceof WireError ? error.details.cause : error;
+      this.logger.error({ ...line, err: describeCause(cause) }, "tool call");
+    }
+    return error;
+  }
+
+  /** A call that ran (or was replayed): told to the observer and logged once; returns its response. */
+  private finished(call: CallInProgress, answer: RunResult): CallToolResponse {
+    const { request, meta, traceId } = call;
+    const registered = call.registered as RegisteredTool;
     const { response, outcome } = answer;
-    const durationMs = performance.now() - started;
+    const durationMs = performance.now() - call.started;
     if (this.observer?.callEnded || meta.onEnd) {
       this.ended({ toolId: registered.definition.id, outcome, status: 200, durationMs, traceId }, meta);
     }

@@ -383,31 +383,48 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       return serveAsyncCall(exchange, { request, envelope, meta, waitMs }, headers);
     }
     // What the core does before its first wait (resolving, checking, and the whole run of a synchronous tool
-    // without a call_id) is charged here with the body's parsing and checks, in one measure; what it does after a
-    // wait, it charges through the meta.
+    // without a call_id) is charged with the body's parsing and checks, in one measure; what it does after a wait,
+    // it charges through the meta. A call answered without a wait has the answer's writing in that measure too.
     let response: Awaited<ReturnType<typeof core.call>>;
+    // The measure the answer's writing closes: where it began, and what of it was charged already.
+    let from = checking;
+    let carried = spent;
+    // False while the core's promise is awaited: a wait is not work.
+    let measuring = true;
     try {
       const pending = telemetry?.traceCall
         ? telemetry.traceCall(exchange.headers(), headers, (onEnd) => {
             meta.onEnd = onEnd;
             return core.call(request, meta);
           })
-        : core.call(request, meta);
-      if (budget) {
-        const called = performance.now();
-        budget.charge(client, spent + called - checking, called);
+        : core.callNow(request, meta);
+      if (pending instanceof Promise) {
+        if (budget) {
+          const called = performance.now();
+          budget.charge(client, carried + called - from, called);
+        }
+        measuring = false;
+        response = await pending;
+        from = budget ? performance.now() : 0;
+        carried = 0;
+      } else {
+        response = pending;
       }
-      response = await pending;
+    } catch (error) {
+      // Refused by the core at once (unknown tool, invalid input): the work up to the refusal is the client's.
+      if (measuring) {
+        budget?.charge(client, carried + performance.now() - from);
+      }
+      throw error;
     } finally {
       meta.answered();
     }
-    const answering = budget ? performance.now() : 0;
     const text = JSON.stringify(wrapResponse(response, envelope));
     const done = answer(200, text, envelope ? ANSWER_KIND.callEnvelope : ANSWER_KIND.call, headers);
     // Serializing a large answer is the client's cost too.
     if (budget) {
       const answered = performance.now();
-      budget.charge(client, answered - answering, answered);
+      budget.charge(client, carried + answered - from, answered);
     }
     return done;
   };
