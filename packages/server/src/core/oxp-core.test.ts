@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { MemoryTokenStore } from "./authorization.js";
 import { ServerConfigError, WireError } from "./errors.js";
 import { type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
-import { type CallMeta, OxpCore } from "./oxp-core.js";
+import { type CallMeta, type CoreLogger, OxpCore } from "./oxp-core.js";
 import { defineTool, OxpToolError, type Tool } from "./tool.js";
 
 const meta: CallMeta = { principal: "anonymous", baseUrl: "http://127.0.0.1" };
@@ -139,13 +139,16 @@ describe("the tool list (GET /tools)", () => {
 
 describe("callNow: the adapters' entry, without a promise where nothing waits", () => {
   const lines: Record<string, unknown>[] = [];
-  const logger = {
+  const logger: CoreLogger = {
     debug() {},
-    info(line: Record<string, unknown>) {
-      lines.push(line);
+    info(line: object) {
+      lines.push(line as Record<string, unknown>);
     },
     warn() {},
     error() {},
+    child() {
+      return logger;
+    },
   };
   const sync = tool({
     name: "Sync",

@@ -208,11 +208,8 @@ class FetchExchange implements Exchange {
       "A challenge link needs the server's public URL: set publicUrl (a fetch host does not tell the handler its address, and links are never built from Host)",
     );
   }
-  readText(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
-    const declared = this.request.headers.get("content-length");
-    return declared !== null && /^\d{1,5}$/.test(declared) && Number(declared) <= WHOLE_BODY_MAX_BYTES
-      ? this.readWhole(limit, inspect)
-      : this.readStream(limit, inspect);
+  readText(limit: number, declared: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+    return declared <= WHOLE_BODY_MAX_BYTES ? this.readWhole(limit, inspect) : this.readStream(limit, inspect);
   }
   /**
    * A small body, read at once: the host's framing bounds it to its declared length (checked against the limit

@@ -59,7 +59,7 @@ export class NodeExchange implements Exchange {
   baseUrl(): string {
     return `${localOrigin(this.req.socket)}${this.mountPath}`;
   }
-  readText(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+  readText(limit: number, _declared: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
     return readText(this.req, limit, inspect);
   }
   watchClient(onGone: () => void): () => void {

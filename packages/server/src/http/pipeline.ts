@@ -62,9 +62,10 @@ export interface Exchange {
   baseUrl(): string;
   /**
    * Reads the body as UTF-8 text, handing each chunk to `inspect` as it comes (which throws to refuse the
-   * rest); rejects with {@link bodyTooLarge} past `limit` bytes, leaving the rest unread.
+   * rest); rejects with {@link bodyTooLarge} past `limit` bytes, leaving the rest unread. `declared` is the
+   * request's Content-Length as the pipeline read it (NaN without one).
    */
-  readText(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string>;
+  readText(limit: number, declared: number, inspect: (chunk: Uint8Array) => void): Promise<string>;
   /** Calls `onGone` if the client goes away before the answer is written; returns the function that stops watching. */
   watchClient(onGone: () => void): () => void;
   /** The request as a fetch `Request`, for the fetch pages (made only for a path no protocol route serves). */
@@ -304,12 +305,13 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    * the charge it ends and the measure it starts.
    */
   const serveCall = async (exchange: Exchange, principal: string, headers: Record<string, string>): Promise<Answer> => {
-    if (!isJsonType(exchange.header("content-type"))) {
+    const contentType = exchange.header("content-type");
+    if (!isJsonType(contentType)) {
       throw new WireError("unsupported_media_type", "The request body must be JSON", {
         developerMessage: "Send the body with Content-Type: application/json.",
       });
     }
-    const declared = checkBodyFraming(exchange, limit);
+    const declared = checkBodyFraming(exchange, limit, contentType);
     // Before the body is read: a client over its share of the server's time waits its turn (429).
     const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
     budget?.admit(client);
@@ -323,7 +325,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     let checking = 0;
     let parsed: ReturnType<typeof checkCallBody>;
     try {
-      const text = await exchange.readText(limit, (chunk) => {
+      const text = await exchange.readText(limit, declared, (chunk) => {
         if (chunk.length === declared && spent === 0 && whole === undefined) {
           whole = chunk;
           return;
@@ -919,7 +921,7 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
  * (nothing is read), and a body other than UTF-8 JSON without `Content-Encoding` is a 415. Returns the declared
  * length (NaN without one).
  */
-function checkBodyFraming(exchange: Exchange, limit: number): number {
+function checkBodyFraming(exchange: Exchange, limit: number, contentType = ""): number {
   const declared = Number(exchange.header("content-length"));
   if (declared > limit) {
     throw bodyTooLarge(limit);
@@ -930,7 +932,6 @@ function checkBodyFraming(exchange: Exchange, limit: number): number {
       developerMessage: "Send the body without Content-Encoding.",
     });
   }
-  const contentType = exchange.header("content-type") ?? "";
   // Parameters follow a semicolon: without one there is no charset to read.
   const charset = contentType.includes(";")
     ? /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1]?.toLowerCase()
