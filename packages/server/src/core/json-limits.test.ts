@@ -15,10 +15,10 @@ function expectedValues(value: unknown): number {
   return 1 + Math.max(0, entries.length - 1) + entries.reduce((sum: number, entry) => sum + expectedValues(entry), 0);
 }
 
-function scanInChunks(bytes: Uint8Array, size: number, limits = NO_LIMITS): number {
+function scanInChunks(text: string, size: number, limits = NO_LIMITS): number {
   const scanner = new JsonScanner(limits);
-  for (let at = 0; at < bytes.length; at += size) {
-    scanner.push(bytes.subarray(at, at + size));
+  for (let at = 0; at < text.length; at += size) {
+    scanner.push(text.slice(at, at + size));
   }
   return scanner.values;
 }
@@ -27,12 +27,22 @@ describe("scanJson", () => {
   it("counts what JSON.parse builds, whole or in chunks of any size, strings with quotes and backslashes included", () => {
     fc.assert(
       fc.property(fc.jsonValue(), fc.integer({ min: 1, max: 9 }), (value, size) => {
-        const bytes = Buffer.from(JSON.stringify(value));
+        const text = JSON.stringify(value);
         const expected = expectedValues(value);
-        expect(scanJson(bytes, NO_LIMITS)).toBe(expected);
-        expect(scanInChunks(bytes, size)).toBe(expected);
+        expect(scanJson(text, NO_LIMITS)).toBe(expected);
+        expect(scanInChunks(text, size)).toBe(expected);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("counts the same over text with characters beyond ASCII, split anywhere", () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ stringUnit: "binary" }), fc.integer({ min: 1, max: 9 }), (value, size) => {
+        const text = JSON.stringify(value);
+        expect(scanInChunks(text, size)).toBe(expectedValues(value));
+      }),
+      { numRuns: 300 },
     );
   });
 
@@ -41,19 +51,19 @@ describe("scanJson", () => {
     ['{"a":"\\"","b":[1,2]}', 4],
     ['["\\\\\\"", "],[{"]', 2],
   ])("counts %s as %i in chunks of one byte", (text, expected) => {
-    expect(scanInChunks(Buffer.from(text), 1)).toBe(expected);
-    expect(scanJson(Buffer.from(text), NO_LIMITS)).toBe(expected);
+    expect(scanInChunks(text, 1)).toBe(expected);
+    expect(scanJson(text, NO_LIMITS)).toBe(expected);
   });
 
   verifies(
     "limits.nesting-depth",
     "refuses a body nested past maxDepth, and one with more values than maxValues",
     () => {
-      expect(() => scanJson(Buffer.from("[[[1]]]"), { maxDepth: 2, maxValues: 100 })).toThrow("nested too deeply");
-      expect(() => scanJson(Buffer.from("[1,2,3,4]"), { maxDepth: 5, maxValues: 3 })).toThrow("too many values");
-      expect(scanJson(Buffer.from("[1,2,3]"), { maxDepth: 1, maxValues: 3 })).toBe(3);
+      expect(() => scanJson("[[[1]]]", { maxDepth: 2, maxValues: 100 })).toThrow("nested too deeply");
+      expect(() => scanJson("[1,2,3,4]", { maxDepth: 5, maxValues: 3 })).toThrow("too many values");
+      expect(scanJson("[1,2,3]", { maxDepth: 1, maxValues: 3 })).toBe(3);
       // Brackets and commas inside strings are data.
-      expect(scanJson(Buffer.from('["[[[,,,"]'), { maxDepth: 1, maxValues: 1 })).toBe(1);
+      expect(scanJson('["[[[,,,"]', { maxDepth: 1, maxValues: 1 })).toBe(1);
     },
   );
 });

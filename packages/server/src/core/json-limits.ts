@@ -1,4 +1,4 @@
-/** Bounds on a JSON body's shape (nesting depth, number of values), checked on its bytes before it is parsed. */
+/** Bounds on a JSON body's shape (nesting depth, number of values), checked on its text before it is parsed. */
 import { WireError } from "./errors.js";
 
 /** How deep a body may nest when nothing else is said. */
@@ -16,6 +16,7 @@ export interface JsonLimits {
 }
 
 const QUOTE = 0x22;
+const QUOTE_CHAR = '"';
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const OPEN_OBJECT = 0x7b;
@@ -24,7 +25,7 @@ const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 
 /**
- * Checks a JSON text's depth and size before `JSON.parse` builds it, in one pass over its bytes: a hostile
+ * Checks a JSON text's depth and size before `JSON.parse` builds it, in one pass over its text: a hostile
  * shape (60,000 keys in one object, 10,000 levels of arrays) is refused for about a millisecond per MiB,
  * where building it and walking it would cost tens of milliseconds, mostly in dictionary-mode objects.
  * Strings are skipped with `indexOf`, so a long string costs next to nothing. Returns the number of values
@@ -32,41 +33,43 @@ const CLOSE_ARRAY = 0x5d;
  * JSON is not judged here, `JSON.parse` refuses it next.
  *
  * @example
- * scanJson(bytes, { maxDepth: 64, maxValues: 100_000 }); // throws a 400 WireError past either bound
+ * scanJson(text, { maxDepth: 64, maxValues: 100_000 }); // throws a 400 WireError past either bound
  */
-export function scanJson(bytes: Uint8Array, limits: JsonLimits): number {
+export function scanJson(text: string, limits: JsonLimits): number {
   const scanner = new JsonScanner(limits);
-  scanner.push(bytes);
+  scanner.push(text);
   return scanner.values;
 }
 
 /**
- * {@link scanJson} over a body that arrives in chunks: each chunk is judged as it comes, so a body past a bound
- * is refused after the bytes that break it, not after all of it has been read.
+ * {@link scanJson} over a body that arrives in pieces (each chunk as it is decoded): each piece is judged as it
+ * comes, so a body past a bound is refused after the bytes that break it, not after all of it has been read. The
+ * text, not its UTF-8 bytes: a JSON structural character is ASCII either way, never part of a longer character,
+ * and a host that decodes the body itself (a fetch `Request`'s `text()`) then needs no bytes made for the scan.
  */
 export class JsonScanner {
   /** Values counted so far. */
   values = 0;
   private depth = 0;
   private inString = false;
-  /** Backslashes that ended the previous chunk inside a string: their parity says whether the next byte is escaped. */
+  /** Backslashes that ended the previous piece inside a string: their parity says whether the next character is escaped. */
   private carry = 0;
 
   constructor(private readonly limits: JsonLimits) {}
 
-  /** Scans the next chunk; throws a 400 WireError once the body is past a bound. */
-  push(bytes: Uint8Array): void {
+  /** Scans the next piece of the text; throws a 400 WireError once the body is past a bound. */
+  push(text: string): void {
     const { maxDepth, maxValues } = this.limits;
-    const length = bytes.length;
+    const length = text.length;
     let i = 0;
     while (i < length) {
       if (this.inString) {
-        const quote = bytes.indexOf(QUOTE, i);
+        const quote = text.indexOf(QUOTE_CHAR, i);
         const end = quote === -1 ? length : quote;
-        // The backslashes right before the quote (or the chunk's end), with those the last chunk ended on.
+        // The backslashes right before the quote (or the piece's end), with those the last piece ended on.
         let run = 0;
         let k = end - 1;
-        while (k >= i && bytes[k] === BACKSLASH) {
+        while (k >= i && text.charCodeAt(k) === BACKSLASH) {
           run++;
           k--;
         }
@@ -85,19 +88,19 @@ export class JsonScanner {
         }
         continue;
       }
-      const byte = bytes[i] as number;
-      if (byte === QUOTE) {
+      const code = text.charCodeAt(i);
+      if (code === QUOTE) {
         this.inString = true;
-      } else if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) {
+      } else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
         if (++this.depth > maxDepth) {
           throw tooDeep(maxDepth);
         }
         if (++this.values > maxValues) {
           throw tooMany(maxValues);
         }
-      } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {
+      } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) {
         this.depth--;
-      } else if (byte === COMMA && ++this.values > maxValues) {
+      } else if (code === COMMA && ++this.values > maxValues) {
         throw tooMany(maxValues);
       }
       i++;

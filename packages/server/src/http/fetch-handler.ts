@@ -66,16 +66,13 @@ export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const pipeline = createPipeline(onWorkers ? { ...options, extensions: WORKERS_EXTENSIONS } : options, {
     defaultLogger: consoleLogger,
   });
-  const handler = async (request: Request, info?: FetchHandlerInfo): Promise<Response> => {
+  const handler = (request: Request, info?: FetchHandlerInfo): Promise<Response> => {
     const exchange = new FetchExchange(request, info);
-    let answer: Answer | undefined;
-    try {
-      answer = await pipeline.handle(exchange);
-    } catch (error) {
-      answer = pipeline.fail(exchange, error);
-    }
-    // Only a host page answers without an answer here, and a fetch exchange offers none.
-    return toResponse(answer ?? pipeline.fail(exchange, new Error("no answer")), request.method);
+    return pipeline.handle(exchange).then(
+      // Only a host page answers without an answer here, and a fetch exchange offers none.
+      (answer) => toResponse(answer ?? pipeline.fail(exchange, new Error("no answer")), request.method),
+      (error: unknown) => toResponse(pipeline.fail(exchange, error), request.method),
+    );
   };
   return Object.assign(handler, { oxp: pipeline.runtime });
 }
@@ -149,9 +146,6 @@ function clientInfoOf(request: Request, info: FetchHandlerInfo | undefined): Cli
  */
 const WHOLE_BODY_MAX_BYTES = 64 * 1024;
 
-/** Decodes whole bodies: a decode without `stream` keeps no state between calls. */
-const UTF8 = new TextDecoder();
-
 /** A fetch `Request`, seen by the pipeline. */
 class FetchExchange implements Exchange {
   readonly method: string;
@@ -208,26 +202,29 @@ class FetchExchange implements Exchange {
       "A challenge link needs the server's public URL: set publicUrl (a fetch host does not tell the handler its address, and links are never built from Host)",
     );
   }
-  readText(limit: number, declared: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+  readText(limit: number, declared: number, inspect: (piece: string, whole: boolean) => void): Promise<string> {
     return declared <= WHOLE_BODY_MAX_BYTES ? this.readWhole(limit, inspect) : this.readStream(limit, inspect);
   }
   /**
-   * A small body, read at once: the host's framing bounds it to its declared length (checked against the limit
-   * before reading), and it comes in one piece from most sockets anyway. No stream is made for it: on Node's
-   * bridges a body stream is most of a call's cost.
+   * A small body, read at once as text: the host's framing bounds it to its declared length (checked against the
+   * limit before reading), and it comes in one piece from most sockets anyway. No stream is made for it, nor bytes:
+   * on Node's bridges a body stream is most of a call's cost, and an `ArrayBuffer` per call costs more than the
+   * decoding (bench/results/notes.md).
    */
-  private async readWhole(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
-    const bytes = new Uint8Array(await this.request.arrayBuffer());
-    if (bytes.length > limit) {
-      throw bodyTooLarge(limit);
-    }
-    if (bytes.length > 0) {
-      inspect(bytes);
-    }
-    return UTF8.decode(bytes);
+  private readWhole(limit: number, inspect: (piece: string, whole: boolean) => void): Promise<string> {
+    return this.request.text().then((text) => {
+      // A text longer than `limit` is more than `limit` bytes; the declared length was checked against it already.
+      if (text.length > limit) {
+        throw bodyTooLarge(limit);
+      }
+      if (text.length > 0) {
+        inspect(text, true);
+      }
+      return text;
+    });
   }
   /** A body of unknown or larger size, bounded and inspected chunk by chunk as it comes. */
-  private async readStream(limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+  private async readStream(limit: number, inspect: (piece: string, whole: boolean) => void): Promise<string> {
     const body = this.request.body;
     if (!body) {
       return "";
@@ -246,8 +243,9 @@ class FetchExchange implements Exchange {
         if (size > limit) {
           throw bodyTooLarge(limit);
         }
-        inspect(value);
-        text += decoder.decode(value, { stream: true });
+        const piece = decoder.decode(value, { stream: true });
+        inspect(piece, false);
+        text += piece;
       }
     } catch (error) {
       // What is left is never read.

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline, Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import { type Answer, bodyTooLarge, type Exchange, queryOf } from "./pipeline.js";
 import { requestPath } from "./routes.js";
 
@@ -59,8 +60,8 @@ export class NodeExchange implements Exchange {
   baseUrl(): string {
     return `${localOrigin(this.req.socket)}${this.mountPath}`;
   }
-  readText(limit: number, _declared: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
-    return readText(this.req, limit, inspect);
+  readText(limit: number, declared: number, inspect: (piece: string, whole: boolean) => void): Promise<string> {
+    return readText(this.req, { limit, declared }, inspect);
   }
   watchClient(onGone: () => void): () => void {
     const res = this.res;
@@ -148,13 +149,20 @@ export function localOrigin(socket: Socket): string {
 }
 
 /**
- * Reads a request body up to `limit` bytes, each chunk inspected as it comes: past the limit, or when `inspect`
- * throws, the rest is never read (the request is paused; the answer closes the connection).
+ * Reads a request body up to `limit` bytes, each chunk decoded and inspected as it comes (a body that comes in one
+ * chunk of its declared length is decoded once, as a whole): past the limit, or when `inspect` throws, the rest is
+ * never read (the request is paused; the answer closes the connection).
  */
-function readText(req: IncomingMessage, limit: number, inspect: (chunk: Uint8Array) => void): Promise<string> {
+function readText(
+  req: IncomingMessage,
+  size: { limit: number; declared: number },
+  inspect: (piece: string, whole: boolean) => void,
+): Promise<string> {
+  const { limit, declared } = size;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    let text = "";
+    let decoder: StringDecoder | undefined;
+    let read = 0;
     const cleanup = () => {
       req.off("data", onData);
       req.off("end", onEnd);
@@ -166,22 +174,28 @@ function readText(req: IncomingMessage, limit: number, inspect: (chunk: Uint8Arr
       reject(error);
     };
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
+      const whole = read === 0 && chunk.length === declared;
+      read += chunk.length;
+      if (read > limit) {
         refuse(bodyTooLarge(limit));
         return;
       }
+      if (!whole) {
+        // A chunk may end inside a character: the decoder keeps its first bytes for the next one.
+        decoder ??= new StringDecoder("utf8");
+      }
+      const piece = decoder ? decoder.write(chunk) : chunk.toString("utf8");
       try {
-        inspect(chunk);
+        inspect(piece, whole);
       } catch (error) {
         refuse(error);
         return;
       }
-      chunks.push(chunk);
+      text += piece;
     };
     // Nothing follows `end`: the listeners go with the request, unremoved.
     const onEnd = () => {
-      resolve((chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)).toString("utf8"));
+      resolve(decoder ? text + decoder.end() : text);
     };
     const onError = (error: Error) => {
       cleanup();

@@ -61,11 +61,11 @@ export interface Exchange {
   /** Where the server was reached, scheme to port plus any mount path: the base of check URLs without `publicUrl`. */
   baseUrl(): string;
   /**
-   * Reads the body as UTF-8 text, handing each chunk to `inspect` as it comes (which throws to refuse the
-   * rest); rejects with {@link bodyTooLarge} past `limit` bytes, leaving the rest unread. `declared` is the
-   * request's Content-Length as the pipeline read it (NaN without one).
+   * Reads the body as UTF-8 text, handing each decoded piece to `inspect` as it comes (which throws to refuse the
+   * rest), `whole` when the piece is the entire body; rejects with {@link bodyTooLarge} past `limit` bytes, leaving
+   * the rest unread. `declared` is the request's Content-Length as the pipeline read it (NaN without one).
    */
-  readText(limit: number, declared: number, inspect: (chunk: Uint8Array) => void): Promise<string>;
+  readText(limit: number, declared: number, inspect: (piece: string, whole: boolean) => void): Promise<string>;
   /** Calls `onGone` if the client goes away before the answer is written; returns the function that stops watching. */
   watchClient(onGone: () => void): () => void;
   /** The request as a fetch `Request`, for the fetch pages (made only for a path no protocol route serves). */
@@ -317,26 +317,22 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     budget?.admit(client);
     // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
     const scanner = new JsonScanner(limits);
-    // A body that comes whole in one chunk (most do) is scanned just before it is parsed, within the same measure
-    // of the client's work; the chunks of a body that comes in pieces are scanned, and measured, as they come.
-    let whole: Uint8Array | undefined;
+    // A body that comes whole in one piece (most do) is scanned just before it is parsed, within the same measure
+    // of the client's work; the pieces of a body that comes in chunks are scanned, and measured, as they come.
+    let whole = false;
     let spent = 0;
     // When parsing began, as the budget's clock read it: the measure that ends once the core has the call.
     let checking = 0;
     let parsed: ReturnType<typeof checkCallBody>;
     try {
-      const text = await exchange.readText(limit, declared, (chunk) => {
-        if (chunk.length === declared && spent === 0 && whole === undefined) {
-          whole = chunk;
+      const text = await exchange.readText(limit, declared, (piece, isWhole) => {
+        if (isWhole) {
+          whole = true;
           return;
         }
         const started = budget ? performance.now() : 0;
         try {
-          if (whole !== undefined) {
-            scanner.push(whole);
-            whole = undefined;
-          }
-          scanner.push(chunk);
+          scanner.push(piece);
         } catch (error) {
           // What is left of the body is not read: the connection cannot carry another request.
           if (error instanceof WireError) {
@@ -350,8 +346,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         }
       });
       checking = budget ? performance.now() : 0;
-      if (whole !== undefined) {
-        scanner.push(whole);
+      if (whole) {
+        scanner.push(text);
       }
       const body = parseJson(text);
       if (contract) {
