@@ -547,8 +547,11 @@ writeFileSync(
     },
     null,
     2,
-    // Arrays of numbers on one line, as the repository's formatter writes them.
-  ).replace(/\[\s+(-?[\d.]+(?:,\s+-?[\d.]+)*)\s+\]/g, (_, items) => `[${items.split(/,\s+/).join(", ")}]`)}\n`,
+    // Arrays of numbers (a round without answers has a null) on one line, as the repository's formatter writes them.
+  ).replace(
+    /\[\s+((?:-?[\d.]+|null)(?:,\s+(?:-?[\d.]+|null))*)\s+\]/g,
+    (_, items) => `[${items.split(/,\s+/).join(", ")}]`,
+  )}\n`,
 );
 process.stdout.write(markdown);
 log(`bench: written to ${OUT}`);
