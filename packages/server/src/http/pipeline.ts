@@ -315,7 +315,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     // Before the body is read: a client over its share of the server's time waits its turn (429).
     const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
     budget?.admit(client);
-    // Shape bounds on the bytes as they come: a hostile shape is refused before JSON.parse builds it.
+    // Shape bounds on the text as it comes: a hostile shape is refused before JSON.parse builds it.
     const scanner = new JsonScanner(limits);
     // A body that comes whole in one piece (most do) is scanned just before it is parsed, within the same measure
     // of the client's work; the pieces of a body that comes in chunks are scanned, and measured, as they come.
