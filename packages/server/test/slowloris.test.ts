@@ -181,8 +181,13 @@ describe("slowloris from one address", () => {
         checks.push({ from: VICTIM, ...answers[0] }, { from: ATTACKER, ...answers[1] });
         await sleep(250);
       }
-      const failed = checks.filter((check) => check.status !== 200 || check.ms > 1_500);
+      // Every check answered, none near the 30 s a queued connection would wait; and at most one round slow: a
+      // stall of the whole machine (seen once on a CI run with every suite in parallel: both addresses' checks of
+      // one round at 1.86 s) slows a round, while an attack that held fresh connections back slows every round.
+      const failed = checks.filter((check) => check.status !== 200 || check.ms > 5_000);
       expect(failed, JSON.stringify(failed)).toEqual([]);
+      const slowRounds = new Set(checks.flatMap((check, i) => (check.ms > 1_500 ? [Math.floor(i / 2)] : [])));
+      expect(slowRounds.size, JSON.stringify(checks)).toBeLessThanOrEqual(1);
       // The attacker only recycled its own sockets.
       expect(attack.closedByServer).toBeGreaterThan(900);
     },
