@@ -1,0 +1,41 @@
+// costGrowth tells a constant cost from one that grows with what is held, on structures whose cost is known.
+import { describe, expect, it } from "vitest";
+import { costGrowth } from "../src/cost-growth.js";
+
+describe("costGrowth", () => {
+  it("finds about the same cost for a Map's set, however many it holds", async () => {
+    const { ratio, report } = await costGrowth({
+      create: () => new Map<string, number>(),
+      add: (map, i) => void map.set(`k${i}`, i),
+    });
+    expect(ratio, report).toBeLessThan(5);
+  });
+
+  it("finds a cost that grows with what is held: an array searched before each push", async () => {
+    const { ratio, report } = await costGrowth({
+      create: () => [] as string[],
+      add: (list, i) => {
+        if (!list.includes(`k${i}`)) {
+          list.push(`k${i}`);
+        }
+      },
+    });
+    expect(ratio, report).toBeGreaterThan(10);
+  });
+
+  it("runs each side's batches on its own structure: the full one keeps everything it was given", async () => {
+    const structures: Set<number>[] = [];
+    await costGrowth({
+      create: () => {
+        const set = new Set<number>();
+        structures.push(set);
+        return set;
+      },
+      add: (set, i) => void set.add(i),
+      held: 100,
+      batch: 10,
+      rounds: 3,
+    });
+    expect(structures.map((set) => set.size)).toEqual([130, 10, 10, 10]);
+  });
+});
