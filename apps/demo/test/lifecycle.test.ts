@@ -47,8 +47,17 @@ describe("the demo process", () => {
     // Listened for from the start: the process may exit while the test still reads the call's answer, and an
     // `exit` already emitted would never reach a listener added after it.
     const exited = once(child, "exit");
-    const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 300 } });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    const callId = `drain-${Date.now()}`;
+    const inFlight = callTool(url, { tool_id: "System.Sleep", input: { ms: 2_000 }, call_id: callId });
+    // The signal goes once the server runs the call. A fixed 50 ms pause raced the request on a busy machine: the
+    // server, draining, closed a connection whose request it had not read yet (a new call, not one in flight).
+    const status = `${url}/tools/calls/${encodeURIComponent(callId)}`;
+    await expect
+      .poll(async () => (await send(status, { headers: { "OXP-Extensions": "tasks" } })).body, {
+        interval: 20,
+        timeout: 10_000,
+      })
+      .toMatchObject({ status: "running" });
     child.kill("SIGTERM");
     const finished = await inFlight;
     expect(finished.body).toMatchObject({ success: true });

@@ -19,9 +19,12 @@ describe("costGrowth", () => {
           list.push(`k${i}`);
         }
       },
+      // Smaller than the default, as the searches cost held squared: measured about 20, in half a second.
+      held: 20_000,
+      batch: 500,
     });
-    expect(ratio, report).toBeGreaterThan(10);
-  });
+    expect(ratio, report).toBeGreaterThan(8);
+  }, 30_000);
 
   it("runs each side's batches on its own structure: the full one keeps everything it was given", async () => {
     const structures: Set<number>[] = [];
