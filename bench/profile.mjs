@@ -1,6 +1,6 @@
 /** Where our two stacks spend CPU under load: `node --cpu-prof` on each server, summarised as top self-time functions. */
-// Usage: `node bench/profile.mjs [SECONDS=10] [--out bench/results/profile.md] [--top N] [--stacks ID,...]`. Runs the call scenario (Calculator.Add,
-// 50 connections) against the native and the Express adapter in turn, each profiled from start to exit (start-up is
+// Usage: `node bench/profile.mjs [SECONDS=10] [--out bench/results/profile.md] [--top N] [--stacks ID,...]
+// [--scenario ID]`. Runs the call scenario (Calculator.Add, 50 connections; `--scenario` names another of lib/scenarios.mjs) against the native and the Express adapter in turn, each profiled from start to exit (start-up is
 // a few percent of the samples), and prints the top functions by self time and the share of each package.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,12 +17,16 @@ const { values: opts, positionals } = parseArgs({
     out: { type: "string", default: `${ROOT}bench/results/profile.md` },
     top: { type: "string", default: "15" },
     stacks: { type: "string" },
+    scenario: { type: "string", default: "call" },
   },
 });
 const SECONDS = Number(positionals[0] ?? 10);
 const TOP = Number(opts.top);
 const pinning = pinCores();
-const call = SCENARIOS.find((scenario) => scenario.id === "call");
+const call = SCENARIOS.find((scenario) => scenario.id === opts.scenario);
+if (!call) {
+  throw new Error(`no scenario ${opts.scenario}: one of ${SCENARIOS.map((scenario) => scenario.id).join(", ")}`);
+}
 
 /** Where a frame's code lives: a workspace package, an npm package, Node itself, or V8. */
 function owner(url) {

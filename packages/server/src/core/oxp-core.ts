@@ -529,8 +529,8 @@ export class OxpCore {
   /**
    * The GET /tools body as JSON text, with a strong ETag for `If-None-Match` (the body's SHA-256), in OXP 1.0's
    * form or with the annotations. Each is made once, since the catalog is fixed when the core is built: every call
-   * resolves to the same object, which a caller may key its own caches on. A promise because Web Crypto's digest
-   * is one.
+   * resolves to the same object, which a caller may key its own caches on. A promise, as it was when the digest
+   * came from Web Crypto: callers written for that keep working.
    *
    * @example
    * const { body, etag } = await core.toolList();
@@ -540,13 +540,7 @@ export class OxpCore {
     let cached = this.toolListCache[slot];
     if (!cached) {
       const body = JSON.stringify(this.listTools(options));
-      cached = sha256Base64url(body).then(
-        (digest): ToolList => Object.freeze({ body, etag: `"${digest}"` }),
-        (error: unknown) => {
-          this.toolListCache[slot] = undefined;
-          throw error;
-        },
-      );
+      cached = Promise.resolve(Object.freeze({ body, etag: `"${sha256Base64url(body)}"` }));
       this.toolListCache[slot] = cached;
     }
     return cached;
@@ -1027,7 +1021,7 @@ export class OxpCore {
   private async keyed(call: PreparedCall, callId: string): Promise<RunResult> {
     const { request, registered, meta, run } = call;
     const key: IdempotencyKey = { principal: meta.principal, callId };
-    const fingerprint = await sha256Base64url(
+    const fingerprint = sha256Base64url(
       canonicalJson([registered.definition.id, call.input, request.context?.user_id || null]),
     );
     const timeoutMs = this.timeLimitOf(registered, call.async !== undefined);

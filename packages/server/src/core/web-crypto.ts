@@ -1,4 +1,5 @@
-/** Hashes through Web Crypto, which every runtime has (Node, Bun, Deno, workerd), unlike node:crypto. */
+/** SHA-256 and base64url for every runtime (Node, Bun, Deno, workerd), without node:crypto or Buffer. */
+import { sha256 } from "@noble/hashes/sha2.js";
 
 const encoder = new TextEncoder();
 
@@ -12,11 +13,13 @@ export function base64url(bytes: Uint8Array): string {
 }
 
 /**
- * The SHA-256 of a string's UTF-8 bytes, as unpadded base64url (43 characters).
+ * The SHA-256 of a string's UTF-8 bytes, as unpadded base64url (43 characters). Synchronous, through
+ * @noble/hashes: it fingerprints every call that carries a call_id, where Web Crypto's digest cost about 22 us of
+ * CPU on Node (a hop to libuv's thread pool and back) against 2 us here.
  *
  * @example
- * await sha256Base64url(""); // "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+ * sha256Base64url(""); // "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
  */
-export async function sha256Base64url(text: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text))));
+export function sha256Base64url(text: string): string {
+  return base64url(sha256(encoder.encode(text)));
 }
