@@ -30,7 +30,7 @@ import type { InputCheck } from "./standard-schema.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
-import { sha256Base64url } from "./web-crypto.js";
+import { canonicalJson, sha256Base64url } from "./web-crypto.js";
 
 /** A logger the core writes one line per call to (pino's shape): a pino logger, or {@link consoleLogger}'s. */
 export interface CoreLogger extends ToolLogger {
@@ -175,18 +175,6 @@ export const CHALLENGE_CHECK_PATH = AUTHORIZATION_CHALLENGES_PATH_TEMPLATE.repla
 const DAY_MS = 24 * 60 * 60 * 1000;
 /** Request-controlled strings are cut to this in log lines, so a client cannot inflate the log. */
 const LOGGED_FIELD_MAX = 128;
-
-/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) {
-    return `[${value.map(canonicalJson).join(",")}]`;
-  }
-  if (typeof value === "object" && value !== null) {
-    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 const roundMs = (ms: number) => Math.round(ms * 1000) / 1000;
 

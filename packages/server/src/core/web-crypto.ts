@@ -1,15 +1,52 @@
-/** SHA-256 and base64url for every runtime (Node, Bun, Deno, workerd), without node:crypto or Buffer. */
+/** Fingerprints for every runtime (Node, Bun, Deno, workerd): canonical JSON, SHA-256 and base64url, without node:crypto or Buffer. */
 import { sha256 } from "@noble/hashes/sha2.js";
 
 const encoder = new TextEncoder();
 
-/** Bytes as unpadded base64url (RFC 4648 section 5), without Buffer. */
+const BASE64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** Bytes as unpadded base64url (RFC 4648 section 5), without Buffer; by table, twice as fast as btoa and replaces. */
 export function base64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) {
-    binary += String.fromCharCode(byte);
+  let out = "";
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = ((bytes[i] as number) << 16) | ((bytes[i + 1] as number) << 8) | (bytes[i + 2] as number);
+    out += `${BASE64URL[n >> 18]}${BASE64URL[(n >> 12) & 63]}${BASE64URL[(n >> 6) & 63]}${BASE64URL[n & 63]}`;
   }
-  return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  if (i < bytes.length) {
+    const n = ((bytes[i] as number) << 16) | ((bytes[i + 1] ?? 0) << 8);
+    out += `${BASE64URL[n >> 18]}${BASE64URL[(n >> 12) & 63]}`;
+    if (i + 1 < bytes.length) {
+      out += BASE64URL[(n >> 6) & 63];
+    }
+  }
+  return out;
+}
+
+/**
+ * JSON with object keys sorted (by UTF-16 code units, as `sort()` does), so equal values fingerprint equally
+ * whatever their key order. An `undefined` anywhere is written `null`, an array's hole as nothing. Stored fingerprints depend on every byte of
+ * it: a change here makes records already kept (in a shared store too) refuse their own retries.
+ */
+export function canonicalJson(value: unknown): string {
+  if (typeof value !== "object" || value === null) {
+    return JSON.stringify(value) ?? "null";
+  }
+  if (Array.isArray(value)) {
+    let out = "[";
+    for (let i = 0; i < value.length; i++) {
+      // A hole (never in parsed JSON) is written as nothing, as the first implementation's map and join did.
+      out += `${i === 0 ? "" : ","}${i in value ? canonicalJson(value[i]) : ""}`;
+    }
+    return `${out}]`;
+  }
+  const keys = Object.keys(value).sort();
+  let out = "{";
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i] as string;
+    out += `${i === 0 ? "" : ","}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`;
+  }
+  return `${out}}`;
 }
 
 /**
