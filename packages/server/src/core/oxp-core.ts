@@ -17,6 +17,7 @@ import {
   type TokenStore,
 } from "./authorization.js";
 import { ServerConfigError, shorten, WireError } from "./errors.js";
+import { canonicalJson, sha256Base64url } from "./fingerprint.js";
 import {
   type IdempotencyEntry,
   type IdempotencyKey,
@@ -30,7 +31,6 @@ import type { InputCheck } from "./standard-schema.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 import { OxpToolError, type Tool, type ToolContext, type ToolLogger } from "./tool.js";
 import { type RegisteredTool, ToolRegistry } from "./tool-registry.js";
-import { canonicalJson, sha256Base64url } from "./web-crypto.js";
 
 /** A logger the core writes one line per call to (pino's shape): a pino logger, or {@link consoleLogger}'s. */
 export interface CoreLogger extends ToolLogger {

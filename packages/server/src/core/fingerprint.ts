@@ -1,4 +1,4 @@
-/** Fingerprints for every runtime (Node, Bun, Deno, workerd): canonical JSON, SHA-256 and base64url, without node:crypto or Buffer. */
+/** A call's fingerprint on every runtime (Node, Bun, Deno, workerd): canonical JSON, SHA-256, base64url; no node:crypto. */
 import { sha256 } from "@noble/hashes/sha2.js";
 
 const encoder = new TextEncoder();
@@ -25,8 +25,9 @@ export function base64url(bytes: Uint8Array): string {
 
 /**
  * JSON with object keys sorted (by UTF-16 code units, as `sort()` does), so equal values fingerprint equally
- * whatever their key order. An `undefined` anywhere is written `null`, an array's hole as nothing. Stored fingerprints depend on every byte of
- * it: a change here makes records already kept (in a shared store too) refuse their own retries.
+ * whatever their key order. An `undefined` anywhere is written `null`, an array's hole as nothing. Stored
+ * fingerprints depend on every byte of it: a change here makes records already kept (in a shared store too)
+ * refuse their own retries.
  */
 export function canonicalJson(value: unknown): string {
   if (typeof value !== "object" || value === null) {

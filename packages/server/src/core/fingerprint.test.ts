@@ -2,9 +2,9 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { base64url, canonicalJson, sha256Base64url } from "./web-crypto.js";
+import { base64url, canonicalJson, sha256Base64url } from "./fingerprint.js";
 
-describe("web-crypto", () => {
+describe("fingerprint", () => {
   it("writes base64url as Buffer does, for every length", () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 70 }), (bytes) => {
