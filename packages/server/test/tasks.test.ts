@@ -158,19 +158,23 @@ describe("POST /tools/call with Prefer: respond-async", () => {
 
 describe("GET /tools/calls/{call_id}", () => {
   verifies("tasks.status", "reads running with progress, then completed with the result", async () => {
-    const { body } = await startSleep(400);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const running = await statusOf(body.call_id);
+    const { body } = await startSleep(2_000);
+    // Read once it has progress: a fixed 150 ms into a 400 ms sleep was outlasted once on a busy CI machine.
+    let running = await statusOf(body.call_id);
+    await until(async () => {
+      running = await statusOf(body.call_id);
+      return running.body.status !== "running" || running.body.progress?.progress > 0;
+    });
     expect(running.status).toBe(200);
     expectSchema("CallStatus", running.body);
     expect(running.headers.get("oxp-extensions")).toBe("tasks");
-    expect(running.body).toMatchObject({ call_id: body.call_id, status: "running", progress: { total: 400 } });
+    expect(running.body).toMatchObject({ call_id: body.call_id, status: "running", progress: { total: 2_000 } });
     expect(running.body.progress.progress).toBeGreaterThan(0);
     expect(running.body).not.toHaveProperty("result");
-    await until(async () => (await statusOf(body.call_id)).body.status !== "running");
+    await until(async () => (await statusOf(body.call_id)).body.status !== "running", 10_000);
     const done = await statusOf(body.call_id);
     expectSchema("CallStatus", done.body);
-    expect(done.body).toMatchObject({ status: "completed", result: { success: true, value: { slept_ms: 400 } } });
+    expect(done.body).toMatchObject({ status: "completed", result: { success: true, value: { slept_ms: 2_000 } } });
   });
 
   verifies("tasks.status", "answers 404 to another principal, for an unknown id, and without the header", async () => {
@@ -226,7 +230,8 @@ describe("GET /tools/calls/{call_id}", () => {
 
 describe("GET /tools/calls/{call_id}/events", () => {
   verifies("tasks.events", "streams increasing progress, then the result, then ends", async () => {
-    const { body } = await startSleep(500);
+    // Long enough that the stream opens while it runs, also on a busy machine (the result alone would have no progress).
+    const { body } = await startSleep(1_500);
     const response = await fetch(`${server.baseUrl}/tools/calls/${body.call_id}/events`, { headers: one });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
@@ -244,7 +249,7 @@ describe("GET /tools/calls/{call_id}/events", () => {
   });
 
   verifies("tasks.events", "resumes after Last-Event-ID, and sends nothing after the result", async () => {
-    const { body } = await startSleep(800);
+    const { body } = await startSleep(1_500);
     const url = `${server.baseUrl}/tools/calls/${body.call_id}/events`;
     const first = parseEvents(
       await readStream(await fetch(url, { headers: one }), (text) => text.includes("event: progress")),
