@@ -16,6 +16,7 @@ import {
   MemoryTokenStore,
   type TokenStore,
 } from "./authorization.js";
+import { type Clock, type ClockTimer, everyOn, sleepOn, systemClock, unrefTimer } from "./clock.js";
 import { ServerConfigError, shorten, WireError } from "./errors.js";
 import { canonicalJson, sha256Base64url } from "./fingerprint.js";
 import {
@@ -92,6 +93,12 @@ export interface OxpCoreOptions {
    * failure. Default 30,000 ms.
    */
   taskLeaseMs?: number;
+  /**
+   * The clock every time rule of the core follows: time limits, long polls, leases and their renewal, the hold on an
+   * abandoned run's call_id, and the default idempotency store's retention. Default {@link systemClock}; tests move
+   * a clock of their own by hand.
+   */
+  clock?: Clock;
 }
 
 /** How a call ended, for logs and metrics: the tool's outcome, or `rejected` when it was answered 4xx/5xx before running. */
@@ -184,14 +191,7 @@ function positiveInteger(name: string, value: number): number {
   }
   return value;
 }
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-type Timer = ReturnType<typeof setTimeout>;
-
-/** Lets the process exit with `timer` pending, where timers can say so (Node, Bun: not workerd's numbers). */
-function unrefTimer(timer: Timer): void {
-  (timer as { unref?: () => void }).unref?.();
-}
+type Timer = ClockTimer;
 
 /** Why a call that got past its checks ended as it did. */
 type Outcome = Exclude<CallOutcome, "rejected">;
@@ -431,6 +431,8 @@ export interface ToolList {
 /** The protocol core, free of HTTP: plain data in, plain data (or a thrown {@link WireError}) out. */
 export class OxpCore {
   readonly registry: ToolRegistry;
+  /** The clock the core's time rules follow (see {@link OxpCoreOptions.clock}). */
+  readonly clock: Clock;
   private readonly defaultTimeoutMs: number;
   private readonly store: IdempotencyStore;
   private readonly retentionMs: number;
@@ -468,11 +470,12 @@ export class OxpCore {
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
+    this.clock = options.clock ?? systemClock;
     this.defaultTimeoutMs = options.defaultTimeoutMs ?? 30_000;
     if (!(this.defaultTimeoutMs > 0)) {
       throw new ServerConfigError("defaultTimeoutMs must be a positive number");
     }
-    this.store = options.idempotencyStore ?? new MemoryIdempotencyStore();
+    this.store = options.idempotencyStore ?? new MemoryIdempotencyStore({ now: this.clock.now });
     this.retentionMs = options.idempotencyRetentionMs ?? DAY_MS;
     const providers = new Map<string, AuthorizationProvider>();
     for (const provider of options.authorizationProviders ?? []) {
@@ -590,9 +593,9 @@ export class OxpCore {
     const waited = await Promise.race([
       outcome,
       new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), waitMs);
+        timer = this.clock.setTimeout(() => resolve(undefined), waitMs);
       }),
-    ]).finally(() => clearTimeout(timer));
+    ]).finally(() => this.clock.clearTimeout(timer));
     if (waited) {
       return waited;
     }
@@ -638,7 +641,7 @@ export class OxpCore {
     if (entry.progress) {
       status.progress = entry.progress;
     }
-    if (entry.leaseUntil !== undefined && entry.leaseUntil < Date.now()) {
+    if (entry.leaseUntil !== undefined && entry.leaseUntil < this.clock.now()) {
       // Nobody vouches for the run any more: its instance died. It never stays "running".
       return { status: { ...status, status: "completed", result: deadRun(callId) }, seq: entry.progressSeq ?? 0 };
     }
@@ -693,9 +696,9 @@ export class OxpCore {
             resolve();
           }
         });
-        timer = setTimeout(resolve, maxWaitMs);
+        timer = this.clock.setTimeout(resolve, maxWaitMs);
       });
-      clearTimeout(timer);
+      this.clock.clearTimeout(timer);
       unwatch();
       if (task.end) {
         return task.status();
@@ -714,13 +717,13 @@ export class OxpCore {
     let timer: Timer | undefined;
     const settled = new Promise<void>((resolve) => {
       unwatch = this.store.watch?.(key, (event) => event === "settled" && resolve()) ?? (() => {});
-      timer = setTimeout(resolve, maxWaitMs);
+      timer = this.clock.setTimeout(resolve, maxWaitMs);
     });
     try {
       await orUnavailable(() => (this.store.cancel as (key: IdempotencyKey) => Promise<void>)(key));
       await settled;
     } finally {
-      clearTimeout(timer);
+      this.clock.clearTimeout(timer);
       unwatch();
     }
     return this.callStatus(key.principal, key.callId);
@@ -928,14 +931,14 @@ export class OxpCore {
     const timeoutMs = this.timeLimitOf(registered, asyncCall !== undefined);
     let timer: Timer | undefined;
     const late = new Promise<InputCheck>((resolve) => {
-      timer = setTimeout(() => {
+      timer = this.clock.setTimeout(() => {
         const error = new ToolTimeout(
           `${registered.definition.id}'s input check ran past the tool's time limit of ${timeoutMs} ms`,
         );
         resolve({ failure: true, error });
       }, timeoutMs);
     });
-    return Promise.race([checking, late]).finally(() => clearTimeout(timer));
+    return Promise.race([checking, late]).finally(() => this.clock.clearTimeout(timer));
   }
 
   /**
@@ -1054,6 +1057,7 @@ export class OxpCore {
     const task = new LocalTask(callId, {
       async: call.async !== undefined,
       perSecond: this.progressPerSecond,
+      clock: this.clock,
       // With a shared store, other instances read the progress there; this one answers it once it is kept there.
       record: this.store.progress
         ? (progress, seq) => this.store.progress?.(key, fingerprint, { progress, seq })
@@ -1126,7 +1130,7 @@ export class OxpCore {
         task.cancel();
       }
     });
-    let timer: Timer | undefined;
+    let stopVouching: (() => void) | undefined;
     const renew = this.store.renew;
     if (renew && task.async) {
       const vouch = () => {
@@ -1138,12 +1142,11 @@ export class OxpCore {
         });
       };
       vouch();
-      timer = setInterval(vouch, this.taskLeaseMs / 3);
-      unrefTimer(timer);
+      stopVouching = everyOn(this.clock, this.taskLeaseMs / 3, vouch);
     }
     return () => {
       unwatch?.();
-      clearInterval(timer);
+      stopVouching?.();
     };
   }
 
@@ -1172,7 +1175,7 @@ export class OxpCore {
       if (settled) {
         return;
       }
-      timer = setTimeout(hold, ms);
+      timer = this.clock.setTimeout(hold, ms);
       unrefTimer(timer);
     };
     // The claim's own lifetime is nearly spent by now: a failed hold is retried within a second, not at the next renewal.
@@ -1192,7 +1195,7 @@ export class OxpCore {
       .catch(() => {})
       .finally(() => {
         settled = true;
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         this.store.release(key).catch(() => {});
       });
     hold();
@@ -1217,9 +1220,9 @@ export class OxpCore {
     if (this.store.waitFor) {
       return this.store.waitFor(key, fingerprint, maxMs);
     }
-    const deadline = Date.now() + maxMs;
-    while (Date.now() < deadline) {
-      await sleep(25);
+    const deadline = this.clock.now() + maxMs;
+    while (this.clock.now() < deadline) {
+      await sleepOn(this.clock, 25);
       const entry = await this.store.get(key);
       if (!entry || entry.fingerprint !== fingerprint) {
         return undefined;
@@ -1228,7 +1231,7 @@ export class OxpCore {
         return entry;
       }
       // Nobody vouches for the run any more: the caller claims the key (the store hands a dead run's key over).
-      if (entry.leaseUntil !== undefined && entry.leaseUntil < Date.now()) {
+      if (entry.leaseUntil !== undefined && entry.leaseUntil < this.clock.now()) {
         return undefined;
       }
     }
@@ -1307,7 +1310,7 @@ export class OxpCore {
           reject(error);
           context.stop(error);
         };
-        timer = setTimeout(
+        timer = this.clock.setTimeout(
           () => stop(new ToolTimeout(`${definition.id} ran past its time limit of ${timeoutMs} ms`)),
           timeoutMs,
         );
@@ -1345,7 +1348,7 @@ export class OxpCore {
         // A run that has not settled when given up on still holds its call_id until it does.
         return failedRun(call, error, settled ? undefined : running);
       } finally {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         unwatch?.();
         this.active.delete(active);
         const left = (byClient.get(call.client) ?? 1) - 1;

@@ -1,4 +1,5 @@
 // The tasks extension's pieces without HTTP: the Prefer header, and a task's progress (docs/protocol.md 9.3).
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { LocalTask, parsePrefer } from "./tasks.js";
@@ -23,15 +24,17 @@ describe("LocalTask", () => {
     "answers its last report before its end, though a shared store has not confirmed it yet",
     async () => {
       // A store that answers a progress a moment later, as Redis does.
+      const clock = new ManualClock();
       const task = new LocalTask("c", {
         async: true,
         perSecond: 10,
-        record: () => new Promise((resolve) => setTimeout(() => resolve(true), 20)),
+        record: () => new Promise((resolve) => clock.setTimeout(() => resolve(true), 20)),
+        clock,
       });
       const seen: string[] = [];
       task.watch(() => seen.push(task.end ? "end" : `progress ${task.progress?.progress}`));
       task.report({ progress: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      await clock.advance(40);
       // Within the interval: pending, kept when the call ends.
       task.report({ progress: 2 });
       task.settle({ response: { call_id: "c", duration: 1, success: true, value: null }, cancelled: false });
@@ -41,7 +44,8 @@ describe("LocalTask", () => {
   );
 
   verifies("tasks.progress", "keeps the first report at once and the latest of each interval after it", async () => {
-    const task = new LocalTask("c", { async: true, perSecond: 20 });
+    const clock = new ManualClock();
+    const task = new LocalTask("c", { async: true, perSecond: 20, clock });
     const kept: number[] = [];
     task.watch(() => {
       if (task.progress) {
@@ -52,22 +56,22 @@ describe("LocalTask", () => {
       task.report({ progress: step });
     }
     expect(kept).toEqual([1]);
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    await clock.advance(49);
+    expect(kept).toEqual([1]);
+    await clock.advance(1);
     expect(kept).toEqual([1, 10]);
     expect(task.seq).toBe(2);
   });
 
   verifies("tasks.progress", "never keeps a pending report after a newer one (its timer late on a busy loop)", () => {
-    const task = new LocalTask("c", { async: true, perSecond: 10 });
+    const clock = new ManualClock();
+    const task = new LocalTask("c", { async: true, perSecond: 10, clock });
     const kept: number[] = [];
     task.watch(() => kept.push(task.progress?.progress ?? -1));
-    const started = performance.now();
     task.report({ progress: 1 });
     task.report({ progress: 2 });
     // The event loop is busy past the interval: the pending report's timer has not run yet when a newer one comes.
-    while (performance.now() - started < 120) {
-      // busy
-    }
+    clock.skip(120);
     task.report({ progress: 3 });
     task.settle({ response: { call_id: "c", duration: 1, success: true, value: null }, cancelled: false });
     expect(kept).toEqual([1, 3, 3]);

@@ -1,5 +1,6 @@
 /** The tasks extension inside one process (docs/protocol.md 9.3): a running call's progress, its watchers and its cancel. */
 import type { CallProgress, CallStatus, CallToolResponse } from "@otc/types";
+import { type Clock, type ClockTimer, systemClock, unrefTimer } from "./clock.js";
 
 /** The longest progress message kept; a longer one is cut. */
 export const PROGRESS_MESSAGE_MAX = 1_000;
@@ -45,7 +46,8 @@ export class LocalTask {
   #latest: CallProgress | undefined;
   #kept = 0;
   #pending: CallProgress | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: ClockTimer | undefined;
+  readonly #clock: Clock;
   #cancel: (() => void) | undefined;
   #cancelRequested = false;
   readonly #record: RecordProgress | undefined;
@@ -54,8 +56,9 @@ export class LocalTask {
 
   constructor(
     readonly callId: string,
-    options: { async: boolean; perSecond: number; record?: RecordProgress | undefined },
+    options: { async: boolean; perSecond: number; record?: RecordProgress | undefined; clock?: Clock },
   ) {
+    this.#clock = options.clock ?? systemClock;
     this.async = options.async;
     this.#intervalMs = 1000 / options.perSecond;
     this.#record = options.record;
@@ -84,10 +87,10 @@ export class LocalTask {
     if (highest && progress.progress <= highest.progress) {
       return;
     }
-    const now = performance.now();
+    const now = this.#clock.now();
     if (now - this.#keptAt >= this.#intervalMs) {
       // It supersedes a pending one whose timer has not fired yet (a busy event loop): that one is older and lower.
-      clearTimeout(this.#timer);
+      this.#clock.clearTimeout(this.#timer);
       this.#timer = undefined;
       this.#pending = undefined;
       this.#keep(progress, now);
@@ -95,8 +98,8 @@ export class LocalTask {
     }
     this.#pending = progress;
     if (!this.#timer) {
-      this.#timer = setTimeout(() => this.#flush(), this.#keptAt + this.#intervalMs - now);
-      (this.#timer as { unref?: () => void }).unref?.();
+      this.#timer = this.#clock.setTimeout(() => this.#flush(), this.#keptAt + this.#intervalMs - now);
+      unrefTimer(this.#timer);
     }
   }
 
@@ -163,12 +166,12 @@ export class LocalTask {
   }
 
   #flush(): void {
-    clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     const pending = this.#pending;
     if (pending) {
       this.#pending = undefined;
-      this.#keep(pending, performance.now());
+      this.#keep(pending, this.#clock.now());
     }
   }
 

@@ -1,0 +1,87 @@
+/** The clock a server's logic follows (expiry, leases, long polls, keep-alives, time limits): real by default, moved by hand in tests. */
+
+/** A pending timer of a {@link Clock}: only its clock's `clearTimeout` reads it. */
+export type ClockTimer = { readonly __clockTimer: unique symbol } | object | number;
+
+/**
+ * Where the server reads the time and sets its timers. Every time rule of the server (a call_id's TTL, a task's lease,
+ * a long poll, an event stream's keep-alive, a tool's time limit, a token's `exp`) follows it, so a test can move it by
+ * hand instead of waiting on the wall clock. Durations that measure work (a call's `duration`, CPU charged to a
+ * client) are measurements, not rules, and stay on the process's own monotonic clock.
+ *
+ * @example
+ * const core = new OxpCore({ tools, clock: systemClock });
+ */
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Calls `callback` once `ms` milliseconds have passed on this clock ({@link unrefTimer} lets the process exit first). */
+  setTimeout(callback: () => void, ms: number): ClockTimer;
+  /** Cancels a timer of this clock; undefined and a timer that already fired are ignored. */
+  clearTimeout(timer: ClockTimer | undefined): void;
+}
+
+/**
+ * The real clock: `Date.now()` and the runtime's timers, looked up on each use, so that vitest's fake timers move
+ * it too.
+ */
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms) as ClockTimer,
+  clearTimeout(timer) {
+    globalThis.clearTimeout(timer as ReturnType<typeof setTimeout> | undefined);
+  },
+};
+
+/** Lets the process exit with `timer` pending, where the runtime can say so (Node, Bun: not workerd's numbers, nor a test clock's). */
+export function unrefTimer(timer: ClockTimer | undefined): void {
+  (timer as { unref?: () => void } | undefined)?.unref?.();
+}
+
+/**
+ * A promise that resolves after `ms` on `clock`, or at once (and quietly) when `signal` aborts.
+ *
+ * @example
+ * await sleepOn(clock, 25);
+ */
+export function sleepOn(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const done = () => {
+      clock.clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = clock.setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Calls `callback` every `ms` on `clock` until the returned function is called; its timers do not keep the process
+ * alive.
+ *
+ * @example
+ * const stop = everyOn(clock, 1_000, renewLease);
+ */
+export function everyOn(clock: Clock, ms: number, callback: () => void): () => void {
+  let timer: ClockTimer | undefined;
+  let stopped = false;
+  const tick = () => {
+    if (stopped) {
+      return;
+    }
+    timer = clock.setTimeout(tick, ms);
+    unrefTimer(timer);
+    callback();
+  };
+  timer = clock.setTimeout(tick, ms);
+  unrefTimer(timer);
+  return () => {
+    stopped = true;
+    clock.clearTimeout(timer);
+  };
+}
