@@ -1,5 +1,6 @@
-// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root); the tests start real servers, so hooks and tests get 20 s. The demo's HTTP tests run on both adapters.
+// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root); the gate's files and time limits come from vitest.gate.ts. The demo's HTTP tests run on both adapters.
 import { defineConfig } from "vitest/config";
+import { GATE_TIMEOUTS, gateFiles } from "../../vitest.gate.js";
 import { sourceAliases } from "../../vitest.sources.js";
 
 /** Tests no adapter changes (generated files, a tool run on its own): run once. */
@@ -8,13 +9,12 @@ const ONCE = ["test/generated.test.ts", "test/sleep-tool.test.ts"];
 export default defineConfig({
   resolve: { alias: sourceAliases },
   test: {
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    ...GATE_TIMEOUTS,
     projects: [
-      { extends: true, test: { name: "express", include: ["test/**/*.test.ts"] } },
+      { extends: true, test: { name: "express", ...gateFiles(["test/**/*.test.ts"]) } },
       {
         extends: true,
-        test: { name: "node", include: ["test/**/*.test.ts"], exclude: ONCE, env: { OXP_TEST_ADAPTER: "node" } },
+        test: { name: "node", ...gateFiles(["test/**/*.test.ts"], ONCE), env: { OXP_TEST_ADAPTER: "node" } },
       },
     ],
   },

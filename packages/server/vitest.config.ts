@@ -1,5 +1,6 @@
-// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the tests in test/ start real servers, so hooks and tests get 20 s. The HTTP contract tests run three times: on the Express adapter, the node:http one and the fetch one.
+// vitest settings: `@otc/*` resolve to their sources (see vitest.sources.ts at the root), so the tests need no build; the gate's files and time limits come from vitest.gate.ts. The HTTP contract tests run three times: on the Express adapter, the node:http one and the fetch one.
 import { defineConfig } from "vitest/config";
+import { GATE_TIMEOUTS, gateFiles } from "../../vitest.gate.js";
 import { sourceAliases } from "../../vitest.sources.js";
 
 /** Tests of one adapter's own features (Express pages and mounting; node pages), or that name their adapter: run once. */
@@ -8,7 +9,7 @@ const ONCE = [
   "test/logging-and-mounting.test.ts",
   "test/node-handler.test.ts",
   // listen() alone: the adapter makes no difference to it.
-  "test/slowloris.test.ts",
+  "test/slowloris.slow.test.ts",
   // The fetch handler called in-process: no adapter under test.
   "test/fetch-handler.test.ts",
   "test/entry-points.test.ts",
@@ -24,25 +25,18 @@ const NOT_FETCH = ["test/host-check.test.ts", "test/http-hardening.test.ts", "te
 export default defineConfig({
   resolve: { alias: sourceAliases },
   test: {
-    testTimeout: 20_000,
-    hookTimeout: 20_000,
+    ...GATE_TIMEOUTS,
     projects: [
-      { extends: true, test: { name: "express", include: ["src/**/*.test.ts", "test/**/*.test.ts"] } },
+      { extends: true, test: { name: "express", ...gateFiles(["src/**/*.test.ts", "test/**/*.test.ts"]) } },
       {
         extends: true,
-        test: {
-          name: "node",
-          include: ["test/**/*.test.ts"],
-          exclude: ONCE,
-          env: { OXP_TEST_ADAPTER: "node" },
-        },
+        test: { name: "node", ...gateFiles(["test/**/*.test.ts"], ONCE), env: { OXP_TEST_ADAPTER: "node" } },
       },
       {
         extends: true,
         test: {
           name: "fetch",
-          include: ["test/**/*.test.ts"],
-          exclude: [...ONCE, ...NOT_FETCH],
+          ...gateFiles(["test/**/*.test.ts"], [...ONCE, ...NOT_FETCH]),
           env: { OXP_TEST_ADAPTER: "fetch" },
         },
       },

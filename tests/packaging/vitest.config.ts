@@ -1,8 +1,9 @@
-// vitest settings: `@otc/*` imports resolve to their sources (see vitest.sources.ts at the root); packing, installing and type-checking a project takes a while, so hooks and tests get 120 s.
+// vitest settings: `@otc/*` imports resolve to their sources (see vitest.sources.ts at the root); the gate's files and time limits come from vitest.gate.ts.
 import { defineConfig } from "vitest/config";
+import { GATE_TIMEOUTS, gateFiles } from "../../vitest.gate.js";
 import { sourceAliases } from "../../vitest.sources.js";
 
 export default defineConfig({
   resolve: { alias: sourceAliases },
-  test: { include: ["test/**/*.test.ts"], testTimeout: 120_000, hookTimeout: 120_000 },
+  test: { ...gateFiles(["test/**/*.test.ts"]), ...GATE_TIMEOUTS },
 });

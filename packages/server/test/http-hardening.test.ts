@@ -259,7 +259,7 @@ describe("the connection cap", () => {
     "closes a 6th connection while 5 are held, and serves again once they close",
     async () => {
       // Pending connections may fill the cap here: the newcomer meets the cap itself, not the allowances
-      // (slowloris.test.ts), which would close a held connection for it.
+      // (slowloris.slow.test.ts), which would close a held connection for it.
       const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
       const held: Socket[] = [];
       try {

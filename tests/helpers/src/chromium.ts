@@ -1,15 +1,15 @@
-// Debian's Chromium through playwright-core, a fresh headless profile per launch; installed first where it is missing and the machine allows it.
+// Debian's Chromium through playwright-core, a fresh headless profile per launch; npm test provisions it before the suites run.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
-import { requirePeer } from "./peers.js";
+import { CHROMIUM as CHROMIUM_PEER, checkPeer } from "./peers.js";
 
 /** Where Debian's `chromium` package puts the browser. */
-export const CHROMIUM = "/usr/bin/chromium";
+export const CHROMIUM = CHROMIUM_PEER.binary;
 
-// On import, not in launchChromium: an install outlasts any hook's time limit, and loading a test file has none.
-await requirePeer({ name: "chromium", binary: CHROMIUM, package: "chromium" });
+// On import: a suite without its peer fails at once, naming the command that provisions it.
+checkPeer(CHROMIUM_PEER);
 
 /** A running browser: its one context, and how to close it (its profile goes too). */
 export interface LaunchedChromium {

@@ -1,8 +1,8 @@
-// Real peers the tests start (redis-server, Chromium): found, installed with apt-get where the machine allows it, or a failure that names the one command to run.
+// Real peers the tests start (redis-server, Chromium, the Node 22 of the MCP conformance suite): provisioned in one step before any suite runs (apt-get where the machine allows it, else a failure naming the one command), and only checked by the suites.
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, closeSync, constants, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { accessSync, constants, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** The one command that gives a Debian or Ubuntu machine every peer the tests need. */
 export const INSTALL_COMMAND = "sudo apt-get install redis-server chromium";
@@ -36,21 +36,50 @@ export type PeerPlan =
   | { action: "install"; commands: string[][] }
   | { action: "fail"; message: string };
 
-/** The options of {@link requirePeer}; tests replace the machine, the commands and the log. */
-export interface RequirePeerOptions {
+/** The options of {@link provisionPeers}; tests replace the machine, the commands and the log. */
+export interface ProvisionOptions {
   machine?: Machine;
   /** Runs one command; rejects with its output when it fails. */
   run?: (command: string[]) => Promise<void>;
-  /** Where the one line announcing an install goes. */
+  /** Where the line announcing each install goes. */
   log?: (line: string) => void;
-  /** The lock file that keeps two processes from running apt-get at once. */
-  lockPath?: string;
-  /** How long to wait for another process's install before giving up. */
-  lockTimeoutMs?: number;
+  /** The Node version the suites run on (`process.versions.node`). */
+  nodeVersion?: string;
+  /** Whether the pinned Node 22 is installed in {@link NODE22_DIR}. */
+  hasNode22?: () => boolean;
 }
 
-/** The lock every test process takes before it runs apt-get (dpkg refuses a second apt-get at once). */
-export const INSTALL_LOCK = join(tmpdir(), "otc-test-peers-install.lock");
+/** The command that provisions every peer, run by `npm test` before any suite; named where one is missing. */
+export const PROVISION_COMMAND = "npm run test:peers";
+
+/** redis-server, for the shared-state tests: `REDIS_SERVER` if set, else the one on PATH. */
+export const REDIS_SERVER: Peer = process.env.REDIS_SERVER
+  ? { name: "redis-server", binary: process.env.REDIS_SERVER, package: "redis-server", chosenBy: "REDIS_SERVER" }
+  : { name: "redis-server", binary: "redis-server", package: "redis-server" };
+
+/** Debian's Chromium, for the browser tests (driven by playwright-core). */
+export const CHROMIUM: Peer = { name: "chromium", binary: "/usr/bin/chromium", package: "chromium" };
+
+/** Every program the suites start. */
+export const PEERS: readonly Peer[] = [REDIS_SERVER, CHROMIUM];
+
+/** The oldest Node major the official MCP conformance suite runs on. */
+export const NODE22_MAJOR = 22;
+
+/**
+ * The folder whose pinned `node` package gives the MCP conformance suite its Node when the tests run on an older
+ * one. No workspace: its `node` bin would otherwise be linked into the repository's node_modules/.bin and run every
+ * npm script.
+ */
+export const NODE22_DIR = fileURLToPath(new URL("../node22/", import.meta.url));
+
+/** The Node binary of {@link NODE22_DIR}, installed or not. */
+export const NODE22_BINARY = join(NODE22_DIR, "node_modules", "node", "bin", "node");
+
+/** Whether the tests run on a Node older than the MCP conformance suite needs. */
+export function needsNode22(nodeVersion = process.versions.node): boolean {
+  return Number(nodeVersion.split(".")[0]) < NODE22_MAJOR;
+}
 
 /** This machine, as {@link planPeer} reads it. */
 export const hostMachine: Machine = {
@@ -60,28 +89,30 @@ export const hostMachine: Machine = {
 };
 
 /**
- * Decides what to do about a peer: use it when it is there; install it with apt-get when it is missing
- * and this process may (root, or sudo without a password); otherwise fail, naming the one command to run.
+ * Decides what to do about the peers: use them when all are there; install the missing ones with one apt-get when
+ * this process may (root, or sudo without a password); otherwise fail, naming the one command to run.
  */
-export function planPeer(peer: Peer, machine: Machine): PeerPlan {
-  if (machine.has(peer.binary)) {
+export function planPeers(peers: readonly Peer[], machine: Machine): PeerPlan {
+  const missing = peers.filter((peer) => !machine.has(peer.binary));
+  if (missing.length === 0) {
     return { action: "use" };
   }
-  if (peer.chosenBy) {
+  const chosen = missing.find((peer) => peer.chosenBy);
+  if (chosen?.chosenBy) {
     return fail(
-      `${peer.name} not found at ${peer.binary}, which ${peer.chosenBy} names: point ${peer.chosenBy} at a ${peer.name}, or unset it`,
+      `${chosen.name} not found at ${chosen.binary}, which ${chosen.chosenBy} names: point ${chosen.chosenBy} at a ${chosen.name}, or unset it`,
     );
   }
-  const missing = `${peer.name} is missing (looked for ${peer.binary})`;
+  const what = `${missing.map((peer) => peer.name).join(" and ")} ${missing.length === 1 ? "is" : "are"} missing (looked for ${missing.map((peer) => peer.binary).join(" and ")})`;
   if (!machine.has("apt-get")) {
     return fail(
-      `${missing}, and this machine has no apt-get to install it with. Install it, or on Debian or Ubuntu run: ${INSTALL_COMMAND}`,
+      `${what}, and this machine has no apt-get to install ${missing.length === 1 ? "it" : "them"} with. Install ${missing.length === 1 ? "it" : "them"}, or on Debian or Ubuntu run: ${INSTALL_COMMAND}`,
     );
   }
   const root = machine.uid === 0;
   if (!root && !machine.passwordlessSudo()) {
     return fail(
-      `${missing}, and the tests may not install it (not root, and no sudo without a password). Run: ${INSTALL_COMMAND}`,
+      `${what}, and the tests may not install them (not root, and no sudo without a password). Run: ${INSTALL_COMMAND}`,
     );
   }
   // sudo resets the environment, so the frontend goes through env(1); dpkg's lock may be held a while (unattended upgrades on a fresh machine).
@@ -97,104 +128,80 @@ export function planPeer(peer: Peer, machine: Machine): PeerPlan {
     action: "install",
     commands: [
       [...aptGet, "update"],
-      [...aptGet, "install", "-y", "--no-install-recommends", peer.package],
+      [...aptGet, "install", "-y", "--no-install-recommends", ...missing.map((peer) => peer.package)],
     ],
   };
 }
 
 /**
- * Makes sure a peer is there, installing it as {@link planPeer} decides (printing one line saying so);
- * rejects with the reason and the command to run when it cannot. One process at a time installs.
+ * Makes sure every peer the suites start is there before any suite runs: the missing programs installed with one
+ * apt-get as {@link planPeers} decides, and on a Node older than 22 the pinned Node 22 of {@link NODE22_DIR}
+ * (`npm ci` there). Prints one line for each thing it installs, nothing when all are there; rejects with the reason
+ * and the command to run when it cannot.
  */
-export async function requirePeer(peer: Peer, options: RequirePeerOptions = {}): Promise<void> {
-  // biome-ignore lint/suspicious/noConsole: the test run says which peer it installs, on the test output
-  const { machine = hostMachine, run = runCommand, log = console.warn, lockPath = INSTALL_LOCK } = options;
-  const plan = planPeer(peer, machine);
-  if (plan.action === "use") {
-    return;
-  }
+export async function provisionPeers(peers: readonly Peer[] = PEERS, options: ProvisionOptions = {}): Promise<void> {
+  const {
+    machine = hostMachine,
+    run = runCommand,
+    // biome-ignore lint/suspicious/noConsole: the test run says what it installs, on its output
+    log = console.log,
+    nodeVersion = process.versions.node,
+    hasNode22 = () => runs(NODE22_BINARY),
+  } = options;
+  const plan = planPeers(peers, machine);
   if (plan.action === "fail") {
     throw new Error(plan.message);
   }
-  await withLock(lockPath, options.lockTimeoutMs ?? 15 * 60_000, async () => {
-    // Another test process may have installed it while this one waited for the lock.
-    if (machine.has(peer.binary)) {
-      return;
+  if (plan.action === "install") {
+    const command = plan.commands.map((argv) => argv.join(" ")).join(" && ");
+    for (const peer of peers.filter((each) => !machine.has(each.binary))) {
+      log(`test peers: installing ${peer.name} (Debian's ${peer.package}) with apt-get: ${command}`);
     }
+    for (const argv of plan.commands) {
+      await run(argv);
+    }
+    const still = peers.filter((peer) => !machine.has(peer.binary));
+    if (still.length > 0) {
+      throw new Error(
+        `apt-get ran, but ${still.map((peer) => peer.binary).join(" and ")} ${still.length === 1 ? "is" : "are"} still missing. Run: ${INSTALL_COMMAND}`,
+      );
+    }
+  }
+  if (needsNode22(nodeVersion) && !hasNode22()) {
+    const argv = ["npm", "ci", "--prefix", NODE22_DIR, "--no-audit", "--no-fund"];
     log(
-      `${peer.name} is missing: installing Debian's ${peer.package} (${plan.commands.map((command) => command.join(" ")).join(" && ")})`,
+      `test peers: installing Node ${NODE22_MAJOR} for the MCP conformance suite (this is Node ${nodeVersion}): ${argv.join(" ")}`,
     );
-    for (const command of plan.commands) {
-      await run(command);
+    await run(argv);
+    if (!hasNode22()) {
+      throw new Error(`${argv.join(" ")} installed no ${NODE22_BINARY}`);
     }
-  });
-  if (!machine.has(peer.binary)) {
-    throw new Error(`apt-get installed ${peer.package}, but ${peer.binary} is still missing. Run: ${INSTALL_COMMAND}`);
   }
 }
 
 /**
- * Runs `body` holding the lock file at `path`: created with O_EXCL, holding this process's pid. A lock
- * whose process is gone is stale and taken over; a live one is waited for up to `timeoutMs`.
+ * Throws unless `peer` is there, naming the command that provisions it: a suite never installs anything, since
+ * an install outlasts any test's time limit and competes with the suites running beside it.
  */
-export async function withLock<T>(path: string, timeoutMs: number, body: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    let descriptor: number | undefined;
-    try {
-      descriptor = openSync(path, "wx");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
-        throw error;
-      }
-    }
-    if (descriptor !== undefined) {
-      try {
-        writeSync(descriptor, String(process.pid));
-      } finally {
-        closeSync(descriptor);
-      }
-      try {
-        return await body();
-      } finally {
-        unlinkSync(path);
-      }
-    }
-    const holder = lockHolder(path);
-    if (holder !== undefined && !alive(holder)) {
-      // The process that took it died holding it (killed mid-install): nothing will release it.
-      try {
-        unlinkSync(path);
-      } catch {}
-      continue;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `waited ${timeoutMs} ms for ${path} (process ${holder ?? "unknown"} installs test peers); remove it if that process is gone`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+export function checkPeer(peer: Peer, machine: Machine = hostMachine): void {
+  if (!machine.has(peer.binary)) {
+    throw new Error(
+      `${peer.name} is missing (looked for ${peer.binary}): \`npm test\` provisions it before the suites run; alone, run \`${PROVISION_COMMAND}\` (or ${INSTALL_COMMAND})`,
+    );
   }
 }
 
-/** The pid in a lock file; undefined while it is being written, or when it is gone already. */
-function lockHolder(path: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(path, "utf8"));
-    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
+/** The Node binary the MCP conformance suite runs on: this process's on Node 22 or later, else {@link NODE22_BINARY}. */
+export function node22(): string {
+  if (!needsNode22()) {
+    return process.execPath;
   }
-}
-
-/** Whether a process of that pid exists (EPERM: it does, as another user's). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+  if (!runs(NODE22_BINARY)) {
+    throw new Error(
+      `The MCP conformance suite needs Node ${NODE22_MAJOR}+ and this is Node ${process.versions.node}: \`npm test\` provisions it before the suites run; alone, run \`${PROVISION_COMMAND}\``,
+    );
   }
+  return NODE22_BINARY;
 }
 
 /** Whether `command` names an executable file: a path as is, a bare name in a PATH directory. */
@@ -236,7 +243,7 @@ function runCommand([file, ...args]: string[]): Promise<void> {
       } else {
         reject(
           new Error(
-            `${[file, ...args].join(" ")} failed (exit ${code}). Run: ${INSTALL_COMMAND}\n${output.slice(-2_000)}`,
+            `${[file, ...args].join(" ")} failed (exit ${code}); run it yourself to see why, or ${INSTALL_COMMAND}\n${output.slice(-2_000)}`,
           ),
         );
       }

@@ -1,8 +1,8 @@
-// A real `redis-server` on a free loopback port, which a test can stop and start again on that port; installed first where it is missing and the machine allows it.
+// A real `redis-server` on a free loopback port, which a test can stop and start again on that port; npm test provisions it before the suites run.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createConnection } from "node:net";
 import { freePort } from "./free-port.js";
-import { type Peer, requirePeer } from "./peers.js";
+import { checkPeer, REDIS_SERVER } from "./peers.js";
 
 /** A redis-server a test started. */
 export interface RedisServer {
@@ -17,13 +17,8 @@ export interface RedisServer {
   close(): Promise<void>;
 }
 
-/** The redis-server binary: `REDIS_SERVER` if set, else the one on PATH. */
-const REDIS_SERVER: Peer = process.env.REDIS_SERVER
-  ? { name: "redis-server", binary: process.env.REDIS_SERVER, package: "redis-server", chosenBy: "REDIS_SERVER" }
-  : { name: "redis-server", binary: "redis-server", package: "redis-server" };
-
-// On import, not in startRedisServer: an install outlasts any hook's time limit, and loading a test file has none.
-await requirePeer(REDIS_SERVER);
+// On import: a suite without its peer fails at once, naming the command that provisions it.
+checkPeer(REDIS_SERVER);
 
 /** True once the server answers PING with PONG. */
 function pings(port: number): Promise<boolean> {

@@ -1,17 +1,16 @@
-// The peers' decision (use, install with apt-get, or fail naming the command) on machines described to it, and the lock that keeps two installs apart; nothing here runs apt-get.
-import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+// The peers' provisioning (use, install with one apt-get, or fail naming the command) on machines described to it, and the suites' check; nothing here runs apt-get.
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
+  checkPeer,
   hostMachine,
   INSTALL_COMMAND,
   type Machine,
+  NODE22_DIR,
   type Peer,
-  planPeer,
-  requirePeer,
-  withLock,
+  PROVISION_COMMAND,
+  planPeers,
+  provisionPeers,
 } from "../src/peers.js";
 
 const REDIS: Peer = { name: "redis-server", binary: "redis-server", package: "redis-server" };
@@ -35,16 +34,16 @@ function machine(options: { has: string[]; uid?: number; sudo?: boolean }) {
 
 const APT = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "DPkg::Lock::Timeout=300"];
 
-describe("planPeer", () => {
+describe("planPeers", () => {
   it("uses a peer that is there, asking nothing else", () => {
     const here = machine({ has: ["redis-server"], uid: 1000 });
-    expect(planPeer(REDIS, here)).toEqual({ action: "use" });
+    expect(planPeers([REDIS], here)).toEqual({ action: "use" });
     expect(here.sudoProbes).toBe(0);
   });
 
   it("installs a missing peer as root with apt-get update, then apt-get install of its package alone", () => {
     const root = machine({ has: ["apt-get"], uid: 0 });
-    expect(planPeer(CHROMIUM, root)).toEqual({
+    expect(planPeers([CHROMIUM], root)).toEqual({
       action: "install",
       commands: [
         [...APT, "update"],
@@ -57,7 +56,7 @@ describe("planPeer", () => {
 
   it("installs through sudo -n for a user with passwordless sudo", () => {
     const user = machine({ has: ["apt-get"], uid: 1000, sudo: true });
-    expect(planPeer(REDIS, user)).toEqual({
+    expect(planPeers([REDIS], user)).toEqual({
       action: "install",
       commands: [
         ["sudo", "-n", ...APT, "update"],
@@ -67,25 +66,25 @@ describe("planPeer", () => {
   });
 
   it("fails at once, naming the one command, for a user whose sudo asks for a password", () => {
-    const plan = planPeer(REDIS, machine({ has: ["apt-get"], uid: 1000, sudo: false }));
+    const plan = planPeers([REDIS], machine({ has: ["apt-get"], uid: 1000, sudo: false }));
     expect(plan.action).toBe("fail");
     expect(plan).toMatchObject({ message: expect.stringContaining(`Run: ${INSTALL_COMMAND}`) });
     expect(plan).toMatchObject({ message: expect.stringContaining("redis-server is missing") });
   });
 
   it("fails, naming the command, on a machine without apt-get, even as root", () => {
-    const plan = planPeer(CHROMIUM, machine({ has: [], uid: 0 }));
+    const plan = planPeers([CHROMIUM], machine({ has: [], uid: 0 }));
     expect(plan).toMatchObject({ action: "fail", message: expect.stringContaining("no apt-get") });
     expect(plan).toMatchObject({ message: expect.stringContaining(INSTALL_COMMAND) });
   });
 
   it("fails on Windows-like machines with no uid and no sudo", () => {
-    expect(planPeer(REDIS, machine({ has: ["apt-get"] }))).toMatchObject({ action: "fail" });
+    expect(planPeers([REDIS], machine({ has: ["apt-get"] }))).toMatchObject({ action: "fail" });
   });
 
   it("never installs over a binary an environment variable chose: it names the variable", () => {
     const chosen: Peer = { ...REDIS, binary: "/opt/redis/bin/redis-server", chosenBy: "REDIS_SERVER" };
-    const plan = planPeer(chosen, machine({ has: ["apt-get"], uid: 0 }));
+    const plan = planPeers([chosen], machine({ has: ["apt-get"], uid: 0 }));
     expect(plan).toMatchObject({ action: "fail", message: expect.stringContaining("REDIS_SERVER") });
   });
 });
@@ -100,44 +99,61 @@ describe("hostMachine", () => {
   });
 });
 
-describe("requirePeer", () => {
-  let directory: string;
-  let lockPath: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), "otc-peers-test-"));
-    lockPath = join(directory, "install.lock");
+describe("planPeers, several peers", () => {
+  it("installs every missing peer with one apt-get install, and leaves out the ones there", () => {
+    const root = machine({ has: ["apt-get", "/usr/bin/chromium"], uid: 0 });
+    expect(planPeers([REDIS, CHROMIUM], root)).toMatchObject({
+      action: "install",
+      commands: [
+        [...APT, "update"],
+        [...APT, "install", "-y", "--no-install-recommends", "redis-server"],
+      ],
+    });
+    const bare = machine({ has: ["apt-get"], uid: 0 });
+    expect(planPeers([REDIS, CHROMIUM], bare)).toMatchObject({
+      commands: [
+        [...APT, "update"],
+        [...APT, "install", "-y", "--no-install-recommends", "redis-server", "chromium"],
+      ],
+    });
   });
-  afterEach(() => rmSync(directory, { recursive: true, force: true }));
+});
 
-  it("runs the plan's commands in order, prints one line saying so, and releases the lock", async () => {
+describe("provisionPeers", () => {
+  const node20 = { nodeVersion: "20.20.2", hasNode22: () => true };
+
+  it("runs one apt-get for every missing peer, printing one line for each, before anything else", async () => {
     const root = machine({ has: ["apt-get"], uid: 0 });
     const ran: string[][] = [];
     const lines: string[] = [];
-    await requirePeer(REDIS, {
+    await provisionPeers([REDIS, CHROMIUM], {
+      ...node20,
       machine: root,
-      lockPath,
       log: (line) => lines.push(line),
       run: async (command) => {
         ran.push(command);
         if (command.includes("install")) {
           root.installed.add("redis-server");
+          root.installed.add("/usr/bin/chromium");
         }
       },
     });
     expect(ran.map((command) => command.slice(APT.length))).toEqual([
       ["update"],
-      ["install", "-y", "--no-install-recommends", "redis-server"],
+      ["install", "-y", "--no-install-recommends", "redis-server", "chromium"],
     ]);
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^redis-server is missing: installing Debian's redis-server \(.*apt-get .*install/);
-    expect(existsSync(lockPath)).toBe(false);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      /^test peers: installing redis-server \(Debian's redis-server\) with apt-get: .*apt-get .*install/,
+    );
+    expect(lines[1]).toMatch(/^test peers: installing chromium \(Debian's chromium\)/);
   });
 
-  it("does nothing, and prints nothing, when the peer is there", async () => {
+  it("does nothing, and prints nothing, when every peer is there", async () => {
     const lines: string[] = [];
-    await requirePeer(REDIS, {
+    await provisionPeers([REDIS], {
+      ...node20,
       machine: machine({ has: ["redis-server"], uid: 0 }),
-      lockPath,
       log: (line) => lines.push(line),
       run: () => Promise.reject(new Error("must not run")),
     });
@@ -146,9 +162,9 @@ describe("requirePeer", () => {
 
   it("rejects with the plan's message, running nothing, where it may not install", async () => {
     const ran: string[][] = [];
-    const attempt = requirePeer(CHROMIUM, {
+    const attempt = provisionPeers([CHROMIUM], {
+      ...node20,
       machine: machine({ has: ["apt-get"], uid: 1000, sudo: false }),
-      lockPath,
       run: async (command) => {
         ran.push(command);
       },
@@ -157,67 +173,41 @@ describe("requirePeer", () => {
     expect(ran).toEqual([]);
   });
 
-  it("rejects when apt-get succeeded but the binary is still missing", async () => {
-    const attempt = requirePeer(CHROMIUM, {
+  it("rejects when apt-get succeeded but a binary is still missing", async () => {
+    const attempt = provisionPeers([CHROMIUM], {
+      ...node20,
       machine: machine({ has: ["apt-get"], uid: 0 }),
-      lockPath,
       log: () => {},
       run: async () => {},
     });
     await expect(attempt).rejects.toThrow(/still missing/);
-    expect(existsSync(lockPath)).toBe(false);
   });
 
-  it("installs once when several test files need the same missing peer at the same time", async () => {
-    const root = machine({ has: ["apt-get"], uid: 0 });
-    let installs = 0;
-    let running = 0;
-    let overlapped = false;
-    const run = async (command: string[]) => {
-      running++;
-      overlapped ||= running > 1;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      if (command.includes("install")) {
-        installs++;
-        root.installed.add("redis-server");
-      }
-      running--;
+  it("installs the pinned Node 22 on an older Node where it is missing, and not on Node 22 or later", async () => {
+    const there = machine({ has: ["redis-server"], uid: 0 });
+    let installed = false;
+    const ran: string[][] = [];
+    const lines: string[] = [];
+    const options = {
+      machine: there,
+      hasNode22: () => installed,
+      log: (line: string) => lines.push(line),
+      run: async (command: string[]) => {
+        ran.push(command);
+        installed = true;
+      },
     };
-    await Promise.all(
-      Array.from({ length: 4 }, () => requirePeer(REDIS, { machine: root, lockPath, run, log: () => {} })),
-    );
-    expect(installs).toBe(1);
-    expect(overlapped).toBe(false);
+    await provisionPeers([REDIS], { ...options, nodeVersion: "24.1.0" });
+    expect(ran).toEqual([]);
+    await provisionPeers([REDIS], { ...options, nodeVersion: "20.20.2" });
+    expect(ran).toEqual([["npm", "ci", "--prefix", NODE22_DIR, "--no-audit", "--no-fund"]]);
+    expect(lines).toEqual([expect.stringMatching(/^test peers: installing Node 22 for the MCP conformance suite/)]);
   });
 });
 
-describe("withLock", () => {
-  let directory: string;
-  let lockPath: string;
-  beforeEach(() => {
-    directory = mkdtempSync(join(tmpdir(), "otc-peers-test-"));
-    lockPath = join(directory, "install.lock");
-  });
-  afterEach(() => rmSync(directory, { recursive: true, force: true }));
-
-  it("takes over a lock whose process is gone", async () => {
-    const gone = spawnSync(process.execPath, ["-e", ""]).pid;
-    writeFileSync(lockPath, String(gone));
-    await expect(withLock(lockPath, 2_000, async () => "ran")).resolves.toBe("ran");
-    expect(existsSync(lockPath)).toBe(false);
-  });
-
-  it("waits for a live holder, and gives up after its time limit naming the lock", async () => {
-    // This test's own process holds it, as another test process would.
-    writeFileSync(lockPath, String(process.pid));
-    await expect(withLock(lockPath, 300, async () => "ran")).rejects.toThrow(lockPath);
-    expect(existsSync(lockPath)).toBe(true);
-  });
-
-  it("releases the lock when the body fails", async () => {
-    await expect(withLock(lockPath, 1_000, () => Promise.reject(new Error("apt-get failed")))).rejects.toThrow(
-      "apt-get failed",
-    );
-    expect(existsSync(lockPath)).toBe(false);
+describe("checkPeer", () => {
+  it("passes a peer that is there, and names the provisioning command for one that is not", () => {
+    expect(() => checkPeer(REDIS, machine({ has: ["redis-server"] }))).not.toThrow();
+    expect(() => checkPeer(REDIS, machine({ has: [] }))).toThrow(PROVISION_COMMAND);
   });
 });

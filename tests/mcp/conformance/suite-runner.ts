@@ -8,13 +8,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-
-/** The oldest Node major the suite runs on. */
-export const SUITE_NODE_MAJOR = 22;
-
-/** The folder whose pinned `node` package gives the suite its Node when the tests run on an older one. */
-export const NODE22_DIR = fileURLToPath(new URL("./node22/", import.meta.url));
+import { node22 } from "@otc/test-helpers/peers";
 
 /** What one check of a scenario reported (the suite's `ConformanceCheck`, the fields read here). */
 export interface SuiteCheck {
@@ -51,7 +45,7 @@ export function problems(checks: readonly SuiteCheck[]): string[] {
     .map((check) => `${check.name}: ${check.errorMessage ?? check.description}`);
 }
 
-/** How long installing Node 22 may take, and how long the suite may run, before the process is killed. */
+/** How long the suite may run before the process is killed. */
 const TIME_LIMIT_MS = 60_000;
 
 /** How a command ended: its stdout and stderr together, its exit code, the signal that killed it. */
@@ -81,33 +75,10 @@ const howItEnded = ({ code, signal }: Ended) =>
   signal ? `was killed (${signal}) after ${TIME_LIMIT_MS} ms` : `exited ${code}`;
 
 /**
- * The node binary to run the suite with: this process's when it is Node 22 or later (CI's second run, on Node
- * 24); else the one the pinned `node` package of {@link NODE22_DIR} installs, with `npm ci` there when it is
- * missing (a few seconds, once). That folder is no workspace: the package's `node` bin would otherwise be linked
- * into the repository's node_modules/.bin and run every npm script.
+ * The node binary to run the suite with: this process's on Node 22 or later (CI's second run, on Node 24), else the
+ * pinned Node 22 that `npm test` provisions before the suites run.
  */
-export async function suiteNode(log: (line: string) => void): Promise<string> {
-  if (Number(process.versions.node.split(".")[0]) >= SUITE_NODE_MAJOR) {
-    return process.execPath;
-  }
-  const binary = join(NODE22_DIR, "node_modules", "node", "bin", "node");
-  if (existsSync(binary)) {
-    return binary;
-  }
-  log(
-    `The MCP conformance suite needs Node ${SUITE_NODE_MAJOR}+ and this is Node ${process.versions.node}: installing the pinned \`node\` package (npm ci --prefix ${NODE22_DIR})`,
-  );
-  const install = await runToEnd("npm", ["ci", "--prefix", NODE22_DIR, "--no-audit", "--no-fund"], { cwd: NODE22_DIR });
-  if (install.code !== 0) {
-    throw new Error(
-      `Could not install Node ${SUITE_NODE_MAJOR} for the MCP conformance suite (npm ci ${howItEnded(install)}): run \`npm ci --prefix ${NODE22_DIR}\`, or run the tests on Node ${SUITE_NODE_MAJOR}+.\n${install.output}`,
-    );
-  }
-  if (!existsSync(binary)) {
-    throw new Error(`npm ci --prefix ${NODE22_DIR} installed no ${binary}`);
-  }
-  return binary;
-}
+export const suiteNode = node22;
 
 /** The suite's CLI, as installed in the repository's node_modules (a devDependency of tests/mcp). */
 export function suiteCli(): string {

@@ -123,9 +123,7 @@ let run: SuiteRun;
 let direct: { simpleText: CallToolResponse; error: CallToolResponse; rebinding: { status: number; body: unknown } };
 
 beforeAll(async () => {
-  // The install line, when Node 22 must be installed, goes to the test output.
-  // biome-ignore lint/suspicious/noConsole: says why the first run takes a few seconds more
-  const node = await suiteNode((line) => console.warn(line));
+  const node = suiteNode();
   oxp = await listen(
     createHandler({
       tools: suiteTools(),
