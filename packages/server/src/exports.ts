@@ -21,6 +21,7 @@ export {
   type NewChallenge,
   type StoredChallenge,
 } from "./core/challenge-store.js";
+export { type Clock, type ClockTimer, systemClock } from "./core/clock.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.js";
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WireError } from "./core/errors.js";

@@ -119,6 +119,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "createTelemetry",
     "defineTool",
     "listen",
+    "systemClock",
   ],
   "@otc/server/node": [
     "CHALLENGE_STORE_DEFAULTS",
@@ -140,6 +141,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "createTelemetry",
     "defineTool",
     "listen",
+    "systemClock",
   ],
   "@otc/server/fetch": [
     "CHALLENGE_STORE_DEFAULTS",
@@ -156,6 +158,7 @@ const PUBLIC_API: Record<string, string[]> = {
     "consoleLogger",
     "createFetchHandler",
     "defineTool",
+    "systemClock",
   ],
   "@otc/server/express": ["createServer"],
   "@otc/server/core": [
@@ -163,8 +166,12 @@ const PUBLIC_API: Record<string, string[]> = {
     "WIRE_ERROR_STATUS",
     "checkDepth",
     "consoleLogger",
+    "everyOn",
     "isEnvelope",
     "parseCallBody",
+    "sleepOn",
+    "systemClock",
+    "unrefTimer",
     "unwrapCallBody",
     "wrapResponse",
   ],

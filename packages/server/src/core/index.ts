@@ -8,6 +8,7 @@
  * const answer = wrapResponse(await core.call(request, { principal: "anonymous", baseUrl }), envelope);
  */
 export { type CallBody, checkDepth, isEnvelope, parseCallBody, unwrapCallBody, wrapResponse } from "./call-body.js";
+export { type Clock, type ClockTimer, everyOn, sleepOn, systemClock, unrefTimer } from "./clock.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./console-logger.js";
 export { WIRE_ERROR_STATUS } from "./errors.js";
 export type { InputValidatorChoice } from "./input-validation.js";
