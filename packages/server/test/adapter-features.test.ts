@@ -1,6 +1,7 @@
 // What both adapters add around the contract: the tool list's ETag, CORS, remembered JWTs, shared-state faults as 503, the call observer.
 import { get as httpGet, type IncomingHttpHeaders } from "node:http";
 import { gunzipSync } from "node:zlib";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { receive } from "@otc/test-helpers/raw-http";
 import { verifies } from "@otc/test-helpers/verifies";
 import { SignJWT } from "jose";
@@ -236,8 +237,10 @@ describe("CORS", () => {
 
 describe("JWTs verified once", () => {
   let server: Running;
+  // The server's clock, moved by the test: a token's exp passes without waiting for it.
+  const clock = new ManualClock(Date.now());
   beforeAll(async () => {
-    server = await startServer({ auth: { jwt: { secret: SECRET } } });
+    server = await startServer({ auth: { jwt: { secret: SECRET } }, clock });
   });
   afterAll(() => server.close());
 
@@ -245,14 +248,16 @@ describe("JWTs verified once", () => {
     "auth.jwt-claims",
     "still refuses a remembered token once its exp (plus the tolerance) has passed",
     async () => {
-      // Inside the 60 s tolerance for 2 to 3 s: 0 to 1 s (exp 59 s ago) was once outlasted by a busy CI machine.
-      const exp = Math.floor(Date.now() / 1000) - 57;
+      // Inside the 60 s tolerance for 3 s more.
+      const exp = Math.floor(clock.now() / 1000) - 57;
       const token = await new SignJWT({ exp, sub: "agent" })
         .setProtectedHeader({ alg: "HS256" })
         .sign(new TextEncoder().encode(SECRET));
       const headers = { Authorization: `Bearer ${token}` };
       expect((await send(`${server.baseUrl}/tools`, { headers })).status).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 3_100));
+      clock.skip(2_000);
+      expect((await send(`${server.baseUrl}/tools`, { headers })).status).toBe(200);
+      clock.skip(1_100);
       expectError(await send(`${server.baseUrl}/tools`, { headers }), 401);
     },
   );

@@ -1,5 +1,6 @@
 // Issue 20, findings 2 and 4 replayed against a real server: wide bodies, how clients are told apart, runs that outlive their connections (one client starving the rest, measured under load: fair-share.slow.test.ts).
 import { connect, type Socket } from "node:net";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
 import { clientOf } from "../src/http/pipeline.js";
@@ -26,6 +27,7 @@ function waiter(counts: { started: number; aborted: number; finished: number }, 
     run: (_input, { signal }) => {
       counts.started++;
       return new Promise<string>((resolve, reject) => {
+        // real time: the tool's own work, which ends by itself unless its run is aborted first.
         const timer = setTimeout(() => {
           counts.finished++;
           resolve("done");
@@ -62,16 +64,6 @@ function hangingCall(baseUrl: string, body: unknown, from = "127.0.0.2"): Socket
     `POST /tools/call HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
   );
   return socket;
-}
-
-async function until(check: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) {
-      throw new Error("timed out waiting");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe("finding 2: wide bodies", () => {
@@ -156,7 +148,7 @@ describe("finding 4: runs do not outlive their connections", () => {
     for (const socket of sockets) {
       socket.destroy();
     }
-    await until(() => counts.aborted === 40, 3_000);
+    await until(() => counts.aborted === 40);
     expect(counts.finished).toBe(0);
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
   });
@@ -174,7 +166,7 @@ describe("finding 4: runs do not outlive their connections", () => {
       for (const socket of sockets) {
         socket.destroy();
       }
-      await until(() => counts.finished === 5, 3_000);
+      await until(() => counts.finished === 5);
       expect(counts.aborted).toBe(0);
       for (let i = 0; i < 5; i++) {
         const retry = await callFrom("127.0.0.2", server.url, { tool_id: "Slow.Wait", call_id: `orphan-${i}` });

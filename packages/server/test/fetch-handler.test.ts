@@ -1,4 +1,5 @@
 // What only the fetch handler decides, called in-process with Request objects as Bun, Deno or workerd hand them over: the Host check without a local address, challenge links without publicUrl, bodies read as streams, clients that go away.
+import { until } from "@otc/test-helpers/until";
 import { describe, expect, it } from "vitest";
 import { type CallEvent, createFetchHandler, type FetchHandlerOptions } from "../src/fetch.js";
 import { TestAuthorizationProvider, testTools } from "./tools.js";
@@ -213,12 +214,17 @@ describe("bodies and clients", () => {
 
   it("aborts a run without a call_id when the client goes away (the request's signal)", async () => {
     const events: CallEvent[] = [];
-    const handler = handlerOf({ observer: { callEnded: (event) => events.push(event) } });
+    let started = false;
+    const handler = handlerOf({
+      observer: { callStarted: () => (started = true), callEnded: (event) => events.push(event) },
+    });
     const controller = new AbortController();
     const answered = handler(call({ tool_id: "System.Sleep", input: { ms: 10_000 } }, { signal: controller.signal }));
-    setTimeout(() => controller.abort(), 50);
+    // The client goes away once the call is running.
+    await until(() => started, { what: "the call to start" });
+    controller.abort();
     await answered;
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => events.length > 0, { what: "the call to end" });
     expect(events.map((event) => event.outcome)).toEqual(["disconnected"]);
   });
 

@@ -1,6 +1,7 @@
 // Attacks a hostile client made on the server (memory, CPU, another user's tokens, call_id flooding), each replayed against a real server.
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -212,24 +213,20 @@ describe("finding 5: flooding the call_id store", () => {
           },
         }),
       ];
-      const running = await listen(
-        makeServer({
-          tools,
-          logger: false,
-          auth: { apiKeys: ["key-one", "key-two"] },
-          idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
-        }),
-        { port: 0 },
-      );
+      const app = makeServer({
+        tools,
+        logger: false,
+        auth: { apiKeys: ["key-one", "key-two"] },
+        idempotencyStore: new MemoryIdempotencyStore({ maxEntriesPerPrincipal: QUOTA }),
+      });
+      const running = await listen(app, { port: 0 });
       try {
         const count = { tool_id: "Test.Count", call_id: "victim-count" };
         const first = await callTool(running.url, count, keyOne);
         expect(first.body).toMatchObject({ success: true, value: 1 });
         const held = { tool_id: "Test.Gate", call_id: "victim-gate" };
         const firstGate = callTool(running.url, held, keyOne);
-        while (gateRuns === 0) {
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
+        await until(() => gateRuns > 0, { what: "the gated call to run" });
 
         const statuses = await flood(QUOTA + 200, 16, (index) =>
           callTool(running.url, { tool_id: "Test.Count", call_id: `flood-${index}` }, keyTwo),
@@ -238,7 +235,7 @@ describe("finding 5: flooding the call_id store", () => {
 
         // The duplicate arrives while the first still runs, after the flood went past the flooder's quota.
         const duplicateGate = callTool(running.url, held, keyOne);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        await until(() => app.oxp.lifecycle.inFlight === 2, { what: "the duplicate to reach the server" });
         openGate();
         const [a, b] = await Promise.all([firstGate, duplicateGate]);
         expect(b.text).toBe(a.text);
@@ -306,8 +303,11 @@ describe("finding 5: flooding the call_id store", () => {
         expect(retry.body.error.retry_after_ms).toBeGreaterThan(0);
         expect(runs).toBe(1);
         finish();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        await callTool(running.url, body);
+        // Once the tool settles, the server frees the call_id: a retry then runs it again.
+        await until(async () => {
+          await callTool(running.url, body);
+          return runs === 2;
+        });
         expect(runs).toBe(2);
       } finally {
         finish();

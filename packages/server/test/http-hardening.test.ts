@@ -1,6 +1,7 @@
 // docs/protocol.md 7 at the HTTP layer: JSON answers to what Node's parser refuses, timeouts, the connection cap, answered aborts at shutdown.
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callTool, expectSchema, type Running, send, startServer } from "./harness.js";
@@ -54,6 +55,7 @@ async function exchange(baseUrl: string, request: string | Buffer, limitMs = 5_0
   });
   socket.on("error", () => {});
   socket.write(request);
+  // real time: a bound on a read that the tests expect the server to end; a test of a held connection reads to it.
   await Promise.race([once(socket, "end"), once(socket, "close"), new Promise((r) => setTimeout(r, limitMs))]);
   const elapsed = Date.now() - started;
   socket.destroy();
@@ -189,9 +191,7 @@ describe("what Node's HTTP parser refuses gets a JSON answer", () => {
 
   it("leaves no request counted in flight once those connections are gone", async () => {
     const lifecycle = server.app.oxp.lifecycle;
-    for (let tries = 0; lifecycle.inFlight > 0 && tries < 40; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await until(() => lifecycle.inFlight === 0, { what: "no request in flight" });
     expect(lifecycle.inFlight).toBe(0);
   });
 });
@@ -286,11 +286,12 @@ describe("the connection cap", () => {
         for (const socket of held.splice(0)) {
           socket.destroy();
         }
+        // The server learns of the closed sockets as its loop reads them: a check answered once it has.
         let reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
-        for (let tries = 0; reply.status !== 200 && tries < 20; tries++) {
-          await new Promise((resolve) => setTimeout(resolve, 25));
+        await until(async () => {
           reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
-        }
+          return reply.status === 200;
+        });
         expect(reply.status).toBe(200);
       } finally {
         for (const socket of held) {
@@ -321,9 +322,7 @@ describe("shutdown past the drain deadline", () => {
       };
 
       const call = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 10_000 } });
-      while (signals.length === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+      await until(() => signals.length > 0, { what: "the tool to run" });
       const started = Date.now();
       await server.close();
       expect(Date.now() - started).toBeLessThan(1_500);

@@ -1,6 +1,7 @@
 // docs/protocol.md 1 and 7 in process: /health while starting, and a graceful shutdown that finishes calls in flight.
 import { once } from "node:events";
 import { connect } from "node:net";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect } from "vitest";
 import { callTool, send, startServer } from "./harness.js";
@@ -28,17 +29,19 @@ describe("graceful shutdown in process", () => {
     async () => {
       const server = await startServer();
       const inFlight = callTool(server.baseUrl, { tool_id: "System.Sleep", input: { ms: 400 } });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await until(() => server.app.oxp.lifecycle.inFlight > 0, { what: "the call to be in flight" });
 
       // A request whose headers are half sent is in progress: draining does not cut it.
       const { port, hostname } = new URL(server.baseUrl);
       const socket = connect(Number(port), hostname);
       await once(socket, "connect");
       socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}\r\n`);
+      // real time: a turn of the event loop (which this test shares with the server) for it to read what loopback
+      // already holds; nothing tells that the server has half a request.
       await new Promise((resolve) => setTimeout(resolve, 30));
 
+      // Draining starts within close(): the rest of the headers arrive after it.
       const closed = server.close();
-      await new Promise((resolve) => setTimeout(resolve, 30));
       let answer = "";
       socket.on("data", (chunk) => {
         answer += chunk;

@@ -36,6 +36,7 @@ beforeAll(async () => {
       "ThrowsLater",
       () =>
         new Promise((_, reject) =>
+          // real time: the tool's own late rejection, after its time limit; the test waits for it to happen.
           setTimeout(() => {
             lateRejections++;
             reject(new Error("late"));
@@ -93,8 +94,10 @@ describe("misbehaving tools", () => {
         expect(await response.json()).toMatchObject({ success: false, error: { can_retry: true } });
       }
       await vi.waitFor(() => expect(lateRejections).toBe(before + 2), { timeout: 2_000 });
-      // Past the rejections' own microtasks and the next turn of the event loop, where Node reports unhandled ones.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Past the rejections' own microtasks and the next turns of the event loop, where Node reports unhandled ones.
+      for (let turn = 0; turn < 3; turn++) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       expect(unhandled).toEqual([]);
     } finally {
       process.off("unhandledRejection", record);

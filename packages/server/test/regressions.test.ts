@@ -109,6 +109,7 @@ describe("a standard output that is gone", () => {
     expect(replies.filter((reply) => reply.status !== 200).map((reply) => reply.text)).toEqual([]);
     expect(replies.every((reply, i) => reply.body.success === true && reply.body.value === i + 1)).toBe(true);
     // The flush every 250 ms meets the same standard output: the process must not die of it.
+    // real time: the child's logger flushes on its own 250 ms timer, and only its death would show a failure.
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(child.exitCode, output.stderr).toBeNull();
     expect(child.signalCode, output.stderr).toBeNull();

@@ -62,7 +62,7 @@ const arktypeInput = type({
 const slowlyChecked = z
   .object({ code: z.string().describe("A code the refinement looks up.") })
   .refine(async ({ code }) => {
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await new Promise((resolve) => setImmediate(resolve));
     return code !== "taken";
   }, "Is already taken");
 

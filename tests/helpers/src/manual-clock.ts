@@ -28,13 +28,23 @@ export class ManualClock {
     this.#now = start;
   }
 
-  now(): number {
-    return this.#now;
-  }
+  /** The clock's time, in epoch milliseconds; a bound function, so it can be handed on alone (`{ now: clock.now }`). */
+  readonly now = (): number => this.#now;
 
+  /**
+   * Sets a timer due `ms` from now. One due at once (`ms` of 0 or less) fires on the next turn of the event loop, as
+   * a real one would: the clock need not move for it. Any later one fires only in {@link advance}.
+   */
   setTimeout(callback: () => void, ms: number): object {
     const pending: Pending = { at: this.#now + Math.max(0, ms), order: this.#order++, callback };
     this.#pending.add(pending);
+    if (ms <= 0) {
+      setImmediate(() => {
+        if (this.#pending.delete(pending)) {
+          callback();
+        }
+      });
+    }
     for (const notify of this.#scheduled) {
       notify();
     }

@@ -1,5 +1,6 @@
 // The protocol core, exercised directly: definitions at start-up, tool failures, output checks, idempotency stores.
 import { createHash } from "node:crypto";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolRequest } from "@otc/types";
 import { describe, expect, it } from "vitest";
@@ -468,22 +469,31 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
         get: (key) => shared.get(key),
       };
       let runs = 0;
+      // The first run goes on until the second instance has been asked for the same call.
+      let started: () => void = () => {};
+      const running = new Promise<void>((resolve) => {
+        started = resolve;
+      });
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
       const slow = () =>
         tool({
           run: async () => {
             runs++;
-            await new Promise((resolve) => setTimeout(resolve, 80));
+            started();
+            await gate;
             return runs;
           },
         });
       const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
       const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
-      const [a, b] = await Promise.all([
-        one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
-        new Promise((resolve) => setTimeout(resolve, 10)).then(() =>
-          two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta),
-        ),
-      ]);
+      const first = one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta);
+      await running;
+      const second = two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta);
+      release();
+      const [a, b] = await Promise.all([first, second]);
       expect(b).toEqual(a);
       expect(runs).toBe(1);
     },
@@ -538,7 +548,8 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
           });
         },
       });
-      const core = new OxpCore({ tools: [stubborn] });
+      const store = new MemoryIdempotencyStore();
+      const core = new OxpCore({ tools: [stubborn], idempotencyStore: store });
       const first = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
       expect(first).toMatchObject({ success: false, error: { can_retry: true } });
       const retry = await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
@@ -546,7 +557,8 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
       expect(retry.success === false && retry.error.retry_after_ms).toBeGreaterThan(0);
       expect(runs).toBe(1);
       finish();
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      // Once the tool settles, the core frees the call_id.
+      await until(async () => (await store.get({ principal: meta.principal, callId: "k" })) === undefined);
       await core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
       expect(runs).toBe(2);
     },
@@ -574,9 +586,14 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     "aborts running calls at shutdown and answers each with a retryable failure",
     async () => {
       let aborted = false;
+      let started: () => void = () => {};
+      const running = new Promise<void>((resolve) => {
+        started = resolve;
+      });
       const slow = tool({
         run: (_input, ctx) =>
           new Promise((_, reject) => {
+            started();
             ctx.signal.addEventListener("abort", () => {
               aborted = true;
               reject(ctx.signal.reason);
@@ -585,7 +602,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
       });
       const core = new OxpCore({ tools: [slow] });
       const call = core.call({ tool_id: "Test.Tool", call_id: "k" }, meta);
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await running;
       await core.abortAll();
       expect(await call).toMatchObject({
         success: false,

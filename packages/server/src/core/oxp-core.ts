@@ -475,7 +475,7 @@ export class OxpCore {
     if (!(this.defaultTimeoutMs > 0)) {
       throw new ServerConfigError("defaultTimeoutMs must be a positive number");
     }
-    this.store = options.idempotencyStore ?? new MemoryIdempotencyStore({ now: this.clock.now });
+    this.store = options.idempotencyStore ?? new MemoryIdempotencyStore({ now: () => this.clock.now() });
     this.retentionMs = options.idempotencyRetentionMs ?? DAY_MS;
     const providers = new Map<string, AuthorizationProvider>();
     for (const provider of options.authorizationProviders ?? []) {

@@ -17,6 +17,7 @@ import {
   type ProtectedHeaderParameters,
 } from "jose";
 import { setBounded } from "../core/bounded-map.js";
+import { type Clock, systemClock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
 import type { CoreLogger } from "../core/oxp-core.js";
 
@@ -336,10 +337,11 @@ function remoteKeySet(
   url: URL,
   timing: { cooldownMs: number; maxAgeMs: number; timeoutMs: number },
   logger: Pick<CoreLogger, "warn"> | undefined,
+  clock: Clock,
 ) {
   let failedUntil = 0;
   const boundedFetch: FetchImplementation = async (href, init) => {
-    if (Date.now() < failedUntil) {
+    if (clock.now() < failedUntil) {
       throw new KeySetBackoff();
     }
     const response = await fetch(href, init);
@@ -391,9 +393,9 @@ function remoteKeySet(
           }
           return keys;
         }
-        if (!(error instanceof KeySetBackoff) && Date.now() >= failedUntil) {
+        if (!(error instanceof KeySetBackoff) && clock.now() >= failedUntil) {
           // Logged once per failure, not once per request that waited for it.
-          failedUntil = Date.now() + JWKS_RETRY_AFTER_SECONDS * 1000;
+          failedUntil = clock.now() + JWKS_RETRY_AFTER_SECONDS * 1000;
           const reason = error instanceof Error ? error.message : String(error);
           logger?.warn({ jwks_url: where, err: reason }, "the JWT key set could not be fetched");
         }
@@ -405,11 +407,14 @@ function remoteKeySet(
 
 /**
  * Builds the check run on every authenticated request; undefined when authentication is off. Throws a
- * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched.
+ * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched. A JWT's `exp`, `nbf`
+ * and `iat`, a remembered token's expiry and the key set's pause after a failure follow `clock` (jose's own cache
+ * of a key set does not: it reads `Date.now()`).
  */
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<CoreLogger, "warn">,
+  clock: Clock = systemClock,
 ): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
   const keys = [...(options?.apiKeys ?? [])];
   if (keys.some((key) => key.length === 0)) {
@@ -491,6 +496,7 @@ export function createAuthenticator(
         timeoutMs: Math.ceil(nonNegative(jwt?.jwksTimeoutMs, 3_000, "jwksTimeoutMs")),
       },
       logger,
+      clock,
     );
 
   /** Tokens that passed every check, with their principal and `exp`: a hit only needs `exp` checked again. */
@@ -517,7 +523,7 @@ export function createAuthenticator(
       return undefined;
     }
     // Every other check depends only on the token; `exp` is the one that time can break.
-    if (known.exp > Date.now() / 1000 - tolerance) {
+    if (known.exp > clock.now() / 1000 - tolerance) {
       return known.principal;
     }
     verified.delete(token);
@@ -531,7 +537,7 @@ export function createAuthenticator(
     options: JWTVerifyOptions,
   ): Promise<JWTPayload | undefined> => {
     try {
-      return (await jwtVerify(token, key, options)).payload;
+      return (await jwtVerify(token, key, { ...options, currentDate: new Date(clock.now()) })).payload;
     } catch (error) {
       if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
         return undefined;
@@ -630,7 +636,7 @@ export function createAuthenticator(
           : "the JWT's signature does not verify with this server's secret",
       );
     }
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(clock.now() / 1000);
     if (typeof payload.exp !== "number" || payload.exp - now > maxLifetime + tolerance) {
       throw unauthorized(`the JWT's exp is more than ${maxLifetime} seconds ahead`);
     }

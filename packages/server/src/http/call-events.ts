@@ -1,5 +1,6 @@
 /** A call's event stream (the tasks extension, docs/protocol.md 9.3): its progress, then its result, as server-sent events. */
 import type { CallStatus } from "@otc/types";
+import { everyOn } from "../core/clock.js";
 import type { OxpCore } from "../core/oxp-core.js";
 
 /** Options of {@link callEventStream}. */
@@ -48,8 +49,9 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
   let controller: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
   let unwatch: (() => void) | undefined;
-  let keepAlive: ReturnType<typeof setInterval> | undefined;
-  let poll: ReturnType<typeof setInterval> | undefined;
+  // On the core's clock: a test moves it past a keep-alive instead of waiting for one.
+  let stopKeepAlive: (() => void) | undefined;
+  let stopPoll: (() => void) | undefined;
   let lookingUp = false;
 
   const close = () => {
@@ -58,8 +60,8 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
     }
     closed = true;
     unwatch?.();
-    clearInterval(keepAlive);
-    clearInterval(poll);
+    stopKeepAlive?.();
+    stopPoll?.();
     options.onClose();
   };
   const finish = (status: CallStatus) => {
@@ -124,8 +126,7 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
       }
     });
     if (!unwatch) {
-      poll = setInterval(() => void lookUp(), options.pollMs ?? 1_000);
-      (poll as { unref?: () => void }).unref?.();
+      stopPoll = everyOn(core.clock, options.pollMs ?? 1_000, () => void lookUp());
     }
     void lookUp();
   };
@@ -141,12 +142,11 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
           return;
         }
         follow();
-        keepAlive = setInterval(() => {
+        stopKeepAlive = everyOn(core.clock, keepAliveMs, () => {
           if (!closed && (controller.desiredSize ?? 0) > 0) {
             controller.enqueue(encoder.encode(": keep-alive\n\n"));
           }
-        }, keepAliveMs);
-        (keepAlive as { unref?: () => void }).unref?.();
+        });
       },
       pull() {
         return lookUp();

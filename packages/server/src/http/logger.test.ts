@@ -128,6 +128,7 @@ describe("createLogger", () => {
   it("calls back from flush on standard output", async () => {
     const logger = createLogger({ level: "silent" });
     await new Promise<void>((resolve, reject) => {
+      // real time: a bound on a callback that must come; the flush itself is not timed.
       const timer = setTimeout(() => reject(new Error("flush did not call back")), 1_000);
       logger.flush(() => {
         clearTimeout(timer);

@@ -15,6 +15,7 @@ import {
   unwrapCallBody,
   wrapResponse,
 } from "../core/call-body.js";
+import { everyOn } from "../core/clock.js";
 import { ServerConfigError, shorten, WireError } from "../core/errors.js";
 import {
   appliedHeader,
@@ -147,7 +148,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const { logger: _logger, telemetry, pages: _pages, ...coreOptions } = options;
   const observer = combinedObserver(options.observer, telemetry?.observer);
   const core = new OxpCore({ ...coreOptions, ...(logger ? { logger } : {}), ...(observer ? { observer } : {}) });
-  const authenticate = createAuthenticator(options.auth, logger);
+  const authenticate = createAuthenticator(options.auth, logger, core.clock);
   const lifecycle: OxpLifecycle = { ready: true, draining: false, inFlight: 0 };
   const tracing = options.tracing ?? true;
   const limits = jsonLimits(options);
@@ -517,15 +518,15 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    */
   const changeOf = ({ exchange, principal, callId }: CallTarget, seen: CallStatus, maxMs: number) =>
     new Promise<void>((resolve) => {
-      let poll: ReturnType<typeof setInterval> | undefined;
+      let stopPolling: (() => void) | undefined;
       const done = () => {
-        clearTimeout(timer);
-        clearInterval(poll);
+        core.clock.clearTimeout(timer);
+        stopPolling?.();
         unwatch?.();
         unwatchClient();
         resolve();
       };
-      const timer = setTimeout(done, maxMs);
+      const timer = core.clock.setTimeout(done, maxMs);
       const unwatchClient = exchange.watchClient(done);
       const unwatch = core.watchCall(principal, callId, done);
       const before = JSON.stringify(seen);
@@ -539,7 +540,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         () => {},
       );
       if (!unwatch) {
-        poll = setInterval(() => {
+        stopPolling = everyOn(core.clock, 500, () => {
           core.callStatus(principal, callId).then(
             (now) => {
               if (JSON.stringify(now) !== before) {
@@ -548,7 +549,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
             },
             () => {},
           );
-        }, 500);
+        });
       }
     });
 
