@@ -81,12 +81,16 @@ interface Stores {
   close(): Promise<void>;
 }
 
-/** Each store with a total of 1,500 challenges: above the per-principal default of 1,000, below what the flood starts. */
+/**
+ * Each store with a total of 150 challenges and 100 per principal (the defaults are 10,000 and 1,000: the same rule
+ * in a tenth of the calls), the total between the per-principal cap and what the flood starts.
+ */
+const BOUNDS = { maxChallenges: 150, maxChallengesPerPrincipal: 100 };
 const STORES: [string, () => Promise<Stores>][] = [
   [
     "in memory",
     async () => {
-      const challenges = new MemoryChallengeStore({ maxChallenges: 1_500 });
+      const challenges = new MemoryChallengeStore(BOUNDS);
       return { challenges, held: async () => challenges.size, close: async () => {} };
     },
   ],
@@ -94,7 +98,7 @@ const STORES: [string, () => Promise<Stores>][] = [
     "in Redis",
     async () => {
       const redis = await startRedisServer();
-      const state = createRedisState(redis.url, { challenges: { maxChallenges: 1_500 } });
+      const state = createRedisState(redis.url, { challenges: BOUNDS });
       await state.ready();
       return {
         challenges: state.challengeStore,
@@ -127,13 +131,12 @@ describe.each(STORES)("one principal's challenges never deny another principal's
 
   verifies(
     ["requirements.challenges-per-principal", "requirements.consent-challenges-bounded", "limits.bounded-resources"],
-    "1,600 challenges from one JWT principal, each for a new user_id, then an API key's call still gets its challenge",
+    "160 challenges from one JWT principal, each for a new user_id, then an API key's call still gets its challenge",
     async () => {
-      // Without a per-principal cap the flood fills the 1,500 and every later challenge, anyone's, is a 503.
-      await replay(server, 1_600);
-      // The flooder holds its cap of 1,000 (its newest), the API-key principal its 2.
-      expect(await stores.held()).toBe(1_002);
+      // Without a per-principal cap the flood fills the 150 and every later challenge, anyone's, is a 503.
+      await replay(server, 160);
+      // The flooder holds its cap of 100 (its newest), the API-key principal its 2.
+      expect(await stores.held()).toBe(102);
     },
-    60_000,
   );
 });

@@ -316,10 +316,13 @@ interface RunResult {
   stderr: string;
 }
 
-/** Runs a command to its end (100 s at most); never rejects, so a test can show what a failing command printed. */
+/**
+ * Runs a command to its end; never rejects, so a test can show what a failing command printed. Killed past 280 s, a
+ * guard against a hang within the test's own limit: a strict type-check of every package took 100 s on a busy machine.
+ */
 function run(file: string, args: string[], cwd: string): Promise<RunResult> {
   return new Promise((resolve) => {
-    const options = { cwd, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 100_000 };
+    const options = { cwd, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 280_000 };
     execFile(file, args, options, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       resolve({ code, stdout, stderr: stderr || (error?.message ?? "") });
