@@ -26,6 +26,10 @@ export default defineConfig({
   resolve: { alias: sourceAliases },
   test: {
     ...GATE_TIMEOUTS,
+    // A worker keeps the modules it loaded from one test file to the next: each file would otherwise import the
+    // sources again, once per adapter (over 100 s of the server's CPU in the gate). No test here stubs a global or
+    // a module, and fake timers are put back after each test.
+    isolate: false,
     projects: [
       { extends: true, test: { name: "express", ...gateFiles(["src/**/*.test.ts", "test/**/*.test.ts"]) } },
       {
