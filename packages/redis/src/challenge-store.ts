@@ -4,16 +4,25 @@ import {
   type ChallengeStore,
   ChallengeStoreFullError,
   type ChallengeStoreOptions,
+  type Clock,
   challengeStoreBounds,
   type NewChallenge,
   type StoredChallenge,
+  systemClock,
   type TokenOwner,
 } from "@otc/server/node";
 import type { Redis } from "ioredis";
 import { isOutOfMemory, keyPart, parseStored, RedisConnection, type RedisConnectionOptions } from "./connection.js";
 
 /** Options of {@link RedisChallengeStore}: the bounds (defaults as {@link MemoryChallengeStore}'s) and the connection's. */
-export interface RedisChallengeStoreOptions extends ChallengeStoreOptions, RedisConnectionOptions {}
+export interface RedisChallengeStoreOptions extends ChallengeStoreOptions, RedisConnectionOptions {
+  /**
+   * The clock a challenge's `expiresAt` is given in (its time left in Redis, added to this clock's now). The
+   * challenges themselves expire, and are ordered and bounded, on Redis's own clock, which no clock here moves.
+   * Default `systemClock`.
+   */
+  clock?: Clock;
+}
 
 /*
  * A challenge is a hash: `o` owner JSON, `p` scopes JSON, `d` data JSON, `s` status, `w` the key of
@@ -115,10 +124,12 @@ export class RedisChallengeStore implements ChallengeStore {
   private readonly connection: RedisConnection;
   private readonly ownsConnection: boolean;
   private readonly bounds: Required<ChallengeStoreOptions>;
+  private readonly clock: Clock;
 
   /** From a Redis URL or client (see {@link RedisConnection}), or a connection shared with other stores. */
   constructor(redis: string | Redis | RedisConnection, options: RedisChallengeStoreOptions = {}) {
     this.bounds = challengeStoreBounds("RedisChallengeStore", options);
+    this.clock = options.clock ?? systemClock;
     this.ownsConnection = !(redis instanceof RedisConnection);
     this.connection = redis instanceof RedisConnection ? redis : new RedisConnection(redis, options);
   }
@@ -169,7 +180,7 @@ export class RedisChallengeStore implements ChallengeStore {
       throw new ChallengeStoreFullError(Number(retryMs), this.bounds.maxChallenges);
     }
     // The local clock, as \`get\` reads expiries: Redis's clock only orders things inside Redis.
-    return { owner, scopes, status: "pending", expiresAt: Date.now() + this.bounds.ttlMs, data };
+    return { owner, scopes, status: "pending", expiresAt: this.clock.now() + this.bounds.ttlMs, data };
   }
 
   async get(id: string): Promise<StoredChallenge | undefined> {
@@ -189,7 +200,7 @@ export class RedisChallengeStore implements ChallengeStore {
       owner: parseStored<TokenOwner>(fields.o),
       scopes: parseStored<string[]>(fields.p ?? "[]"),
       status: fields.s as ChallengeStatus,
-      expiresAt: Date.now() + pttl,
+      expiresAt: this.clock.now() + pttl,
       data: parseStored<Record<string, string>>(fields.d ?? "{}"),
     };
   }

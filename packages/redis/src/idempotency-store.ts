@@ -1,11 +1,15 @@
 /** `call_id` idempotency records in Redis: atomic claims, TTLs, leases, and pub/sub wake-ups for calls followed from another instance. */
 import { randomBytes } from "node:crypto";
+import { unrefTimer } from "@otc/server/core";
 import {
+  type Clock,
+  type ClockTimer,
   type CompletedEntry,
   type IdempotencyEntry,
   type IdempotencyKey,
   type IdempotencyStore,
   IdempotencyStoreFullError,
+  systemClock,
   type TaskEvent,
 } from "@otc/server/node";
 import type { CallProgress, CallToolResponse } from "@otc/types";
@@ -47,6 +51,13 @@ export interface RedisIdempotencyStoreOptions extends RedisConnectionOptions {
    * call again. Default 50,000.
    */
   maxWatchers?: number;
+  /**
+   * The clock the store's own time rules follow: the leases it writes (`renew`) and reads (`claim`, `waitFor`,
+   * `watch`), its waits' limits, and the timers that wake followers when a lease passes or subscribe a channel again.
+   * Give it the server's `clock`. The TTLs Redis keeps (a claim's, a record's retention) run on Redis's own clock,
+   * which no clock here moves. Default `systemClock`.
+   */
+  clock?: Clock;
 }
 
 /*
@@ -80,11 +91,12 @@ export interface RedisIdempotencyStoreOptions extends RedisConnectionOptions {
  * as a claim whose instance died does. A record without a token (written by an older version) is
  * checked by fingerprint only.
  *
- * Leases are in the clock of the instance that renews them, and a claim compares them with the
- * claimer's clock (sent as an argument), not Redis's TIME: the server reads leases with its own clock
- * (a call past its lease is reported ended, retryable), so what an instance reports as ended its claim
- * can take over, and a waiter that sees a lease pass and claims again never finds the claim disagree.
- * Instances' clocks must then agree to well within a lease (30 s by default, renewed every 10 s).
+ * Leases are in the clock of the instance that renews them (its store's `clock`), and a claim compares
+ * them with the claimer's clock (sent as an argument), not Redis's TIME: the server reads leases with
+ * its own clock (a call past its lease is reported ended, retryable), so what an instance reports as
+ * ended its claim can take over, and a waiter that sees a lease pass and claims again never finds the
+ * claim disagree. Instances' clocks must then agree to well within a lease (30 s by default, renewed
+ * every 10 s), and a server's store must follow the server's clock.
  *
  * Each principal's records are accounted in four keys: KEYS[2] a sorted set of all of them (member =
  * record key, score = its expiry in Redis's ms clock), KEYS[3] a hash of each one's size, KEYS[4] the
@@ -451,7 +463,7 @@ interface Channel {
   sent: boolean;
   /** The lease the timer is set for, and the timer: when it passes, the key is read again. */
   leaseAt?: number;
-  leaseTimer?: NodeJS.Timeout;
+  leaseTimer?: ClockTimer;
   /** The lease whose passing the followers were told of: they are told once. */
   deadAt?: number;
 }
@@ -480,6 +492,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   private readonly maxBytesPerPrincipal: number;
   private readonly fullRetryAfterMs: number;
   private readonly maxWatchers: number;
+  private readonly clock: Clock;
   /** Followers by channel (= record key); a channel is subscribed while it has any. */
   private readonly channels = new Map<string, Channel>();
   /** How many watchers all channels hold. */
@@ -502,6 +515,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     this.maxBytesPerPrincipal = options.maxBytesPerPrincipal ?? 16 * MIB;
     this.fullRetryAfterMs = options.fullRetryAfterMs ?? 5_000;
     this.maxWatchers = options.maxWatchers ?? 50_000;
+    this.clock = options.clock ?? systemClock;
     this.connection.watchEvictionPolicy();
   }
 
@@ -525,7 +539,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   /** Remembers the token of a claim this store took, for `ttlMs` (renewed by `abandon`). */
   private hold(id: string, token: string, ttlMs: number): void {
-    const now = Date.now();
+    const now = this.clock.now();
     this.claims.delete(id);
     this.claims.set(id, { token, until: now + ttlMs });
     // Oldest write first: the lapsed ones at the head go, and the oldest past the bound.
@@ -561,7 +575,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         this.maxBytesPerPrincipal,
         RECORD_OVERHEAD_BYTES,
         token,
-        Date.now(),
+        this.clock.now(),
       );
     } catch (error) {
       if (isOutOfMemory(error)) {
@@ -710,7 +724,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       id,
       fingerprint,
       this.tokenOf(id),
-      Math.ceil(Date.now() + leaseMs),
+      Math.ceil(this.clock.now() + leaseMs),
     );
     const held = this.channels.get(id);
     if (renewed === 2 && held) {
@@ -791,7 +805,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           return;
         }
         done = true;
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         channel.waiters.delete(waiter);
         this.leave(channel);
         outcome();
@@ -809,7 +823,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
                 if (lease === undefined) {
                   return;
                 }
-                if (lease >= Date.now()) {
+                if (lease >= this.clock.now()) {
                   this.arm(channel, lease);
                   return;
                 }
@@ -835,7 +849,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           }
         },
       };
-      const timer = setTimeout(() => finish(() => resolve(undefined)), Math.max(0, maxMs));
+      const timer = this.clock.setTimeout(() => finish(() => resolve(undefined)), Math.max(0, maxMs));
       let held = this.channels.get(name);
       if (!held) {
         held = {
@@ -876,7 +890,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       if (held.subscribed !== subscribed || held.sent) {
         return;
       }
-      const timer = setTimeout(() => {
+      const timer = this.clock.setTimeout(() => {
         if (!this.closed && this.channels.get(held.name) === held && held.watchers.size > 0 && !held.sent) {
           this.subscribe(held);
           // Changes made meanwhile were not heard: the watchers look again.
@@ -886,7 +900,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           );
         }
       }, RESUBSCRIBE_MS);
-      timer.unref();
+      unrefTimer(timer);
     });
   }
 
@@ -896,7 +910,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       return;
     }
     this.channels.delete(held.name);
-    clearTimeout(held.leaseTimer);
+    this.clock.clearTimeout(held.leaseTimer);
     if (held.sent) {
       this.listening?.unsubscribe(held.name).catch(() => {});
     }
@@ -936,20 +950,20 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     if (lease === held.leaseAt) {
       return;
     }
-    clearTimeout(held.leaseTimer);
+    this.clock.clearTimeout(held.leaseTimer);
     held.leaseTimer = undefined;
     held.leaseAt = lease;
     if (lease === undefined || this.closed) {
       return;
     }
-    held.leaseTimer = setTimeout(
+    held.leaseTimer = this.clock.setTimeout(
       () => {
         held.leaseAt = undefined;
         this.lookAt(held, false);
       },
-      Math.max(0, lease - Date.now()) + LEASE_SLACK_MS,
+      Math.max(0, lease - this.clock.now()) + LEASE_SLACK_MS,
     );
-    held.leaseTimer.unref();
+    unrefTimer(held.leaseTimer);
   }
 
   /**
@@ -969,7 +983,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
           return;
         }
         const lease = leaseOf(entry);
-        if (lease !== undefined && lease < Date.now()) {
+        if (lease !== undefined && lease < this.clock.now()) {
           this.arm(held, undefined);
           if (held.deadAt !== lease) {
             held.deadAt = lease;
@@ -995,10 +1009,10 @@ export class RedisIdempotencyStore implements IdempotencyStore {
       () => {
         // Redis did not answer: look again in a while, as long as someone follows the key.
         if (this.channels.get(held.name) === held && !this.closed) {
-          clearTimeout(held.leaseTimer);
+          this.clock.clearTimeout(held.leaseTimer);
           held.leaseAt = undefined;
-          held.leaseTimer = setTimeout(() => this.lookAt(held, resubscribed), RESUBSCRIBE_MS);
-          held.leaseTimer.unref();
+          held.leaseTimer = this.clock.setTimeout(() => this.lookAt(held, resubscribed), RESUBSCRIBE_MS);
+          unrefTimer(held.leaseTimer);
         }
       },
     );
@@ -1057,7 +1071,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   async close(): Promise<void> {
     this.closed = true;
     for (const held of this.channels.values()) {
-      clearTimeout(held.leaseTimer);
+      this.clock.clearTimeout(held.leaseTimer);
     }
     if (this.ownsConnection) {
       await this.connection.close();

@@ -1,12 +1,18 @@
 /** `createRedisState`: the three Redis stores on one shared connection, ready to hand to a server. */
+import type { Clock } from "@otc/server/node";
 import type { Redis } from "ioredis";
 import { RedisChallengeStore, type RedisChallengeStoreOptions } from "./challenge-store.js";
 import { RedisConnection, type RedisConnectionOptions } from "./connection.js";
 import { RedisIdempotencyStore, type RedisIdempotencyStoreOptions } from "./idempotency-store.js";
 import { RedisTokenStore, type RedisTokenStoreOptions } from "./token-store.js";
 
-/** Options of {@link createRedisState}: the connection's, and each store's own. */
+/** Options of {@link createRedisState}: the connection's, the stores' clock, and each store's own. */
 export interface RedisStateOptions extends RedisConnectionOptions {
+  /**
+   * The clock the three stores follow (see each store's `clock`), unless one is given its own: the server's. Redis's
+   * own TTLs stay on Redis's clock. Default `systemClock`.
+   */
+  clock?: Clock;
   idempotency?: Omit<RedisIdempotencyStoreOptions, keyof RedisConnectionOptions>;
   tokens?: Omit<RedisTokenStoreOptions, keyof RedisConnectionOptions>;
   challenges?: Omit<RedisChallengeStoreOptions, keyof RedisConnectionOptions>;
@@ -42,12 +48,12 @@ export interface RedisState {
  * // on shutdown: await running.close(); await state.close();
  */
 export function createRedisState(redis: string | Redis, options: RedisStateOptions = {}): RedisState {
-  const { idempotency, tokens, challenges, ...connectionOptions } = options;
+  const { idempotency, tokens, challenges, clock, ...connectionOptions } = options;
   const connection = new RedisConnection(redis, connectionOptions);
   return {
-    idempotencyStore: new RedisIdempotencyStore(connection, idempotency),
-    tokenStore: new RedisTokenStore(connection, tokens),
-    challengeStore: new RedisChallengeStore(connection, challenges),
+    idempotencyStore: new RedisIdempotencyStore(connection, { clock, ...idempotency }),
+    tokenStore: new RedisTokenStore(connection, { clock, ...tokens }),
+    challengeStore: new RedisChallengeStore(connection, { clock, ...challenges }),
     connection,
     ready: async (timeoutMs = 10_000) => {
       await connection.ready(connection.client, timeoutMs);

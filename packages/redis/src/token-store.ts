@@ -1,5 +1,5 @@
 /** Held tokens in Redis, one key per (principal, user, provider), each expiring with its token. */
-import type { StoredToken, TokenOwner, TokenStore } from "@otc/server/node";
+import { type Clock, type StoredToken, systemClock, type TokenOwner, type TokenStore } from "@otc/server/node";
 import type { Redis } from "ioredis";
 import { keyPart, parseStored, RedisConnection, type RedisConnectionOptions } from "./connection.js";
 
@@ -7,6 +7,11 @@ import { keyPart, parseStored, RedisConnection, type RedisConnectionOptions } fr
 export interface RedisTokenStoreOptions extends RedisConnectionOptions {
   /** How long a token without an expiry is kept, and the longest any token is kept. Default 30 days. */
   maxTtlMs?: number;
+  /**
+   * The clock a token's `expiresAt` is read against: a token past it is not answered, and the key's TTL is the time
+   * left by it. The key then expires on Redis's own clock, which no clock here moves. Default `systemClock`.
+   */
+  clock?: Clock;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -20,12 +25,14 @@ export class RedisTokenStore implements TokenStore {
   private readonly connection: RedisConnection;
   private readonly ownsConnection: boolean;
   private readonly maxTtlMs: number;
+  private readonly clock: Clock;
 
   /** From a Redis URL or client (see {@link RedisConnection}), or a connection shared with other stores. */
   constructor(redis: string | Redis | RedisConnection, options: RedisTokenStoreOptions = {}) {
     this.ownsConnection = !(redis instanceof RedisConnection);
     this.connection = redis instanceof RedisConnection ? redis : new RedisConnection(redis, options);
     this.maxTtlMs = options.maxTtlMs ?? 30 * DAY_MS;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** The Redis key of a token: exposed for tests and operators. */
@@ -40,14 +47,17 @@ export class RedisTokenStore implements TokenStore {
     }
     const token = parseStored<StoredToken>(raw);
     // The TTL is rounded up to whole milliseconds by Redis; the expiry itself is exact.
-    if (token.expiresAt !== undefined && token.expiresAt <= Date.now()) {
+    if (token.expiresAt !== undefined && token.expiresAt <= this.clock.now()) {
       return undefined;
     }
     return token;
   }
 
   async set(owner: TokenOwner, providerId: string, token: StoredToken): Promise<void> {
-    const ttlMs = Math.min(this.maxTtlMs, token.expiresAt === undefined ? this.maxTtlMs : token.expiresAt - Date.now());
+    const ttlMs = Math.min(
+      this.maxTtlMs,
+      token.expiresAt === undefined ? this.maxTtlMs : token.expiresAt - this.clock.now(),
+    );
     const key = this.keyOf(owner, providerId);
     if (ttlMs <= 0) {
       await this.connection.run((client) => client.del(key));

@@ -1,6 +1,8 @@
 // RedisChallengeStore against a real redis-server: the same bounds as the in-memory store (per owner, per principal, in total), shared by several connections.
 import { ChallengeStoreFullError } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,6 +26,11 @@ function stores2(options: RedisChallengeStoreOptions = {}): [RedisChallengeStore
 }
 const id = () => `google.c-${next++}`;
 const owner = (userId: string, principal = "anonymous") => ({ principal, userId });
+/** Redis's own clock (TIME), in milliseconds: the one challenges are stamped, ordered and expired by. */
+async function redisNow(): Promise<number> {
+  const [seconds, micros] = await admin.time();
+  return Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+}
 
 beforeAll(async () => {
   server = await startRedisServer();
@@ -92,9 +99,12 @@ describe("RedisChallengeStore", () => {
     async () => {
       const [a, b] = stores2({ maxChallengesPerPrincipal: 3, maxChallenges: 6 });
       const [a1, b1, a2, a3, a4] = [id(), id(), id(), id(), id()];
-      // A principal's challenges are ordered by when they expire, to the millisecond: two added in the same
-      // millisecond are equally old (and the store may drop either), so these are a few milliseconds apart.
-      const later = () => new Promise((resolve) => setTimeout(resolve, 3));
+      // A principal's challenges are ordered by when they expire, to the millisecond of Redis's clock: two added in
+      // the same millisecond are equally old (and the store may drop either), so each waits for Redis's next one.
+      const later = async () => {
+        const now = await redisNow();
+        await until(async () => (await redisNow()) > now, { what: "Redis's clock to move on" });
+      };
       await a.add(a1, { owner: owner("u1", "a"), scopes: [] });
       await later();
       await b.add(b1, { owner: owner("u1", "b"), scopes: [] });
@@ -209,11 +219,29 @@ describe("RedisChallengeStore", () => {
     await a.add(decided, { owner: owner("bob"), scopes: [] });
     await b.decide(decided, "failed");
     await expect(a.add(id(), { owner: owner("cy"), scopes: [] })).rejects.toBeInstanceOf(ChallengeStoreFullError);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Redis expires them, and drops them from its index, by its own clock, which no clock of the test moves: wait
+    // until that clock passed both, as long as it takes.
+    const index = `${a.keyOf("").split("challenge:")[0]}challenges`;
+    await until(
+      async () =>
+        (await admin.exists(a.keyOf(pending), a.keyOf(decided))) === 0 &&
+        (await admin.zcount(index, `(${await redisNow()}`, "+inf")) === 0,
+      { what: "Redis to expire the challenges" },
+    );
     expect(await b.get(pending)).toBeUndefined();
     expect(await b.get(decided)).toBeUndefined();
     expect(await b.decide(pending, "completed")).toBeUndefined();
     await expect(a.add(id(), { owner: owner("cy"), scopes: [] })).resolves.toMatchObject({ status: "pending" });
+  });
+
+  it("gives a challenge's expiresAt by the store's clock, from the time Redis has left for it", async () => {
+    const clock = new ManualClock();
+    const [a, b] = stores2({ ttlMs: 60_000, clock });
+    const c = id();
+    expect((await a.add(c, { owner: owner("ann"), scopes: [] })).expiresAt).toBe(clock.now() + 60_000);
+    const read = (await b.get(c))?.expiresAt ?? 0;
+    expect(read).toBeGreaterThan(clock.now() + 50_000);
+    expect(read).toBeLessThanOrEqual(clock.now() + 60_000);
   });
 
   it("replaces a challenge added again under the same id, and leaves only expiring keys behind", async () => {

@@ -1,6 +1,8 @@
 // RedisIdempotencyStore and the tasks extension (docs/protocol.md 9.3), against a real redis-server: how a call ended, progress, leases and their takeover, cancel requests and watchers, between separate connections as separate instances would have.
 import { IdempotencyStoreFullError } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolResponse } from "@otc/types";
 import { Redis } from "ioredis";
@@ -19,7 +21,11 @@ function store(options: ConstructorParameters<typeof RedisIdempotencyStore>[1] =
   return made;
 }
 const key = (principal = "anonymous") => ({ principal, callId: `task-${next++}` });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Two instances on one clock, which the test moves: leases pass, and are renewed, when it says. */
+function twoOnOneClock() {
+  const clock = new ManualClock();
+  return { clock, a: store({ clock }), b: store({ clock }) };
+}
 const ok = (callId: string, value: unknown): CallToolResponse => ({
   call_id: callId,
   duration: 1,
@@ -38,6 +44,20 @@ const listeners = async (name: string) => Number((await admin.pubsub("NUMSUB", n
 function recorder() {
   const events: string[] = [];
   return { events, listener: (event: string) => events.push(event) };
+}
+/**
+ * Counts the reads (HGETALL) of the key `name` that clients send, as Redis runs them (a script's own reads are not
+ * counted): a test waits for a store's reads instead of guessing how long they take.
+ */
+async function readsOf(name: string): Promise<{ count: () => number; stop: () => void }> {
+  const monitor = await admin.monitor();
+  let count = 0;
+  monitor.on("monitor", (_time: string, args: string[], source: string) => {
+    if (source !== "lua" && args[0]?.toLowerCase() === "hgetall" && args[1] === name) {
+      count++;
+    }
+  });
+  return { count: () => count, stop: () => monitor.disconnect() };
 }
 /** The principal's accounted bytes (the sum the scripts keep). */
 const bytesOf = (made: RedisIdempotencyStore, principal: string) =>
@@ -164,14 +184,14 @@ describe("RedisIdempotencyStore: progress", () => {
 
 describe("RedisIdempotencyStore: leases", () => {
   verifies("tasks.lease", "renews a running call's lease in its record, for its own run only", async () => {
-    const [a, b] = [store(), store()];
+    const clock = new ManualClock();
+    const [a, b] = [store({ clock }), store({ clock })];
     const k = key();
     await a.claim(k, "fp", 10_000);
-    const before = Date.now();
+    // By the renewing store's clock.
     await a.renew(k, "fp", 5_000);
     const lease = (await b.get(k))?.leaseUntil ?? 0;
-    expect(lease).toBeGreaterThanOrEqual(before + 5_000);
-    expect(lease).toBeLessThanOrEqual(Date.now() + 5_000);
+    expect(lease).toBe(clock.now() + 5_000);
     await b.renew(k, "other", 60_000);
     expect((await b.get(k))?.leaseUntil).toBe(lease);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, 1) }, 60_000);
@@ -180,13 +200,18 @@ describe("RedisIdempotencyStore: leases", () => {
   });
 
   verifies("tasks.lease", "lets exactly one claim take over a run whose lease passed, and none before", async () => {
-    const [a, b, c] = [store(), store(), store()];
+    // One clock for the three instances: the lease passes as the test moves it.
+    const clock = new ManualClock();
+    const [a, b, c] = [store({ clock }), store({ clock }), store({ clock })];
     const k = key();
     await a.claim(k, "fp", 60_000);
     await a.renew(k, "fp", 300);
     await a.progress(k, "fp", { progress: { progress: 7 }, seq: 3 });
     expect(await b.claim(k, "fp", 60_000)).toMatchObject({ fingerprint: "fp", progressSeq: 3 });
-    await sleep(400);
+    // At the lease's last millisecond the run is still vouched for; one later, it is not.
+    await clock.advance(300);
+    expect(await c.claim(k, "fp", 60_000)).toMatchObject({ fingerprint: "fp", progressSeq: 3 });
+    await clock.advance(1);
     const claims = await Promise.all(
       Array.from({ length: 20 }, (_, i) => [b, c][i % 2]?.claim(k, "fp", 60_000) ?? Promise.reject()),
     );
@@ -196,11 +221,11 @@ describe("RedisIdempotencyStore: leases", () => {
   });
 
   /** A key whose first run (on `a`) lost it: its lease passed, and `b` claimed the call again and vouches for it. */
-  async function takenOver(a: RedisIdempotencyStore, b: RedisIdempotencyStore) {
+  async function takenOver({ clock, a, b }: ReturnType<typeof twoOnOneClock>) {
     const k = key();
     await a.claim(k, "fp", 60_000);
     await a.renew(k, "fp", 100);
-    await sleep(200);
+    await clock.advance(200);
     expect(await b.claim(k, "fp", 60_000)).toBeUndefined();
     await b.renew(k, "fp", 60_000);
     return { k, lease: (await b.get(k))?.leaseUntil };
@@ -210,8 +235,9 @@ describe("RedisIdempotencyStore: leases", () => {
     "tasks.lease",
     "fences the run that lost its key: its late progress, renewal, abandon and complete leave the new run alone",
     async () => {
-      const [a, b] = [store(), store()];
-      const { k, lease } = await takenOver(a, b);
+      const instances = twoOnOneClock();
+      const { a, b } = instances;
+      const { k, lease } = await takenOver(instances);
       // The first run goes on (its instance was only cut off) and writes late, with the same fingerprint.
       await a.progress(k, "fp", { progress: { progress: 99 }, seq: 99 });
       await a.renew(k, "fp", 1);
@@ -227,15 +253,17 @@ describe("RedisIdempotencyStore: leases", () => {
   );
 
   verifies("tasks.lease", "fences the late release of the run that lost its key", async () => {
-    const [a, b] = [store(), store()];
-    const { k, lease } = await takenOver(a, b);
+    const instances = twoOnOneClock();
+    const { a, b } = instances;
+    const { k, lease } = await takenOver(instances);
     await a.release(k, failed(k.callId, true));
     expect(await b.get(k)).toEqual({ fingerprint: "fp", leaseUntil: lease });
   });
 
   it("keeps a finished record's token: a late finisher of an earlier run cannot overwrite the new run's result", async () => {
-    const [a, b] = [store(), store()];
-    const { k } = await takenOver(a, b);
+    const instances = twoOnOneClock();
+    const { a, b } = instances;
+    const { k } = await takenOver(instances);
     await b.complete(k, { fingerprint: "fp", response: ok(k.callId, "new") }, 60_000);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, "late") }, 60_000);
     expect((await a.get(k))?.response).toEqual(ok(k.callId, "new"));
@@ -269,32 +297,39 @@ describe("RedisIdempotencyStore: leases", () => {
   });
 
   it("wakes a waiter when the lease of the run it waits for passes, so it can claim the call", async () => {
-    const [a, b] = [store(), store()];
+    const { clock, a, b } = twoOnOneClock();
     const k = key();
     await a.claim(k, "fp", 60_000);
     await a.renew(k, "fp", 500);
-    const started = Date.now();
+    let answered = false;
+    const waiting = b.waitFor(k, "fp", 15_000).finally(() => {
+      answered = true;
+    });
+    // Its limit, and the timer for the lease it read (or an answer, too early).
+    await Promise.race([clock.untilPending(2), waiting]);
+    await clock.advance(400);
+    expect(answered).toBe(false);
     // Its instance stops renewing: the waiter answers soon after the lease, not at its 15 s limit.
-    expect(await b.waitFor(k, "fp", 15_000)).toBeUndefined();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(400);
-    expect(Date.now() - started).toBeLessThan(3_000);
+    await clock.advance(200);
+    expect(await waiting).toBeUndefined();
     expect(await b.claim(k, "fp", 60_000)).toBeUndefined();
   });
 
   it("keeps a waiter waiting while the run's instance renews its lease", async () => {
-    const [a, b] = [store(), store()];
+    const { clock, a, b } = twoOnOneClock();
     const k = key();
     await a.claim(k, "fp", 60_000);
     await a.renew(k, "fp", 300);
-    const renewing = setInterval(() => void a.renew(k, "fp", 300), 100);
-    try {
-      const waiting = b.waitFor(k, "fp", 15_000);
-      await sleep(1_000);
-      await a.complete(k, { fingerprint: "fp", response: ok(k.callId, "done") }, 60_000);
-      expect(await waiting).toEqual({ fingerprint: "fp", response: ok(k.callId, "done") });
-    } finally {
-      clearInterval(renewing);
+    const waiting = b.waitFor(k, "fp", 15_000);
+    // Its limit, and the timer for the lease it read (or an answer, too early).
+    await Promise.race([clock.untilPending(2), waiting]);
+    // A second of renewals, every 100 ms for 300 ms more: the waiter reads each lease it was armed for, renewed.
+    for (let step = 0; step < 10; step++) {
+      await clock.advance(100);
+      await a.renew(k, "fp", 300);
     }
+    await a.complete(k, { fingerprint: "fp", response: ok(k.callId, "done") }, 60_000);
+    expect(await waiting).toEqual({ fingerprint: "fp", response: ok(k.callId, "done") });
   });
 });
 
@@ -344,14 +379,18 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
   });
 
   it("does not wake waiters for progress or cancel, and a waiter's end leaves a watcher subscribed", async () => {
-    const [a, b] = [store(), store()];
+    const clock = new ManualClock();
+    const [a, b] = [store(), store({ clock })];
     const k = key();
     await a.claim(k, "fp", 10_000);
+    const reads = await readsOf(b.keyOf(k));
     const seen = recorder();
     const stop = b.watch(k, seen.listener);
     await expect.poll(() => listeners(b.keyOf(k))).toBe(1);
     const waiting = b.waitFor(k, "fp", 15_000);
-    await sleep(100);
+    // The watcher's first read of the key and the waiter's are done before the count starts.
+    await until(() => reads.count() === 2, { what: "the watcher's and the waiter's first reads" });
+    reads.stop();
     await admin.config("RESETSTAT");
     for (let seq = 1; seq <= 10; seq++) {
       await a.progress(k, "fp", { progress: { progress: seq }, seq });
@@ -362,7 +401,10 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
     const stats = (await admin.info("commandstats")).match(/cmdstat_hgetall:calls=(\d+)/);
     expect(Number(stats?.[1] ?? 0)).toBe(0);
     // A waiter that ends (here at its limit, on a key already subscribed by the watcher) keeps the watcher's subscription.
-    expect(await b.waitFor(k, "fp", 50)).toBeUndefined();
+    const ending = b.waitFor(k, "fp", 50);
+    await clock.untilPending(2);
+    await clock.advance(50);
+    expect(await ending).toBeUndefined();
     expect(await listeners(b.keyOf(k))).toBe(1);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, 1) }, 60_000);
     expect(await waiting).toEqual({ fingerprint: "fp", response: ok(k.callId, 1) });
@@ -380,7 +422,12 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
     await expect.poll(() => listeners(b.keyOf(k))).toBe(1);
     stop();
     stop(); // twice: nothing more happens
-    await sleep(100);
+    // b's subscriber connection sends its commands in order: once Redis has the SUBSCRIBE of a watch started now, it
+    // has any UNSUBSCRIBE the stops sent before it.
+    const probe = key();
+    const stopProbe = b.watch(probe, () => {});
+    await expect.poll(() => listeners(b.keyOf(probe))).toBe(1);
+    stopProbe();
     expect(await listeners(b.keyOf(k))).toBe(1);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, 2) }, 60_000);
     expect(await waiting).toEqual({ fingerprint: "fp", response: ok(k.callId, 2) });
@@ -388,7 +435,7 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
   });
 
   verifies("tasks.lease", "tells watchers 'settled' once when the lease of the run passes", async () => {
-    const [a, b] = [store(), store()];
+    const { clock, a, b } = twoOnOneClock();
     const k = key();
     await a.claim(k, "fp", 60_000);
     const seen = recorder();
@@ -396,12 +443,19 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
     const stop = b.watch(k, seen.listener);
     await expect.poll(() => listeners(b.keyOf(k))).toBe(1);
     await a.renew(k, "fp", 400);
-    await sleep(250);
+    // The watcher read the lease: its timer is set for it.
+    await clock.untilPending(1);
+    await clock.advance(250);
     await a.renew(k, "fp", 400);
-    await sleep(250);
+    await clock.advance(250);
     expect(seen.events).toEqual([]);
-    await expect.poll(() => seen.events, { timeout: 2_000 }).toEqual(["settled"]);
-    await sleep(300);
+    // Past the renewed lease (650), with nobody renewing it.
+    await clock.advance(200);
+    await until(() => seen.events.length > 0, { what: "the watcher to hear the lease pass" });
+    expect(seen.events).toEqual(["settled"]);
+    // Later still, it hears nothing more: b answers its reads in order, so one sent now comes after any the timers sent.
+    await clock.advance(300);
+    await b.get(k);
     expect(seen.events).toEqual(["settled"]);
     stop();
   });
@@ -463,20 +517,22 @@ describe("RedisIdempotencyStore: watchers and cancel", () => {
   );
 
   it("drops a kept cancel when a claim takes the key over: the new run is not cancelled", async () => {
-    const [a, b] = [store(), store()];
+    const { clock, a, b } = twoOnOneClock();
     const k = key();
     await a.claim(k, "fp", 10_000);
     await a.renew(k, "fp", 100);
     await b.cancel(k);
-    await sleep(150);
+    await clock.advance(150);
     // The lease passed: B's claim takes the call over, and runs it anew.
     expect(await b.claim(k, "fp", 10_000)).toBeUndefined();
     expect(await admin.hget(b.keyOf(k), "k")).toBeNull();
     const seen = recorder();
     const stop = b.watch(k, seen.listener);
     await expect.poll(() => listeners(b.keyOf(k))).toBe(1);
+    // A renewal that found a cancel kept tells the watchers before it resolves; and B's watcher reads the lease this
+    // first renewal publishes (setting its timer for it), and would tell them of a kept cancel in the same step.
     await b.renew(k, "fp", 5_000);
-    await sleep(100);
+    await clock.untilPending(1);
     expect(seen.events).toEqual([]);
     stop();
   });

@@ -1,6 +1,8 @@
 // RedisIdempotencyStore against a real redis-server: atomic claims across connections, TTLs, bounds, pub/sub waits, outages.
 import { IdempotencyStoreFullError } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolResponse } from "@otc/types";
 import { Redis } from "ioredis";
@@ -25,6 +27,15 @@ function store(options: ConstructorParameters<typeof RedisIdempotencyStore>[1] =
   return made;
 }
 const key = (principal = "anonymous") => ({ principal, callId: `call-${next++}` });
+/** Resolves once `count` connections listen on the channel `name`: the waiters' SUBSCRIBEs reached Redis. */
+const subscribed = (name: string, count = 1) =>
+  until(async () => Number((await admin.pubsub("NUMSUB", name))[1]) === count, { what: `${count} on ${name}` });
+/**
+ * Resolves once Redis has expired `keys`. Their TTLs run on Redis's own clock, which no clock of the test moves: the
+ * test waits for as long as that takes, and no longer.
+ */
+const lapsed = (...keys: string[]) =>
+  until(async () => (await admin.exists(...keys)) === 0, { what: "Redis to expire the keys" });
 /** What `promise` resolved with, and whether that took under 3 s: far below the 15 s limits the waits are given. */
 async function timed<T>(promise: Promise<T>): Promise<{ value: T; fast: boolean }> {
   const started = Date.now();
@@ -83,7 +94,7 @@ describe("RedisIdempotencyStore", () => {
     const k = key();
     expect(await a.claim(k, "fp", 1_000)).toBeUndefined();
     expect(await a.claim(k, "fp", 1_000)).toEqual({ fingerprint: "fp" });
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await lapsed(a.keyOf(k));
     expect(await a.claim(k, "fp", 10_000)).toBeUndefined();
   });
 
@@ -91,7 +102,7 @@ describe("RedisIdempotencyStore", () => {
     const a = store();
     const k = key();
     await a.claim(k, "first", 100);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await lapsed(a.keyOf(k));
     expect(await a.claim(k, "second", 10_000)).toBeUndefined();
     await a.complete(k, { fingerprint: "first", response: ok(k.callId, 1) }, 60_000);
     expect(await a.get(k)).toEqual({ fingerprint: "second" });
@@ -144,7 +155,7 @@ describe("RedisIdempotencyStore", () => {
       const lone = { principal: "jwt:\udfff", callId: "\ud800" };
       expect(await a.claim(lone, "fp", 10_000)).toBeUndefined();
       const waiting = b.waitFor(lone, "fp", 15_000);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await subscribed(b.keyOf(lone));
       await a.complete(lone, { fingerprint: "fp", response: ok("\ud800", "done") }, 60_000);
       expect(await waiting).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
       expect(await b.get(lone)).toEqual({ fingerprint: "fp", response: ok("\ud800", "done") });
@@ -155,17 +166,18 @@ describe("RedisIdempotencyStore", () => {
   );
 
   it("wakes a waiter on another connection when the key completes, without polling", async () => {
-    const [a, b] = [store(), store()];
+    const clock = new ManualClock();
+    const [a, b] = [store(), store({ clock })];
     const k = key();
     await a.claim(k, "fp", 10_000);
     await admin.config("RESETSTAT");
-    const started = Date.now();
     const waiting = b.waitFor(k, "fp", 15_000);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await subscribed(b.keyOf(k));
+    // A second of waiting by the waiter's clock: a store that polled would read the key at each of its turns.
+    await clock.advance(1_000);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, "done") }, 60_000);
+    // Its clock is far below maxMs, so the message woke it. And the second cost a read or two, not one every few ms.
     expect(await waiting).toEqual({ fingerprint: "fp", response: ok(k.callId, "done") });
-    // Far below maxMs: the message woke it. And a second of waiting cost a read or two, not a read every few ms.
-    expect(Date.now() - started).toBeLessThan(10_000);
     const stats = (await admin.info("commandstats")).match(/cmdstat_hgetall:calls=(\d+)/);
     expect(Number(stats?.[1] ?? 0)).toBeLessThanOrEqual(3);
   });
@@ -176,7 +188,7 @@ describe("RedisIdempotencyStore", () => {
     const freed = key();
     await a.claim(freed, "fp", 10_000);
     const waiting = timed(b.waitFor(freed, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(freed));
     await a.release(freed);
     expect(await waiting).toEqual({ value: undefined, fast: true });
 
@@ -197,12 +209,16 @@ describe("RedisIdempotencyStore", () => {
   });
 
   it("gives up after maxMs, and several waiters on one key all wake", async () => {
-    const [a, b, c] = [store(), store(), store()];
+    const clock = new ManualClock();
+    const [a, b, c] = [store(), store({ clock }), store()];
     const k = key();
     await a.claim(k, "fp", 10_000);
-    expect(await b.waitFor(k, "fp", 100)).toBeUndefined();
+    const givingUp = b.waitFor(k, "fp", 100);
+    await clock.untilPending(1);
+    await clock.advance(100);
+    expect(await givingUp).toBeUndefined();
     const waiters = [b.waitFor(k, "fp", 15_000), b.waitFor(k, "fp", 15_000), c.waitFor(k, "fp", 15_000)];
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(k), 2);
     await a.complete(k, { fingerprint: "fp", response: ok(k.callId, 7) }, 60_000);
     for (const entry of await Promise.all(waiters)) {
       expect(entry?.response).toEqual(ok(k.callId, 7));
@@ -229,11 +245,17 @@ describe("RedisIdempotencyStore while Redis is down", () => {
   it("fails fast with RedisUnavailableError, and reconnects by itself once Redis is back", async () => {
     const own = await startRedisServer();
     const a = new RedisIdempotencyStore(own.url, { readyTimeoutMs: 300, commandTimeoutMs: 500 });
+    const ownAdmin = new Redis(own.url);
     try {
       const k = key();
       expect(await a.claim(k, "fp", 10_000)).toBeUndefined();
+      await ownAdmin.config("RESETSTAT");
       const waiting = a.waitFor(k, "fp", 15_000);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The waiter subscribed, and Redis answered its first read of the key (which follows the SUBSCRIBE), before it goes down.
+      await until(async () => /cmdstat_hgetall:calls=1,/.test(await ownAdmin.info("commandstats")), {
+        what: "the waiter's first read",
+      });
+      ownAdmin.disconnect();
       await own.stop();
       const started = Date.now();
       const failures = await Promise.all(
@@ -251,6 +273,7 @@ describe("RedisIdempotencyStore while Redis is down", () => {
         .poll(() => a.claim(key(), "fp", 10_000).catch((error: unknown) => error), { timeout: 10_000 })
         .toBeUndefined();
     } finally {
+      ownAdmin.disconnect();
       await a.close();
       await own.close();
     }
@@ -263,7 +286,7 @@ describe("RedisIdempotencyStore releases with a response for the waiters", () =>
     const k = key();
     await a.claim(k, "fp", 10_000);
     const waiters = [timed(b.waitFor(k, "fp", 15_000)), timed(c.waitFor(k, "fp", 15_000))];
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(k), 2);
     const failure = failed(k.callId, "Try again");
     await a.release(k, failure);
     for (const waited of await Promise.all(waiters)) {
@@ -303,7 +326,7 @@ describe("RedisIdempotencyStore releases with a response for the waiters", () =>
     await a.claim(k, "fp", 10_000);
     // Waits as "fp", while the key gets reclaimed by "other" after a lapse: simulated by a direct rewrite.
     const waiting = timed(b.waitFor(k, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(k));
     await admin.hset(a.keyOf(k), "f", "other");
     await a.release(k, failed(k.callId, "not yours"));
     expect(await waiting).toEqual({ value: undefined, fast: true });
@@ -315,7 +338,7 @@ describe("RedisIdempotencyStore releases with a response for the waiters", () =>
     const large = key();
     await a.claim(large, "fp", 10_000);
     const waiting = timed(b.waitFor(large, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(large));
     const response = ok(large.callId, "x".repeat(2_000));
     await a.complete(large, { fingerprint: "fp", response }, 60_000);
     expect(await waiting).toEqual({ value: { fingerprint: "fp", response }, fast: true });
@@ -324,14 +347,14 @@ describe("RedisIdempotencyStore releases with a response for the waiters", () =>
     const huge = key();
     await a.claim(huge, "fp", 10_000);
     const waitingHuge = timed(b.waitFor(huge, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(huge));
     await a.complete(huge, { fingerprint: "fp", response: ok(huge.callId, "x".repeat(6_000)) }, 60_000);
     // Freed without the response: the waiter learns it at once and runs the call itself.
     expect(await waitingHuge).toEqual({ value: undefined, fast: true });
     const retried = failed(huge.callId, "x".repeat(6_000));
     await a.claim(huge, "fp", 10_000);
     const waitingRetry = timed(b.waitFor(huge, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(huge));
     await a.release(huge, retried);
     expect(await waitingRetry).toEqual({ value: undefined, fast: true });
   });
@@ -399,7 +422,7 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
     expect(await a.get(first)).toBeUndefined();
     // A response larger than the quota itself is not kept; the waiters still get it.
     const waiting = timed(b.waitFor(second, "fp", 15_000));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await subscribed(b.keyOf(second));
     const response = ok(second.callId, "y".repeat(1_300));
     await a.complete(second, { fingerprint: "fp", response }, 60_000);
     expect(await waiting).toEqual({ value: { fingerprint: "fp", response }, fast: true });
@@ -412,7 +435,16 @@ describe("RedisIdempotencyStore per-principal quotas", () => {
       await a.claim(key("lapsing"), "fp", 1_000);
     }
     await expect(a.claim(key("lapsing"), "fp", 1_000)).rejects.toBeInstanceOf(IdempotencyStoreFullError);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // The claims lapse by Redis's own clock (TIME), which no clock of the test moves: wait until it passed both.
+    const expiry = a.keyOf(key("lapsing")).replace(/idem:([^:]+):.*$/, "idem-expiry:$1");
+    await until(
+      async () => {
+        const [seconds, micros] = await admin.time();
+        const now = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+        return (await admin.zcount(expiry, `(${now}`, "+inf")) === 0;
+      },
+      { what: "Redis's clock to pass the claims' expiry" },
+    );
     expect(await a.claim(key("lapsing"), "fp", 10_000)).toBeUndefined();
     expect(await a.claim(key("lapsing"), "fp", 10_000)).toBeUndefined();
   });
@@ -498,8 +530,9 @@ describe("RedisIdempotencyStore after its subscriber reconnects", () => {
       const held = proxy.holdSubscribes();
       await admin.client("KILL", "TYPE", "pubsub");
       await held;
-      // ...long enough for a store that read its keys at "ready" to have done so, and then the call completes.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // ...and a store that read its keys at "ready" has had its answer: the store's commands are answered in order,
+      // so a read it sent then is answered before this one. Only then does the call complete.
+      await waiterSide.get(k);
       await a.complete(k, { fingerprint: "fp", response: ok(k.callId, "done") }, 60_000);
       proxy.releaseSubscribes();
       expect(await timed(waiting)).toEqual({

@@ -1,4 +1,5 @@
 // createRedisState: three stores on one connection, from a URL or a caller's client, closed as documented; errors carry no secrets.
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -26,6 +27,25 @@ describe("createRedisState", () => {
     await state.close();
     await expect.poll(() => state.connection.client.status).toBe("end");
     await expect(state.tokenStore.get(owner, "google")).rejects.toBeInstanceOf(RedisUnavailableError);
+  });
+
+  it("gives its clock to the three stores, unless one is given its own", async () => {
+    const clock = new ManualClock();
+    const own = new ManualClock(clock.now() + 1_000);
+    const state = createRedisState(server.url, { keyPrefix: "s3:", clock, challenges: { clock: own, ttlMs: 60_000 } });
+    try {
+      const owner = { principal: "anonymous", userId: "cy" };
+      const key = { principal: "anonymous", callId: "leased" };
+      await state.idempotencyStore.claim(key, "fp", 10_000);
+      await state.idempotencyStore.renew(key, "fp", 5_000);
+      expect((await state.idempotencyStore.get(key))?.leaseUntil).toBe(clock.now() + 5_000);
+      await state.tokenStore.set(owner, "google", { token: "t", scopes: [], expiresAt: clock.now() + 60_000 });
+      clock.skip(60_000);
+      expect(await state.tokenStore.get(owner, "google")).toBeUndefined();
+      expect((await state.challengeStore.add("google.3", { owner, scopes: [] })).expiresAt).toBe(own.now() + 60_000);
+    } finally {
+      await state.close();
+    }
   });
 
   it("uses a caller's client and leaves it open", async () => {

@@ -4,7 +4,9 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { createHandler, listen } from "@otc/server";
 import { callTool, send } from "@otc/test-helpers/http";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect } from "vitest";
@@ -14,7 +16,7 @@ import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 
 const TASKS = { "OXP-Extensions": "tasks" };
 const ASYNC = { ...TASKS, Prefer: "respond-async" };
-/** Short, so that a dead instance's call ends within the test: the server renews it every third of it. */
+/** Short: the child server, on the wall clock, renews it every third of it, and a test waits for two leases of that. */
 const LEASE_MS = 500;
 
 let redis: RedisServer;
@@ -35,21 +37,27 @@ interface Instance {
   close(): Promise<void>;
 }
 
-/** How an instance differs from the others: its Redis address (a proxy's), its lease, how often it keeps progress. */
+/**
+ * How an instance differs from the others: its Redis address (a proxy's), its lease, how often it keeps progress, and
+ * the clock its server and store follow (a test's, which it moves; else the wall clock).
+ */
 interface InstanceOptions {
   redisUrl?: string;
   taskLeaseMs?: number;
   progressPerSecond?: number;
+  clock?: ManualClock;
 }
 
 async function startInstance(hooks: SleepHooks = {}, options: InstanceOptions = {}): Promise<Instance> {
-  const store = new RedisIdempotencyStore(options.redisUrl ?? redis.url);
+  const { clock } = options;
+  const store = new RedisIdempotencyStore(options.redisUrl ?? redis.url, clock ? { clock } : {});
   const handler = createHandler({
     tools: [sleepTool(hooks)],
     logger: false,
     idempotencyStore: store,
     taskLeaseMs: options.taskLeaseMs ?? LEASE_MS,
     ...(options.progressPerSecond ? { progressPerSecond: options.progressPerSecond } : {}),
+    ...(clock ? { clock } : {}),
   });
   const running = await listen(handler, { port: 0, drainTimeoutMs: 500 });
   return {
@@ -89,36 +97,43 @@ const statusOn = (instance: Instance | string, callId: string, headers: Record<s
     headers,
   });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How many connections listen on the channel of `name`. */
+const listeners = async (name: string) => Number((await admin.pubsub("NUMSUB", name))[1]);
 
-/** Polls `check` every 20 ms until it holds, at most `ms`. */
-async function until(check: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) {
-      throw new Error("the condition did not come true in time");
-    }
-    await sleep(20);
-  }
+/** An event stream being read: what came so far, and its events (as {id, event, data}) once it ended. */
+interface FollowedStream {
+  text(): string;
+  events: Promise<{ id?: string; event?: string; data?: unknown }[]>;
 }
 
-/** Reads an event stream to its end, at most `ms`; answers its events as {id, event, data}. */
-async function readEvents(response: Response, ms = 10_000): Promise<{ id?: string; event?: string; data?: unknown }[]> {
+/** Reads an event stream as it comes, to its end (or, a guard against a hang, `ms`). */
+function follow(response: Response, ms = 10_000): FollowedStream {
   const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  const timer = setTimeout(() => void reader.cancel(), ms);
   const decoder = new TextDecoder();
   let text = "";
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) {
-        break;
+  const read = async () => {
+    // real time: only a guard against a stream that never ends; each test waits for the stream's own end.
+    const timer = setTimeout(() => void reader.cancel(), ms);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) {
+          break;
+        }
+        text += decoder.decode(value, { stream: true });
       }
-      text += decoder.decode(value, { stream: true });
+    } finally {
+      clearTimeout(timer);
     }
-  } finally {
-    clearTimeout(timer);
-  }
+    return parseEvents(text);
+  };
+  const events = read();
+  events.catch(() => {});
+  return { text: () => text, events };
+}
+
+/** The events of an event stream's text. */
+function parseEvents(text: string): { id?: string; event?: string; data?: unknown }[] {
   return text
     .split("\n\n")
     .filter((block) => block.includes("event:"))
@@ -151,7 +166,9 @@ describe("three instances on one Redis", () => {
         );
         expect(accepted.status).toBe(202);
         // B reads the run's progress, which A keeps in Redis.
-        await until(async () => (await statusOn(b, callId)).body.progress !== undefined);
+        await until(async () => (await statusOn(b, callId)).body.progress !== undefined, {
+          what: "the run's progress on B",
+        });
         const read = await statusOn(b, callId);
         expect(read.body).toMatchObject({ call_id: callId, status: "running", progress: { total: 20_000 } });
         // A long poll on B answers at the next progress (A keeps about 4 a second), far before its 10 s.
@@ -161,11 +178,10 @@ describe("three instances on one Redis", () => {
         expect(polled.body.status).toBe("running");
         expect(polled.body.progress.progress).toBeGreaterThan(read.body.progress.progress);
         // C streams it.
-        const stream = await fetch(`${c.url}/tools/calls/${callId}/events`, { headers: TASKS });
-        expect(stream.status).toBe(200);
-        const events = readEvents(stream);
-        events.catch(() => {});
-        await sleep(400);
+        const response = await fetch(`${c.url}/tools/calls/${callId}/events`, { headers: TASKS });
+        expect(response.status).toBe(200);
+        const stream = follow(response);
+        await until(() => stream.text().includes("event: progress"), { what: "a progress event on C's stream" });
         // Cancelled through B: the cancel reaches A, whose tool sees its AbortSignal fire.
         const cancelled = await send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
         expect(cancelled.status).toBe(200);
@@ -174,7 +190,7 @@ describe("three instances on one Redis", () => {
           result: { success: false, error: { message: "The call was cancelled", can_retry: false } },
         });
         expect(aborted).toEqual([`A ${callId}`]);
-        const seen = await events;
+        const seen = await stream.events;
         expect(seen.filter((event) => event.event === "progress").length).toBeGreaterThanOrEqual(1);
         expect(seen.at(-1)).toMatchObject({
           id: "result",
@@ -208,27 +224,39 @@ describe("an instance killed mid-call", () => {
       const started = await startChild();
       child = started.child;
       const ran: string[] = [];
-      const b = await startInstance({ onRun: (id) => ran.push(`B ${id}`) });
+      // A, the child, follows the wall clock. B follows a clock of the test's, from the wall clock's now: A's leases
+      // read as far off there as they are, and run out for B when the test moves B's clock past them.
+      const clock = new ManualClock(Date.now());
+      const b = await startInstance({ onRun: (id) => ran.push(`B ${id}`) }, { clock });
       try {
         const callId = `orphan-${Date.now()}`;
         const request = { tool_id: "Tasks.Sleep", input: { ms: 60_000 }, call_id: callId };
         const accepted = await callTool(started.url, request, ASYNC);
         expect(accepted.status).toBe(202);
         expect(await started.nextLine()).toBe(`running ${callId}`);
-        // Past several leases, A still vouches for it.
-        await sleep(3 * LEASE_MS);
+        const record = b.store.keyOf({ principal: "anonymous", callId });
+        const leaseOf = async () => Number((await admin.hget(record, "l")) ?? Number.NaN);
+        // Past several leases, A still vouches for it: it renews its lease (by the wall clock) two leases on, and B,
+        // its clock past the lease first read, reads the call running.
+        await until(async () => !Number.isNaN(await leaseOf()), { what: "A's first lease" });
+        const first = await leaseOf();
+        await until(async () => (await leaseOf()) >= first + 2 * LEASE_MS, { what: "A to renew its lease" });
+        await clock.advance(first + LEASE_MS - clock.now());
         expect((await statusOn(b, callId)).body.status).toBe("running");
-        // A stream on B follows it.
-        const stream = await fetch(`${b.url}/tools/calls/${callId}/events`, { headers: TASKS });
-        const events = readEvents(stream, 15_000);
-        events.catch(() => {});
-        await sleep(100);
+        // A stream on B follows it: B listens on the call's channel, as A does (to hear a cancel).
+        const stream = follow(await fetch(`${b.url}/tools/calls/${callId}/events`, { headers: TASKS }), 15_000);
+        await until(async () => (await listeners(record)) === 2, { what: "B's stream to follow the call" });
 
         started.child.kill("SIGKILL");
-        const killed = Date.now();
         await new Promise((resolve) => started.child.once("exit", resolve));
-        // A long poll of up to 20 s: no progress comes any more, the lease running out is the only change.
+        // B's clock up to A's last lease: the call is still vouched for.
+        const last = await leaseOf();
+        await clock.advance(last - clock.now());
+        expect((await statusOn(b, callId)).body.status).toBe("running");
+        // A long poll of up to 20 s by B's clock: no progress comes any more, the lease running out is the only change.
+        const timers = clock.pending;
         const polled = statusOn(b, callId, { ...TASKS, Prefer: "wait=20" });
+        await clock.untilPending(timers + 1);
         const deadRun = {
           status: "completed",
           result: {
@@ -236,20 +264,24 @@ describe("an instance killed mid-call", () => {
             error: { message: "The server running the call stopped before it finished", can_retry: true },
           },
         };
-        // Once its lease runs out, the call reads as ended: never "running" forever.
-        await until(async () => (await statusOn(b, callId)).body.status !== "running", 5_000);
-        expect(Date.now() - killed).toBeLessThan(LEASE_MS + 2_000);
+        // Past its lease by B's clock (by a whole lease, which a renewal A sent as it died stays within), the call
+        // reads as ended: never "running" forever.
+        await clock.advance(LEASE_MS);
         expect((await statusOn(b, callId)).body).toMatchObject(deadRun);
-        // The followers learn it too, without waiting for their own limits.
+        // The followers learn it too, without waiting for their own limits (20 s, by a clock moved 0.5 s since).
         expect((await polled).body).toMatchObject(deadRun);
-        expect((await events).at(-1)).toMatchObject({ event: "result", data: deadRun.result });
-        expect(Date.now() - killed).toBeLessThan(5_000);
+        expect((await stream.events).at(-1)).toMatchObject({ event: "result", data: deadRun.result });
 
         // A new POST with its call_id runs the call again, on B, which vouches for it in turn.
         const again = await callTool(b.url, request, ASYNC);
         expect(again.status).toBe(202);
         expect(ran).toEqual([`B ${callId}`]);
-        await sleep(3 * LEASE_MS);
+        await until(async () => (await statusOn(b, callId)).body.progress !== undefined, {
+          what: "B's run's progress",
+        });
+        await clock.advance(3 * LEASE_MS);
+        // Read through B's own connection, after the renewals it sent on it.
+        expect((await b.store.get({ principal: "anonymous", callId }))?.leaseUntil).toBeGreaterThan(clock.now());
         expect((await statusOn(b, callId)).body).toMatchObject({ status: "running", progress: { total: 60_000 } });
         const cancelled = await send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
         expect(cancelled.body.status).toBe("cancelled");
@@ -282,6 +314,19 @@ async function published(channel: string, message: string): Promise<() => Promis
 
 describe("a cancel sent while the running instance cannot hear it", () => {
   /**
+   * A (behind a proxy, which can cut and hold back its subscriber) and B, on one clock of the test's, from the wall
+   * clock's now. It moves only when the test moves it: A renews its lease then only, and B's DELETE, which answers
+   * after at most 5 s by that clock, is answered by the call's end, however long that takes on the wall clock.
+   */
+  async function startPair(hooks: SleepHooks, taskLeaseMs: number) {
+    const clock = new ManualClock(Date.now());
+    const proxy = await startTcpProxy(redis.port);
+    const a = await startInstance(hooks, { redisUrl: proxy.url, taskLeaseMs, clock });
+    const b = await startInstance({}, { clock });
+    return { clock, proxy, a, b };
+  }
+
+  /**
    * Starts a call on A (behind `proxy`) and cuts A's subscriber: it reconnects, but the proxy holds its SUBSCRIBE
    * back. Then cancels the call through B, and resolves once the cancel was published, unheard by A.
    */
@@ -290,43 +335,39 @@ describe("a cancel sent while the running instance cannot hear it", () => {
     expect(accepted.status).toBe(202);
     const channel = a.store.keyOf({ principal: "anonymous", callId });
     // A follows its call's channel (to hear a cancel): only then is there a subscription to cut.
-    await until(async () => Number((await admin.pubsub("NUMSUB", channel))[1]) === 1);
+    await until(async () => (await listeners(channel)) === 1, { what: "A to follow its call" });
     const held = proxy.holdSubscribes();
     await admin.client("KILL", "TYPE", "pubsub");
     await held;
+    // Nobody listens on the channel now, and A cannot until the proxy lets its SUBSCRIBE through: what is published
+    // from here on goes to none of A's connections.
+    await until(async () => (await listeners(channel)) === 0, { what: "A's subscription to be cut" });
     const cancelSent = await published(channel, "c");
-    const sent = Date.now();
     const deleted = send(`${b.url}/tools/calls/${callId}`, { method: "DELETE", headers: TASKS });
     await cancelSent();
-    return { deleted, sent };
+    return { deleted };
   }
 
   verifies(
     ["tasks.cancel", "tasks.shared-store"],
     "aborts A's tool once A's subscriber is back, well before the DELETE's 5 s",
     async () => {
-      const proxy = await startTcpProxy(redis.port);
       const aborted: string[] = [];
-      // A long lease: A renews it every 10 s, so only its subscriber coming back can bring the cancel here.
-      const a = await startInstance(
-        { onAbort: (id) => aborted.push(id) },
-        { redisUrl: proxy.url, taskLeaseMs: 30_000 },
-      );
-      const b = await startInstance();
+      // The clock never moves here: A never renews its lease, so only its subscriber coming back can bring the cancel.
+      const { proxy, a, b } = await startPair({ onAbort: (id) => aborted.push(id) }, 30_000);
       try {
         const callId = `unheard-${Date.now()}`;
-        const { deleted, sent } = await cancelUnheard(proxy, a, b, callId);
-        await sleep(300);
+        const { deleted } = await cancelUnheard(proxy, a, b, callId);
         // A did not hear it: its SUBSCRIBE has not reached Redis.
         expect(aborted).toEqual([]);
         proxy.releaseSubscribes();
+        // Answered before the DELETE's 5 s, which have not passed on the clock: by the call's end.
         const answer = await deleted;
         expect(answer.status).toBe(200);
         expect(answer.body).toMatchObject({
           status: "cancelled",
           result: { success: false, error: { message: "The call was cancelled", can_retry: false } },
         });
-        expect(Date.now() - sent).toBeLessThan(3_000);
         expect(aborted).toEqual([callId]);
       } finally {
         proxy.releaseSubscribes();
@@ -340,17 +381,17 @@ describe("a cancel sent while the running instance cannot hear it", () => {
     ["tasks.cancel", "tasks.lease"],
     "aborts A's tool at its next lease renewal while its subscriber is still cut off",
     async () => {
-      const proxy = await startTcpProxy(redis.port);
       const aborted: string[] = [];
-      const a = await startInstance({ onAbort: (id) => aborted.push(id) }, { redisUrl: proxy.url, taskLeaseMs: 900 });
-      const b = await startInstance();
+      const { clock, proxy, a, b } = await startPair({ onAbort: (id) => aborted.push(id) }, 900);
       try {
         const callId = `renewed-${Date.now()}`;
-        const { deleted, sent } = await cancelUnheard(proxy, a, b, callId);
-        // A renews every 300 ms: the renewal finds the cancel in the record. Its SUBSCRIBE is held all along.
+        const { deleted } = await cancelUnheard(proxy, a, b, callId);
+        expect(aborted).toEqual([]);
+        // A renews every 300 ms: its next renewal finds the cancel in the record. Its SUBSCRIBE is held all along.
+        await clock.advance(300);
+        // Answered before the DELETE's 5 s, of which 0.3 s passed on the clock: by the call's end.
         const answer = await deleted;
         expect(answer.body).toMatchObject({ status: "cancelled", result: { error: { can_retry: false } } });
-        expect(Date.now() - sent).toBeLessThan(2_000);
         expect(aborted).toEqual([callId]);
       } finally {
         proxy.releaseSubscribes();

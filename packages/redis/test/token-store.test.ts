@@ -1,4 +1,5 @@
 // RedisTokenStore against a real redis-server: what is kept, for how long, and under which key.
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { verifies } from "@otc/test-helpers/verifies";
 import { Redis } from "ioredis";
@@ -50,9 +51,23 @@ describe("RedisTokenStore", () => {
     await tokens.set(ann, "old", { token: "t", scopes: [], expiresAt: Date.now() - 1 });
     expect(await tokens.get(ann, "old")).toBeUndefined();
     expect(await admin.exists(tokens.keyOf(ann, "old"))).toBe(0);
-    await tokens.set(ann, "short", { token: "t", scopes: [], expiresAt: Date.now() + 100 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await tokens.get(ann, "short")).toBeUndefined();
+  });
+
+  it("answers no token past its expiry by the store's clock, even while Redis still holds its key", async () => {
+    const clock = new ManualClock();
+    const clocked = new RedisTokenStore(server.url, { clock });
+    try {
+      await clocked.set(ann, "short", { token: "t", scopes: [], expiresAt: clock.now() + 60_000 });
+      // The key's TTL is the time left by the store's clock.
+      expect(await admin.pttl(clocked.keyOf(ann, "short"))).toBeGreaterThan(55_000);
+      expect(await clocked.get(ann, "short")).toMatchObject({ token: "t" });
+      clock.skip(60_000);
+      expect(await clocked.get(ann, "short")).toBeUndefined();
+      // Redis's own clock has not moved: the key is still there, and it is the store's check that answered.
+      expect(await admin.exists(clocked.keyOf(ann, "short"))).toBe(1);
+    } finally {
+      await clocked.close();
+    }
   });
 
   it("keys tokens on principal, user and provider, so none can reach another's", async () => {
