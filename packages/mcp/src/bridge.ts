@@ -32,6 +32,7 @@ import {
   type RetryOptions,
   sameOrigin,
 } from "@otc/client";
+import { type Clock, systemClock, unrefTimer } from "@otc/server/core";
 import {
   type CallToolRequest,
   type CallToolResponse,
@@ -88,6 +89,14 @@ export interface McpBridgeOptions {
   fetch?: typeof fetch;
   /** The MCP server's name and version, as the MCP client sees them. */
   serverInfo?: { name: string; version: string };
+  /**
+   * The clock the bridge's own time rules follow: the catalog's age (`catalogTtlMs`) and the one deadline of a
+   * call's authorizations (`authorizationWaitMs`). Default the real one (`Date.now()` and the runtime's timers). A
+   * test passes a clock it moves by hand (`@otc/test-helpers`' ManualClock) instead of waiting those out. The OXP
+   * client's waits (`authorizationPollMs`, retries) and the MCP SDK's time limit on an elicitation (what is left
+   * of the deadline, on this clock) run on the runtime's timers.
+   */
+  clock?: Clock;
 }
 
 /** One MCP tool and the OXP tool behind it. */
@@ -336,6 +345,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const waitMs = options.authorizationWaitMs ?? 300_000;
   const pollMs = options.authorizationPollMs ?? 1_000;
   const serverInfo = options.serverInfo ?? { name: "otc-mcp-bridge", version: "0.1.0" };
+  const clock = options.clock ?? systemClock;
 
   // A name the catalog lacks re-reads it, but not more often than this: a client repeating an unknown
   // name must not turn every call into a GET /tools.
@@ -346,14 +356,14 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const readCatalog = async (signal?: AbortSignal) => {
     // Asked of a server whose discovery document lists annotations; any other lists as OXP 1.0 (no hints).
     const definitions = await client.listTools(signal ? { annotations: true, signal } : { annotations: true });
-    catalog = { entries: catalogToMcpTools(definitions, toolVersions), readAt: Date.now() };
+    catalog = { entries: catalogToMcpTools(definitions, toolVersions), readAt: clock.now() };
     return catalog.entries;
   };
 
   /** The entry of an MCP name: from the cached catalog while fresh, else a new read; an unknown name re-reads at most once per `missRefreshMs`. */
   const lookup = async (name: string, signal: AbortSignal): Promise<Entry | undefined> => {
     if (catalog) {
-      const age = Date.now() - catalog.readAt;
+      const age = clock.now() - catalog.readAt;
       const found = age < catalogTtlMs ? catalog.entries.get(name) : undefined;
       if (found) {
         return found;
@@ -388,8 +398,27 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     toolName: string,
     extra: Extra,
   ): Promise<CallToolResult | undefined> {
-    const deadlineAt = Date.now() + waitMs;
-    const bounded = AbortSignal.any([extra.mcpReq.signal, AbortSignal.timeout(waitMs)]);
+    const deadlineAt = clock.now() + waitMs;
+    const deadline = new AbortController();
+    const timer = clock.setTimeout(
+      () => deadline.abort(new DOMException("The authorization was not completed in time", "TimeoutError")),
+      waitMs,
+    );
+    unrefTimer(timer);
+    const bounded = AbortSignal.any([extra.mcpReq.signal, deadline.signal]);
+    try {
+      return await walkThrough(challenges, { server, toolName, extra, deadlineAt, bounded });
+    } finally {
+      clock.clearTimeout(timer);
+    }
+  }
+
+  /** The walk of {@link authorize} within its deadline: `bounded` aborts at `deadlineAt` (on the clock) or with the request. */
+  async function walkThrough(
+    challenges: readonly ToolAuthorizationChallenge[],
+    walk: { server: Server; toolName: string; extra: Extra; deadlineAt: number; bounded: AbortSignal },
+  ): Promise<CallToolResult | undefined> {
+    const { server, toolName, extra, deadlineAt, bounded } = walk;
     const late = () => authorizationResult(challenges, "The authorization was not completed in time.");
     for (const challenge of challenges) {
       if (bounded.aborted) {
@@ -408,13 +437,13 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
             url: challenge.url,
           },
           // The SDK's own time limit (60 s unless given) would cut the wait short: it gets what is left.
-          { signal: bounded, timeout: Math.max(1, deadlineAt - Date.now()) },
+          { signal: bounded, timeout: Math.max(1, deadlineAt - clock.now()) },
         );
       } catch (error) {
         if (extra.mcpReq.signal.aborted) {
           throw error;
         }
-        if (bounded.aborted || Date.now() >= deadlineAt) {
+        if (bounded.aborted || clock.now() >= deadlineAt) {
           return late();
         }
         // The client declared URL elicitation but could not show it: the link goes in the result instead.

@@ -59,6 +59,13 @@ export interface McpToolsOptions {
    * twice, and one that ignores the probe does not hold the start back (see README, Known limits).
    */
   versionNegotiation?: "auto" | "legacy";
+  /**
+   * Under `auto`, how long a stdio server has to answer the SDK's `server/discover` probe, in ms, before it is
+   * taken for a 2025 server (some never answer a request before `initialize`). Default 10,000. A server slow to
+   * start (a runtime that compiles at start-up, a busy machine) may need longer: a 2026-07-28 server that answers
+   * after it would be spoken to in 2025, or refused. Over HTTP the SDK's own time limit (60 s) applies.
+   */
+  stdioProbeTimeoutMs?: number;
 }
 
 /** An MCP tool left out, and why. */
@@ -100,9 +107,9 @@ const SDK_FALLBACK_TIMEOUT_MS = 24 * 60 * 60_000;
 /** The longest delay a Node.js timer takes; the SDK's time limit is one. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
- * How long a stdio server has to answer the SDK's `server/discover` probe. Silence there means a 2025 server
- * (some never answer a request before `initialize`), so it only delays the start, never fails it; over HTTP
- * silence is an outage and the SDK's own limit applies.
+ * How long a stdio server has to answer the SDK's `server/discover` probe, unless `stdioProbeTimeoutMs` says
+ * otherwise. Silence there means a 2025 server (some never answer a request before `initialize`), so it only
+ * delays the start, never fails it; over HTTP silence is an outage and the SDK's own limit applies.
  */
 const STDIO_PROBE_TIMEOUT_MS = 10_000;
 
@@ -162,6 +169,10 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
   if (!VERSION.test(options.version)) {
     throw new RangeError("version must be x.y.z, e.g. 1.0.0");
   }
+  const probeTimeoutMs = options.stdioProbeTimeoutMs ?? STDIO_PROBE_TIMEOUT_MS;
+  if (!(Number.isFinite(probeTimeoutMs) && probeTimeoutMs > 0)) {
+    throw new RangeError("stdioProbeTimeoutMs must be a positive number of ms");
+  }
   const mode = options.versionNegotiation ?? "auto";
   // `auto`: a 2026-07-28 server is spoken to in its revision, any other in the 2025 handshake. On stdio the SDK
   // sends its probe to a short-lived second process started the same way (its stderr discarded).
@@ -170,7 +181,7 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
     {
       versionNegotiation: {
         mode,
-        ...("url" in source ? {} : { probe: { timeoutMs: STDIO_PROBE_TIMEOUT_MS } }),
+        ...("url" in source ? {} : { probe: { timeoutMs: probeTimeoutMs } }),
       },
     },
   );

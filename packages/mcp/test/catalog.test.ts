@@ -2,7 +2,8 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMcpBridge, type McpBridgeOptions } from "../src/bridge.js";
 
 const echo = defineTool({
@@ -20,9 +21,6 @@ beforeAll(async () => {
   oxp = await listen(createServer({ tools: [echo], logger: false }), { port: 0 });
 });
 afterAll(() => oxp.close());
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 /** A bridge whose GET /tools requests are counted, and an SDK client connected to it in-process. */
 async function bridged(options: Partial<McpBridgeOptions> = {}) {
@@ -46,9 +44,9 @@ async function bridged(options: Partial<McpBridgeOptions> = {}) {
 
 describe("unknown tool names", () => {
   it("re-read the catalog at most once per second", async () => {
-    // Only Date is faked: the clock stands still unless the test moves it, however slow the machine.
-    vi.useFakeTimers({ toFake: ["Date"] });
-    const { client, listings, close } = await bridged();
+    // The bridge's clock stands still unless the test moves it, however slow the machine.
+    const clock = new ManualClock();
+    const { client, listings, close } = await bridged({ clock });
     try {
       expect(await client.callTool({ name: "Echo_Say", arguments: { text: "hi" } })).toMatchObject({
         structuredContent: { value: "hi" },
@@ -59,7 +57,7 @@ describe("unknown tool names", () => {
       }
       expect(listings.count).toBe(1);
       // A second later a miss may re-read (the tool could have been added since)...
-      vi.setSystemTime(Date.now() + 1_001);
+      await clock.advance(1_001);
       await expect(client.callTool({ name: "No_Such_Tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
       expect(listings.count).toBe(2);
       // ...once; and known names keep using the catalog.
@@ -72,13 +70,13 @@ describe("unknown tool names", () => {
   });
 
   it("follow a shorter catalogTtlMs", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    const { client, listings, close } = await bridged({ catalogTtlMs: 100 });
+    const clock = new ManualClock();
+    const { client, listings, close } = await bridged({ catalogTtlMs: 100, clock });
     try {
       await expect(client.callTool({ name: "No_Such_Tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
       await expect(client.callTool({ name: "No_Such_Tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
       expect(listings.count).toBe(1);
-      vi.setSystemTime(Date.now() + 101);
+      await clock.advance(101);
       await expect(client.callTool({ name: "No_Such_Tool", arguments: {} })).rejects.toThrow(/Unknown tool/);
       expect(listings.count).toBe(2);
     } finally {

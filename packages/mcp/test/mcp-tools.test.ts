@@ -13,6 +13,7 @@ import {
   type Tool as McpTool,
 } from "@modelcontextprotocol/sdk/types.js";
 import { createServer, listen, OxpToolError, type ToolContext } from "@otc/server";
+import { until } from "@otc/test-helpers/until";
 import type { CallProgress } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type McpTools, mcpTools } from "../src/mcp-tools.js";
@@ -202,9 +203,12 @@ describe("mcpTools over streamable HTTP", () => {
     await expect(refused).rejects.toThrow(/Not today/);
   });
 
-  it("refuses a toolkit or version OXP would not take", async () => {
+  it("refuses a toolkit, version or probe time limit it could not use", async () => {
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Bad.Kit", version: "1.0.0" })).rejects.toThrow(RangeError);
     await expect(mcpTools({ url: mcp.url }, { toolkit: "Kit", version: "1.0" })).rejects.toThrow(RangeError);
+    await expect(
+      mcpTools({ url: mcp.url }, { toolkit: "Kit", version: "1.0.0", stdioProbeTimeoutMs: 0 }),
+    ).rejects.toThrow(/stdioProbeTimeoutMs/);
   });
 
   it("refuses a URL nothing listens on at once: no process to wait for after the failed probe", async () => {
@@ -252,17 +256,6 @@ describe("annotations", () => {
   });
 });
 
-/** Waits until `check` is true, polling every 20 ms, for at most `ms`. */
-async function until(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) {
-      throw new Error("the condition did not come true in time");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 describe("progress and cancellation", () => {
   it("sends a progress token, reports each progress notification, and cancels the MCP request on abort", async () => {
     const controller = new AbortController();
@@ -270,7 +263,7 @@ describe("progress and cancellation", () => {
     const calls = slowCalls.length;
     const run = Promise.resolve(byName("Slow").run({}, context(controller.signal, progress)));
     run.catch(() => undefined);
-    await until(() => progress.length === 2);
+    await until(() => progress.length === 2, { what: "the MCP server's two progress notifications" });
     expect(progress).toEqual([
       { progress: 1, total: 4, message: "Step 1 of 4" },
       { progress: 2, total: 4, message: "Step 2 of 4" },
@@ -298,11 +291,14 @@ describe("progress and cancellation", () => {
       type Status = { status: string; progress?: CallProgress; result?: { success: boolean; error?: unknown } };
       let status: Status | undefined;
       // The server keeps a few updates a second, the latest of each interval: step 2 arrives within one.
-      await until(async () => {
-        const answer = await fetch(location, { headers: { ...TASKS, Prefer: "wait=2" } });
-        status = (await answer.json()) as Status;
-        return status.progress?.progress === 2;
-      });
+      await until(
+        async () => {
+          const answer = await fetch(location, { headers: { ...TASKS, Prefer: "wait=2" } });
+          status = (await answer.json()) as Status;
+          return status.progress?.progress === 2;
+        },
+        { what: "step 2 in the call's status" },
+      );
       expect(status).toMatchObject({ status: "running", progress: { progress: 2, total: 4, message: "Step 2 of 4" } });
 
       const cancelled = await fetch(location, { method: "DELETE", headers: TASKS });

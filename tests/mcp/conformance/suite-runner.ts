@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { node22 } from "@otc/test-helpers/peers";
+import { GATE_TIMEOUTS } from "../../../vitest.gate.js";
 
 /** What one check of a scenario reported (the suite's `ConformanceCheck`, the fields read here). */
 export interface SuiteCheck {
@@ -45,8 +46,12 @@ export function problems(checks: readonly SuiteCheck[]): string[] {
     .map((check) => `${check.name}: ${check.errorMessage ?? check.description}`);
 }
 
-/** How long the suite may run before the process is killed. */
-const TIME_LIMIT_MS = 60_000;
+/**
+ * How long the suite may run before the process is killed: only a guard against a hang (it takes a few seconds on
+ * a quiet machine), ending before the hook that runs it does (its limit is the gate's), so that a killed suite's
+ * output is still reported.
+ */
+const TIME_LIMIT_MS = GATE_TIMEOUTS.hookTimeout - 30_000;
 
 /** How a command ended: its stdout and stderr together, its exit code, the signal that killed it. */
 interface Ended {

@@ -21,17 +21,22 @@ export const PROGRESS_STEPS = [
 ] as const;
 
 /**
- * How long `test_tool_with_progress` waits between two reports, in ms. The server must keep each one (see
- * {@link SUITE_PROGRESS_PER_SECOND}) and the bridge must read each before the next (it keeps only the latest while
- * a notification is on its way), and the suite wants all three: 300 ms leaves room for a machine busy with every
- * other suite, where the scenario's ~50 ms would let a slow reader see only the latest.
+ * The fixture server's `progressPerSecond`. `test_tool_with_progress` reports a step only once the one before reached
+ * the suite (see {@link SuiteToolsOptions.delivered}), and the server keeps a later one at the end of its interval:
+ * none is dropped, whatever the rate; a higher one only sends each sooner.
  */
-const PROGRESS_GAP_MS = 300;
-
-/** The fixture server's `progressPerSecond`: above one report per {@link PROGRESS_GAP_MS}, so none is dropped. */
 export const SUITE_PROGRESS_PER_SECOND = 20;
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Options of {@link suiteTools}. */
+export interface SuiteToolsOptions {
+  /**
+   * Resolves once the bridge has sent the suite the notification of `progress`: `test_tool_with_progress` reports
+   * its next step only then. The suite wants all three, and the bridge keeps only the latest while a notification
+   * is on its way, so two reports close together (a busy machine) would reach the suite as one. Without it, the
+   * steps are reported at once.
+   */
+  delivered?: (progress: number) => Promise<void>;
+}
 
 /** A 1x1 red PNG, as the image scenarios suggest. */
 const RED_PIXEL_PNG =
@@ -46,7 +51,7 @@ const suiteTool = (name: string, description: string) =>
  * tools in the closest form OXP has (a JSON value, the server's own log), so that those scenarios fail for what
  * the bridge can carry rather than for a missing tool. Sampling and elicitation have no form at all: no tool.
  */
-export function suiteTools(): Tool[] {
+export function suiteTools(options: SuiteToolsOptions = {}): Tool[] {
   return [
     defineTool({
       ...suiteTool("simple_text", "Returns a fixed text."),
@@ -64,11 +69,9 @@ export function suiteTools(): Tool[] {
       ...suiteTool("tool_with_progress", "Reports progress 0, 50 and 100 of 100, then returns."),
       outputSchema: { type: "string" },
       run: async (_input, { progress }) => {
-        for (const [index, step] of PROGRESS_STEPS.entries()) {
-          if (index > 0) {
-            await pause(PROGRESS_GAP_MS);
-          }
+        for (const step of PROGRESS_STEPS) {
           progress({ ...step });
+          await options.delivered?.(step.progress);
         }
         return "Progress test completed";
       },
@@ -77,10 +80,9 @@ export function suiteTools(): Tool[] {
     defineTool({
       ...suiteTool("tool_with_logging", "Logs three lines on the server while it runs."),
       outputSchema: { type: "string" },
-      run: async (_input, { logger }) => {
+      run: (_input, { logger }) => {
         for (const line of ["Tool execution started", "Tool processing data", "Tool execution completed"]) {
           logger.info({}, line);
-          await pause(50);
         }
         return "Logging test completed";
       },

@@ -2,7 +2,7 @@
 // as a child process) and streamable HTTP; v1 speaks 2025, v2 speaks 2026-07-28 to the bridge.
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { AUTHORIZATION_META_KEY, createMcpBridge, ERROR_META_KEY, serveHttp, TOOL_ID_META_KEY } from "@otc/mcp";
-import type { RunningServer } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   API_KEY,
@@ -11,10 +11,12 @@ import {
   connectHttpV2,
   connectStdio,
   connectStdioV2,
+  type Demo,
   type Exchange,
   MODERN_REVISION,
   mcpClient,
   mcpClientV2,
+  polled,
   startDemo,
   textOf,
 } from "./harness.js";
@@ -22,7 +24,7 @@ import {
 /** The `_meta` key of a deprecated tool's deprecation_message, as packages/mcp/README.md names it. */
 const DEPRECATION_META_KEY = "oxp/deprecation_message";
 
-let demo: RunningServer;
+let demo: Demo;
 beforeAll(async () => {
   demo = await startDemo();
 });
@@ -333,16 +335,18 @@ describe("older versions, by option", () => {
 describe("the Gmail authorization challenge", () => {
   it("an elicitation-capable client (stdio) gets the URL, approves, and the call is retried to its result", async () => {
     const elicited: { url: string; mode: string }[] = [];
+    let approved: Promise<void> | undefined;
     const client = mcpClient(async (request) => {
       const params = request.params as { mode: string; url: string };
       elicited.push(params);
-      // The user opens the link and approves a moment later; the bridge polls meanwhile.
-      setTimeout(() => void approve(params.url), 300);
+      // The user opens the link and approves once the bridge polls it (after this answer), still pending then.
+      approved = polled(demo, params.url).then(() => approve(params.url));
       return { action: "accept" };
     });
     await connectStdio(client, demo.url, ["--user-id", "ann"]);
     try {
       const result = await client.callTool({ name: "Gmail_GetEmails", arguments: { query: "receipt" } });
+      await approved;
       expect(elicited).toHaveLength(1);
       expect(elicited[0]?.mode).toBe("url");
       expect(elicited[0]?.url).toMatch(new RegExp(`^${demo.url}/demo/authorize/`));
@@ -438,15 +442,18 @@ describe("the Gmail authorization challenge", () => {
   });
 
   it("one deadline bounds the whole authorization: time spent in the elicitation is not given back to the polling", async () => {
-    // The user takes 30% of the wait to accept, and approves at 120% of it: a wait that started over
-    // after the elicitation would still see the approval (at most 130% in); the call's one deadline
-    // (100%) has passed by then, by a margin of 20% of the wait.
-    const waitMs = 3_000;
-    let approved: Promise<void> | undefined;
+    // On the bridge's clock, moved by hand: the user takes 30% of the wait to accept, and approves at 120% of it. A
+    // wait that started over after the elicitation would still see the approval (it would end at 130%); the call's
+    // one deadline (100%) has passed by then.
+    const clock = new ManualClock();
+    const waitMs = 60_000;
+    let accepted: (url: string) => void = () => undefined;
+    const consent = new Promise<string>((resolve) => {
+      accepted = resolve;
+    });
     const client = mcpClient(async (request) => {
-      const { url } = request.params as { url: string };
-      approved = new Promise<void>((resolve) => setTimeout(resolve, waitMs * 1.2)).then(() => approve(url));
-      await new Promise((resolve) => setTimeout(resolve, waitMs * 0.3));
+      await clock.advance(waitMs * 0.3);
+      accepted((request.params as { url: string }).url);
       return { action: "accept" };
     });
     const bridge = createMcpBridge({
@@ -454,19 +461,25 @@ describe("the Gmail authorization challenge", () => {
       apiKey: API_KEY,
       userId: "deadline-user",
       authorizationWaitMs: waitMs,
-      authorizationPollMs: 100,
+      authorizationPollMs: 10,
+      clock,
     });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await bridge.createServer().connect(serverSide);
     await client.connect(clientSide);
     try {
-      const result = await client.callTool({ name: "Gmail_GetEmails", arguments: {} });
-      expect(approved).toBeDefined();
+      const call = client.callTool({ name: "Gmail_GetEmails", arguments: {} });
+      const url = await consent;
+      // The bridge polls the challenge, still pending: it waits within the deadline.
+      await polled(demo, url);
+      await clock.advance(waitMs * 0.7);
+      await clock.advance(waitMs * 0.2);
+      await approve(url);
+      const result = await call;
       expect(result.isError).toBe(true);
       expect(textOf(result)).toMatch(/not completed in time/);
       expect(result._meta?.[AUTHORIZATION_META_KEY]).toHaveLength(1);
     } finally {
-      await approved;
       await client.close();
     }
   });

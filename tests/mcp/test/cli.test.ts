@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { mcpCommand } from "@otc/cli";
 import { createDemoApp } from "@otc/demo/app";
 import { listen, type RunningServer } from "@otc/server";
+import { until } from "@otc/test-helpers/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   API_KEY,
@@ -33,6 +34,10 @@ function io(env: Record<string, string | undefined> = {}) {
     },
   };
 }
+
+/** Waits until a run has printed `pattern` on stderr (where it serves, once it listens): an event, not a delay. */
+const printed = (out: { stderr: string }, pattern: RegExp) =>
+  until(() => pattern.test(out.stderr), { what: `otc mcp to print ${pattern}` });
 
 /** The claims of a JWT, read without checking its signature (the test only looks at what was sent). */
 const decodeJwt = (token: string): Record<string, unknown> =>
@@ -96,7 +101,7 @@ describe("otc mcp", () => {
     const run = io({ OXP_API_KEY: API_KEY, OXP_URL: demo.url });
     const stop = new AbortController();
     const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
-    await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    await printed(run.out, /at http:\/\/127\.0\.0\.1:\d+\/mcp/);
     const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
     const client = mcpClient();
     await connectHttp(client, url);
@@ -115,7 +120,7 @@ describe("otc mcp", () => {
     const stop = new AbortController();
     const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
     try {
-      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+      await printed(run.out, /at http:\/\/127\.0\.0\.1:\d+\/mcp/);
       const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
       const headers = { authorization: `Bearer ${token}` };
       await expect(connectHttpV2(mcpClientV2(), url)).rejects.toThrow();
@@ -147,7 +152,7 @@ describe("otc mcp", () => {
     const stop = new AbortController();
     const exit = mcpCommand(["serve", "--transport", "http", "--port", "0"], run.io, { signal: stop.signal });
     try {
-      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/bearer token required/);
+      await printed(run.out, /bearer token required/);
       const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
       const refused = await fetch(url, {
         method: "POST",
@@ -188,7 +193,7 @@ describe("otc mcp", () => {
       signal: stop.signal,
     });
     try {
-      await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/\/mcp/);
+      await printed(run.out, /\/mcp/);
       const client = mcpClient();
       await connectHttp(client, /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string);
       const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 5, b: 6 } });
@@ -218,7 +223,7 @@ describe("otc mcp", () => {
         signal: stop.signal,
       });
       try {
-        await expect.poll(() => run.out.stderr, { timeout: 5_000 }).toMatch(/\/mcp/);
+        await printed(run.out, /\/mcp/);
         const client = mcpClient();
         await connectHttp(client, /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string);
         await client.listTools();

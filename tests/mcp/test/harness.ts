@@ -3,6 +3,9 @@
  * reached with either SDK generation's client (v1: @modelcontextprotocol/sdk, v2: @modelcontextprotocol/client),
  * and the consent-page walk.
  */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   type ElicitRequest as ElicitRequestV2,
@@ -16,14 +19,29 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { type ElicitRequest, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { createDemoApp } from "@otc/demo/app";
-import { listen } from "@otc/server";
+import { listen, type RunningServer } from "@otc/server";
+import { until } from "@otc/test-helpers/until";
+import { build } from "esbuild";
+import { afterAll } from "vitest";
 
 export const API_KEY = "mcp-bridge-test-key-0123456789";
 
+/** The demo, and the authorization challenges whose status was asked of it (check_url), by id, in order. */
+export interface Demo extends RunningServer {
+  checked: readonly string[];
+}
+
 /** The demo, requiring an API key, on 127.0.0.1 port 0. */
-export async function startDemo() {
+export async function startDemo(): Promise<Demo> {
   const demo = createDemoApp({ auth: { apiKeys: [API_KEY] }, logger: false, validateResponses: true });
-  return listen(demo.app, { port: 0 });
+  // What polling the check_url reaches: a test sees the bridge wait on a challenge before it approves it.
+  const checked: string[] = [];
+  const check = demo.google.checkChallenge.bind(demo.google);
+  demo.google.checkChallenge = (challengeId) => {
+    checked.push(challengeId);
+    return check(challengeId);
+  };
+  return Object.assign(await listen(demo.app, { port: 0 }), { checked });
 }
 
 /** An SDK client; with `onElicit` it declares URL-mode elicitation and answers with it. */
@@ -63,11 +81,63 @@ export function mcpClientV2(
 
 const launcher = fileURLToPath(new URL("./bridge-launcher.ts", import.meta.url));
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 
-/** How `otc mcp serve` is started over stdio, from the CLI's sources; the API key goes in its env. */
-const stdioServe = (url: string, args: string[], env: Record<string, string>) => ({
+let bundled: Promise<string> | undefined;
+let bundleDir: string | undefined;
+
+// The bundle goes with the test file that made it (a test worker may end without an `exit` event).
+afterAll(() => {
+  if (bundleDir) {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * The launcher and the CLI's sources (`@otc/*` as tsconfig.sources.json maps them) bundled into one file by esbuild,
+ * once per test file, so the stdio tests need no build. Run with `node --import tsx`, each start compiled every
+ * module again: 2 to 3 s before the bridge answered on a quiet machine, about 4 times the bundle's 0.5 s, which a
+ * busy machine multiplied past a test's limit when it started the bridge twice (a v2 client's probe, then its
+ * session).
+ */
+function bundledLauncher(): Promise<string> {
+  bundled ??= (async () => {
+    const { paths } = JSON.parse(readFileSync(join(repoRoot, "tsconfig.sources.json"), "utf8")).compilerOptions as {
+      paths: Record<string, [string]>;
+    };
+    const dir = mkdtempSync(join(tmpdir(), "otc-mcp-launcher-"));
+    bundleDir = dir;
+    const outfile = join(dir, "otc-mcp.mjs");
+    await build({
+      entryPoints: [launcher],
+      outfile,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      // The CommonJS dependencies' require(), in an ES module.
+      banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+      logLevel: "error",
+      plugins: [
+        {
+          name: "otc-sources",
+          setup(bundler) {
+            bundler.onResolve({ filter: /^@otc\// }, (args) => {
+              const target = paths[args.path]?.[0];
+              return target ? { path: join(repoRoot, target) } : undefined;
+            });
+          },
+        },
+      ],
+    });
+    return outfile;
+  })();
+  return bundled;
+}
+
+/** How `otc mcp serve` is started over stdio, from the CLI's sources (bundled); the API key goes in its env. */
+const stdioServe = async (url: string, args: string[], env: Record<string, string>) => ({
   command: process.execPath,
-  args: ["--import", "tsx", launcher, "serve", "--url", url, ...args],
+  args: [await bundledLauncher(), "serve", "--url", url, ...args],
   env: { OXP_API_KEY: API_KEY, ...env },
   cwd: packageDir,
   stderr: "pipe" as const,
@@ -75,7 +145,7 @@ const stdioServe = (url: string, args: string[], env: Record<string, string>) =>
 
 /** Connects `client` to the bridge run as `otc mcp serve` in a child process over stdio; the API key goes in its env. */
 export async function connectStdio(client: Client, url: string, args: string[] = [], env: Record<string, string> = {}) {
-  const transport = new StdioClientTransport(stdioServe(url, args, env));
+  const transport = new StdioClientTransport(await stdioServe(url, args, env));
   let stderr = "";
   transport.stderr?.on("data", (chunk) => {
     stderr += String(chunk);
@@ -84,9 +154,19 @@ export async function connectStdio(client: Client, url: string, args: string[] =
   return { transport, stderr: () => stderr };
 }
 
-/** Connects `client` to a streamable HTTP MCP endpoint, sending `headers` (e.g. the bearer token) with every request. */
-export async function connectHttp(client: Client, url: string, headers: Record<string, string> = {}) {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+/**
+ * Connects `client` to a streamable HTTP MCP endpoint, sending `headers` (e.g. the bearer token) with every request,
+ * through `fetch` when given (to see each exchange).
+ */
+export async function connectHttp(
+  client: Client,
+  url: string,
+  headers: Record<string, string> = {},
+  fetch?: FetchLike,
+) {
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, ...(fetch ? { fetch } : {}) }),
+  );
 }
 
 /**
@@ -99,7 +179,7 @@ export async function connectStdioV2(
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<void> {
-  await client.connect(new V2StdioTransport(stdioServe(url, args, env)));
+  await client.connect(new V2StdioTransport(await stdioServe(url, args, env)));
 }
 
 /** One HTTP exchange as the v2 client's transport made it: the request's headers and JSON-RPC method, the answer's headers. */
@@ -128,6 +208,15 @@ export async function connectHttpV2(
       fetch: observed,
     }),
   );
+}
+
+/**
+ * Resolves once the bridge has asked the demo the status of the challenge behind the consent page `url` (polled its
+ * check_url): the challenge was pending then, so the bridge is waiting on it.
+ */
+export function polled(demo: Demo, url: string): Promise<void> {
+  const challengeId = decodeURIComponent(new URL(url).pathname.split("/").at(-1) ?? "");
+  return until(() => demo.checked.includes(challengeId), { what: `the bridge to poll challenge ${challengeId}` });
 }
 
 /** Approves a demo authorization challenge the way its consent page's form does: GET the page, POST approve with its CSRF token. */

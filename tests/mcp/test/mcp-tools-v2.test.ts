@@ -11,8 +11,10 @@ import { createMcpHandler, fromJsonSchema, type McpHttpHandler, McpServer } from
 import { createClient, type OxpClient } from "@otc/client";
 import { type McpTools, mcpTools } from "@otc/mcp";
 import { createServer as createOxpServer, listen, type RunningServer } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
+import { until } from "@otc/test-helpers/until";
 import type { CallProgress, CallToolResponse } from "@otc/types";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 const API_KEY = "mcp-v2-over-oxp-key-0123456789";
 
@@ -91,6 +93,18 @@ function nodeListener(handler: McpHttpHandler, seen: IncomingMessage["headers"][
 /** What the 2026-07-28 fixture's handlers saw: the counter's steps, and whether its call was cancelled. */
 const counted: { steps: number; aborted: boolean }[] = [];
 
+/** How many steps of `count` the test lets run; a step past them waits until it may, or its request is aborted. */
+let released = 0;
+const releasing = new Set<() => void>();
+
+/** Lets `count` run its steps up to `steps`: a gate the test opens, instead of a step every N ms. */
+function release(steps: number): void {
+  released = steps;
+  for (const wake of [...releasing]) {
+    wake();
+  }
+}
+
 /** The 2026-07-28 fixture: a fresh McpServer per request, as createMcpHandler's stateless serving wants. */
 function v2Server(): McpServer {
   const server = new McpServer({ name: "v2-fixture", version: "1.0.0" });
@@ -131,7 +145,7 @@ function v2Server(): McpServer {
   server.registerTool(
     "count",
     {
-      description: "Counts to `to`, a step every 100 ms, reporting progress.",
+      description: "Counts to `to`, a step whenever the test lets it, reporting progress.",
       inputSchema: fromJsonSchema<{ to: number }>({
         type: "object",
         properties: { to: { type: "integer", minimum: 1 } },
@@ -144,15 +158,21 @@ function v2Server(): McpServer {
       const signal = ctx.mcpReq.signal;
       const token = ctx.mcpReq._meta?.progressToken;
       for (let step = 1; step <= to; step++) {
-        // The step's listener goes with it: fifty steps must not pile fifty listeners onto one signal.
+        // The step's listeners go with it: fifty steps must not pile fifty listeners onto one signal.
         await new Promise<void>((resolve) => {
           const done = () => {
-            clearTimeout(timer);
+            releasing.delete(look);
             signal.removeEventListener("abort", done);
             resolve();
           };
-          const timer = setTimeout(done, 100);
+          const look = () => {
+            if (released >= step) {
+              done();
+            }
+          };
+          releasing.add(look);
           signal.addEventListener("abort", done, { once: true });
+          look();
         });
         if (signal.aborted) {
           record.aborted = true;
@@ -179,6 +199,8 @@ describe("mcpTools and a 2026-07-28 server (MCP SDK v2, stateless HTTP)", () => 
   let server: RunningServer;
   let client: OxpClient;
   const closing: (() => Promise<void>)[] = [];
+  // Each test opens the counter's gate as far as it needs; none is left open for the next.
+  beforeEach(() => release(0));
   beforeAll(async () => {
     // `reject`: no 2025 fallback on this endpoint, so a client that did not speak 2026-07-28 gets nothing.
     handler = createMcpHandler(v2Server, { legacy: "reject" });
@@ -246,15 +268,33 @@ describe("mcpTools and a 2026-07-28 server (MCP SDK v2, stateless HTTP)", () => 
   });
 
   it("ends the MCP call at the tool's time limit: the server's handler sees its request aborted", async () => {
-    const before = counted.length;
-    const response = await client.callTool({ tool_id: "Fixture.Count", input: { to: 50 } });
-    expect(response).toMatchObject({ success: false, error: { can_retry: true } });
-    await expect.poll(() => counted[before]?.aborted, { timeout: 2_000 }).toBe(true);
-    expect(counted[before]?.steps).toBeLessThan(50);
+    // An OXP server on a clock the test moves: the tool's time limit (1 s) passes when the test says, and the counter
+    // takes no step meanwhile; nothing else could end the call.
+    const clock = new ManualClock();
+    const timed = await listen(
+      createOxpServer({ tools: fixture.tools, logger: false, validateResponses: true, clock }),
+      { port: 0 },
+    );
+    try {
+      const before = counted.length;
+      const response = createClient({ baseUrl: timed.url, retry: { maxAttempts: 1 } }).callTool({
+        tool_id: "Fixture.Count",
+        input: { to: 50 },
+      });
+      await until(() => counted.length > before, { what: "the MCP server to run the call" });
+      await clock.advance(1_000);
+      expect(await response).toMatchObject({ success: false, error: { can_retry: true } });
+      await until(() => counted[before]?.aborted === true, { what: "the MCP server's handler to see the abort" });
+      expect(counted[before]?.steps).toBeLessThan(50);
+    } finally {
+      await timed.close();
+    }
   });
 
   it("runs a call asynchronously: the server's progress on the event stream, DELETE cancels it on the server", async () => {
     const before = counted.length;
+    // Two steps, then the counter waits: the call runs until the DELETE.
+    release(2);
     const headers = { "OXP-API-Key": API_KEY, "OXP-Extensions": "tasks" };
     const accepted = await fetch(`${server.url}/tools/call`, {
       method: "POST",
@@ -284,7 +324,7 @@ describe("mcpTools and a 2026-07-28 server (MCP SDK v2, stateless HTTP)", () => 
     }
     expect(result).toMatchObject({ success: false, error: { can_retry: false } });
     // On the MCP side: the request's stream closed, the handler's signal fired well before its 50 steps.
-    await expect.poll(() => counted[before]?.aborted, { timeout: 2_000 }).toBe(true);
+    await until(() => counted[before]?.aborted === true, { what: "the MCP server's handler to see the abort" });
     expect(counted[before]?.steps).toBeLessThan(50);
     // Stateless: the next call is a request like any other.
     expect(await client.callTool({ tool_id: "Fixture.EchoText", input: { message: "still here" } })).toMatchObject({
@@ -304,7 +344,14 @@ describe("mcpTools and a v2 server over stdio", () => {
   });
 
   it("reaches 2026-07-28 through the SDK's probe, and calls in it (the server refuses 2025)", async () => {
-    const v2 = await mcpTools(source("modern-only"), { toolkit: "Stdio", version: "1.0.0" });
+    // The probe's process must start (node, tsx) before it answers; on a busy machine that can take longer than the
+    // default 10 s, and the server, then taken for a 2025 one, would refuse the handshake. This limit only guards a
+    // hang: the server always answers the probe.
+    const v2 = await mcpTools(source("modern-only"), {
+      toolkit: "Stdio",
+      version: "1.0.0",
+      stdioProbeTimeoutMs: 60_000,
+    });
     opened.push(() => v2.close());
     expect(v2.client.getProtocolEra()).toBe("modern");
     expect(v2.client.getNegotiatedProtocolVersion()).toBe("2026-07-28");

@@ -7,6 +7,8 @@ import { createClient, type OxpClient, OxpValidationError } from "@otc/client";
 import { type Fixture, runConformance } from "@otc/conformance";
 import { type McpTools, mcpTools } from "@otc/mcp";
 import { createServer, listen, type RunningServer } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
+import { until } from "@otc/test-helpers/until";
 import type { CallProgress, CallToolResponse } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -203,10 +205,36 @@ describe("an MCP server's tools over OXP", () => {
   });
 
   it("aborts the MCP call at the tool's time limit", async () => {
-    const response = await client.callTool({
-      tool_id: "Everything.TriggerLongRunningOperation",
-      input: { duration: 30, steps: 3 },
-    });
+    // An OXP server on a clock the test moves: the tool's time limit (3 s) passes when the test says, once the MCP
+    // call is under way, not after 3 real seconds.
+    const clock = new ManualClock();
+    const timed = await listen(createServer({ tools: everything.tools, logger: false, clock }), { port: 0 });
+    const mcpTransport = everything.client.transport;
+    if (!mcpTransport) {
+      throw new Error("the MCP client is not connected");
+    }
+    const sent: JSONRPCMessage[] = [];
+    const send = mcpTransport.send.bind(mcpTransport);
+    mcpTransport.send = (message, options) => {
+      sent.push(message);
+      return send(message, options);
+    };
+    let response: CallToolResponse;
+    try {
+      const calling = createClient({ baseUrl: timed.url, retry: { maxAttempts: 1 } }).callTool({
+        tool_id: "Everything.TriggerLongRunningOperation",
+        input: { duration: 30, steps: 3 },
+      });
+      const started = () => sent.some((message) => "method" in message && message.method === "tools/call");
+      await until(started, { what: "the MCP call to be sent" });
+      await clock.advance(3_000);
+      response = await calling;
+      // The MCP request was cancelled (notifications/cancelled), not left to run its 30 s.
+      expect(sent.some((message) => "method" in message && message.method === "notifications/cancelled")).toBe(true);
+    } finally {
+      mcpTransport.send = send;
+      await timed.close();
+    }
     expect(response.success).toBe(false);
     if (!response.success) {
       expect(response.error.can_retry).toBe(true);
@@ -335,17 +363,19 @@ describe("an MCP server's tools over OXP", () => {
       },
       // Its answer says whether it started or stopped: a second run would answer differently.
       idempotent: { tool_id: "Everything.ToggleSimulatedLogging", input: {} },
+      // The waits' bounds only guard a hang: the kit goes on as soon as the call ends (past the tools' real 3 s
+      // time limit for this one: the kit reaches the server over HTTP, and the scenario is its own).
       timeout: {
         tool_id: "Everything.TriggerLongRunningOperation",
         input: { duration: 30, steps: 3 },
-        maxWaitMs: 10_000,
+        maxWaitMs: 60_000,
       },
       // About a second, a progress notification every 200 ms: the tasks extension's scenarios follow it.
       task: {
         tool_id: "Everything.TriggerLongRunningOperation@1.0.0",
         input: { duration: 1, steps: 5 },
         value: "Long running operation completed. Duration: 1 seconds, Steps: 5.",
-        maxWaitMs: 10_000,
+        maxWaitMs: 60_000,
       },
       // server-everything's own hints and title, as the bridge lists them (docs/protocol.md 9.2).
       annotated: [
@@ -380,7 +410,7 @@ describe("an MCP server's tools over OXP", () => {
       ...Object.fromEntries(PASSING.map((id) => [id, "pass"])),
       ...Object.fromEntries(SKIPPED.map((id) => [id, "skip"])),
     });
-  }, 60_000);
+  });
 });
 
 /** The events of a `text/event-stream` answer as they come, `data` parsed as JSON; comment lines skipped. */

@@ -1,10 +1,11 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance, its `server` command) against `otc mcp serve --transport http`, in front of a fixture OXP server whose tools carry the suite's tool names.
-import { request } from "node:http";
+import { request, ServerResponse } from "node:http";
 import { mcpCommand } from "@otc/cli";
 import { createClient } from "@otc/client";
 import { createHandler, listen, type RunningServer } from "@otc/server";
+import { until } from "@otc/test-helpers/until";
 import type { CallToolResponse } from "@otc/types";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { passed, problems, runSuite, type SuiteCheck, type SuiteRun, suiteNode } from "../conformance/suite-runner.js";
 import { PROGRESS_STEPS, SUITE_PROGRESS_PER_SECOND, SUITE_TOOLKIT, suiteTools } from "../conformance/suite-tools.js";
 import { API_KEY } from "./harness.js";
@@ -115,7 +116,30 @@ function postInitialize(url: string, host: string): Promise<{ status: number; bo
   });
 }
 
+/**
+ * Watches what this process's HTTP responses write, each response's text on its own: the bridge (`mcpCommand`, in
+ * this process) writing to the suite (another process) is seen as it happens. Until `stop` is called.
+ */
+function watchResponses(): { texts: () => string[]; stop: () => void } {
+  const texts = new Map<ServerResponse, string>();
+  const write = ServerResponse.prototype.write;
+  ServerResponse.prototype.write = function (this: ServerResponse, ...args: Parameters<typeof write>) {
+    const [chunk] = args;
+    if (typeof chunk === "string" || chunk instanceof Uint8Array) {
+      texts.set(this, (texts.get(this) ?? "") + Buffer.from(chunk).toString());
+    }
+    return Reflect.apply(write, this, args);
+  } as typeof write;
+  return {
+    texts: () => [...texts.values()],
+    stop: () => {
+      ServerResponse.prototype.write = write;
+    },
+  };
+}
+
 let oxp: RunningServer;
+let responses: ReturnType<typeof watchResponses> | undefined;
 let stopBridge: AbortController;
 let bridgeExit: Promise<number>;
 let run: SuiteRun;
@@ -124,9 +148,22 @@ let direct: { simpleText: CallToolResponse; error: CallToolResponse; rebinding: 
 
 beforeAll(async () => {
   const node = suiteNode();
+  const watched = watchResponses();
+  responses = watched;
+  // The bridge's notification of a progress, as written to the suite: `"progress":50` in a notifications/progress.
+  const delivered = (progress: number) =>
+    until(
+      () =>
+        watched
+          .texts()
+          .some((text) =>
+            new RegExp(`"method":"notifications/progress","params":\\{[^\\n]*"progress":${progress}[,}]`).test(text),
+          ),
+      { what: `the bridge to send the suite progress ${progress}` },
+    );
   oxp = await listen(
     createHandler({
-      tools: suiteTools(),
+      tools: suiteTools({ delivered }),
       auth: { apiKeys: [API_KEY] },
       logger: false,
       validateResponses: true,
@@ -147,16 +184,10 @@ beforeAll(async () => {
     },
     { signal: stopBridge.signal },
   );
-  const url = await vi.waitFor(
-    () => {
-      const served = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)?.[1];
-      if (!served) {
-        throw new Error(`otc mcp serve has not started: ${stderr}`);
-      }
-      return served;
-    },
-    { timeout: 10_000, interval: 20 },
-  );
+  // Where it serves, once it listens.
+  const listening = /at (http:\/\/127\.0\.0\.1:\d+\/mcp)/;
+  await until(() => listening.test(stderr), { what: "otc mcp serve to say where it serves" });
+  const url = listening.exec(stderr)?.[1] as string;
 
   const client = createClient({ baseUrl: oxp.url, apiKey: API_KEY });
   direct = {
@@ -165,9 +196,10 @@ beforeAll(async () => {
     rebinding: await postInitialize(url, "evil.example.com"),
   };
   run = await runSuite({ node, url, expectedFailures: Object.keys(CANNOT_PASS) });
-}, 90_000);
+});
 
 afterAll(async () => {
+  responses?.stop();
   stopBridge?.abort();
   await bridgeExit;
   await oxp?.close();
