@@ -77,8 +77,25 @@ describe("LocalTask", () => {
     expect(kept).toEqual([1, 3, 3]);
   });
 
+  verifies("tasks.progress", "keeps a report at once when the clock was set back since the last one", () => {
+    const timers = new ManualClock();
+    let now = timers.now();
+    const clock = {
+      now: () => now,
+      setTimeout: timers.setTimeout.bind(timers),
+      clearTimeout: timers.clearTimeout.bind(timers),
+    };
+    const task = new LocalTask("c", { async: true, perSecond: 4, clock });
+    task.report({ progress: 1 });
+    // The wall clock adjusted an hour back: the next report is not held until it catches up.
+    now -= 3_600_000;
+    task.report({ progress: 2 });
+    expect(task.progress?.progress).toBe(2);
+  });
+
   verifies("tasks.progress", "drops what does not increase or is malformed, and cuts long messages", () => {
-    const task = new LocalTask("c", { async: true, perSecond: 1_000_000 });
+    const clock = new ManualClock();
+    const task = new LocalTask("c", { async: true, perSecond: 1_000_000, clock });
     task.report({ progress: 5, total: 10, message: `${"x".repeat(999)}😀` });
     expect(task.progress?.message).toHaveLength(999);
     for (const update of [
@@ -92,6 +109,8 @@ describe("LocalTask", () => {
       task.report(update);
     }
     expect(task.progress?.progress).toBe(5);
+    // Past the (microsecond) interval: kept at once.
+    clock.skip(1);
     task.report({ progress: 6, total: Number.NaN, message: "" });
     expect(task.progress).toEqual({ progress: 6 });
     expect(task.seq).toBe(2);

@@ -88,7 +88,8 @@ export class LocalTask {
       return;
     }
     const now = this.#clock.now();
-    if (now - this.#keptAt >= this.#intervalMs) {
+    // A clock set back (the wall clock's, adjusted) counts as an interval passed: nothing waits for it to catch up.
+    if (now - this.#keptAt >= this.#intervalMs || now < this.#keptAt) {
       // It supersedes a pending one whose timer has not fired yet (a busy event loop): that one is older and lower.
       this.#clock.clearTimeout(this.#timer);
       this.#timer = undefined;
