@@ -1,4 +1,4 @@
-// The two test gates leave no test out: every slow test file (`*.slow.test.ts`) belongs to a package whose `test:slow` script runs it, and CI runs both gates.
+// The two test gates leave no test out (every slow test file, `*.slow.test.ts`, belongs to a package whose `test:slow` script runs it, and CI runs both gates), and npm test's files wait on no wall clock without saying why.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -66,5 +66,35 @@ describe("the slow gate", () => {
     const { scripts } = readJson("package.json");
     expect(scripts.test).toMatch(/^npm run test:peers && /);
     expect(scripts["test:slow"]).toMatch(/^npm run test:peers && /);
+  });
+});
+
+/** A wait on the wall clock: a timer, or a sleep or delay helper. Timers of a test clock (`clock.setTimeout`) are not. */
+const WALL_CLOCK_WAIT =
+  /(?<![.\w])(?:setTimeout|setInterval|sleep|delay)\(|\b(?:globalThis|window)\.set(?:Timeout|Interval)\(/;
+
+describe("npm test's files", () => {
+  it("wait on the wall clock only where a comment says why the test needs real time", () => {
+    const gateFiles = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "*.test.ts"], {
+      cwd: root,
+      encoding: "utf8",
+    })
+      .split("\n")
+      .filter((file) => file && !file.endsWith(".slow.test.ts"));
+    const unexplained: string[] = [];
+    for (const file of gateFiles) {
+      const lines = readFileSync(join(root, file), "utf8").split("\n");
+      lines.forEach((line, index) => {
+        const code = line.replace(/\/\/.*$/, "");
+        // The line itself or one of the three above it says why, in a comment starting "real time:".
+        const explained = lines
+          .slice(Math.max(0, index - 3), index + 1)
+          .some((near) => /\/\/ real time: \S/.test(near));
+        if (WALL_CLOCK_WAIT.test(code) && !explained) {
+          unexplained.push(`${file}:${index + 1}: ${line.trim()}`);
+        }
+      });
+    }
+    expect(unexplained, "move the test to a clock or an event, or say why it needs real time").toEqual([]);
   });
 });

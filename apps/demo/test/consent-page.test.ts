@@ -283,14 +283,17 @@ describe("DemoGoogleProvider bounds", () => {
     "requirements.consent-challenges-bounded",
     "expires challenges, pending or decided, after the ttl",
     async () => {
-      const provider = new DemoGoogleProvider({ ttlMs: 20 });
+      let now = 1_000_000;
+      const provider = new DemoGoogleProvider({ ttlMs: 20, now: () => now });
       const pending = input(ann);
       const decided = input({ principal: "anonymous", userId: "bob" });
       await provider.startChallenge(pending);
       await provider.startChallenge(decided);
       await provider.decide(decided.challengeId, true);
+      // Held for the ttl, gone once it has passed.
+      now += 19;
       expect(provider.size).toBe(2);
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      now += 1;
       expect(await provider.checkChallenge(pending.challengeId)).toBeUndefined();
       expect(await provider.checkChallenge(decided.challengeId)).toBeUndefined();
       expect(await provider.decide(pending.challengeId, true)).toBeUndefined();

@@ -1,6 +1,6 @@
 // The tasks extension (docs/protocol.md 9.3) on the demo: System.Sleep run asynchronously reports increasing progress, and a cancel stops it at once.
 import { verifies } from "@otc/test-helpers/verifies";
-import { afterAll, beforeAll, describe, expect } from "vitest";
+import { afterAll, beforeAll, describe, expect, onTestFinished, vi } from "vitest";
 import { SLEEP_PROGRESS_INTERVAL_MS } from "../src/tools.js";
 import { callTool, expectSchema, type Running, send, startDemo } from "./harness.js";
 
@@ -58,9 +58,16 @@ describe("System.Sleep as a task", () => {
   );
 
   verifies("tasks.cancel", "stops at once on a DELETE, its result cancelled and not retryable", async () => {
+    // System.Sleep's progress ticker runs on vitest's clock, which the test moves: no tick happens unless it says so.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    onTestFinished(() => {
+      vi.useRealTimers();
+    });
     const callId = await startSleep(30_000);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(SLEEP_PROGRESS_INTERVAL_MS);
     // Running, with progress, before the cancel.
-    const running = await send(statusUrl(callId), { headers: { ...TASKS, Prefer: "wait=5" } });
+    const running = await send(statusUrl(callId), { headers: TASKS });
     expect(running.body).toMatchObject({ status: "running", progress: { total: 30_000 } });
     const asked = Date.now();
     const cancelled = await send(statusUrl(callId), { method: "DELETE", headers: TASKS });
@@ -76,7 +83,9 @@ describe("System.Sleep as a task", () => {
     // Its event stream is the cancelled result alone, at once; the status stays as the cancel left it.
     const events = await send(`${statusUrl(callId)}/events`, { headers: TASKS });
     expect(events.text).toMatch(/^retry: \d+\n\nid: result\nevent: result\ndata: \{.*"can_retry":false.*\}\n\n$/);
-    await new Promise((resolve) => setTimeout(resolve, 3 * SLEEP_PROGRESS_INTERVAL_MS));
+    // Its ticker stopped with the cancel: nothing is left to tick, however far the clock moves.
+    expect(vi.getTimerCount()).toBe(0);
+    vi.advanceTimersByTime(3 * SLEEP_PROGRESS_INTERVAL_MS);
     const after = await send(statusUrl(callId), { headers: TASKS });
     expect(after.body).toMatchObject({ status: "cancelled", result: cancelled.body.result });
     expect(after.body.progress?.progress ?? 0).toBeLessThanOrEqual(cancelled.body.progress?.progress ?? 0);

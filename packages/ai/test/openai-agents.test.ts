@@ -20,7 +20,7 @@ import {
 } from "@openai/agents";
 import { createClient, type OxpClient, OxpServerError } from "@otc/client";
 import { createDemoHandler } from "@otc/demo/handler";
-import { listen, type RunningServer } from "@otc/server";
+import { type CallEvent, listen, type RunningServer } from "@otc/server";
 import { submitConsent } from "@otc/test-helpers/consent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { oxpOutputData, oxpStopOnAuthorization, oxpTools } from "../src/openai-agents.js";
@@ -100,6 +100,30 @@ let calls: Record<string, unknown>[] = [];
 /** The signals of those requests, in the same order. */
 let signals: AbortSignal[] = [];
 let client: OxpClient;
+/** The calls the server saw end, in order (its CallObserver's events). */
+let ended: CallEvent[] = [];
+/** Told when the server next starts, or ends, a call. */
+const watchers = { started: new Set<() => void>(), ended: new Set<(event: CallEvent) => void>() };
+
+/** Resolves when the server next starts a call (it reached the server's core). */
+const nextStart = () =>
+  new Promise<void>((resolve) => {
+    const once = () => {
+      watchers.started.delete(once);
+      resolve();
+    };
+    watchers.started.add(once);
+  });
+
+/** Resolves with how the next call the server ends ended. */
+const nextEnd = () =>
+  new Promise<CallEvent>((resolve) => {
+    const once = (event: CallEvent) => {
+      watchers.ended.delete(once);
+      resolve(event);
+    };
+    watchers.ended.add(once);
+  });
 
 beforeAll(async () => {
   // No trace export, and a guard besides: anything the SDK would send elsewhere than the demo fails and is counted.
@@ -112,7 +136,22 @@ beforeAll(async () => {
     }
     return realFetch(input, init);
   };
-  const demo = createDemoHandler({ logger: false });
+  const demo = createDemoHandler({
+    logger: false,
+    observer: {
+      callStarted: () => {
+        for (const watcher of [...watchers.started]) {
+          watcher();
+        }
+      },
+      callEnded: (event) => {
+        ended.push(event);
+        for (const watcher of [...watchers.ended]) {
+          watcher(event);
+        }
+      },
+    },
+  });
   server = await listen(demo.app, { port: 0 });
   client = createClient({
     baseUrl: server.url,
@@ -413,15 +452,20 @@ describe("oxpTools for OpenAI's Agents SDK", () => {
     calls = [];
     signals = [];
     const tools = await oxpTools(client, { tools: ["System.Sleep"] });
-    const model = new ScriptModel([() => [functionCall("System_Sleep", { ms: 5_000 })], () => [message("?")]]);
+    // A call of a minute: only the abort ends it sooner.
+    const model = new ScriptModel([() => [functionCall("System_Sleep", { ms: 60_000 })], () => [message("?")]]);
     const controller = new AbortController();
-    const started = Date.now();
-    setTimeout(() => controller.abort(new Error("The user stopped it")), 300);
+    // The user stops the run once the server runs the call.
+    void nextStart().then(() => controller.abort(new Error("The user stopped it")));
+    ended = [];
+    const end = nextEnd();
     await expect(run(agentWith(tools, model), "Wait", { signal: controller.signal })).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(1_500);
+    // The run stopped with the abort, while the call still ran at the server, which then ended it cancelled.
+    expect(ended).toEqual([]);
     expect(calls).toHaveLength(1);
     expect(signals[0]?.aborted).toBe(true);
     expect(model.requests).toHaveLength(1);
+    expect(await end).toMatchObject({ toolId: "System.Sleep@1.0.0", outcome: "cancelled" });
     expect(await settledStatus(client, String(calls[0]?.call_id))).toBe("cancelled");
 
     const quick = new ScriptModel([() => [functionCall("System_Sleep", { ms: 10 })], () => [message("Slept.")]]);

@@ -27,7 +27,6 @@ import {
   type ToolDefinition,
 } from "@otc/types";
 import { hintWords } from "./annotations.js";
-import { generateBindings } from "./codegen.js";
 import { EXIT, type Io } from "./io.js";
 import { callAsTask } from "./task-call.js";
 import { terminalSafe } from "./terminal-safe.js";
@@ -551,6 +550,8 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
         const tools = /^https?:\/\//i.test(values.from)
           ? await connect(values.from).listTools({ annotations: true })
           : await readCatalog(values.from);
+        // Loaded only for codegen: json-schema-to-typescript is most of what otc would load to start otherwise.
+        const { generateBindings } = await import("./codegen.js");
         await writeFile(values.out, await generateBindings(tools, sourceOf(values.from)));
         io.stdout(`wrote bindings for ${tools.length} tools to ${values.out}\n`);
         return EXIT.ok;

@@ -11,7 +11,7 @@ import { verifies } from "@otc/test-helpers/verifies";
 import type { ToolDefinition } from "@otc/types";
 import { compile } from "json-schema-to-typescript";
 import ts from "typescript";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { run } from "./cli.js";
 import { generateBindings, NO_REFERENCES } from "./codegen.js";
 import { EXIT } from "./io.js";
@@ -154,14 +154,37 @@ const strictOptions: ts.CompilerOptions = {
   },
 };
 
+/**
+ * Every file the checks read but the generated ones (the standard library, @otc/client's and @otc/types' sources),
+ * parsed once for all the programs and language services of this file: each parses and binds only its own file.
+ */
+const parsed = new Map<string, ts.SourceFile>();
+const documents = ts.createDocumentRegistry();
+/** How many deprecation checks ran: the version of each one's file in {@link documents}. */
+let checks = 0;
+
 /** Type-checks a generated file with `--strict` and more, against @otc/client's sources; resolves with the errors. */
 function typeErrors(code: string, dir: string): string[] {
   const file = path.join(dir, "typecheck.ts");
   const host = ts.createCompilerHost({});
-  const { readFile, fileExists } = host;
+  const { readFile, fileExists, getSourceFile } = host;
   // The file exists only in memory: nothing is written where another program could pick it up.
   host.readFile = (name) => (path.resolve(name) === file ? code : readFile(name));
   host.fileExists = (name) => path.resolve(name) === file || fileExists(name);
+  host.getSourceFile = (name, languageVersion, onError, shouldCreate) => {
+    const key = path.resolve(name);
+    if (key === file) {
+      return getSourceFile.call(host, name, languageVersion, onError, shouldCreate);
+    }
+    let source = parsed.get(key);
+    if (!source) {
+      source = getSourceFile.call(host, name, languageVersion, onError, shouldCreate);
+      if (source) {
+        parsed.set(key, source);
+      }
+    }
+    return source;
+  };
   const program = ts.createProgram({ rootNames: [file], host, options: strictOptions });
   const source = program.getSourceFile(file);
   return [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)].map((d) =>
@@ -179,19 +202,23 @@ function deprecatedBindings(code: string, ids: readonly string[], dir: string): 
   const uses = ids.flatMap((id) => [`tools[${JSON.stringify(id)}]`, `asyncTools[${JSON.stringify(id)}]`]);
   const text = `${code}\nexport function use(client: OxpClient) {\n  const tools = createTools(client);\n  const asyncTools = createAsyncTools(client);\n  return [${uses.join(", ")}];\n}\n`;
   const read = (name: string) => (path.resolve(name) === file ? text : ts.sys.readFile(name));
-  const service = ts.createLanguageService({
-    getScriptFileNames: () => [file],
-    getScriptVersion: () => "1",
-    getScriptSnapshot: (name) => {
-      const content = read(name);
-      return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content);
+  const service = ts.createLanguageService(
+    {
+      getScriptFileNames: () => [file],
+      // The shared registry keeps a document by its version: each check's file is a version of its own.
+      getScriptVersion: (name) => (path.resolve(name) === file ? String(++checks) : "1"),
+      getScriptSnapshot: (name) => {
+        const content = read(name);
+        return content === undefined ? undefined : ts.ScriptSnapshot.fromString(content);
+      },
+      getCurrentDirectory: () => dir,
+      getCompilationSettings: () => strictOptions,
+      getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
+      fileExists: (name) => path.resolve(name) === file || ts.sys.fileExists(name),
+      readFile: read,
     },
-    getCurrentDirectory: () => dir,
-    getCompilationSettings: () => strictOptions,
-    getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
-    fileExists: (name) => path.resolve(name) === file || ts.sys.fileExists(name),
-    readFile: read,
-  });
+    documents,
+  );
   return service
     .getSuggestionDiagnostics(file)
     .filter((diagnostic) => diagnostic.code === 6385)
@@ -219,8 +246,12 @@ async function importInChild(code: string, dir: string): Promise<{ code: number;
   );
   await writeFile(path.join(dir, "tools.mjs"), js);
   return new Promise((resolve) => {
-    execFile(process.execPath, ["tools.mjs"], { cwd: dir, timeout: 20_000 }, (error, stdout, stderr) => {
+    const child = execFile(process.execPath, ["tools.mjs"], { cwd: dir }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` });
+    });
+    // No time limit but the test's, a guard against a hang: a child that outlives its test is killed.
+    onTestFinished(() => {
+      child.kill("SIGKILL");
     });
   });
 }

@@ -2,6 +2,7 @@
 import type { CallProgress, CallStatus, CallToolResponse } from "@otc/types";
 import { answers } from "./answers.js";
 import { OxpProtocolError } from "./errors.js";
+import { type ClientClock, sleepOn } from "./internal/clock.js";
 import { EventStreamParser } from "./internal/event-stream.js";
 
 /** Options of {@link OxpClient.callToolAsync}. */
@@ -115,6 +116,8 @@ export interface FollowOptions {
   backoff(attempt: number): number;
   /** The longest wait between attempts, in milliseconds. */
   maxDelayMs: number;
+  /** The clock of the waits between attempts and between polls (the client's `clock`). */
+  clock: ClientClock;
   /** How long a stream may say nothing (not even the comments that keep it open) before it counts as dropped. */
   idleMs: number;
   /** The most characters of one event the client holds. */
@@ -127,24 +130,6 @@ export interface FollowOptions {
 
 /** The least time between two long polls that brought nothing new (a server that does not hold them). */
 const MIN_POLL_INTERVAL_MS = 1_000;
-
-/** Waits `ms`, rejecting with the signal's reason when it aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      return reject(signal.reason);
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 /** The response of a status that has ended; a status that says it ended without one breaks the spec. */
 function resultOf(status: CallStatus): CallToolResponse {
@@ -354,7 +339,7 @@ class CallFollower {
         return response;
       }
       const waitMs = response.error.retry_after_ms ?? this.#options.backoff(attempt);
-      await sleep(Math.min(this.#options.maxDelayMs, waitMs), this.#signal);
+      await sleepOn(this.#options.clock, Math.min(this.#options.maxDelayMs, waitMs), this.#signal);
       const again = await repost(this.#signal);
       if ("response" in again) {
         return again.response;
@@ -392,7 +377,11 @@ class CallFollower {
     let failures = 0;
     for (;;) {
       if (failures > 0) {
-        await sleep(Math.min(this.#options.maxDelayMs, this.#options.backoff(failures)), this.#signal);
+        await sleepOn(
+          this.#options.clock,
+          Math.min(this.#options.maxDelayMs, this.#options.backoff(failures)),
+          this.#signal,
+        );
       }
       const outcome = await this.#readStream();
       if ("response" in outcome) {
@@ -473,7 +462,7 @@ class CallFollower {
   /** Long polls of the status until the call ends; each progress that changed is told to the readers. */
   async #followPolls(): Promise<CallToolResponse> {
     for (;;) {
-      const asked = Date.now();
+      const asked = this.#options.clock.now();
       const before = this.#latest;
       const status = await this.#options.requests.status(this.#callId, {
         signal: this.#signal,
@@ -485,8 +474,8 @@ class CallFollower {
       if (status.progress) {
         this.#emit(status.progress);
       }
-      if (this.#latest === before && Date.now() - asked < MIN_POLL_INTERVAL_MS) {
-        await sleep(MIN_POLL_INTERVAL_MS, this.#signal);
+      if (this.#latest === before && this.#options.clock.now() - asked < MIN_POLL_INTERVAL_MS) {
+        await sleepOn(this.#options.clock, MIN_POLL_INTERVAL_MS, this.#signal);
       }
     }
   }

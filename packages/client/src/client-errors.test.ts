@@ -1,4 +1,5 @@
 // What the client throws, and when it retries, against a fetch that answers whatever each test says.
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { describe, expect, it } from "vitest";
 import { createClient } from "./client.js";
 import {
@@ -13,12 +14,16 @@ import {
   OxpValidationError,
 } from "./errors.js";
 
-/** A client whose fetch answers `status` and `body` (JSON unless a string) every time, counting requests. */
-function answering(status: number, body: unknown, headers: Record<string, string> = {}) {
+/**
+ * A client whose fetch answers `status` and `body` (JSON unless a string) every time, counting requests; it waits
+ * between attempts on `clock` (the runtime's by default).
+ */
+function answering(status: number, body: unknown, headers: Record<string, string> = {}, clock?: ManualClock) {
   const seen = { requests: 0 };
   const client = createClient({
     baseUrl: "http://oxp.test",
     retry: { maxAttempts: 3, baseDelayMs: 1 },
+    ...(clock ? { clock } : {}),
     fetch: async () => {
       seen.requests++;
       const text = typeof body === "string" ? body : JSON.stringify(body);
@@ -119,11 +124,19 @@ describe("the local family, as the client throws it", () => {
   });
 
   it("an abort is the signal's reason, not an OxpError", async () => {
-    const { client } = answering(503, { message: "Draining" }, { "retry-after-ms": "10000" });
+    const clock = new ManualClock();
+    const { client, seen } = answering(503, { message: "Draining" }, { "retry-after-ms": "10000" }, clock);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error("user gave up")), 20);
-    const error = await client.callTool(call, { signal: controller.signal }).catch((e: unknown) => e);
+    const calling = client.callTool(call, { signal: controller.signal }).catch((e: unknown) => e);
+    // Aborted while the client waits out the 503's Retry-After, which its clock never lets pass (a client that did not
+    // wait would have ended the call already).
+    expect(await Promise.race([clock.untilPending(1).then(() => "waits"), calling.then(() => "ends")])).toBe("waits");
+    controller.abort(new Error("user gave up"));
+    // The wait's timer went with the abort.
+    expect(clock.pending).toBe(0);
+    const error = await calling;
     expect(error).toEqual(new Error("user gave up"));
     expect(error).not.toBeInstanceOf(OxpError);
+    expect(seen.requests).toBe(1);
   });
 });

@@ -35,6 +35,7 @@ import {
   OxpTimeoutError,
 } from "./errors.js";
 import { DEFAULT_MAX_RESPONSE_BYTES, guardedFetch, originOf, sameOrigin } from "./guarded-fetch.js";
+import { type ClientClock, runtimeClock, sleepOn } from "./internal/clock.js";
 import { type JwtOptions, jwtSigner } from "./jwt.js";
 import { normalizeToolDefinition } from "./tool-schemas.js";
 
@@ -83,6 +84,21 @@ export interface ClientOptions {
    * const client = createClient({ baseUrl, apiKey, discovery }); // asks for no discovery document
    */
   discovery?: DiscoveryDocument;
+  /**
+   * The clock the client waits on between attempts and between polls (a retry's backoff or `Retry-After`,
+   * `waitForAuthorization`'s interval, an asynchronous call's reposts, reopened streams and polls). Default: the
+   * runtime's timers and `Date.now()`. A test passes a clock it moves by hand instead of waiting those out
+   * (`@otc/test-helpers`' ManualClock, or the one given to `@otc/server`). Time limits (`timeoutMs`, a quiet event
+   * stream's) stay on the runtime's timers.
+   *
+   * @example
+   * const clock = new ManualClock();
+   * const client = createClient({ baseUrl, clock });
+   * const calling = client.callTool(request); // answered 503, Retry-After: 1
+   * await clock.untilPending(1); // the client waits before its next attempt
+   * await clock.advance(1_000);
+   */
+  clock?: ClientClock;
 }
 
 /** Options of one call. */
@@ -213,24 +229,6 @@ export interface OxpClient {
 /** What one attempt ended in: an answer to return, or a reason to try again after a wait. */
 type Attempt<T> = { done: T } | { retry: Error; waitMs?: number };
 
-/** Waits `ms`, rejecting with the signal's reason when it aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      return reject(signal.reason);
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 /** The most bytes of a discovery document the client reads: a few ids, far below any answer's limit. */
 const MAX_DISCOVERY_BYTES = 64 * 1024;
 
@@ -283,8 +281,8 @@ function json(text: string | undefined, response: Response, what: string): unkno
   }
 }
 
-/** The wait a 429/503 asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date. */
-function retryAfter(headers: Headers): number | undefined {
+/** The wait a 429/503 asks for: `retry-after-ms`, or `Retry-After` in seconds or as a date (from `now`, epoch ms). */
+function retryAfter(headers: Headers, now: number): number | undefined {
   const ms = Number(headers.get("retry-after-ms"));
   if (headers.has("retry-after-ms") && Number.isFinite(ms) && ms >= 0) {
     return ms;
@@ -298,7 +296,7 @@ function retryAfter(headers: Headers): number | undefined {
     return seconds * 1000;
   }
   const date = Date.parse(value);
-  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+  return Number.isFinite(date) ? Math.max(0, date - now) : undefined;
 }
 
 /**
@@ -343,6 +341,7 @@ export function createClient(options: ClientOptions): OxpClient {
   const maxAttempts = Math.max(1, Math.floor(options.retry?.maxAttempts ?? 3));
   const maxDelayMs = options.retry?.maxDelayMs ?? 10_000;
   const baseDelayMs = options.retry?.baseDelayMs ?? 200;
+  const clock = options.clock ?? runtimeClock;
   const signJwt = options.jwt ? jwtSigner(options.jwt) : undefined;
   const envelope = options.wire === "envelope";
 
@@ -417,7 +416,7 @@ export function createClient(options: ClientOptions): OxpClient {
       if (n >= maxAttempts) {
         throw outcome.retry;
       }
-      await sleep(Math.min(maxDelayMs, outcome.waitMs ?? backoff(n)), signal);
+      await sleepOn(clock, Math.min(maxDelayMs, outcome.waitMs ?? backoff(n)), signal);
     }
   }
 
@@ -425,7 +424,7 @@ export function createClient(options: ClientOptions): OxpClient {
   function failure<T>(response: Response, body: unknown): Attempt<T> {
     const error = errorFromResponse(response.status, body, response.headers);
     if (response.status === 429 || response.status === 503) {
-      return { retry: error, waitMs: retryAfter(response.headers) };
+      return { retry: error, waitMs: retryAfter(response.headers, clock.now()) };
     }
     throw error;
   }
@@ -697,6 +696,7 @@ export function createClient(options: ClientOptions): OxpClient {
       maxAttempts,
       backoff,
       maxDelayMs,
+      clock,
       idleMs: Math.max(timeoutMs, MIN_STREAM_IDLE_MS),
       maxEventChars: maxResponseBytes,
       pollWaitSeconds: followOptions.pollWaitSeconds,
@@ -867,7 +867,7 @@ export function createClient(options: ClientOptions): OxpClient {
         if (status !== "pending") {
           return status;
         }
-        await sleep(interval, waitOptions.signal);
+        await sleepOn(clock, interval, waitOptions.signal);
       }
     },
   };

@@ -50,5 +50,6 @@ export {
   OxpValidationError,
 } from "./errors.js";
 export { DEFAULT_MAX_RESPONSE_BYTES, MAX_REDIRECTS, sameOrigin } from "./guarded-fetch.js";
+export type { ClientClock } from "./internal/clock.js";
 export type { JwtOptions } from "./jwt.js";
 export { normalizeToolDefinition } from "./tool-schemas.js";

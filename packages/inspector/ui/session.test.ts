@@ -1,15 +1,37 @@
 // The page's recording fetch under @otc/client's asynchronous calls, against a real @otc/server and a bare
 // node:http event stream on loopback: every request in the history, masked; an event stream handed on as it comes
 // and recorded once it ends, its head kept.
-import { createServer as createHttpServer, type ServerResponse } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Credentials, clientFor, type Exchange, HISTORY_BODY_BYTES, MASK, recordingFetch } from "./session.js";
 
 const API_KEY = "session-test-key-7f3a9c21";
 
-/** Takes four steps of 80 ms, reporting each. */
+/** A gate Work.Walk waits at: `passed` resolves once the test calls `open`. */
+function gate(): { passed: Promise<void>; open: () => void } {
+  let open = () => {};
+  const passed = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { passed, open };
+}
+
+/**
+ * Where Work.Walk waits: until an event stream has opened (see {@link watched}), so that its 202 carries no progress
+ * and its first comes over the stream; then, after that first, until the test has seen it, so that the stream is
+ * still open when it does. Each test that walks takes new ones.
+ */
+let walkGates = { streamOpened: gate(), firstSeen: gate() };
+
+// A walk ends with its test, whatever happened: one that failed at a gate leaves none behind.
+afterEach(() => {
+  walkGates.streamOpened.open();
+  walkGates.firstSeen.open();
+});
+
+/** Takes four steps, reporting each, waiting at its gates (see {@link walkGates}): the test, not the clock, paces it. */
 const walk = defineTool({
   toolkit: "Work",
   name: "Walk",
@@ -18,13 +40,33 @@ const walk = defineTool({
   inputSchema: {},
   outputSchema: { type: "integer" },
   run: async (_input, context) => {
+    const { streamOpened, firstSeen } = walkGates;
+    await streamOpened.passed;
     for (let step = 1; step <= 4; step++) {
-      await new Promise((resolve) => setTimeout(resolve, 80));
       context.progress({ progress: step, total: 4 });
+      if (step === 1) {
+        await firstSeen.passed;
+      }
     }
     return 4;
   },
 });
+
+/** `app`, opening Work.Walk's first gate once it has written the first bytes of a call's event stream. */
+function watched(app: Parameters<typeof listen>[0]): Parameters<typeof listen>[0] {
+  const serve = (req: IncomingMessage, res: ServerResponse) => {
+    if (/\/events$/.test(req.url ?? "")) {
+      const write = res.write.bind(res) as (chunk: unknown, ...rest: unknown[]) => boolean;
+      res.write = ((chunk: unknown, ...rest: unknown[]) => {
+        const written = write(chunk, ...rest);
+        walkGates.streamOpened.open();
+        return written;
+      }) as typeof res.write;
+    }
+    return app(req, res);
+  };
+  return Object.assign(serve, { oxp: app.oxp });
+}
 
 /** The event stream `write` makes, on every request; `hold` keeps it open once written. */
 let stream: { write(res: ServerResponse): void; hold: boolean } = { write: () => {}, hold: false };
@@ -40,7 +82,9 @@ const raw = createHttpServer((_req, res) => {
 let rawUrl: string;
 
 beforeAll(async () => {
-  server = await listen(createServer({ tools: [walk], logger: false, auth: { apiKeys: [API_KEY] } }), { port: 0 });
+  server = await listen(watched(createServer({ tools: [walk], logger: false, auth: { apiKeys: [API_KEY] } })), {
+    port: 0,
+  });
   await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
   rawUrl = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
 });
@@ -62,12 +106,14 @@ describe("an asynchronous call through clientFor", () => {
   it("records each request, masked, the event stream once it ends, and asks no discovery again", async () => {
     const exchanges: Exchange[] = [];
     const client = clientFor(credentials(server.url), (exchange) => exchanges.push(exchange), ["tasks"]);
+    walkGates = { streamOpened: gate(), firstSeen: gate() };
     const call = await client.callToolAsync({ tool_id: "Work.Walk", call_id: "walk-1", input: {} });
     expect(call.task).toBe(true);
     /** How many exchanges the history had as each progress came. */
     const recordedAtProgress: number[] = [];
     for await (const _progress of call.progress) {
       recordedAtProgress.push(exchanges.length);
+      walkGates.firstSeen.open();
     }
     expect(await call.result()).toMatchObject({ success: true, value: 4 });
     // The stream's progress came while it was open: it was handed on as it came, recorded once it ended.

@@ -5,7 +5,7 @@ import { inspector, inspectorPage, readInspectorFiles } from "@otc/inspector";
 import { createServer, defineTool, listen, type Tool } from "@otc/server";
 import { verifies } from "@otc/test-helpers/verifies";
 import type { Page, Request } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { type DemoServer, field, launchBrowser, screenshot, startDemo, watchPolicy } from "./harness.js";
 
 /** Tools of one toolkit, `Toolkit.Item1` to `Toolkit.Item<count>`, with the annotations given (none when undefined). */
@@ -27,7 +27,27 @@ function items(toolkit: string, count: number, annotations?: { read_only: boolea
 /** What Jobs.Count's runs saw: how each ended. */
 const runs: { callId: string; ended: "done" | "aborted" }[] = [];
 
-/** Counts to `steps`, one step every `ms`, reporting each; stops when its call is cancelled. */
+/** A go-ahead that Jobs.Count's held steps wait for: `given` resolves once the test calls `give`. */
+function newGoAhead(): { given: Promise<void>; give: () => void } {
+  let give = () => {};
+  const given = new Promise<void>((resolve) => {
+    give = resolve;
+  });
+  return { given, give };
+}
+
+/** The go-ahead of the counts started from now on: each test that counts takes a new one (see {@link startCount}). */
+let goAhead = newGoAhead();
+
+// A count ends with its test, whatever the test let it do: one that failed before its go-ahead leaves none behind.
+afterEach(() => {
+  goAhead.give();
+});
+
+/**
+ * Counts to `steps`, reporting each; after its first `free` steps, it waits for the test's go-ahead (the test, not
+ * the wall clock, decides how long it runs); stops when its call is cancelled.
+ */
 const count = defineTool({
   toolkit: "Jobs",
   name: "Count",
@@ -37,28 +57,24 @@ const count = defineTool({
     type: "object",
     properties: {
       steps: { type: "integer", minimum: 1, maximum: 1000, description: "How far to count." },
-      ms: { type: "integer", minimum: 1, maximum: 1000, description: "Milliseconds per step." },
+      free: { type: "integer", minimum: 0, maximum: 1000, description: "Steps counted before it waits for the test." },
     },
-    required: ["steps", "ms"],
+    required: ["steps", "free"],
     additionalProperties: false,
   },
   outputSchema: { type: "object", properties: { counted: { type: "integer" } }, required: ["counted"] },
   annotations: { title: "Count slowly", read_only: true, idempotent: true, open_world: false },
-  run: async ({ steps, ms }, context) => {
+  run: async ({ steps, free }, context) => {
+    const held = goAhead.given;
+    const stopped = new Promise<boolean>((resolve) => {
+      if (context.signal.aborted) {
+        resolve(true);
+      }
+      context.signal.addEventListener("abort", () => resolve(true), { once: true });
+    });
     for (let step = 1; step <= steps; step++) {
       context.progress({ progress: step, total: steps, message: `Counted to ${step} <b>not bold</b>` });
-      const stopped = await new Promise<boolean>((resolve) => {
-        const onAbort = () => {
-          clearTimeout(timer);
-          resolve(true);
-        };
-        const timer = setTimeout(() => {
-          context.signal.removeEventListener("abort", onAbort);
-          resolve(false);
-        }, ms);
-        context.signal.addEventListener("abort", onAbort, { once: true });
-      });
-      if (stopped) {
+      if (step >= free && step < steps && (await Promise.race([held.then(() => false), stopped]))) {
         runs.push({ callId: context.callId, ended: "aborted" });
         throw context.signal.reason;
       }
@@ -80,7 +96,8 @@ let browser: Awaited<ReturnType<typeof launchBrowser>>;
 let demo: DemoServer;
 let many: { url: string; close(): Promise<void> };
 let plain: { url: string; close(): Promise<void> };
-let locked: DemoServer;
+/** A server of Jobs.Count alone that asks for an API key. */
+let locked: { url: string; close(): Promise<void> };
 
 const API_KEY = "extensions-test-key-0b9d41c7";
 
@@ -91,7 +108,7 @@ beforeAll(async () => {
     startDemo(),
     listen(createServer({ tools: catalog, logger: false, pages, validateResponses: true }), { port: 0 }),
     listen(createServer({ tools: catalog, logger: false, pages, extensions: false }), { port: 0 }),
-    startDemo({ auth: { apiKeys: [API_KEY] } }),
+    listen(createServer({ tools: [count], logger: false, pages, auth: { apiKeys: [API_KEY] } }), { port: 0 }),
   ]);
 });
 
@@ -232,14 +249,18 @@ describe("annotations", () => {
 });
 
 describe("asynchronous calls", () => {
-  async function startCount(page: Page, steps: number, ms: number) {
+  /** Calls Jobs.Count from the page: `free` steps, then it waits for the go-ahead this returns. */
+  async function startCount(page: Page, steps: number, free: number): Promise<() => void> {
+    goAhead = newGoAhead();
+    const { give } = goAhead;
     await page.getByLabel("Toolkit", { exact: true }).fill("Jobs");
     await page.getByRole("button", { name: "Filter" }).click();
     await choose(page, "Jobs.Count@1.0.0");
     await page.getByLabel("Run asynchronously").check();
     await field(page, "steps").fill(String(steps));
-    await field(page, "ms").fill(String(ms));
+    await field(page, "free").fill(String(free));
     await page.getByRole("button", { name: "Call tool" }).click();
+    return give;
   }
 
   const bar = (page: Page) => result(page).getByRole("progressbar", { name: "Progress" });
@@ -247,7 +268,8 @@ describe("asynchronous calls", () => {
 
   test("shows the progress from the event stream, then the result", async () => {
     const { page, violations, requests } = await inspect(many.url);
-    await startCount(page, 12, 100);
+    // Two steps, then it waits until the page has been seen running.
+    const goOn = await startCount(page, 12, 2);
     const status = result(page).getByRole("status", { name: "Call status" });
     await status.getByText("Running").waitFor();
     await result(page).getByText("following its event stream").waitFor();
@@ -259,6 +281,7 @@ describe("asynchronous calls", () => {
       .waitFor();
     expect(await result(page).locator("b").count()).toBe(0);
     await screenshot(page, "14-async-progress");
+    goOn();
     await status.getByText("Completed").waitFor();
     await result(page).getByText("Success").waitFor();
     expect(JSON.parse((await result(page).getByLabel("Value").textContent()) ?? "")).toEqual({ counted: 12 });
@@ -280,7 +303,8 @@ describe("asynchronous calls", () => {
 
   verifies("tasks.cancel", "cancels a running call with DELETE, and shows it ended cancelled", async () => {
     const { page, violations, requests } = await inspect(many.url);
-    await startCount(page, 200, 100);
+    // One step, then it waits for a go-ahead it never gets: it runs until cancelled.
+    await startCount(page, 200, 1);
     await page.waitForFunction(() => Number(document.querySelector("progress")?.value) >= 1);
     const callId = (await result(page).locator(".meta code").first().textContent()) ?? "";
     await result(page).getByRole("button", { name: "Cancel" }).click();
@@ -299,8 +323,10 @@ describe("asynchronous calls", () => {
   test("falls back to long polling when the event stream cannot be opened", async () => {
     const { page, requests } = await inspect(many.url);
     await page.route("**/tools/calls/*/events", (route) => route.abort());
-    await startCount(page, 10, 100);
+    // It runs until the page has gone over to polling.
+    const goOn = await startCount(page, 10, 1);
     await result(page).getByText("polling its status").waitFor();
+    goOn();
     await result(page).getByRole("status", { name: "Call status" }).getByText("Completed").waitFor();
     await result(page).getByText("Success").waitFor();
     const polls = requests.filter((request) => /\/tools\/calls\/[^/]+$/.test(request.url()));
@@ -321,13 +347,12 @@ describe("asynchronous calls", () => {
     await page.getByLabel("API key").fill(API_KEY);
     await page.getByRole("button", { name: "Connect" }).click();
     await page.getByRole("status").filter({ hasText: "Connected to" }).waitFor();
-    await choose(page, "System.Sleep@1.0.0");
-    await page.getByLabel("Run asynchronously").check();
-    await field(page, "ms").fill("600");
-    await page.getByRole("button", { name: "Call tool" }).click();
+    // A count of three that waits after its first step until the page has been seen running.
+    const goOn = await startCount(page, 3, 1);
     await result(page).getByRole("status", { name: "Call status" }).getByText("Running").waitFor();
+    goOn();
     await result(page).getByText("Success").waitFor();
-    expect(JSON.parse((await result(page).getByLabel("Value").textContent()) ?? "")).toEqual({ slept_ms: 600 });
+    expect(JSON.parse((await result(page).getByLabel("Value").textContent()) ?? "")).toEqual({ counted: 3 });
 
     // The POST, the event stream and the status the stream's result is checked against: each with the key.
     const tasks = requests.filter((request) => request.headers()["oxp-extensions"] === "tasks");
@@ -337,7 +362,7 @@ describe("asynchronous calls", () => {
       expect(new URL(request.url()).origin).toBe(locked.url);
     }
     const history = page.getByRole("list", { name: "Calls" });
-    await history.getByText("System.Sleep@1.0.0", { exact: true }).click();
+    await history.getByText("Jobs.Count@1.0.0", { exact: true }).click();
     const raw = (await history.getByLabel("Raw request").allTextContents()).join("\n");
     expect(raw).toMatch(/^GET .*\/events\n[\s\S]*oxp-api-key: ••••••/m);
     expect(raw).not.toContain(API_KEY);
@@ -348,7 +373,7 @@ describe("asynchronous calls", () => {
 
   test("shows a 422 of an asynchronous call as for any call, with no task", async () => {
     const { page } = await inspect(many.url);
-    await startCount(page, 0, 100);
+    await startCount(page, 0, 0);
     await result(page).getByText("422").waitFor();
     expect(await result(page).getByRole("region", { name: "Asynchronous call" }).count()).toBe(0);
     await page.close();

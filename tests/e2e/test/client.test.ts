@@ -13,6 +13,7 @@ import {
   OxpTimeoutError,
   OxpValidationError,
 } from "@otc/client";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Demo, decide, startDemo } from "./demo.js";
@@ -22,6 +23,20 @@ beforeAll(async () => {
   demo = await startDemo();
 });
 afterAll(() => demo.close());
+
+/**
+ * What the client making `call` does next: waits on `clock` (a timer set there), or ends the call. A client that
+ * should wait and does not then fails its test at once, instead of leaving it waiting for a timer.
+ */
+function nextOf(clock: ManualClock, call: Promise<unknown>): Promise<"waits" | "ends"> {
+  return Promise.race([
+    clock.untilPending(1).then(() => "waits" as const),
+    call.then(
+      () => "ends" as const,
+      () => "ends" as const,
+    ),
+  ]);
+}
 
 /** A fetch that records every request (method, path, headers, body) before sending it for real. */
 function recordingFetch() {
@@ -178,16 +193,22 @@ describe("errors", () => {
 describe("retries", () => {
   it("retries a failure with can_retry after retry_after_ms, keeping the call_id, then returns the failure", async () => {
     const { seen, fetch } = recordingFetch();
-    const client = createClient({ baseUrl: demo.url, fetch, retry: { maxAttempts: 3 } });
-    const started = performance.now();
-    const response = await client.callTool({ tool_id: "Doorbell.Ring", input: { doorbell_id: "nope" } });
-    const elapsed = performance.now() - started;
+    const clock = new ManualClock();
+    const client = createClient({ baseUrl: demo.url, fetch, retry: { maxAttempts: 3 }, clock });
+    const calls = () => seen.filter((request) => request.path === "/tools/call");
+    const calling = client.callTool({ tool_id: "Doorbell.Ring", input: { doorbell_id: "nope" } });
+    for (const attempt of [2, 3]) {
+      // Answered can_retry with retry_after_ms 500, the client waits on its clock: 499 ms are not enough.
+      expect(await nextOf(clock, calling)).toBe("waits");
+      await clock.advance(499);
+      expect(calls()).toHaveLength(attempt - 1);
+      await clock.advance(1);
+    }
+    const response = await calling;
     expect(response).toMatchObject({ success: false, error: { can_retry: true, retry_after_ms: 500 } });
-    const calls = seen.filter((request) => request.path === "/tools/call");
-    expect(calls).toHaveLength(3);
-    expect(new Set(calls.map((request) => JSON.parse(request.body).call_id)).size).toBe(1);
-    expect(elapsed).toBeGreaterThanOrEqual(1_000);
-    expect(elapsed).toBeLessThan(3_000);
+    expect(calls()).toHaveLength(3);
+    expect(new Set(calls().map((request) => JSON.parse(request.body).call_id)).size).toBe(1);
+    expect(clock.pending).toBe(0);
   });
 
   it("never retries 400, 401 or 422", async () => {
@@ -253,28 +274,28 @@ describe("retries", () => {
 
   it("stops waiting between attempts when the signal aborts", async () => {
     const controller = new AbortController();
+    const clock = new ManualClock();
     let attempts = 0;
-    let abortedAt = 0;
     const client = createClient({
       baseUrl: demo.url,
       retry: { maxAttempts: 5 },
-      // Aborts 50 ms into the 500 ms wait after the first answer, wherever a busy machine puts that answer in time.
-      fetch: async (input, init) => {
+      clock,
+      fetch: (input, init) => {
         attempts++;
-        const response = await fetch(new Request(input, init));
-        setTimeout(() => {
-          abortedAt = performance.now();
-          controller.abort(new Error("user gave up"));
-        }, 50);
-        return response;
+        return fetch(new Request(input, init));
       },
     });
-    await expect(
-      client.callTool({ tool_id: "Doorbell.Ring", input: { doorbell_id: "nope" } }, { signal: controller.signal }),
-    ).rejects.toThrow("user gave up");
+    const calling = client.callTool(
+      { tool_id: "Doorbell.Ring", input: { doorbell_id: "nope" } },
+      { signal: controller.signal },
+    );
+    // Aborted while the client waits the 500 ms the first answer asks for, on a clock that never lets them pass.
+    expect(await nextOf(clock, calling)).toBe("waits");
+    controller.abort(new Error("user gave up"));
+    // The wait ended with the abort: its timer is gone.
+    expect(clock.pending).toBe(0);
+    await expect(calling).rejects.toThrow("user gave up");
     expect(attempts).toBe(1);
-    // Had the wait gone on, 450 ms of it were left.
-    expect(performance.now() - abortedAt).toBeLessThan(300);
   });
 });
 
@@ -331,7 +352,8 @@ describe("the draft envelope", () => {
 
 describe("authorization challenges", () => {
   it("exposes the challenge, polls check_url until completed, and the retried call succeeds", async () => {
-    const client = createClient({ baseUrl: demo.url });
+    const clock = new ManualClock();
+    const client = createClient({ baseUrl: demo.url, clock });
     const request = { tool_id: "Gmail.GetEmails", input: { query: "receipt" }, context: { user_id: "poller" } };
     const error = (await client.callTool(request).catch((e: unknown) => e)) as OxpServerError;
     expect(error).toBeInstanceOf(OxpServerError);
@@ -340,8 +362,14 @@ describe("authorization challenges", () => {
       throw new Error("no challenge");
     }
     expect(await client.checkAuthorization(challenge)).toBe("pending");
-    setTimeout(() => void decide(challenge.url, "approve"), 150);
-    expect(await client.waitForAuthorization(challenge, { intervalMs: 50 })).toBe("completed");
+    const waiting = client.waitForAuthorization(challenge, { intervalMs: 50 });
+    // It found the challenge pending and waits 50 ms on its clock before it looks again: the user approves meanwhile.
+    expect(await nextOf(clock, waiting)).toBe("waits");
+    expect(await decide(challenge.url, "approve")).toBeLessThan(400);
+    await clock.advance(50);
+    // Completed at its next look; one more wait would mean it saw the challenge pending still.
+    expect(await nextOf(clock, waiting)).toBe("ends");
+    expect(await waiting).toBe("completed");
     expect(await client.callTool(request)).toMatchObject({ success: true, value: { emails: [{ id: "email_2" }] } });
   });
 

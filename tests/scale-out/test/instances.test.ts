@@ -2,8 +2,9 @@
 import { createClient, OxpServerError } from "@otc/client";
 import { defineTool, OxpToolError } from "@otc/server";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
+import { until } from "@otc/test-helpers/until";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { approve, type Instance, onInstance, startInstances, startToolServer, type ToolServer } from "./cluster.js";
 
 let redis: RedisServer;
@@ -18,22 +19,26 @@ const clientOf = (instance: { url: string } | undefined) =>
   createClient({ baseUrl: instance?.url ?? "", retry: { maxAttempts: 1 } });
 
 /**
- * Two tools that take 500 ms, so duplicates sent to other instances arrive mid-run: Slow.Count
- * succeeds, Slow.Fail fails retryably. The counts are shared, since every server runs in this process.
+ * Two tools whose runs, once a test arms them with `started()`, go on until the test calls `finish()`, so that
+ * duplicates sent to other instances arrive mid-run: Slow.Count succeeds, Slow.Fail fails retryably. The counts are
+ * shared, since every server runs in this process.
  */
 const slow = (() => {
   const runs = { count: 0, failures: 0 };
   let onStart: (() => void) | undefined;
+  /** What a run waits for before it ends: at once, until a test arms a new one. */
+  let finished = Promise.resolve();
+  let finish = () => {};
   const wait = async () => {
     onStart?.();
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await finished;
   };
   const tool = (name: string, run: () => { run: number }) =>
     defineTool({
       toolkit: "Slow",
       name,
       version: "1.0.0",
-      description: "Takes 500 ms.",
+      description: "Runs until the test lets it end.",
       inputSchema: { type: "object", properties: {}, additionalProperties: false },
       outputSchema: { type: "object", properties: { run: { type: "integer" } }, required: ["run"] },
       run: async () => {
@@ -43,11 +48,17 @@ const slow = (() => {
     });
   return {
     runs,
-    /** Resolves when the next run of either tool starts. */
-    started: () =>
-      new Promise<void>((resolve) => {
+    /** Resolves when the next run of either tool starts; that run, and any until `finish()`, go on until then. */
+    started: () => {
+      finished = new Promise<void>((resolve) => {
+        finish = resolve;
+      });
+      return new Promise<void>((resolve) => {
         onStart = resolve;
-      }),
+      });
+    },
+    /** Lets the runs end. */
+    finish: () => finish(),
     tools: [
       tool("Count", () => ({ run: ++runs.count })),
       tool("Fail", () => {
@@ -56,6 +67,26 @@ const slow = (() => {
     ],
   };
 })();
+
+// A run ends with its test, whatever the test let it do: one that failed mid-run leaves none behind.
+afterEach(() => {
+  slow.finish();
+});
+
+/**
+ * Resolves once `count` instances listen on Redis for the end of call `id` (as the one running it does, and as one
+ * does while a duplicate waits there for its result): each follows a call_id on a channel named like its record.
+ */
+async function listening(id: string, count: number): Promise<void> {
+  const channel = servers[0]?.state.idempotencyStore.keyOf({ principal: "anonymous", callId: id }) ?? "";
+  await until(
+    async () => {
+      const [, subscribers] = (await admin.pubsub("NUMSUB", channel)) as [string, number];
+      return subscribers >= count;
+    },
+    { what: `${count} instances listening for the end of ${id}` },
+  );
+}
 
 beforeAll(async () => {
   redis = await startRedisServer();
@@ -76,8 +107,11 @@ describe("three instances on one Redis", () => {
     const started = slow.started();
     const first = clientOf(servers[0]).callTool(request);
     await started;
-    // While instance 0 runs it (500 ms), the same call_id reaches 1 and 2: they wait on Redis for its result.
+    // While instance 0 runs it, the same call_id reaches 1 and 2: they wait on Redis for its result. The run ends
+    // once both do (instance 0 listens too, for a cancel).
     const duplicates = Array.from({ length: 6 }, (_, i) => clientOf(servers[1 + (i % 2)]).callTool(request));
+    await listening(id, 3);
+    slow.finish();
     const responses = await Promise.all([first, ...duplicates]);
     expect(slow.runs.count).toBe(1);
     expect(responses[0]).toMatchObject({ success: true, call_id: id, value: { run: 1 } });
@@ -95,8 +129,11 @@ describe("three instances on one Redis", () => {
     const started = slow.started();
     const onA = clientOf(servers[0]).callTool(request);
     await started;
-    // Sent to B while A runs it: B waits for A's run and gets its failure, which is not kept.
+    // Sent to B while A runs it: B waits for A's run and gets its failure, which is not kept. A's run ends once B
+    // waits (A listens too, for a cancel).
     const onB = clientOf(servers[1]).callTool(request);
+    await listening(id, 2);
+    slow.finish();
     const [a, b] = await Promise.all([onA, onB]);
     expect(slow.runs.failures).toBe(1);
     expect(a).toMatchObject({ success: false, call_id: id, error: { can_retry: true, message: "Busy (run 1)" } });
