@@ -3,6 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
 import { ADAPTER, callTool, send } from "./harness.js";
@@ -53,13 +54,10 @@ describe("the demo process", () => {
     // The signal goes once the server runs the call. A fixed 50 ms pause raced the request on a busy machine: the
     // server, draining, closed a connection whose request it had not read yet (a new call, not one in flight).
     const status = `${url}/tools/calls/${encodeURIComponent(callId)}`;
-    await expect
-      .poll(async () => (await send(status, { headers: { "OXP-Extensions": "tasks" } })).body, {
-        interval: 20,
-        // Only a guard against a hang: each look is a request, answered as soon as a busy machine gets to it.
-        timeout: 60_000,
-      })
-      .toMatchObject({ status: "running" });
+    await until(
+      async () => (await send(status, { headers: { "OXP-Extensions": "tasks" } })).body?.status === "running",
+      { what: "the call to run" },
+    );
     child.kill("SIGTERM");
     const finished = await inFlight;
     expect(finished.body).toMatchObject({ success: true });

@@ -322,6 +322,7 @@ interface RunResult {
  */
 function run(file: string, args: string[], cwd: string): Promise<RunResult> {
   return new Promise((resolve) => {
+    // real time: a kill for a hung child, not a wait; under the gate's 300 s so that its output is shown.
     const options = { cwd, env: childEnv, maxBuffer: 64 * 1024 * 1024, timeout: 280_000 };
     execFile(file, args, options, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
