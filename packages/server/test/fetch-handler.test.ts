@@ -186,30 +186,59 @@ describe("challenge links on a fetch host", () => {
 });
 
 describe("bodies and clients", () => {
-  it("refuses a streamed body past the limit with a 413 and reads no further", async () => {
-    const handler = handlerOf({ bodyLimit: 1024 });
-    let pulled = 0;
-    const body = new ReadableStream<Uint8Array>({
+  /** A body of `chunks` pieces of 64 KiB (endless without), counting the pieces read and whether it was cancelled. */
+  const countedBody = (chunks = Number.POSITIVE_INFINITY) => {
+    const seen = { pulled: 0, cancelled: false };
+    const piece = new TextEncoder().encode(`{"tool_id":"Calculator.Add","pad":"${"x".repeat(64 * 1024)}`);
+    const stream = new ReadableStream<Uint8Array>({
       pull(controller) {
-        pulled++;
-        controller.enqueue(
-          new TextEncoder().encode(`{"tool_id":"Calculator.Add","input":{"a":1,"b":2},"pad":"${"x".repeat(600)}`),
-        );
-        if (pulled > 50) {
+        seen.pulled++;
+        controller.enqueue(piece);
+        if (seen.pulled >= chunks) {
           controller.close();
         }
       },
+      cancel() {
+        seen.cancelled = true;
+      },
     });
-    const answer = await handler(
-      new Request("http://127.0.0.1:8787/tools/call", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body,
-        duplex: "half",
-      } as RequestInit),
-    );
+    return { seen, stream };
+  };
+  const streamed = (body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
+    new Request("http://127.0.0.1:8787/tools/call", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body,
+      duplex: "half",
+    } as RequestInit);
+  const EIGHT_MIB_IN_PIECES = (8 * 1024 * 1024) / (64 * 1024);
+
+  it("refuses a streamed body past the limit with a 413, and drops the rest of it, never more than 8 MiB", async () => {
+    const { seen, stream } = countedBody();
+    const answer = await handlerOf({ bodyLimit: 1024 })(streamed(stream));
     expect(answer.status).toBe(413);
-    expect(pulled).toBeLessThan(5);
+    // Read on past the refusal (so that a host closing the connection does not cut the answer off), then cancelled.
+    expect(seen.pulled).toBeGreaterThan(EIGHT_MIB_IN_PIECES);
+    expect(seen.pulled).toBeLessThanOrEqual(EIGHT_MIB_IN_PIECES + 3);
+    expect(seen.cancelled).toBe(true);
+  });
+
+  it("reads a body declared past the limit to its end before answering 413, so the client can read the answer", async () => {
+    // Bun and workerd close the connection as soon as an answer that says `Connection: close` is sent; a client
+    // still writing its body then got EPIPE, never the 413.
+    const { seen, stream } = countedBody(32);
+    const answer = await handlerOf()(streamed(stream, { "content-length": String(32 * (64 * 1024 + 36)) }));
+    expect(answer.status).toBe(413);
+    expect(answer.headers.get("connection")).toBe("close");
+    expect(seen).toEqual({ pulled: 32, cancelled: false });
+  });
+
+  it("answers a body declared past 8 MiB with a 413 at once, reading none of it", async () => {
+    const { seen, stream } = countedBody();
+    const answer = await handlerOf()(streamed(stream, { "content-length": String(64 * 1024 * 1024) }));
+    expect(answer.status).toBe(413);
+    // A stream is pulled once as it is made (its highWaterMark of 1): nothing past that was asked for.
+    expect(seen.pulled).toBeLessThanOrEqual(1);
   });
 
   it("aborts a run without a call_id when the client goes away (the request's signal)", async () => {

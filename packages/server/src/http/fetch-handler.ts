@@ -4,7 +4,15 @@ import { ServerConfigError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId } from "../core/extensions.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
-import { type Answer, bodyTooLarge, createPipeline, type Exchange, pathOf, queryOf } from "./pipeline.js";
+import {
+  type Answer,
+  bodyLimitBytes,
+  bodyTooLarge,
+  createPipeline,
+  type Exchange,
+  pathOf,
+  queryOf,
+} from "./pipeline.js";
 
 /** Options of {@link createFetchHandler}: those of every adapter. */
 export type FetchHandlerOptions = AdapterOptions;
@@ -66,12 +74,21 @@ export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const pipeline = createPipeline(onWorkers ? { ...options, extensions: WORKERS_EXTENSIONS } : options, {
     defaultLogger: consoleLogger,
   });
+  const discardMax = Math.max(DISCARD_MAX_BYTES, 2 * bodyLimitBytes(options.bodyLimit));
+  const respond = (exchange: FetchExchange, answer: Answer, method: string): Response | Promise<Response> => {
+    if (answer.headers.Connection === "close" && exchange.bodyLeft()) {
+      return exchange.discardBody(discardMax).then(() => toResponse(answer, method));
+    }
+    // An answer that keeps the connection leaves an unread body to the host, which reads past it.
+    exchange.cancelUnfinished();
+    return toResponse(answer, method);
+  };
   const handler = (request: Request, info?: FetchHandlerInfo): Promise<Response> => {
     const exchange = new FetchExchange(request, info);
     return pipeline.handle(exchange).then(
       // Only a host page answers without an answer here, and a fetch exchange offers none.
-      (answer) => toResponse(answer ?? pipeline.fail(exchange, new Error("no answer")), request.method),
-      (error: unknown) => toResponse(pipeline.fail(exchange, error), request.method),
+      (answer) => respond(exchange, answer ?? pipeline.fail(exchange, new Error("no answer")), request.method),
+      (error: unknown) => respond(exchange, pipeline.fail(exchange, error), request.method),
     );
   };
   return Object.assign(handler, { oxp: pipeline.runtime });
@@ -146,6 +163,14 @@ function clientInfoOf(request: Request, info: FetchHandlerInfo | undefined): Cli
  */
 const WHOLE_BODY_MAX_BYTES = 64 * 1024;
 
+/**
+ * How much of a refused body the handler reads and drops before its answer (at least; twice the body limit when
+ * that is more). An answer that closes the connection while the client is still sending loses itself: Bun and
+ * workerd close at once, the client's next write fails (EPIPE) and it never reads the 413 or 429 that was sent. So
+ * a body up to this size is read to its end first, then answered; a larger one is answered at once.
+ */
+const DISCARD_MAX_BYTES = 8 * 1024 * 1024;
+
 /** A fetch `Request`, seen by the pipeline. */
 class FetchExchange implements Exchange {
   readonly method: string;
@@ -202,8 +227,55 @@ class FetchExchange implements Exchange {
       "A challenge link needs the server's public URL: set publicUrl (a fetch host does not tell the handler its address, and links are never built from Host)",
     );
   }
+  /** The reader of a body whose reading stopped before its end (refused as it came): the rest is for {@link discardBody}. */
+  private unfinished: ReadableStreamDefaultReader<Uint8Array> | undefined;
   readText(limit: number, declared: number, inspect: (piece: string, whole: boolean) => void): Promise<string> {
     return declared <= WHOLE_BODY_MAX_BYTES ? this.readWhole(limit, inspect) : this.readStream(limit, inspect);
+  }
+  /** Whether part of the request's body is still unread: never read, or refused before its end. */
+  bodyLeft(): boolean {
+    return this.unfinished !== undefined || (this.request.body !== null && !this.request.bodyUsed);
+  }
+  /**
+   * Reads what is left of the body and drops it, so that the host can close the connection cleanly once it has
+   * sent the answer: up to `max` bytes (a body declared longer is not read at all); past that the rest is cancelled.
+   * Never rejects: a client that goes away has no answer to read.
+   */
+  async discardBody(max: number): Promise<void> {
+    const reader = this.unfinished ?? this.unreadBody(max);
+    this.unfinished = undefined;
+    if (!reader) {
+      return;
+    }
+    let size = 0;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          return;
+        }
+        size += value.length;
+        if (size > max) {
+          break;
+        }
+      }
+    } catch {
+      return;
+    }
+    reader.cancel().catch(() => {});
+  }
+  /** Cancels the rest of a body refused before its end, if any. */
+  cancelUnfinished(): void {
+    this.unfinished?.cancel().catch(() => {});
+    this.unfinished = undefined;
+  }
+  /** A reader of the body, when none was made and it is not declared longer than `max`. */
+  private unreadBody(max: number): ReadableStreamDefaultReader<Uint8Array> | undefined {
+    const { body } = this.request;
+    if (!body || this.request.bodyUsed || Number(this.request.headers.get("content-length")) > max) {
+      return undefined;
+    }
+    return body.getReader();
   }
   /**
    * A small body, read at once as text: the host's framing bounds it to its declared length (checked against the
@@ -248,8 +320,9 @@ class FetchExchange implements Exchange {
         text += piece;
       }
     } catch (error) {
-      // What is left is never read.
-      reader.cancel().catch(() => {});
+      // What is left is read and dropped before the answer (discardBody), or cancelled when the answer keeps the
+      // connection open.
+      this.unfinished = reader;
       throw error;
     }
     return text + decoder.decode();
