@@ -126,7 +126,16 @@ export interface IterateToolsOptions extends ListToolsOptions {
   limit?: number;
   /** Only this toolkit's tools: those whose id starts with `toolkit.`, matched exactly (case-sensitive). */
   toolkit?: string;
+  /**
+   * The most pages asked for (a whole number, 1 or more). Default 1,000: 100,000 tools at the server's default
+   * page size. A catalog with more pages throws an OxpProtocolError naming this bound, after the tools read so
+   * far were yielded, so a server that sends new cursors forever cannot keep the client asking.
+   */
+  maxPages?: number;
 }
+
+/** The default of {@link IterateToolsOptions.maxPages}. */
+const DEFAULT_MAX_TOOL_PAGES = 1_000;
 
 /** Options of {@link OxpClient.followCall}. */
 export type FollowCallOptions = Omit<AsyncCallOptions, "waitSeconds">;
@@ -169,6 +178,9 @@ export interface OxpClient {
    * 9.4). A server whose discovery document does not list pagination is asked for its whole list once, and
    * `toolkit` is applied here. Each page is retried as listTools is; a catalog that changes while it is read
    * makes the server refuse the next cursor (an OxpServerError saying to list again from the first page).
+   * A server whose pages never end throws an OxpProtocolError instead of being asked forever: a page without
+   * tools or that gives back its own cursor, a `next_cursor` given before (a cycle), or more than `maxPages`
+   * pages (default 1,000).
    *
    * @example
    * for await (const tool of client.iterateTools({ toolkit: "Calculator", limit: 50 })) console.log(tool.id);
@@ -725,9 +737,12 @@ export function createClient(options: ClientOptions): OxpClient {
     },
 
     async *iterateTools(iterateOptions = {}) {
-      const { limit, toolkit, signal } = iterateOptions;
+      const { limit, toolkit, signal, maxPages = DEFAULT_MAX_TOOL_PAGES } = iterateOptions;
       if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1)) {
         throw new RangeError(`limit must be a whole number of tools, 1 or more (got ${limit})`);
+      }
+      if (!(Number.isSafeInteger(maxPages) && maxPages >= 1)) {
+        throw new RangeError(`maxPages must be a whole number of pages, 1 or more (got ${maxPages})`);
       }
       const wanted: ClientExtension[] = iterateOptions.annotations ? ["annotations", "pagination"] : ["pagination"];
       const extensions = await negotiate(wanted, signal);
@@ -742,7 +757,11 @@ export function createClient(options: ClientOptions): OxpClient {
         return;
       }
       let cursor: string | undefined;
-      for (;;) {
+      // Every cursor asked with: one given again would lead round the same pages forever (A, B, A, ...). Kept
+      // within maxResponseBytes in all, like one answer, however long the server makes them.
+      const asked = new Set<string>();
+      let askedChars = 0;
+      for (let pages = 1; ; pages++) {
         const query = {
           ...(limit !== undefined ? { limit } : {}),
           ...(toolkit !== undefined ? { toolkit } : {}),
@@ -760,6 +779,26 @@ export function createClient(options: ClientOptions): OxpClient {
             200,
           );
         }
+        if (asked.has(page.next_cursor)) {
+          throw new OxpProtocolError(
+            `GET /tools answered, on page ${pages}, a next_cursor it had already given: its pages go round in a cycle`,
+            200,
+          );
+        }
+        if (pages >= maxPages) {
+          throw new OxpProtocolError(
+            `GET /tools has more pages than iterateTools reads (maxPages: ${maxPages}): stopped after page ${pages}`,
+            200,
+          );
+        }
+        askedChars += page.next_cursor.length;
+        if (askedChars > maxResponseBytes) {
+          throw new OxpProtocolError(
+            `GET /tools answered cursors longer in all than the client keeps (maxResponseBytes: ${maxResponseBytes}): stopped after page ${pages}`,
+            200,
+          );
+        }
+        asked.add(page.next_cursor);
         cursor = page.next_cursor;
       }
     },

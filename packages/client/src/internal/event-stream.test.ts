@@ -1,4 +1,6 @@
-// The event-stream parser: the HTML standard's rules on lines, fields and dispatch, chunks split anywhere, bounded events.
+// The event-stream parser: the HTML standard's rules on lines, fields and dispatch, chunks split anywhere, bounded events,
+// work linear in the stream however it is split, and the same events as eventsource-parser.
+import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { describe, expect, it } from "vitest";
 import { OxpResponseTooLargeError } from "../errors.js";
 import { EventStreamParser, type ServerSentEvent } from "./event-stream.js";
@@ -85,5 +87,167 @@ describe("EventStreamParser", () => {
     for (let event = 0; event < 100; event++) {
       expect(steady.push("data: xxx\n\n")).toHaveLength(1);
     }
+  });
+
+  it("goes through a 4 MiB line sent in 4 KiB chunks about twice, not once per chunk", () => {
+    const text = `data: ${"x".repeat(4 * 1024 * 1024)}\n\n`;
+    const parser = new EventStreamParser(16 * 1024 * 1024);
+    const events: ServerSentEvent[] = [];
+    for (let at = 0; at < text.length; at += 4_096) {
+      events.push(...parser.push(text.slice(at, at + 4_096)));
+    }
+    expect(events).toHaveLength(1);
+    expect(events[0]?.data.length).toBe(4 * 1024 * 1024);
+    // Each chunk once, and the line once more when its end comes: rescanning it per chunk would be ~1,000 times that.
+    expect(parser.scannedChars).toBeLessThanOrEqual(2 * text.length);
+  });
+
+  it("refuses a line that never ends at its bound, in small chunks, having gone through it once", () => {
+    const parser = new EventStreamParser(1024 * 1024);
+    const chunk = "x".repeat(4_096);
+    let pushed = 0;
+    expect(() => {
+      for (;;) {
+        pushed += chunk.length;
+        parser.push(chunk);
+      }
+    }).toThrow(OxpResponseTooLargeError);
+    expect(pushed).toBe(1024 * 1024 + 4_096);
+    expect(parser.scannedChars).toBe(pushed);
+  });
+
+  it("takes a CR that ends a chunk and the LF that opens a later one as one line end, empty chunks between", () => {
+    const parser = new EventStreamParser(1_000);
+    expect(parser.push("data: a\r")).toEqual([]);
+    expect(parser.push("")).toEqual([]);
+    expect(parser.push("\n")).toEqual([]);
+    expect(parser.push("\r")).toEqual([{ id: undefined, event: "message", data: "a" }]);
+    // A CR then anything but LF: the CR alone ended the line.
+    expect(parser.push("data: b\r")).toEqual([]);
+    expect(parser.push("\rdata: c\n\n")).toEqual([
+      { id: undefined, event: "message", data: "b" },
+      { id: undefined, event: "message", data: "c" },
+    ]);
+  });
+
+  describe("gives the events eventsource-parser gives", () => {
+    /** A small deterministic generator (mulberry32), so a failure can be replayed from its seed. */
+    const random = (seed: number) => () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    };
+    const FIELDS = [
+      "data: x",
+      "data:y",
+      "data",
+      "data:  two spaces",
+      "data: a:b",
+      "event: progress",
+      "event:",
+      "event",
+      ": a comment",
+      ":",
+      "retry: 100",
+      "retry: soon",
+      "foo: bar",
+      "id: a\u0000b",
+      "data: \u00e9\u{1f600}",
+    ];
+    const ENDS = ["\n", "\r\n", "\r"];
+
+    /** A stream of blocks of random lines; a block with an id has data too (see the next test for why). */
+    function stream(next: () => number): string {
+      const pick = <T>(items: readonly T[]) => items[Math.floor(next() * items.length)] as T;
+      let text = "";
+      for (let block = 0, blocks = 1 + Math.floor(next() * 6); block < blocks; block++) {
+        const lines = Array.from({ length: Math.floor(next() * 5) }, () => pick(FIELDS));
+        if (next() < 0.4) {
+          lines.splice(Math.floor(next() * (lines.length + 1)), 0, next() < 0.2 ? "id:" : `id: ${block}`);
+          lines.push("data: with an id");
+        }
+        text += lines.map((line) => line + pick(ENDS)).join("");
+        // The last block may stay unfinished: neither parser dispatches it.
+        if (block < blocks - 1 || next() < 0.7) {
+          text += pick(ENDS);
+        }
+      }
+      return text;
+    }
+
+    /** The stream cut into chunks of 1 to 8 characters. */
+    function chunks(text: string, next: () => number): string[] {
+      const out: string[] = [];
+      for (let at = 0; at < text.length; ) {
+        const size = 1 + Math.floor(next() * 8);
+        out.push(text.slice(at, at + size));
+        at += size;
+      }
+      return out;
+    }
+
+    /**
+     * eventsource-parser's events as this parser's: its type defaults to `message`, and its id carries over. A CR
+     * that ends the stream is followed by a LF, which both take as half of CRLF: eventsource-parser holds the CR
+     * until the next character comes, this parser takes it at once (see below).
+     */
+    function library(parts: readonly string[]): ServerSentEvent[] {
+      const events: ServerSentEvent[] = [];
+      let lastId: string | undefined;
+      const parser = createParser({
+        onEvent: (message: EventSourceMessage) => {
+          lastId = message.id ?? lastId;
+          events.push({ event: message.event ?? "message", data: message.data, id: lastId });
+        },
+      });
+      for (const part of parts) {
+        parser.feed(part);
+      }
+      if (parts.at(-1)?.endsWith("\r")) {
+        parser.feed("\n");
+      }
+      return events;
+    }
+
+    it("on 500 random streams, each cut at random and whole", () => {
+      let dispatched = 0;
+      for (let seed = 1; seed <= 500; seed++) {
+        const next = random(seed);
+        const text = stream(next);
+        const parts = chunks(text, next);
+        const ours = new EventStreamParser(1_000_000);
+        const got = parts.flatMap((part) => ours.push(part));
+        expect({ seed, got }).toEqual({ seed, got: library(parts) });
+        dispatched += got.length;
+        expect({ seed, got: new EventStreamParser(1_000_000).push(text) }).toEqual({ seed, got: library([text]) });
+      }
+      // Streams with events in them, not only ones that both parsers leave empty.
+      expect(dispatched).toBeGreaterThan(1_000);
+    });
+
+    it("but for a CR that ends a chunk, taken as a line end here at once, and there once the next chunk comes", () => {
+      const parser = new EventStreamParser(1_000);
+      expect(parser.push("data: a\r\r")).toEqual([{ id: undefined, event: "message", data: "a" }]);
+      const held: EventSourceMessage[] = [];
+      const other = createParser({ onEvent: (message) => held.push(message) });
+      other.feed("data: a\r\r");
+      expect(held).toEqual([]);
+      other.feed("\n");
+      expect(held).toEqual([{ id: undefined, event: undefined, data: "a" }]);
+    });
+
+    it("but for an id sent without data, which moves Last-Event-ID here (as the HTML standard says) and not there", () => {
+      const text = "id: 1\ndata: a\n\nid: 2\n\ndata: b\n\n";
+      expect(new EventStreamParser(1_000).push(text)).toEqual([
+        { id: "1", event: "message", data: "a" },
+        { id: "2", event: "message", data: "b" },
+      ]);
+      // eventsource-parser drops the id of a block without data: resuming after "b" would send 1, not 2.
+      expect(library([text])).toEqual([
+        { id: "1", event: "message", data: "a" },
+        { id: "1", event: "message", data: "b" },
+      ]);
+    });
   });
 });
