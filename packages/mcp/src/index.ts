@@ -25,6 +25,7 @@ export {
 } from "./mcp-tools.js";
 export { MCP_TOOL_NAME, mcpToolName, OXP_NAME, oxpToolName } from "./names.js";
 export {
+  type InlineOptions,
   inlineRefs,
   isObjectSchema,
   type JsonSchema,

@@ -16,10 +16,19 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { OxpToolError, type SchemaObject, type Tool } from "@otc/server/node";
+import { type InputValidatorChoice, OxpCore } from "@otc/server/core";
+import { OxpToolError, type SchemaObject, ServerConfigError, type Tool } from "@otc/server/node";
+import { formatToolId } from "@otc/types";
 import { toOxpAnnotations } from "./internal/annotations.js";
 import { byCodePoint, claimUnique, OXP_NAME, oxpToolName } from "./names.js";
-import { type JsonSchema, SchemaConversionError, toOxpInputSchema, toOxpOutputSchema } from "./schemas.js";
+import {
+  DEFAULT_MAX_SCHEMA_CHARS,
+  type JsonSchema,
+  SchemaConversionError,
+  SchemaTooLargeError,
+  toOxpInputSchema,
+  toOxpOutputSchema,
+} from "./schemas.js";
 
 /** An MCP server started as a child process, spoken to over stdio. */
 export interface McpStdioSource {
@@ -66,6 +75,25 @@ export interface McpToolsOptions {
    * after it would be spoken to in 2025, or refused. Over HTTP the SDK's own time limit (60 s) applies.
    */
   stdioProbeTimeoutMs?: number;
+  /**
+   * The most characters of JSON one tool's input or output schema may take once its `$ref`s are inlined: a
+   * hostile chain of references, each naming the next twice, would otherwise make gigabytes of a kilobyte.
+   * Inlining stops there; a tool whose input schema passes it is skipped (an output schema that passes it
+   * becomes `{}`). Default 262,144 (256 KiB), several times the largest schemas real servers publish.
+   */
+  maxSchemaChars?: number;
+  /**
+   * The most characters of JSON inlining may build for all the tools together, what it built for tools then
+   * skipped included; the tools (in code-point order of their names) past it are skipped. It bounds the start's
+   * time and memory whatever the number of tools: the OXP server compiles every schema, at about 10 ms per KB.
+   * Default 4,194,304 (4 MiB).
+   */
+  maxTotalSchemaChars?: number;
+  /**
+   * The `inputValidator` of the OXP server the tools go in (see `createServer`): a tool it would refuse
+   * (a `format` it does not know, say) is skipped rather than failing the whole server's start. Default `auto`.
+   */
+  inputValidator?: InputValidatorChoice;
 }
 
 /** An MCP tool left out, and why. */
@@ -80,7 +108,11 @@ export interface McpTools {
   tools: Tool[];
   /** The MCP name behind each OXP tool id (`Everything.GetSum@1.0.0` is `get-sum`). */
   names: ReadonlyMap<string, string>;
-  /** MCP tools whose schemas OXP cannot express (recursive or remote `$ref`, an input that is not an object). */
+  /**
+   * MCP tools left out, in code-point order of their names: schemas OXP cannot express (recursive or remote
+   * `$ref`, an input that is not an object), schemas too large ({@link McpToolsOptions.maxSchemaChars}), task-only
+   * tools, and tools the OXP server would refuse (an id longer than OXP allows, say), by its own checks.
+   */
   skipped: SkippedTool[];
   /**
    * The SDK client (@modelcontextprotocol/client), connected; `client.getProtocolEra()` says which generation
@@ -112,6 +144,59 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * delays the start, never fails it; over HTTP silence is an outage and the SDK's own limit applies.
  */
 const STDIO_PROBE_TIMEOUT_MS = 10_000;
+/** The default of `maxTotalSchemaChars`: 4 MiB, sixteen schemas at the default bound of one. */
+const MAX_TOTAL_SCHEMA_CHARS = 4 * 1024 * 1024;
+
+/** A positive whole number given for the option `name`, or its default; a RangeError otherwise. */
+function positiveInteger(name: string, value: number | undefined, fallback: number): number {
+  const chosen = value ?? fallback;
+  if (!(Number.isInteger(chosen) && chosen > 0)) {
+    throw new RangeError(`${name} must be a positive whole number`);
+  }
+  return chosen;
+}
+
+/** Why an OXP server given these tools (and the same `inputValidator`) would refuse to start, if it would. */
+function refusal(tools: readonly Tool[], inputValidator: InputValidatorChoice | undefined): string | undefined {
+  try {
+    // The server's own checks (createServer builds one of these): the rules stay where they are made.
+    new OxpCore({ tools, ...(inputValidator === undefined ? {} : { inputValidator }) });
+    return undefined;
+  } catch (error) {
+    if (error instanceof ServerConfigError) {
+      return error.message;
+    }
+    throw error;
+  }
+}
+
+/**
+ * The tools an OXP server would refuse, each with the server's reason. All at once first (one validator, one
+ * pass: the usual case); past a refusal, from the tool after the one refused, which the message names (the
+ * server checks tools in order), or one by one should no tool's id start the message.
+ */
+function refusals(tools: readonly Tool[], inputValidator: InputValidatorChoice | undefined): Map<Tool, string> {
+  const refused = new Map<Tool, string>();
+  let rest = tools;
+  for (let problem = refusal(rest, inputValidator); problem !== undefined; problem = refusal(rest, inputValidator)) {
+    const reason = problem;
+    const index = rest.findIndex((tool) =>
+      reason.startsWith(`Tool '${formatToolId({ toolkit: tool.toolkit, tool: tool.name, version: tool.version })}'`),
+    );
+    if (index === -1) {
+      for (const tool of rest) {
+        const alone = refusal([tool], inputValidator);
+        if (alone !== undefined) {
+          refused.set(tool, alone);
+        }
+      }
+      break;
+    }
+    refused.set(rest[index] as Tool, reason);
+    rest = rest.slice(index + 1);
+  }
+  return refused;
+}
 
 function transportFor(source: McpSource): StreamableHTTPClientTransport | StdioClientTransport {
   if ("url" in source) {
@@ -173,6 +258,23 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
   if (!(Number.isFinite(probeTimeoutMs) && probeTimeoutMs > 0)) {
     throw new RangeError("stdioProbeTimeoutMs must be a positive number of ms");
   }
+  for (const name of ["timeoutMs", "asyncTimeoutMs"] as const) {
+    const ms = options[name];
+    if (ms !== undefined && !(Number.isFinite(ms) && ms > 0)) {
+      throw new RangeError(`${name} must be a positive number of ms`);
+    }
+  }
+  const maxSchemaChars = positiveInteger("maxSchemaChars", options.maxSchemaChars, DEFAULT_MAX_SCHEMA_CHARS);
+  const maxTotalSchemaChars = positiveInteger(
+    "maxTotalSchemaChars",
+    options.maxTotalSchemaChars,
+    MAX_TOTAL_SCHEMA_CHARS,
+  );
+  // An inputValidator the server does not know is the caller's mistake, not every tool's: said before connecting.
+  const unusable = options.inputValidator === undefined ? undefined : refusal([], options.inputValidator);
+  if (unusable !== undefined) {
+    throw new RangeError(unusable);
+  }
   const mode = options.versionNegotiation ?? "auto";
   // `auto`: a 2026-07-28 server is spoken to in its revision, any other in the 2025 handshake. On stdio the SDK
   // sends its probe to a short-lived second process started the same way (its stderr discarded).
@@ -229,26 +331,44 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
     });
 
   const taken = new Set<string>();
-  const tools: Tool[] = [];
-  const names = new Map<string, string>();
+  const candidates: { tool: Tool; mcpName: string }[] = [];
   const skipped: SkippedTool[] = [];
+  // What inlining built for all the tools so far, refused ones included: it bounds the start, whatever the server sends.
+  const meter = { chars: 0 };
+  const totalTooLarge = `its schemas are too large: all the tools' schemas together would pass ${maxTotalSchemaChars} characters of JSON (maxTotalSchemaChars)`;
   // Sorted, so the names a collision gets do not depend on the order the server lists its tools in.
   for (const mcp of [...listed].sort((a, b) => byCodePoint(a.name, b.name))) {
-    let inputSchema: JsonSchema;
-    try {
-      inputSchema = toOxpInputSchema(mcp.inputSchema);
-    } catch (error) {
-      if (!(error instanceof SchemaConversionError)) {
-        throw error;
-      }
-      skipped.push({ name: mcp.name, reason: `its input schema cannot be served over OXP: ${error.message}` });
-      continue;
-    }
     // Task-only tools need the SDK's experimental task API, which a plain call cannot drive.
     if (mcp.execution?.taskSupport === "required") {
       skipped.push({ name: mcp.name, reason: "it can only run as an MCP task" });
       continue;
     }
+    const left = maxTotalSchemaChars - meter.chars;
+    if (left <= 0) {
+      skipped.push({ name: mcp.name, reason: totalTooLarge });
+      continue;
+    }
+    let inputSchema: JsonSchema;
+    try {
+      inputSchema = toOxpInputSchema(mcp.inputSchema, { maxChars: Math.min(maxSchemaChars, left), meter });
+    } catch (error) {
+      if (!(error instanceof SchemaConversionError)) {
+        throw error;
+      }
+      // Past what was left of the total, when that was the tighter bound: the total's reason.
+      const pastTotal = error instanceof SchemaTooLargeError && error.maxChars < maxSchemaChars;
+      skipped.push({
+        name: mcp.name,
+        reason: pastTotal ? totalTooLarge : `its input schema cannot be served over OXP: ${error.message}`,
+      });
+      continue;
+    }
+    const outputLeft = maxTotalSchemaChars - meter.chars;
+    // Past the bounds (or recursive, or remote), the output is `{}`: its value is not described.
+    const outputSchema =
+      outputLeft > 0
+        ? toOxpOutputSchema(mcp.outputSchema, { maxChars: Math.min(maxSchemaChars, outputLeft), meter })
+        : {};
     const name = claimUnique(oxpToolName(mcp.name), taken);
     const description = mcp.description?.trim() || mcp.title || `The MCP tool ${mcp.name}.`;
     // A Tool written out rather than through defineTool: the schemas are data read at run time, so
@@ -259,7 +379,7 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
       version: options.version,
       description,
       inputSchema: inputSchema as SchemaObject,
-      outputSchema: toOxpOutputSchema(mcp.outputSchema) as SchemaObject,
+      outputSchema: outputSchema as SchemaObject,
       annotations: toOxpAnnotations(mcp),
       requirements: undefined,
       timeoutMs: options.timeoutMs,
@@ -305,9 +425,25 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
         return toOxpValue(result);
       },
     };
-    tools.push(tool);
-    names.set(`${options.toolkit}.${name}@${options.version}`, mcp.name);
+    candidates.push({ tool, mcpName: mcp.name });
   }
+  // A tool the OXP server would refuse (an id past OXP's length, say) would stop it from serving any: it is left out.
+  const refused = refusals(
+    candidates.map(({ tool }) => tool),
+    options.inputValidator,
+  );
+  const tools: Tool[] = [];
+  const names = new Map<string, string>();
+  for (const { tool, mcpName } of candidates) {
+    const reason = refused.get(tool);
+    if (reason !== undefined) {
+      skipped.push({ name: mcpName, reason: `the OXP server would refuse it: ${reason}` });
+      continue;
+    }
+    tools.push(tool);
+    names.set(`${options.toolkit}.${tool.name}@${options.version}`, mcpName);
+  }
+  skipped.sort((a, b) => byCodePoint(a.name, b.name));
   return { tools, names, skipped, client, closed, close: () => client.close() };
 }
 

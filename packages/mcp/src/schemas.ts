@@ -59,10 +59,57 @@ export class SchemaConversionError extends Error {
   override name = "SchemaConversionError";
 }
 
+/** A schema whose inlined form would pass {@link InlineOptions.maxChars}: its inlining stopped there. */
+export class SchemaTooLargeError extends SchemaConversionError {
+  override name = "SchemaTooLargeError";
+  constructor(
+    /** The bound it passed, in characters of JSON. */
+    readonly maxChars: number,
+  ) {
+    super(`it is too large (with its $refs inlined, more than ${maxChars} characters of JSON)`);
+  }
+}
+
+/** Bounds on what {@link inlineRefs} builds. */
+export interface InlineOptions {
+  /**
+   * The most characters of JSON (as `JSON.stringify` writes it) the inlined schema may take. Default
+   * {@link DEFAULT_MAX_SCHEMA_CHARS}.
+   */
+  maxChars?: number;
+  /**
+   * Counts the characters built into `chars`, those of a schema refused part way included: one meter given to
+   * several calls adds up what they cost together, to bound them together.
+   */
+  meter?: { chars: number };
+}
+
+/**
+ * The default of {@link InlineOptions.maxChars}: 256 KiB of JSON, several times the largest schemas real MCP servers
+ * publish (tens of KB). A schema's size is also the OXP server's cost to start: it compiles each schema with Ajv, at
+ * about 10 ms per KB.
+ */
+export const DEFAULT_MAX_SCHEMA_CHARS = 256 * 1024;
+
+/**
+ * How deep (objects and arrays) an inlined schema may nest. No real schema comes near it; past it the recursive
+ * walks that read schemas (this one, the OXP server's checks, `JSON.stringify`) would run out of stack.
+ */
+export const MAX_SCHEMA_DEPTH = 256;
+
 /** Keywords whose values are data, not schemas: nothing inside them is a `$ref`. */
 const DATA_KEYWORDS = new Set(["enum", "const", "examples", "default"]);
 /** Keywords whose values map names to schemas. */
 const NAME_MAPS = new Set(["properties", "patternProperties", "dependentSchemas", "$defs", "definitions"]);
+
+/** A JSON Pointer's segment decoded; undefined for a broken percent-encoding, which names nothing. */
+function decodeSegment(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+  } catch {
+    return undefined;
+  }
+}
 
 /** The schema a local JSON Pointer (`#/$defs/Address`) names in `root`, or undefined. */
 function resolvePointer(root: JsonSchema, ref: string): unknown {
@@ -74,8 +121,8 @@ function resolvePointer(root: JsonSchema, ref: string): unknown {
   }
   let node: unknown = root;
   for (const raw of ref.slice(2).split("/")) {
-    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
-    if (!isObject(node) && !Array.isArray(node)) {
+    const key = decodeSegment(raw);
+    if (key === undefined || (!isObject(node) && !Array.isArray(node)) || !Object.hasOwn(node, key)) {
       return undefined;
     }
     node = (node as Record<string, unknown>)[key];
@@ -87,23 +134,90 @@ function resolvePointer(root: JsonSchema, ref: string): unknown {
  * `schema` with every local `$ref` replaced by a copy of what it points to, and `$defs`/`definitions`
  * removed. OXP definitions must be self-contained. A recursive reference (a tree, a linked list) has
  * no finite inline form, and a reference to another document cannot be fetched safely: both throw a
- * {@link SchemaConversionError}, as does `$dynamicRef`.
+ * {@link SchemaConversionError}, as does `$dynamicRef`. References that each point twice at the next
+ * make a copy per path, so the output can be exponentially larger than the input: it is counted as it
+ * is built, and past `maxChars` inlining stops with a {@link SchemaTooLargeError}, its cost bounded by
+ * the bound, not by the output it would have made. A schema nested deeper than {@link MAX_SCHEMA_DEPTH}
+ * is refused too.
+ *
+ * @example
+ * inlineRefs({ properties: { to: { $ref: "#/$defs/A" } }, $defs: { A: { type: "string" } } });
+ * // { properties: { to: { type: "string" } } }
  */
-export function inlineRefs(schema: JsonSchema): JsonSchema {
-  const visit = (node: unknown, stack: readonly string[]): unknown => {
-    if (Array.isArray(node)) {
-      return node.map((item) => visit(item, stack));
+export function inlineRefs(schema: JsonSchema, options: InlineOptions = {}): JsonSchema {
+  const maxChars = options.maxChars ?? DEFAULT_MAX_SCHEMA_CHARS;
+  if (!(Number.isInteger(maxChars) && maxChars > 0)) {
+    throw new RangeError("maxChars must be a positive whole number of characters");
+  }
+  const meter = options.meter;
+  // The characters of JSON written so far: braces, brackets, commas, keys with their colon, and values.
+  let chars = 0;
+  const charge = (count: number) => {
+    chars += count;
+    if (meter) {
+      meter.chars += count;
     }
-    if (!isObject(node)) {
-      return node;
+    if (chars > maxChars) {
+      throw new SchemaTooLargeError(maxChars);
+    }
+  };
+  const enter = (depth: number) => {
+    if (depth > MAX_SCHEMA_DEPTH) {
+      throw new SchemaConversionError(`it nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
+    }
+  };
+  /** A primitive as JSON, counted. */
+  const scalar = (value: unknown): unknown => {
+    charge(JSON.stringify(value)?.length ?? 0);
+    return value;
+  };
+  /** Items written as an array, each made by `make`, counted. */
+  const array = (items: readonly unknown[], make: (item: unknown) => unknown): unknown[] => {
+    charge(1);
+    const out = items.map((item, i) => {
+      charge(i === 0 ? 0 : 1);
+      return make(item);
+    });
+    charge(1);
+    return out;
+  };
+  /** Members written as an object, each value made by `make`, counted. */
+  const object = (entries: [string, unknown][], make: (key: string, value: unknown) => unknown): JsonSchema => {
+    const members: [string, unknown][] = [];
+    charge(1);
+    for (const [key, value] of entries) {
+      charge((members.length === 0 ? 0 : 1) + JSON.stringify(key).length + 1);
+      members.push([key, make(key, value)]);
+    }
+    charge(1);
+    // fromEntries, not assignment: a member named `__proto__` stays a member.
+    return Object.fromEntries(members);
+  };
+  /** A copy of data (an `enum`, a `default`...), counted: copied as it is, a `$ref` in it included. */
+  const data = (value: unknown, depth: number): unknown => {
+    if (typeof value !== "object" || value === null) {
+      return scalar(value);
+    }
+    enter(depth);
+    return Array.isArray(value)
+      ? array(value, (item) => data(item, depth + 1))
+      : object(Object.entries(value), (_key, item) => data(item, depth + 1));
+  };
+  const visit = (node: unknown, stack: readonly string[], depth: number): unknown => {
+    if (typeof node !== "object" || node === null) {
+      return scalar(node);
+    }
+    enter(depth);
+    if (Array.isArray(node)) {
+      return array(node, (item) => visit(item, stack, depth + 1));
     }
     if ("$dynamicRef" in node || "$recursiveRef" in node) {
       throw new SchemaConversionError("it uses $dynamicRef, which has no self-contained form");
     }
-    let base: Record<string, unknown> = node;
+    let base = node as Record<string, unknown>;
     let nextStack = stack;
-    if (typeof node.$ref === "string") {
-      const ref = node.$ref;
+    if (typeof base.$ref === "string") {
+      const ref = base.$ref;
       if (stack.includes(ref)) {
         throw new SchemaConversionError(`it is recursive ($ref ${ref})`);
       }
@@ -111,30 +225,28 @@ export function inlineRefs(schema: JsonSchema): JsonSchema {
       if (!isObject(target)) {
         throw new SchemaConversionError(`its $ref ${ref} is not a local definition`);
       }
-      const { $ref: _ref, ...siblings } = node;
+      const { $ref: _ref, ...siblings } = base;
       // A $ref beside other keywords means both apply (2019-09 on): the target's keywords, then the siblings'.
       base = { ...target, ...siblings };
       nextStack = [...stack, ref];
+      // A reference to a reference: each hop counts as a level, so a long chain of them ends at the depth bound.
       if (typeof base.$ref === "string") {
-        return visit(base, nextStack);
+        return visit(base, nextStack, depth + 1);
       }
     }
-    const out: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(base)) {
-      if (key === "$defs" || key === "definitions") {
-        continue;
-      }
+    const kept = Object.entries(base).filter(([key]) => key !== "$defs" && key !== "definitions");
+    return object(kept, (key, value) => {
       if (DATA_KEYWORDS.has(key)) {
-        out[key] = copy(value);
-      } else if (NAME_MAPS.has(key) && isObject(value)) {
-        out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, visit(sub, nextStack)]));
-      } else {
-        out[key] = visit(value, nextStack);
+        return data(value, depth + 1);
       }
-    }
-    return out;
+      if (NAME_MAPS.has(key) && isObject(value)) {
+        enter(depth + 1);
+        return object(Object.entries(value), (_name, sub) => visit(sub, nextStack, depth + 2));
+      }
+      return visit(value, nextStack, depth + 1);
+    });
   };
-  return visit(schema, []) as JsonSchema;
+  return visit(schema, [], 1) as JsonSchema;
 }
 
 /** Drops the root's `$schema` and `$id`: OXP servers compile with draft 2020-12, and ids could collide. */
@@ -147,13 +259,13 @@ function dropRootMeta(schema: JsonSchema): JsonSchema {
  * The OXP input_schema of an MCP `inputSchema`: self-contained (see {@link inlineRefs}), `type:
  * "object"`, and a description on every top-level property (OXP requires one; a generic one naming
  * the parameter is filled in where the MCP server gave none). Throws a {@link SchemaConversionError}
- * when the schema cannot be expressed.
+ * when the schema cannot be expressed, a {@link SchemaTooLargeError} when it is too large for `options`.
  */
-export function toOxpInputSchema(inputSchema: unknown): JsonSchema {
+export function toOxpInputSchema(inputSchema: unknown, options: InlineOptions = {}): JsonSchema {
   if (!isObject(inputSchema)) {
     return { type: "object" };
   }
-  const schema = dropRootMeta(inlineRefs(inputSchema));
+  const schema = dropRootMeta(inlineRefs(inputSchema, options));
   if (schema.type !== undefined && schema.type !== "object") {
     throw new SchemaConversionError(`its input is not an object (type ${JSON.stringify(schema.type)})`);
   }
@@ -175,14 +287,15 @@ export function toOxpInputSchema(inputSchema: unknown): JsonSchema {
 
 /**
  * The OXP output_schema of an MCP `outputSchema`: the schema made self-contained, or `{}` (any value)
- * when there is none or it cannot be made self-contained (the value is then simply not described).
+ * when there is none or it cannot be made self-contained (recursive, remote, too large for `options`: the
+ * value is then simply not described).
  */
-export function toOxpOutputSchema(outputSchema: unknown): JsonSchema {
+export function toOxpOutputSchema(outputSchema: unknown, options: InlineOptions = {}): JsonSchema {
   if (!isObject(outputSchema)) {
     return {};
   }
   try {
-    return dropRootMeta(inlineRefs(outputSchema));
+    return dropRootMeta(inlineRefs(outputSchema, options));
   } catch (error) {
     if (error instanceof SchemaConversionError) {
       return {};
