@@ -47,7 +47,7 @@ describe("the tasks group", () => {
     expect(withStatus(report, "pass")).toEqual(expect.arrayContaining(GROUP));
     // Its answers (202s, statuses, cancels) pass the checks of every answer too.
     expect(withStatus(report, "pass")).toEqual([...GROUP, "errors.no-leaks", "answers.schemas"]);
-  }, 60_000);
+  });
 
   it("reports principals as not applicable without a second credential", async () => {
     const report = await check({});
@@ -58,7 +58,7 @@ describe("the tasks group", () => {
         reason: "not applicable: authentication is off: every client is the one principal 'anonymous'",
       }),
     ]);
-  }, 60_000);
+  });
 
   it("reports every scenario as not applicable where discovery lists no tasks", async () => {
     const report = await check({ tasks: false });
@@ -107,7 +107,6 @@ describe("the tasks group", () => {
       expect(result?.status, result?.reason).toBe("fail");
       expect(result?.reason).toMatch(reason);
     },
-    30_000,
   );
 });
 

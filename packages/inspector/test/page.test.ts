@@ -438,5 +438,5 @@ describe("runtime neutrality", () => {
     const code = await bundleWithoutNode(fileURLToPath(new URL("../src/fetch.ts", import.meta.url)));
     expect(code).toContain("inspectorPage");
     expect(code).not.toMatch(/\bBuffer\b|\bprocess\./);
-  }, 60_000);
+  });
 });

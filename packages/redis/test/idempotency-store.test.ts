@@ -270,7 +270,7 @@ describe("RedisIdempotencyStore while Redis is down", () => {
       // it freed, within a reconnect (backoff at most 1 s), not at its 15 s limit.
       expect(await timed(waiting)).toEqual({ value: undefined, fast: true });
       await expect
-        .poll(() => a.claim(key(), "fp", 10_000).catch((error: unknown) => error), { timeout: 10_000 })
+        .poll(() => a.claim(key(), "fp", 10_000).catch((error: unknown) => error))
         .toBeUndefined();
     } finally {
       ownAdmin.disconnect();

@@ -51,5 +51,5 @@ describe("entry points", () => {
 
   it("bundles the fetch entry for a neutral platform (workerd's conditions) without any Node built-in", async () => {
     expect(await bundleWithoutNode(`${src}fetch.ts`)).toContain("createFetchHandler");
-  }, 60_000);
+  });
 });

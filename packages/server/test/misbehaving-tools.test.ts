@@ -1,6 +1,7 @@
 // Misbehaving tools, on the adapter under test: whatever a tool does, the call answers 200 and the server lives on.
+import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defineTool, listen, type RunningServer, type Tool } from "../src/index.js";
 import { makeServer } from "./harness.js";
 
@@ -93,7 +94,7 @@ describe("misbehaving tools", () => {
         });
         expect(await response.json()).toMatchObject({ success: false, error: { can_retry: true } });
       }
-      await vi.waitFor(() => expect(lateRejections).toBe(before + 2), { timeout: 2_000 });
+      await until(() => lateRejections === before + 2, { what: "both late rejections" });
       // Past the rejections' own microtasks and the next turns of the event loop, where Node reports unhandled ones.
       for (let turn = 0; turn < 3; turn++) {
         await new Promise((resolve) => setImmediate(resolve));

@@ -40,7 +40,7 @@ describe("a run refused at once releases its call_id claim", () => {
       // A claim left held would make this retry wait for it to lapse: the tool's limit plus 5 s, 7 s here.
       const started = Date.now();
       const retry = await callTool(server.baseUrl, call);
-      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(Date.now() - started).toBeLessThan(5_000);
       expect(retry.body, retry.text).toMatchObject({
         success: true,
         call_id: "refused-at-once",
@@ -128,7 +128,7 @@ describe("a standard output that is gone", () => {
     expect(String((await logged)[0])).toContain('"msg":"tool call"');
     child.stdout?.destroy();
     await expectCallsGoOn(child, url, output);
-  }, 60_000);
+  });
 
   it("stops the logging, never the calls, when every write fails (ENOSPC on /dev/full)", async () => {
     // pino's destination turns EPIPE alone into silence; any other failed write reached the call that flushed.
@@ -139,5 +139,5 @@ describe("a standard output that is gone", () => {
     } finally {
       closeSync(full);
     }
-  }, 60_000);
+  });
 });

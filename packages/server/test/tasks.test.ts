@@ -186,8 +186,9 @@ describe("GET /tools/calls/{call_id}", () => {
     const { body } = await startSleep(1_000);
     const first = await statusOf(body.call_id);
     const started = Date.now();
-    const next = await statusOf(body.call_id, { ...one, Prefer: "wait=5" });
-    expect(Date.now() - started).toBeLessThan(2_000);
+    const next = await statusOf(body.call_id, { ...one, Prefer: "wait=20" });
+    // Answered on the progress, not at the end of the wait: half of it bounds a busy machine's slowness.
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(next.body.progress.progress).toBeGreaterThan(first.body.progress?.progress ?? -1);
     await send(`${server.baseUrl}/tools/calls/${body.call_id}`, { method: "DELETE", headers: one });
   });

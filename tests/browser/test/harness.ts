@@ -26,8 +26,9 @@ export async function startDemo(options: Pick<DemoOptions, "auth" | "cors"> = {}
 /** A fresh Chromium profile, headless (installed first where the machine allows it; else a failure naming the command to run). */
 export async function launchBrowser(): Promise<LaunchedChromium> {
   const browser = await launchChromium();
-  // Shorter than a test's time limit, so a missing element fails with its locator named.
-  browser.context.setDefaultTimeout(8_000);
+  // real time: shorter than the gate's 300 s guard, so that a missing element fails with its locator named; long
+  // enough for a page on a busy machine (Playwright's own default is 30 s).
+  browser.context.setDefaultTimeout(120_000);
   await mkdir(SCREENSHOTS, { recursive: true });
   return browser;
 }

@@ -215,7 +215,7 @@ describe("the Inspector against the demo", () => {
     await consent.getByText("approved").waitFor();
     await consent.close();
 
-    await status.getByText("Authorization completed").waitFor({ timeout: 10_000 });
+    await status.getByText("Authorization completed").waitFor();
     await retry.click();
     await result(page).getByText("Success").waitFor();
     const value = JSON.parse((await result(page).getByLabel("Value").textContent()) ?? "");

@@ -51,5 +51,5 @@ describe.each([
     } finally {
       await server.stop();
     }
-  }, 90_000);
+  });
 });

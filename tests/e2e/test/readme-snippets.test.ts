@@ -83,5 +83,5 @@ describe("README snippets", () => {
         return `${where}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`;
       });
     expect(problems).toEqual([]);
-  }, 60_000);
+  });
 });

@@ -49,7 +49,6 @@ describe.each(["bun", "deno", "workerd"] as const)("the demo's fetch handler on 
         expectConformant(report, runtime === "workerd" ? [...new Set([...skipped, ...NOT_ON_WORKERD])] : skipped);
       });
     },
-    120_000,
   );
 });
 
@@ -121,5 +120,5 @@ describe.each(["bun", "deno"] as const)("Gmail's authorization challenge on %s",
       expect(await client.checkAuthorization(challenge)).toBe("completed");
       expect(await client.callTool(request)).toMatchObject({ success: true, value: { emails: [{ id: "email_2" }] } });
     });
-  }, 60_000);
+  });
 });

@@ -21,7 +21,7 @@ beforeAll(async () => {
   if (failure) {
     throw failure.reason;
   }
-}, 30_000);
+});
 
 afterAll(async () => {
   await Promise.all([...servers.values()].map((server) => server.stop()));

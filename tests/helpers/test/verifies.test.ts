@@ -16,13 +16,13 @@ describe("verifies", () => {
     "example.one",
     "passes a timeout on",
     ({ task }) => {
-      expect(task.timeout).toBe(1234);
+      expect(task.timeout).toBe(301_234);
     },
-    1234,
+    301_234,
   );
 
-  verifies("example.one", "passes options on", { timeout: 4321 }, ({ task }) => {
-    expect(task.timeout).toBe(4321);
+  verifies("example.one", "passes options on", { timeout: 304_321 }, ({ task }) => {
+    expect(task.timeout).toBe(304_321);
   });
 
   verifies.each([
@@ -42,7 +42,7 @@ describe("verifies", () => {
   verifies.each([{ version: "1.0" }])(
     "example.one",
     "passes options on for each row",
-    { timeout: 5678 },
+    { timeout: 305_678 },
     ({ version }) => {
       expect(version).toBe("1.0");
       expect(expect.getState().currentTestName).toBe("verifies > passes options on for each row [example.one]");

@@ -173,7 +173,8 @@ describe("a runtime that refuses code generated at run time", () => {
       const { stdout } = await promisify(execFile)(
         process.execPath,
         ["--disallow-code-generation-from-strings", bundle],
-        { timeout: 10_000 },
+        // real time: a hung child is killed before the gate's 300 s guard, so that the failure shows its output.
+        { timeout: 280_000 },
       );
       const child = JSON.parse(stdout) as Awaited<ReturnType<typeof answersHere>>;
       const here = await answersHere("ajv");

@@ -629,7 +629,6 @@ describe("shutdown before a run starts", () => {
       await core.abortAll();
       expect(await call).toMatchObject({ success: false, error: { message: "The server is shutting down" } });
     },
-    5_000,
   );
 });
 
