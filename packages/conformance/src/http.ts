@@ -1,6 +1,7 @@
-/** The kit's HTTP: raw requests (any method, headers and body, as draft clients send them), bounded, to one origin only. */
+/** The kit's HTTP: raw requests (any method, headers and body, as draft clients send them), bounded in time and size, to one origin only. */
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { StringDecoder } from "node:string_decoder";
 
 /** An answer, body kept as text and parsed as JSON when it is JSON. */
 export interface Answer {
@@ -24,11 +25,15 @@ export interface Send {
   body?: unknown;
   timeoutMs?: number;
   /**
-   * Reads a streamed body only until this says the text so far is enough (an event stream's first events), then
-   * hangs up: the answer holds what was read.
+   * Reads a streamed body only until this says what was read is enough (an event stream's first events), then
+   * hangs up: the answer holds what was read. It is given each decoded piece as it comes, never the whole text
+   * again, so that a body cut finely costs its length, not its length times its pieces.
    */
-  until?: (text: string) => boolean;
+  until?: (piece: string) => boolean;
 }
+
+/** The most of an answer the kit reads: past it the request fails, so a server cannot fill the kit's memory. */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** Sends requests to one server, never elsewhere, each bounded in time; keeps every answer for global checks. */
 export class Http {
@@ -39,6 +44,7 @@ export class Http {
     readonly baseUrl: string,
     private readonly credentials: () => Promise<Record<string, string>>,
     private readonly defaultTimeoutMs = 10_000,
+    private readonly maxAnswerBytes = MAX_ANSWER_BYTES,
   ) {
     this.origin = new URL(baseUrl).origin;
   }
@@ -76,14 +82,17 @@ export class Http {
           timeout: options.timeoutMs ?? this.defaultTimeoutMs,
         },
         (res) => {
-          const chunks: Buffer[] = [];
+          const pieces: string[] = [];
+          const decoder = new StringDecoder("utf8");
+          let size = 0;
           let done = false;
           const finish = () => {
             if (done) {
               return;
             }
             done = true;
-            const text = Buffer.concat(chunks).toString("utf8");
+            pieces.push(decoder.end());
+            const text = pieces.join("");
             let json: unknown;
             try {
               json = text === "" ? undefined : JSON.parse(text);
@@ -95,8 +104,19 @@ export class Http {
             resolve(answer);
           };
           res.on("data", (chunk: Buffer) => {
-            chunks.push(chunk);
-            if (options.until?.(Buffer.concat(chunks).toString("utf8"))) {
+            if (done) {
+              return;
+            }
+            size += chunk.length;
+            if (size > this.maxAnswerBytes) {
+              done = true;
+              req.destroy();
+              reject(new Error(`${label}: the answer is longer than ${this.maxAnswerBytes} bytes`));
+              return;
+            }
+            const piece = decoder.write(chunk);
+            pieces.push(piece);
+            if (options.until?.(piece)) {
               finish();
               req.destroy();
             }

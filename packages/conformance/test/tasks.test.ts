@@ -99,15 +99,12 @@ describe("the tasks group", () => {
     ["join-restarts", "tasks.one-record", /answered running.*: the run started again/],
     ["unknown-410", "tasks.unknown", /answered 410/],
   ];
-  it.concurrent.each(caught)(
-    "catches the bug %s in %s",
-    async (bug, id, reason) => {
-      const report = await check({ jwtSecret: SECRET, bugs: [bug] }, { jwtSecret: SECRET, only: [id] });
-      const result = report.results.find((entry) => entry.id === id);
-      expect(result?.status, result?.reason).toBe("fail");
-      expect(result?.reason).toMatch(reason);
-    },
-  );
+  it.concurrent.each(caught)("catches the bug %s in %s", async (bug, id, reason) => {
+    const report = await check({ jwtSecret: SECRET, bugs: [bug] }, { jwtSecret: SECRET, only: [id] });
+    const result = report.results.find((entry) => entry.id === id);
+    expect(result?.status, result?.reason).toBe("fail");
+    expect(result?.reason).toMatch(reason);
+  });
 });
 
 describe("parseEventStream", () => {

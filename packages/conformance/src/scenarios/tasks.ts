@@ -13,6 +13,7 @@ import {
   TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
   TOOLS_CALLS_PATH_TEMPLATE,
 } from "@otc/types";
+import { createParser } from "eventsource-parser";
 import type { Fixture } from "../fixture.js";
 import { type Answer, header } from "../http.js";
 import { minimalObject, wrongTypeFor } from "../inputs.js";
@@ -185,6 +186,24 @@ export function parseEventStream(text: string): StreamEvent[] {
     }
   }
   return events;
+}
+
+/**
+ * An `until` that stops reading at the stream's first event with data. Each piece is parsed once, as it comes
+ * (eventsource-parser), so a stream that never ends its first line costs the kit its length, not its length
+ * times its pieces.
+ */
+function untilFirstEvent(): (piece: string) => boolean {
+  let seen = false;
+  const parser = createParser({
+    onEvent: () => {
+      seen = true;
+    },
+  });
+  return (piece) => {
+    parser.feed(piece);
+    return seen;
+  };
 }
 
 /** An event's data as JSON, or a failure naming the event. */
@@ -567,7 +586,7 @@ export const taskScenarios: Scenario[] = [
           path: eventsPath(callId),
           headers: TASKS,
           timeoutMs: task.maxWaitMs,
-          until: (text) => parseEventStream(text).length > 0,
+          until: untilFirstEvent(),
         });
         checkStatus(first, 200);
         const [opening] = parseEventStream(first.text);
