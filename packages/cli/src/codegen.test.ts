@@ -13,7 +13,7 @@ import { compile } from "json-schema-to-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { run } from "./cli.js";
-import { generateBindings, NO_REFERENCES } from "./codegen.js";
+import { CatalogError, generateBindings, MAX_BINDINGS_BYTES, NO_REFERENCES } from "./codegen.js";
 import { EXIT } from "./io.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -331,7 +331,6 @@ describe("otc codegen --from a hostile server", () => {
       // Discovery (this server answers it with no DiscoveryDocument: an OXP 1.0 list follows), then the list.
       expect(hostile.paths).toEqual(["/.well-known/oxp", "/tools"]);
     },
-    60_000,
   );
 
   verifies(
@@ -400,7 +399,6 @@ describe("otc codegen --from a hostile server", () => {
         .map((type) => (type.literal as ts.StringLiteral).text);
       expect(literals).toEqual(values);
     },
-    60_000,
   );
 
   verifies(
@@ -458,7 +456,6 @@ describe("otc codegen --from a hostile server", () => {
         'asyncTools["Evil.Old@1.0.0"]',
       ]);
     },
-    60_000,
   );
 
   verifies.each([
@@ -510,6 +507,46 @@ describe("otc codegen --from a hostile server", () => {
         );
       }
       expect(elsewhere.paths).toEqual([]);
+    },
+  );
+});
+
+describe("otc codegen --from a server whose arrays are bounded", () => {
+  /** `depth` arrays around `item`, each with `bounds` (minItems, maxItems). */
+  const bounded = (item: object, depth: number, bounds: object): object =>
+    depth === 0 ? item : { type: "array", items: bounded(item, depth - 1, bounds), ...bounds };
+
+  verifies(
+    "definitions.client-codegen-safe",
+    "writes bindings about the size of the catalog for arrays bounded to 20 or 200 items, nested three deep",
+    async () => {
+      // 20 items wrote 210 copies of the item (a union of 21 tuples): 29 KB of such a catalog gave 7.5 MB in 7 s.
+      const fields = Object.fromEntries(
+        Array.from({ length: 40 }, (_, i) => [`f${i}`, { type: "string", description: `Field ${i}.` }]),
+      );
+      const item = { type: "object", properties: fields, required: Object.keys(fields) };
+      const cases: [string, object][] = [
+        ["Hostile.Twenty@1.0.0", { maxItems: 20 }],
+        ["Hostile.Range@1.0.0", { minItems: 1, maxItems: 20 }],
+        ["Hostile.AtLeast@1.0.0", { minItems: 20 }],
+        ["Hostile.Many@1.0.0", { minItems: 0, maxItems: 200 }],
+      ];
+      catalog = cases.map(([id, bounds]) =>
+        definition(id, {
+          type: "object",
+          properties: { list: { ...bounded(item, 3, bounds), description: "Lists of lists." } },
+          required: ["list"],
+        }),
+      );
+      const out = path.join(tmp, "bounded.ts");
+      expect(await otc(["codegen", "--from", hostile.url, "--out", out])).toMatchObject({ code: EXIT.ok, stderr: "" });
+      const code = await readFile(out, "utf8");
+      // Types, comments and the fixed text: less than twice the catalog (it was 200 times).
+      expect(code.length).toBeLessThan(2 * JSON.stringify({ items: catalog }).length);
+      // The item written once per list, `{ f0: string; ... }[][][]`, and twice for 1 to 20 items, `[T, ...T[]]`.
+      expect(code.match(/^ {2}}\[\]\[\]\[\];$/gm)).toHaveLength(3);
+      expect(code.match(/^ +f0: string;$/gm)).toHaveLength(5);
+      expect(typeErrors(code, tmp)).toEqual([]);
     },
   );
 });
@@ -586,6 +623,20 @@ describe("a catalog file otc codegen refuses", () => {
       written: false,
     });
   });
+
+  verifies(
+    "definitions.client-codegen-safe",
+    "refuses a catalog whose bindings would pass its size bound, with one line and no file",
+    async () => {
+      const tool = { ...definition("Huge.Describe@1.0.0", {}), description: "x".repeat(MAX_BINDINGS_BYTES) };
+      expect(await fromFile([definition("Huge.Aaa@1.0.0", {}), tool, definition("Huge.Zzz@1.0.0", {})])).toEqual({
+        code: EXIT.protocol,
+        stdout: "",
+        stderr: `otc: the catalog is refused: its bindings would be larger than otc codegen's bound of ${MAX_BINDINGS_BYTES} bytes (passed at tool "Huge.Describe@1.0.0")\n`,
+        written: false,
+      });
+    },
+  );
 
   verifies("definitions.client-codegen-safe", "refuses two tools that would get the same type name", async () => {
     expect(await fromFile([definition("A.B_c@1.0.0", {}), definition("A.BC@1.0.0", {})])).toMatchObject({
@@ -687,6 +738,30 @@ export async function use(client: OxpClient, signal: AbortSignal) {
 
   verifies(
     "definitions.client-codegen-safe",
+    "bounds the file by its size to the byte, stopping at the tool that passes the bound",
+    async () => {
+      const tools = ["Size.A@1.0.0", "Size.B@1.0.0", "Size.C@1.0.0"].map((id) =>
+        definition(id, { type: "object", properties: { text: { type: "string", description: "Some text." } } }),
+      );
+      const code = await generateBindings(tools, "sized.json");
+      const size = Buffer.byteLength(code);
+      expect(await generateBindings(tools, "sized.json", { maxBytes: size })).toBe(code);
+      const refused = (bound: number, where: string) =>
+        new CatalogError(
+          `the catalog is refused: its bindings would be larger than otc codegen's bound of ${bound} bytes${where}`,
+        );
+      await expect(generateBindings(tools, "sized.json", { maxBytes: size - 1 })).rejects.toEqual(
+        refused(size - 1, ""),
+      );
+      const first = code.indexOf("// Size.B@1.0.0");
+      await expect(generateBindings(tools, "sized.json", { maxBytes: first })).rejects.toEqual(
+        refused(first, ' (passed at tool "Size.B@1.0.0")'),
+      );
+    },
+  );
+
+  verifies(
+    "definitions.client-codegen-safe",
     "writes bounded arrays as tuples only where that stays small",
     async () => {
       const code = await generateBindings(
@@ -696,6 +771,9 @@ export async function use(client: OxpClient, signal: AbortSignal) {
             properties: {
               two: { type: "array", items: { type: "string" }, minItems: 2, description: "Two or more." },
               many: { type: "array", items: { type: "string" }, minItems: 50, description: "Fifty or more." },
+              upTo: { type: "array", items: { type: "string" }, maxItems: 3, description: "Three at most." },
+              twenty: { type: "array", items: { type: "string" }, maxItems: 20, description: "Twenty at most." },
+              range: { type: "array", items: { type: "string" }, minItems: 2, maxItems: 40, description: "2 to 40." },
               nested: {
                 type: "array",
                 items: { type: "array", items: { type: "number" }, minItems: 3 },
@@ -703,13 +781,16 @@ export async function use(client: OxpClient, signal: AbortSignal) {
                 description: "Three lists or more.",
               },
             },
-            required: ["two", "many", "nested"],
+            required: ["two", "many", "upTo", "twenty", "range", "nested"],
           }),
         ],
         "arrays.json",
       );
       expect(code).toContain("  two: [string, string, ...string[]];\n");
       expect(code).toContain("  many: string[];\n");
+      expect(code).toContain("  upTo: [] | [string] | [string, string] | [string, string, string];\n");
+      expect(code).toContain("  twenty: string[];\n");
+      expect(code).toContain("  range: [string, string, ...string[]];\n");
       expect(code).toContain("  nested: [number[], number[], number[], ...number[][]];\n");
     },
   );

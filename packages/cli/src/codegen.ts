@@ -29,12 +29,27 @@ export class CatalogError extends Error {
 export const MAX_SCHEMA_DEPTH = 128;
 
 /**
- * The most items an array's `minItems`/`maxItems` may ask for and still become a tuple type
- * (json-schema-to-typescript writes one copy of the item type per item, and a union of tuples up to
- * `maxItems`). Larger bounds, and bounds inside an array that already became a tuple, are left out:
- * the type is `T[]`. This keeps the output linear in the catalog's size.
+ * The most copies of its item type a bounded array may write and still become a tuple type.
+ * json-schema-to-typescript writes one copy per item of each tuple in a union of tuples from `minItems` to
+ * `maxItems` (`[] | [T] | [T, T]` for 0 to 2: three copies), or `minItems` copies and a `...T[]` rest when there is
+ * no `maxItems`. An array whose bounds would write more keeps only its `minItems` where that alone fits, else
+ * neither: the type is `T[]`. An array inside one that became a tuple is always `T[]`, so copies never multiply:
+ * whatever `minItems` and `maxItems` say, a tool's types stay within about this many times the size of its schema.
  */
-export const MAX_TUPLE_ITEMS = 20;
+export const MAX_TUPLE_ITEMS = 10;
+
+/**
+ * The most bytes of TypeScript `otc codegen` writes for one catalog (the default of {@link BindingsOptions}'s
+ * `maxBytes`): past it, the catalog is refused with a {@link CatalogError} instead of growing a file no one can
+ * compile, and generation stops at the tool that passed it.
+ */
+export const MAX_BINDINGS_BYTES = 4 * 1024 * 1024;
+
+/** How {@link generateBindings} bounds its output. */
+export interface BindingsOptions {
+  /** The most bytes (UTF-8) of the file; {@link MAX_BINDINGS_BYTES} unless said. */
+  maxBytes?: number;
+}
 
 /** A TypeScript name for a tool id: `Calculator.Add@1.0.0` -> `CalculatorAddV1_0_0`. */
 export function typeNameOf(toolId: string): string {
@@ -277,6 +292,33 @@ function checkData(value: unknown, place: Place): void {
 
 const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
 
+/** How many copies of the item type a tuple union from `min` to `max` items writes (a `...T[]` rest when no `max`). */
+function tupleCopies(min: number, max: number | undefined): number {
+  if (max === undefined) {
+    return min + 1;
+  }
+  // The sum of min..max; a max below min is left to json-schema-to-typescript, which refuses it.
+  return max < min ? 0 : ((max - min + 1) * (min + max)) / 2;
+}
+
+/**
+ * Which of an array schema's `minItems` and `maxItems` reach json-schema-to-typescript: both when the tuples they
+ * make stay within {@link MAX_TUPLE_ITEMS} copies of the item, else `minItems` alone when that fits, else neither.
+ */
+function keptTupleBounds(schema: Schema, inTuple: boolean): Set<string> {
+  const min = isCount(schema.minItems) ? schema.minItems : undefined;
+  const max = isCount(schema.maxItems) ? schema.maxItems : undefined;
+  if (inTuple || (min === undefined && max === undefined)) {
+    return new Set();
+  }
+  if (max !== undefined && tupleCopies(min ?? 0, max) <= MAX_TUPLE_ITEMS) {
+    return new Set(min === undefined ? ["maxItems"] : ["minItems", "maxItems"]);
+  }
+  return min !== undefined && min > 0 && tupleCopies(min, undefined) <= MAX_TUPLE_ITEMS
+    ? new Set(["minItems"])
+    : new Set();
+}
+
 /**
  * A copy of a schema from the catalog that json-schema-to-typescript can only turn into types. Standard
  * JSON Schema keywords that bear on types are kept, each checked to hold the kind of value the standard
@@ -297,9 +339,7 @@ function sanitize(schema: unknown, place: Place): unknown {
   const out: Schema = {};
   const subschema = (value: unknown, key: string, extra: Partial<Place> = {}) =>
     sanitize(value, below(place, key, extra));
-  const keptBounds = ["minItems", "maxItems"].some(
-    (key) => key in schema && !place.inTuple && isCount(schema[key]) && (schema[key] as number) <= MAX_TUPLE_ITEMS,
-  );
+  const keptBounds = keptTupleBounds(schema, place.inTuple);
   for (const [key, value] of Object.entries(schema)) {
     const here = below(place, key);
     if (REFERENCES.has(key)) {
@@ -322,7 +362,7 @@ function sanitize(schema: unknown, place: Place): unknown {
       }
       setOwn(out, key, [...value]);
     } else if (key === "items") {
-      const extra = { inTuple: place.inTuple || keptBounds };
+      const extra = { inTuple: place.inTuple || keptBounds.size > 0 };
       setOwn(
         out,
         key,
@@ -358,7 +398,7 @@ function sanitize(schema: unknown, place: Place): unknown {
       if (!isCount(value)) {
         refuse(here, `has a ${key} that is not a non-negative integer`);
       }
-      if (keptBounds && value <= MAX_TUPLE_ITEMS) {
+      if (keptBounds.has(key)) {
         setOwn(out, key, value);
       }
     } else if (COUNTS.has(key)) {
@@ -435,6 +475,8 @@ async function typeFor(schema: unknown, name: string, place: Place, input: boole
 const options: Partial<Options> = {
   $refOptions: NO_REFERENCES,
   bannerComment: "",
+  // The generator's own bound on tuple unions; sanitize keeps only bounds within it (see MAX_TUPLE_ITEMS).
+  maxItems: MAX_TUPLE_ITEMS,
   additionalProperties: false,
   declareExternallyReferenced: true,
   format: true,
@@ -548,10 +590,30 @@ function checkTools(tools: readonly ToolDefinition[]): void {
  * every file, over @otc/client's `bindTools` and `bindAsyncTools`. A reference (`$ref`) anywhere is refused and never
  * followed; text from the catalog ends up only in comments, which it cannot end, and in quoted keys and string
  * literals. Throws a {@link CatalogError} naming the tool and the place for a catalog it refuses.
+ *
+ * The output is bounded: a bounded array becomes a tuple type only where that stays small ({@link MAX_TUPLE_ITEMS}),
+ * and a file that would pass `maxBytes` ({@link MAX_BINDINGS_BYTES} unless said) is refused with a
+ * {@link CatalogError}, as soon as the tool that passes it is generated.
  */
-export async function generateBindings(tools: readonly ToolDefinition[], source: string): Promise<string> {
+export async function generateBindings(
+  tools: readonly ToolDefinition[],
+  source: string,
+  { maxBytes = MAX_BINDINGS_BYTES }: BindingsOptions = {},
+): Promise<string> {
   checkTools(tools);
   const sorted = [...tools].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // Bytes of the file written so far (each part with the line feed that joins it): never more than the file has.
+  let bytes = 0;
+  /** Counts bytes of the file and refuses the catalog once they pass maxBytes: generation stops there. */
+  const count = (more: number, tool?: string) => {
+    bytes += more;
+    if (bytes > maxBytes) {
+      const where = tool === undefined ? "" : ` (passed at tool ${quote(tool)})`;
+      throw new CatalogError(
+        `the catalog is refused: its bindings would be larger than otc codegen's bound of ${maxBytes} bytes${where}`,
+      );
+    }
+  };
   const parts = [
     `// Generated by otc codegen from ${lineCommentText(source)} — do not edit.`,
     // Lint rules are a matter of taste the generator cannot know (naming conventions, say); formatting still applies.
@@ -565,14 +627,20 @@ export async function generateBindings(tools: readonly ToolDefinition[], source:
     const name = typeNameOf(tool.id);
     const description = lineCommentText(tool.description);
     const place = { tool: tool.id, path: "", depth: 0, inTuple: false };
-    parts.push(`// ${tool.id}${description ? `: ${description}` : ""}`);
-    parts.push(await typeFor(tool.input_schema, `${name}Input`, { ...place, field: "input_schema" }, true));
-    parts.push(
+    const written = [
+      `// ${tool.id}${description ? `: ${description}` : ""}`,
+      await typeFor(tool.input_schema, `${name}Input`, { ...place, field: "input_schema" }, true),
       tool.output_schema === null
         ? `export type ${name}Output = null;\n`
         : await typeFor(tool.output_schema, `${name}Output`, { ...place, field: "output_schema" }, false),
+    ];
+    const member = [...toolDocComment(tool), ...toolsMember(JSON.stringify(tool.id), name)];
+    count(
+      [...written, ...member].reduce((sum, text) => sum + Buffer.byteLength(text) + 1, 0),
+      tool.id,
     );
-    members.push(...toolDocComment(tool), ...toolsMember(JSON.stringify(tool.id), name));
+    parts.push(...written);
+    members.push(...member);
   }
   parts.push(
     "/** Every tool of the catalog: its input and output types. */",
@@ -598,5 +666,9 @@ export async function generateBindings(tools: readonly ToolDefinition[], source:
     "}",
     "",
   );
-  return parts.join("\n");
+  const code = parts.join("\n");
+  // The whole file, exactly: the count above left out its fixed text and toolIds.
+  bytes = 0;
+  count(Buffer.byteLength(code));
+  return code;
 }

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect } from "vitest";
 import { callTool, expectError, type Running, send, startServer } from "./harness.js";
 
 const SECRET = "a-shared-secret-of-at-least-32-bytes!";
+/** The one audience `server` allows. */
+const AUDIENCE = "oxp-test";
 const API_KEY = "test-api-key-0123456789abcdef0123456789";
 let server: Running;
 let keyOnly: Running;
@@ -13,7 +15,7 @@ let open: Running;
 
 beforeAll(async () => {
   [server, keyOnly, open] = await Promise.all([
-    startServer({ auth: { jwt: { secret: SECRET, audiences: ["oxp-test"] } } }),
+    startServer({ auth: { jwt: { secret: SECRET, audiences: [AUDIENCE] } } }),
     startServer({ auth: { apiKeys: [API_KEY] } }),
     startServer(),
   ]);
@@ -22,9 +24,14 @@ afterAll(() => Promise.all([server.close(), keyOnly.close(), open.close()]));
 
 const now = () => Math.floor(Date.now() / 1000);
 
-/** A signed HS256 JWT; claims are given as is, so tests can leave `exp` out or set it anywhere. */
+/**
+ * A signed HS256 JWT for `server`'s audience; other claims are given as is, so tests can leave `exp` out or set it
+ * anywhere. An `aud` in `claims` replaces the audience, and `aud: undefined` leaves it out.
+ */
 function sign(claims: Record<string, unknown>, secret = SECRET): Promise<string> {
-  return new SignJWT(claims).setProtectedHeader({ alg: "HS256", typ: "JWT" }).sign(new TextEncoder().encode(secret));
+  return new SignJWT({ aud: AUDIENCE, ...claims })
+    .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .sign(new TextEncoder().encode(secret));
 }
 
 /** A token with any header, signed with HMAC for the algorithms jose would refuse to make. */
@@ -48,16 +55,35 @@ function expectUnauthorized(reply: Awaited<ReturnType<typeof send>>) {
 }
 
 describe("JWT", () => {
+  verifies(["auth.jwt-hs256-only", "auth.jwt-claims"], "admits a valid HS256 token with an allowed aud", async () => {
+    const withAud = await sign({ exp: now() + 300, aud: AUDIENCE, sub: "agent-1" });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
+    const audList = await sign({ exp: now() + 300, aud: ["elsewhere", AUDIENCE], sub: "agent-1" });
+    expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
+  });
+
   verifies(
-    ["auth.jwt-hs256-only", "auth.jwt-claims"],
-    "admits a valid HS256 token, with or without an allowed aud",
+    ["auth.jwt-claims", "auth.401-response"],
+    "refuses a token without aud where audiences are configured, unless requireAudience is false",
     async () => {
-      const withAud = await sign({ exp: now() + 300, aud: "oxp-test", sub: "agent-1" });
-      expect((await tools(server.baseUrl, { Authorization: `Bearer ${withAud}` })).status).toBe(200);
-      const withoutAud = await sign({ exp: now() + 300, sub: "agent-1" });
-      expect((await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
-      const audList = await sign({ exp: now() + 300, aud: ["elsewhere", "oxp-test"], sub: "agent-1" });
-      expect((await tools(server.baseUrl, { Authorization: `Bearer ${audList}` })).status).toBe(200);
+      const withoutAud = await sign({ exp: now() + 300, aud: undefined, sub: "agent-1" });
+      const reply = await tools(server.baseUrl, { Authorization: `Bearer ${withoutAud}` });
+      expectUnauthorized(reply);
+      expect(reply.body.developer_message).toMatch(/\baud\b/);
+      // OXP 1.0's rule, kept by an option: aud is checked only when present. Without audiences, none is asked for.
+      const lenient = await startServer({
+        auth: { jwt: { secret: SECRET, audiences: [AUDIENCE], requireAudience: false } },
+      });
+      const unnamed = await startServer({ auth: { jwt: { secret: SECRET } } });
+      try {
+        for (const open of [lenient, unnamed]) {
+          expect((await tools(open.baseUrl, { Authorization: `Bearer ${withoutAud}` })).status).toBe(200);
+        }
+        const elsewhere = await sign({ exp: now() + 300, aud: "someone-else", sub: "agent-1" });
+        expectUnauthorized(await tools(lenient.baseUrl, { Authorization: `Bearer ${elsewhere}` }));
+      } finally {
+        await Promise.all([lenient.close(), unnamed.close()]);
+      }
     },
   );
 
@@ -118,6 +144,16 @@ describe("JWT subject", () => {
     ["with a list sub", { exp: now() + 300, sub: ["agent-1"] }],
     ["with a sub over 256 characters", { exp: now() + 300, sub: "a".repeat(257) }],
     ["with a control character in sub", { exp: now() + 300, sub: "agent\u0000-1" }],
+    ["with a C1 control character in sub", { exp: now() + 300, sub: "agent\u009b-1" }],
+    // Bidirectional controls: `admin\u202e1-tnega` shows as `admin` and `agent-1` reversed (Trojan Source).
+    ["with a right-to-left override in sub", { exp: now() + 300, sub: "admin\u202e1-tnega" }],
+    ["with a left-to-right embedding in sub", { exp: now() + 300, sub: "agent\u202a-1" }],
+    ["with a pop directional formatting in sub", { exp: now() + 300, sub: "agent-1\u202c" }],
+    ["with a right-to-left isolate in sub", { exp: now() + 300, sub: "agent\u2067-1\u2069" }],
+    ["with a first strong isolate in sub", { exp: now() + 300, sub: "\u2068agent-1" }],
+    ["with a left-to-right mark in sub", { exp: now() + 300, sub: "agent-1\u200e" }],
+    ["with a right-to-left mark in sub", { exp: now() + 300, sub: "agent\u200f-1" }],
+    ["with an Arabic letter mark in sub", { exp: now() + 300, sub: "agent\u061c-1" }],
   ])(
     ["auth.jwt-subject", "auth.401-response"],
     "refuses a token %s with a 401 whose developer_message names the claim",
@@ -125,6 +161,17 @@ describe("JWT subject", () => {
       const reply = await tools(server.baseUrl, { Authorization: `Bearer ${await sign(claims)}` });
       expectUnauthorized(reply);
       expect(reply.body.developer_message).toMatch(/\bsub\b/);
+    },
+  );
+
+  verifies(
+    "auth.jwt-subject",
+    "admits a sub in any script, bidirectional text included, without controls",
+    async () => {
+      for (const sub of ["агент-1", "وكيل-١", "סוכן 1", "エージェント", "agent-1 (עברית)"]) {
+        const token = await sign({ exp: now() + 300, sub });
+        expect((await tools(server.baseUrl, { Authorization: `Bearer ${token}` })).status, sub).toBe(200);
+      }
     },
   );
 
@@ -161,7 +208,9 @@ describe("JWT subject", () => {
     ["auth.jwt-subject", "auth.principal-identity"],
     "names the principal by the configured principalClaim instead of sub",
     async () => {
-      const byClient = await startServer({ auth: { jwt: { secret: SECRET, principalClaim: "client_id" } } });
+      const byClient = await startServer({
+        auth: { jwt: { secret: SECRET, audiences: [AUDIENCE], principalClaim: "client_id" } },
+      });
       try {
         const named = await sign({ exp: now() + 300, client_id: "billing-service" });
         expect((await tools(byClient.baseUrl, { Authorization: `Bearer ${named}` })).status).toBe(200);
@@ -200,7 +249,7 @@ describe("API key", () => {
   });
 
   verifies("auth.off-by-default", "admits when any one credential is valid", async () => {
-    const both = await startServer({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET } } });
+    const both = await startServer({ auth: { apiKeys: [API_KEY], jwt: { secret: SECRET, audiences: [AUDIENCE] } } });
     try {
       const jwt = await sign({ exp: now() + 60, sub: "agent-1" });
       expect((await tools(both.baseUrl, { "OXP-API-Key": "wrong", Authorization: `Bearer ${jwt}` })).status).toBe(200);

@@ -133,6 +133,8 @@ describe("a JSON Web Key Set", () => {
     jwksServer = await startServer({ auth: { jwt: { jwksUrl: keySet.url, issuer: ISSUER, audiences: ["oxp-test"] } } });
   });
   afterAll(() => jwksServer.close());
+  /** Claims that pass every check of `jwksServer`, whose audience is required. */
+  const forSet = (extra: Record<string, unknown> = {}) => validClaims({ aud: "oxp-test", ...extra });
 
   verifies(
     "auth.jwt-public-keys",
@@ -141,7 +143,7 @@ describe("a JSON Web Key Set", () => {
       const before = keySet.hits;
       for (let round = 0; round < 5; round++) {
         for (const key of [rsa, ec, ed]) {
-          const reply = await tools(jwksServer, await sign(key, validClaims({ aud: "oxp-test" })));
+          const reply = await tools(jwksServer, await sign(key, forSet()));
           expect(reply.status, `${key.alg}: ${reply.text}`).toBe(200);
         }
       }
@@ -150,38 +152,41 @@ describe("a JSON Web Key Set", () => {
   );
 
   verifies("auth.jwt-public-keys", "tries every key of the token's alg when it names no kid", async () => {
-    expect((await tools(jwksServer, await sign(rsaTwin, validClaims(), {}))).status).toBe(200);
-    expect((await tools(jwksServer, await sign(rsa, validClaims(), {}))).status).toBe(200);
+    expect((await tools(jwksServer, await sign(rsaTwin, forSet(), {}))).status).toBe(200);
+    expect((await tools(jwksServer, await sign(rsa, forSet(), {}))).status).toBe(200);
   });
 
   verifies.each<[string, () => Promise<string>]>([
-    ["with a wrong iss", () => sign(rsa, validClaims({ iss: OTHER_ISSUER }))],
-    ["without iss", () => sign(rsa, validClaims({ iss: undefined }))],
-    ["with a non-string iss", () => sign(rsa, validClaims({ iss: 42 }))],
-    ["with a kid the set does not have", () => sign(rsa, validClaims(), { kid: "no-such-kid" })],
-    ["signed by a key outside the set, under a known kid", () => sign(outsider, validClaims(), { kid: rsa.kid })],
-    ["signed by a key outside the set, without kid", () => sign(outsider, validClaims(), {})],
-    ["whose alg does not match its kid's key", () => sign(rsa, validClaims(), { kid: ec.kid })],
-    ["with alg none", async () => unsigned({ alg: "none", kid: rsa.kid }, validClaims())],
+    ["with a wrong iss", () => sign(rsa, forSet({ iss: OTHER_ISSUER }))],
+    ["without iss", () => sign(rsa, forSet({ iss: undefined }))],
+    ["with a non-string iss", () => sign(rsa, forSet({ iss: 42 }))],
+    ["with a kid the set does not have", () => sign(rsa, forSet(), { kid: "no-such-kid" })],
+    ["signed by a key outside the set, under a known kid", () => sign(outsider, forSet(), { kid: rsa.kid })],
+    ["signed by a key outside the set, without kid", () => sign(outsider, forSet(), {})],
+    ["whose alg does not match its kid's key", () => sign(rsa, forSet(), { kid: ec.kid })],
+    ["with alg none", async () => unsigned({ alg: "none", kid: rsa.kid }, forSet())],
     [
       "signed HS256 with the RSA public key as the secret (alg confusion)",
-      () => hs256(rsa.pem, validClaims(), { kid: rsa.kid }),
+      () => hs256(rsa.pem, forSet(), { kid: rsa.kid }),
     ],
-    ["signed HS256 with a secret, on a server that has none", () => hs256(SECRET, validClaims())],
-    ["expired", () => sign(ec, validClaims({ exp: now() - 120 }))],
-    ["without exp", () => sign(ec, validClaims({ exp: undefined }))],
-    ["with exp more than 15 minutes ahead", () => sign(ec, validClaims({ exp: now() + 20 * 60 }))],
-    ["with a wrong aud", () => sign(ed, validClaims({ aud: "someone-else" }))],
-    ["without sub", () => sign(ed, validClaims({ sub: undefined }))],
-    ["with an empty sub", () => sign(ed, validClaims({ sub: "" }))],
-    ["with a numeric sub", () => sign(ed, validClaims({ sub: 5 }))],
-    ["with a sub over 256 characters", () => sign(ed, validClaims({ sub: "s".repeat(257) }))],
+    ["signed HS256 with a secret, on a server that has none", () => hs256(SECRET, forSet())],
+    ["expired", () => sign(ec, forSet({ exp: now() - 120 }))],
+    ["without exp", () => sign(ec, forSet({ exp: undefined }))],
+    ["with exp more than 15 minutes ahead", () => sign(ec, forSet({ exp: now() + 20 * 60 }))],
+    ["with a wrong aud", () => sign(ed, forSet({ aud: "someone-else" }))],
+    ["without sub", () => sign(ed, forSet({ sub: undefined }))],
+    ["with an empty sub", () => sign(ed, forSet({ sub: "" }))],
+    ["with a numeric sub", () => sign(ed, forSet({ sub: 5 }))],
+    ["with a sub over 256 characters", () => sign(ed, forSet({ sub: "s".repeat(257) }))],
+    ["with a right-to-left override in sub", () => sign(ed, forSet({ sub: "admin\u202e1-tnega" }))],
+    ["with a right-to-left isolate in sub", () => sign(rsa, forSet({ sub: "agent\u2067-1" }))],
+    ["without aud, which this server requires", () => sign(ec, forSet({ aud: undefined }))],
   ])(
     ["auth.jwt-public-keys", "auth.jwt-hs256-only", "auth.jwt-claims", "auth.jwt-subject"],
     "refuses a token %s with a 401, fetching nothing during the cooldown",
     async (_case, make) => {
       // The same server admits a valid token (fetching the set, if no earlier test did).
-      expect((await tools(jwksServer, await sign(rsa))).status).toBe(200);
+      expect((await tools(jwksServer, await sign(rsa, forSet()))).status).toBe(200);
       const before = keySet.hits;
       expectUnauthorized(await tools(jwksServer, await make()));
       expect(keySet.hits).toBe(before);
@@ -324,6 +329,24 @@ describe("PEM public keys", () => {
   });
 
   verifies(
+    ["auth.jwt-subject", "auth.principal-identity"],
+    "refuses an iss with control or bidirectional characters where no issuer is configured: it names the principal",
+    async () => {
+      const anyIssuer = await startServer({ auth: { jwt: { publicKeys: [rsa.pem] } } });
+      try {
+        expect((await tools(anyIssuer, await sign(rsa, validClaims({ iss: "https://idp.example" })))).status).toBe(200);
+        for (const iss of ["https://idp\u202e.example", "https://idp.example\u2066", "https://idp\u0007.example"]) {
+          const reply = await tools(anyIssuer, await sign(rsa, validClaims({ iss })));
+          expectUnauthorized(reply);
+          expect(reply.body.developer_message, JSON.stringify(iss)).toMatch(/\biss\b/);
+        }
+      } finally {
+        await anyIssuer.close();
+      }
+    },
+  );
+
+  verifies(
     ["auth.principal-identity", "idempotency.per-principal"],
     "keeps two issuers' equal sub apart, and apart from the HS256 sub of the same name",
     async () => {
@@ -435,6 +458,7 @@ describe("JWT settings refused at start", () => {
     ["a key whose alg is left out", () => ({ publicKeys: [rsa.pem, ec.pem], algorithms: ["RS256"] })],
     ["RS256 with no public key", () => ({ secret: SECRET, algorithms: ["HS256", "RS256"] })],
     ["an empty principalClaim", () => ({ secret: SECRET, principalClaim: "" })],
+    ["a requireAudience that is no boolean", () => ({ secret: SECRET, requireAudience: "no" as unknown as boolean })],
     ["a negative jwksCooldownSeconds", () => ({ jwksUrl: keySet.url, issuer: ISSUER, jwksCooldownSeconds: -1 })],
   ])("auth.jwt-public-keys", "refuses %s with a ServerConfigError", (_case, jwt) => {
     expect(build(jwt())).toThrow(ServerConfigError);

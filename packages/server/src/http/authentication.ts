@@ -62,8 +62,16 @@ export interface AuthenticationOptions {
     algorithms?: readonly JwtAlgorithm[];
     /** The claim naming the client, a non-empty string of at most 256 characters. Default `sub`. */
     principalClaim?: string;
-    /** Audiences a token's `aud` may name; a token with an `aud` outside them is refused. */
+    /**
+     * Audiences a token's `aud` may name; a token with an `aud` outside them is refused, and so is one without
+     * `aud` while `requireAudience` holds. Without audiences, a token with any `aud` is refused.
+     */
     audiences?: readonly string[];
+    /**
+     * With `audiences` configured, a token without `aud` is refused. Default true; `false` admits it, as OXP 1.0
+     * does (its `aud` is checked only when present), e.g. for clients that cannot set one yet.
+     */
+    requireAudience?: boolean;
     /** How far ahead `exp` may be, in seconds. Default 900 (15 minutes). */
     maxLifetimeSeconds?: number;
     /** Clock skew allowed on `exp`/`nbf`/`iat`, in seconds. Default 60. */
@@ -81,8 +89,12 @@ const CLAIM_MAX_LENGTH = 256;
 const JWKS_MAX_BYTES = 128 * 1024;
 /** After a failed fetch of the key set, new tokens needing it get a 503 for this long instead of another fetch. */
 const JWKS_RETRY_AFTER_SECONDS = 5;
-// C0, DEL and C1: a principal is a key part in stores and may be logged.
-const CONTROL_CHARACTER = /\p{Cc}/u;
+/**
+ * What no principal holds: C0, DEL and C1 controls, and the bidirectional controls (U+061C, U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069), which make a principal read differently wherever it is shown or logged. A
+ * principal is a key part in stores and may be logged.
+ */
+const UNSAFE_IN_PRINCIPAL = /[\p{Cc}\p{Bidi_Control}]/u;
 
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
@@ -504,6 +516,11 @@ export function createAuthenticator(
   const maxLifetime = jwt?.maxLifetimeSeconds ?? 900;
   const tolerance = jwt?.clockToleranceSeconds ?? 60;
   const audiences = new Set(jwt?.audiences ?? []);
+  if (jwt?.requireAudience !== undefined && typeof jwt.requireAudience !== "boolean") {
+    throw new ServerConfigError("jwt.requireAudience must be true or false");
+  }
+  // OXP 1.0 checks `aud` only when present; a server that names its audiences wants tokens minted for it.
+  const audienceRequired = audiences.size > 0 && jwt?.requireAudience !== false;
 
   /** The index of the matching API key, comparing against every key in constant time. */
   const matchKey = (candidate: string): number => {
@@ -591,8 +608,8 @@ export function createAuthenticator(
     if (name.length > CLAIM_MAX_LENGTH) {
       throw unauthorized(`the JWT's ${principalClaim} claim is longer than ${CLAIM_MAX_LENGTH} characters`);
     }
-    if (CONTROL_CHARACTER.test(name)) {
-      throw unauthorized(`the JWT's ${principalClaim} claim has control characters`);
+    if (UNSAFE_IN_PRINCIPAL.test(name)) {
+      throw unauthorized(`the JWT's ${principalClaim} claim has control or bidirectional characters`);
     }
     // The secret holder names its clients alone: `jwt:<sub>`, as the protocol's HS256 baseline has it.
     if (!publicKey) {
@@ -601,6 +618,10 @@ export function createAuthenticator(
     const { iss } = payload;
     if (iss !== undefined && (typeof iss !== "string" || iss.length > CLAIM_MAX_LENGTH)) {
       throw unauthorized(`the JWT's iss claim must be a string of at most ${CLAIM_MAX_LENGTH} characters`);
+    }
+    // Part of the principal as the subject is (an issuer outside jwt.issuer gets here when none is configured).
+    if (iss !== undefined && UNSAFE_IN_PRINCIPAL.test(iss)) {
+      throw unauthorized("the JWT's iss claim has control or bidirectional characters");
     }
     // Each issuer names its own clients: two issuers' `alice` are two principals, and adding an issuer
     // renames nobody. JSON keeps the pair unambiguous; the prefix keeps it apart from `jwt:` and `api-key:`.
@@ -645,6 +666,8 @@ export function createAuthenticator(
       if (!named.some((aud) => audiences.has(aud))) {
         throw unauthorized("the JWT's aud is not an allowed audience");
       }
+    } else if (audienceRequired) {
+      throw unauthorized("the JWT has no aud claim: this server requires one of its allowed audiences");
     }
     const principal = principalOf(payload, publicKey);
     // A token signed with a key its set has since dropped stays admitted until its `exp` (15 minutes at most).
