@@ -164,8 +164,9 @@ describe("errors", () => {
   });
 
   it("an attempt past timeoutMs is an OxpTimeoutError", async () => {
+    // A sleep far past the limit: on a busy machine the client's 100 ms timer may fire late, never after 30 s.
     const client = createClient({ baseUrl: demo.url, timeoutMs: 100, retry: { maxAttempts: 1 } });
-    await expect(client.callTool({ tool_id: "System.Sleep", input: { ms: 2_000 } })).rejects.toBeInstanceOf(
+    await expect(client.callTool({ tool_id: "System.Sleep", input: { ms: 30_000 } })).rejects.toBeInstanceOf(
       OxpTimeoutError,
     );
   });
