@@ -269,9 +269,7 @@ describe("RedisIdempotencyStore while Redis is down", () => {
       // The restarted Redis lost the key: once the subscriber is back the waiter reads it again and sees
       // it freed, within a reconnect (backoff at most 1 s), not at its 15 s limit.
       expect(await timed(waiting)).toEqual({ value: undefined, fast: true });
-      await expect
-        .poll(() => a.claim(key(), "fp", 10_000).catch((error: unknown) => error))
-        .toBeUndefined();
+      await expect.poll(() => a.claim(key(), "fp", 10_000).catch((error: unknown) => error)).toBeUndefined();
     } finally {
       ownAdmin.disconnect();
       await a.close();

@@ -41,15 +41,12 @@ async function withDemo(runtime: Runtime, env: Record<string, string>, body: (ur
 }
 
 describe.each(["bun", "deno", "workerd"] as const)("the demo's fetch handler on %s", (runtime) => {
-  it.each(CONFORMANCE_MODES)(
-    "passes the conformance kit %s",
-    async (_mode, { kit, env, skipped }) => {
-      await withDemo(runtime, env, async (url) => {
-        const report = await runConformance({ url, ...kit, log: () => {} });
-        expectConformant(report, runtime === "workerd" ? [...new Set([...skipped, ...NOT_ON_WORKERD])] : skipped);
-      });
-    },
-  );
+  it.each(CONFORMANCE_MODES)("passes the conformance kit %s", async (_mode, { kit, env, skipped }) => {
+    await withDemo(runtime, env, async (url) => {
+      const report = await runConformance({ url, ...kit, log: () => {} });
+      expectConformant(report, runtime === "workerd" ? [...new Set([...skipped, ...NOT_ON_WORKERD])] : skipped);
+    });
+  });
 });
 
 /**
