@@ -1,12 +1,14 @@
 // Hostile clients against the demo Tool Server: memory, CPU and idempotency attacks measured side by side with legitimate traffic.
 // Usage: `npm run bench:hostile` or `node bench/hostile-clients.mjs [SECONDS=60] [--demo PATH/TO/apps/demo/dist/main.js]
-// [--flood N=12000] [--heap MB] [--adapter node|express] [--only PHASE,...]`. SECONDS per attack (5 is a smoke run);
+// [--flood N=12000] [--heap MB] [--adapter node|express|node,express] [--only PHASE,...]`. SECONDS per attack (5 is a smoke run);
 // not part of `npm test`. Each phase starts the demo server as its own child process (RSS is its own), loads it over
 // loopback, bounded in time, and kills it after. Attackers call from 127.0.0.2 (the whole 127.0.0.0/8 is loopback),
 // legitimate traffic from 127.0.0.1: with authentication off the server tells clients apart by address.
+// The issue-34 phases (f1-*, f4) attack from up to 16 addresses (127.0.0.2 to 127.0.0.17): a few addresses filling
+// the server's connections, then a fresh legitimate client; the same costly load from 1 address and from 8.
 // It measures and reports; it exits 0 whatever it finds, non-zero only when the bench itself fails.
 import { spawn } from "node:child_process";
-import { once } from "node:events";
+import { once, setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -32,7 +34,10 @@ const flag = (name) => {
 const DEMO = flag("--demo") ?? fileURLToPath(new URL("../apps/demo/dist/main.js", import.meta.url));
 const FLOOD_MIN = Number(flag("--flood") ?? 12_000);
 const HEAP_MB = flag("--heap");
-const ADAPTER = flag("--adapter") ?? "node";
+/** `--adapter node,express` runs every phase on each, one after the other, in one run. */
+const ADAPTERS = (flag("--adapter") ?? "node").split(",");
+/** The adapter of the phases running now. */
+let ADAPTER = ADAPTERS[0];
 const ONLY = flag("--only")?.split(",");
 const PHASES = [
   "baseline",
@@ -44,9 +49,14 @@ const PHASES = [
   "orphans",
   "challenge-fill",
   "slowloris",
+  "f1-burst",
+  "f1-held",
+  "f1-polls",
+  "f1-slowloris",
+  "f4",
 ];
-if (!["node", "express"].includes(ADAPTER)) {
-  throw new Error("--adapter is node or express");
+if (!ADAPTERS.every((adapter) => ["node", "express"].includes(adapter))) {
+  throw new Error("--adapter is node, express, or both (node,express)");
 }
 for (const name of ONLY ?? []) {
   if (!PHASES.includes(name)) {
@@ -471,8 +481,13 @@ const safeJson = (text) => {
 };
 
 // ---- phases ----------------------------------------------------------------------------------------------------
-/** Starts a fresh server, runs legitimate load (unless `legit` is false) beside `attack` for `seconds`, stops it. */
-async function phase(title, seconds, attack, { legit = true, auth = false } = {}) {
+/**
+ * Starts a fresh server, runs legitimate load (unless `legit` is false) beside `attack` for `seconds`, stops it.
+ * With `fresh`, the attack (called with the server, the monitor and `{ signal, ready }`) fills the server first and
+ * the legitimate client arrives once it calls `ready()` (at most 15 s later), as a new client would; the attack then
+ * runs until `signal` aborts, when the legitimate load ends.
+ */
+async function phase(title, seconds, attack, { legit = true, auth = false, fresh = false } = {}) {
   process.stderr.write(`[${clock()}] ${title} (${seconds} s)...\n`);
   const server = await startServer({ auth });
   const monitor = new Monitor(server);
@@ -482,8 +497,25 @@ async function phase(title, seconds, attack, { legit = true, auth = false } = {}
       died.abort();
     }
   });
-  const legitRun = legit ? legitLoad(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
-  const attackRun = attack ? attack(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
+  let legitRun;
+  let attackRun;
+  if (fresh) {
+    const over = new AbortController();
+    const stop = () => over.abort();
+    died.signal.addEventListener("abort", stop, { once: true });
+    let ready;
+    const filled = new Promise((resolve) => {
+      ready = resolve;
+    });
+    const guard = setTimeout(() => ready(), 15_000);
+    attackRun = attack(server, monitor, { signal: over.signal, ready });
+    await filled;
+    clearTimeout(guard);
+    legitRun = (legit ? legitLoad(server, monitor, seconds, died.signal) : Promise.resolve(undefined)).finally(stop);
+  } else {
+    legitRun = legit ? legitLoad(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
+    attackRun = attack ? attack(server, monitor, seconds, died.signal) : Promise.resolve(undefined);
+  }
   const [legitResult, attackResult] = await Promise.all([legitRun, attackRun]);
   await monitor.sample();
   monitor.stop();
@@ -790,6 +822,279 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
   };
 };
 
+// ---- issue 34: a few addresses filling the server (F1), costly calls spread over addresses (F4) ------------------
+/** The loopback addresses `127.0.0.2` ... for `count` attackers (the legitimate client stays on 127.0.0.1). */
+const attackerAddresses = (count) => Array.from({ length: count }, (_, i) => `127.0.0.${i + 2}`);
+
+/**
+ * Sockets that hold a slot each, `perAddress` from each of `addresses`, opened at once, each reopened a second after
+ * the server closes it: `idle` sends nothing; `trickle` begins a request and sends a header line a second (slowloris).
+ * It calls `ready` once every socket has connected (or failed to), and runs until `signal` aborts.
+ */
+const slotHolders =
+  (addresses, perAddress, mode) =>
+  async (server, _monitor, { signal, ready }) => {
+    const { hostname, port } = new URL(server.url);
+    const live = new Set();
+    const timers = new Set();
+    let opened = 0;
+    let closedByServer = 0;
+    let settled = 0;
+    const total = addresses.length * perAddress;
+    const later = (fn, ms) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        fn();
+      }, ms);
+      timers.add(timer);
+    };
+    const open = (from, first) => {
+      if (signal.aborted) {
+        return;
+      }
+      opened++;
+      const socket = net.connect({ host: hostname, port: Number(port), localAddress: from });
+      live.add(socket);
+      let ticker;
+      const settle = () => {
+        if (first) {
+          first = false;
+          if (++settled === total) {
+            ready();
+          }
+        }
+      };
+      socket.on("error", () => {});
+      socket.on("data", () => {});
+      socket.once("connect", () => {
+        settle();
+        if (mode === "trickle") {
+          socket.write(`GET /health HTTP/1.1\r\nHost: ${hostname}:${port}\r\n`);
+          ticker = setInterval(() => socket.write("X-Slow: 1\r\n"), 1_000);
+        }
+      });
+      socket.once("close", () => {
+        settle();
+        clearInterval(ticker);
+        live.delete(socket);
+        if (!signal.aborted) {
+          closedByServer++;
+          later(() => open(from, false), 1_000);
+        }
+      });
+    };
+    for (const from of addresses) {
+      for (let i = 0; i < perAddress; i++) {
+        open(from, true);
+      }
+    }
+    if (!signal.aborted) {
+      await once(signal, "abort");
+    }
+    ready();
+    for (const timer of timers) {
+      clearTimeout(timer);
+    }
+    const stillOpen = live.size;
+    for (const socket of live) {
+      socket.destroy();
+    }
+    return { opened, closedByServer, stillOpen, codes: {} };
+  };
+
+/**
+ * Held calls: `perAddress` connections from each of `addresses`, each sending one System.Sleep of 60 s (cut by the
+ * demo's 30 s tool limit) and reopened a second after it is answered or closed. `ready` once every call is sent.
+ */
+const heldCalls =
+  (addresses, perAddress) =>
+  async (server, monitor, { signal, ready }) => {
+    const { hostname, port } = new URL(server.url);
+    const body = JSON.stringify({ tool_id: "System.Sleep", input: { ms: 60_000 } });
+    const request = `POST /tools/call HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const live = new Set();
+    const timers = new Set();
+    const codes = {};
+    let sent = 0;
+    let closedByServer = 0;
+    let settled = 0;
+    const total = addresses.length * perAddress;
+    const open = (from, first) => {
+      if (signal.aborted) {
+        return;
+      }
+      const socket = net.connect({ host: hostname, port: Number(port), localAddress: from });
+      live.add(socket);
+      let answered = false;
+      const settle = () => {
+        if (first) {
+          first = false;
+          if (++settled === total) {
+            ready();
+          }
+        }
+      };
+      socket.on("error", () => {});
+      socket.once("connect", () => {
+        sent++;
+        socket.write(request, settle);
+      });
+      socket.on("data", (chunk) => {
+        if (!answered) {
+          answered = true;
+          const code = /^HTTP\/1\.1 (\d{3})/.exec(String(chunk))?.[1] ?? "garbled";
+          codes[code] = (codes[code] ?? 0) + 1;
+          monitor.attack();
+          socket.destroy();
+        }
+      });
+      socket.once("close", () => {
+        settle();
+        live.delete(socket);
+        if (signal.aborted) {
+          return;
+        }
+        if (!answered) {
+          closedByServer++;
+        }
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          open(from, false);
+        }, 1_000);
+        timers.add(timer);
+      });
+    };
+    for (const from of addresses) {
+      for (let i = 0; i < perAddress; i++) {
+        open(from, true);
+      }
+    }
+    if (!signal.aborted) {
+      await once(signal, "abort");
+    }
+    ready();
+    for (const timer of timers) {
+      clearTimeout(timer);
+    }
+    const stillOpen = live.size;
+    for (const socket of live) {
+      socket.destroy();
+    }
+    return { sent, closedByServer, stillOpen, codes };
+  };
+
+/**
+ * One JWT principal's long polls of its own running call (a System.Sleep of 60 s, which reports progress every 100
+ * ms): `perAddress` polls from each of `addresses` on keep-alive connections, each sent again as soon as it is
+ * answered; a 429 is retried after its Retry-After, a failed connection after a second. `ready` once every poll is
+ * sent.
+ */
+const longPolls =
+  (addresses, perAddress) =>
+  async (server, monitor, { signal, ready }) => {
+    const poller = await bearer("poller");
+    const callId = `poller-${RUN}`;
+    const accepted = await call(
+      server,
+      { tool_id: "System.Sleep", call_id: callId, input: { ms: 60_000 } },
+      { ...poller, "oxp-extensions": "tasks", prefer: "respond-async" },
+    );
+    const codes = { [`POST ${accepted.status}`]: 1 };
+    // Every slot's pause listens to the phase's end.
+    setMaxListeners(2 * addresses.length * perAddress, signal);
+    /** A wait of `ms` that ends early when the phase does, so that every slot's loop ends with it. */
+    const pause = (ms) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        }
+        signal.addEventListener("abort", done, { once: true });
+      });
+    let sent = 0;
+    let settled = 0;
+    const total = addresses.length * perAddress;
+    const agents = addresses.map(
+      (localAddress) => new http.Agent({ keepAlive: true, maxSockets: perAddress, localAddress }),
+    );
+    const pollOnce = (agent) =>
+      new Promise((resolve) => {
+        sent++;
+        const req = http.request(
+          `${server.url}/tools/calls/${callId}`,
+          { agent, headers: { ...poller, "oxp-extensions": "tasks", prefer: "wait=30" } },
+          (res) => {
+            res.resume();
+            res.once("end", () => resolve({ status: res.statusCode, retryAfter: Number(res.headers["retry-after"]) }));
+            res.once("error", () => resolve({ status: "cut" }));
+          },
+        );
+        req.once("error", (error) => resolve({ status: error.code ?? error.name }));
+        req.end();
+      });
+    const slot = async (agent, first) => {
+      while (!signal.aborted) {
+        const polled = pollOnce(agent);
+        if (first) {
+          first = false;
+          if (++settled === total) {
+            ready();
+          }
+        }
+        const { status, retryAfter } = await polled;
+        if (signal.aborted) {
+          break;
+        }
+        codes[status] = (codes[status] ?? 0) + 1;
+        monitor.attack();
+        if (status === 429) {
+          await pause((retryAfter > 0 ? retryAfter : 1) * 1000);
+        } else if (typeof status !== "number") {
+          await pause(1_000);
+        }
+      }
+    };
+    const slots = agents.flatMap((agent) => Array.from({ length: perAddress }, () => slot(agent, true)));
+    if (!signal.aborted) {
+      await once(signal, "abort");
+    }
+    ready();
+    for (const agent of agents) {
+      agent.destroy();
+    }
+    await Promise.allSettled(slots);
+    return { sent, codes };
+  };
+
+/** F4: valid 1 MB calls (Greeting.Hello, no call_id) back to back on 8 connections, from `addresses` in turn. */
+const spreadCalls = (addresses) => async (server, monitor, seconds, signal) => {
+  const parts = () => [Buffer.from(`{"tool_id":"Greeting.Hello","input":{"name":"`), nameBuf, Buffer.from(`"}}`)];
+  const runs = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      attacker(server, monitor, {
+        parts,
+        connections: 1,
+        seconds,
+        signal,
+        localAddress: addresses[i % addresses.length],
+      }),
+    ),
+  );
+  const codes = {};
+  for (const run of runs) {
+    for (const [code, n] of Object.entries(run.codes)) {
+      codes[code] = (codes[code] ?? 0) + n;
+    }
+  }
+  return {
+    codes,
+    sent: runs.reduce((sum, run) => sum + run.sent, 0),
+    answered: runs.reduce((sum, run) => sum + run.answered, 0),
+  };
+};
+
 // ---- report ----------------------------------------------------------------------------------------------------
 const started = Date.now();
 const clock = () => `${((Date.now() - started) / 1000).toFixed(0)} s`;
@@ -1036,6 +1341,68 @@ async function main() {
     console.log(slowText(slowIdle.attack));
   }
 
+  // Issue 34. F1: a few addresses fill the server's 1,024 connections, then a fresh legitimate client arrives. F4: the
+  // same costly load from 1 address and spread over 8.
+  const f1Text = (a) =>
+    `  attack: ${Object.entries(a)
+      .filter(([key]) => key !== "codes")
+      .map(([key, n]) => `${key} ${int(n)}`)
+      .join(", ")}; answers: ${codesText(a.codes)}`;
+  const issue34 = [];
+  const f1Phase = async (name, title, attack, options = {}) => {
+    if (!runs(name)) {
+      return;
+    }
+    const result = await phase(title, HALF_S, attack, { fresh: true, ...options });
+    printPhase(result);
+    console.log(f1Text(result.attack));
+    issue34.push({ name, result, auth: options.auth === true });
+  };
+  let baselineAuth;
+  if (runs("f1-polls")) {
+    baselineAuth = await phase("Baseline for F1 long polls: legitimate traffic only, with a JWT", HALF_S);
+    printPhase(baselineAuth);
+  }
+  await f1Phase(
+    "f1-burst",
+    "F1a, connections: 4 addresses x 256 idle sockets in a burst (reopened a second after closed), then a fresh client",
+    slotHolders(attackerAddresses(4), 256, "idle"),
+  );
+  await f1Phase(
+    "f1-held",
+    "F1b, connections: 8 addresses x 128 held System.Sleep calls (reopened a second after closed), then a fresh client",
+    heldCalls(attackerAddresses(8), 128),
+  );
+  await f1Phase(
+    "f1-polls",
+    "F1c, connections: one JWT principal's 1,024 long polls of its own call from 4 addresses, then a fresh client",
+    longPolls(attackerAddresses(4), 256),
+    { auth: true },
+  );
+  await f1Phase(
+    "f1-slowloris",
+    "F1d, connections: 16 addresses x 64 sockets trickling a header line a second (slowloris), then a fresh client",
+    slotHolders(attackerAddresses(16), 64, "trickle"),
+  );
+  let spreadOne;
+  let spreadEight;
+  if (runs("f4")) {
+    spreadOne = await phase(
+      "F4a, fairness: valid 1 MB calls (Greeting.Hello) on 8 connections from 1 address",
+      HALF_S,
+      spreadCalls(attackerAddresses(1)),
+    );
+    printPhase(spreadOne);
+    console.log(wideText(spreadOne.attack));
+    spreadEight = await phase(
+      "F4b, fairness: the same from 8 addresses, one connection each",
+      HALF_S,
+      spreadCalls(attackerAddresses(8)),
+    );
+    printPhase(spreadEight);
+    console.log(wideText(spreadEight.attack));
+  }
+
   const base = baseline.legit;
   const rows = [
     ["1a memory: 1 MB names", memory],
@@ -1098,6 +1465,29 @@ async function main() {
       `  slowloris (${label}): /health ${pct(p.ok / Math.max(1, p.ok + p.failed))} answered, p99 ${ms(p.p99)}`,
     );
   }
+  if (issue34.length > 0 || spreadOne) {
+    console.log(`\n== Issue 34: the fresh legitimate client's rate, as a ratio to no attack (${ADAPTER} adapter)`);
+    for (const { name, result, auth } of issue34) {
+      const against = auth && baselineAuth ? baselineAuth.legit : base;
+      const r = result.legit.rps / against.rps;
+      console.log(
+        `  ${name.padEnd(14)}${int(result.legit.rps).padStart(9)} legit/s  ${ratio(result.legit.rps, against.rps).padStart(7)}` +
+          ` (to ${auth ? "the JWT baseline" : "the baseline"} ${int(against.rps)}/s)  target at least 0.50x: ${r >= 0.5 ? "met" : "MISSED"}`,
+      );
+    }
+    if (spreadOne && spreadEight) {
+      const one = spreadOne.legit.rps / base.rps;
+      const eight = spreadEight.legit.rps / base.rps;
+      const refused = (p) => (p.attack.codes["429"] ?? 0) / Math.max(1, p.attack.answered);
+      console.log(
+        `  f4 1 address  ${int(spreadOne.legit.rps).padStart(9)} legit/s  ${ratio(spreadOne.legit.rps, base.rps).padStart(7)}  (attacker refused ${pct(refused(spreadOne))})`,
+      );
+      console.log(
+        `  f4 8 addresses${int(spreadEight.legit.rps).padStart(9)} legit/s  ${ratio(spreadEight.legit.rps, base.rps).padStart(7)}  (attacker refused ${pct(refused(spreadEight))}); ` +
+          `8 / 1 = ${ratio(eight, one)}, target at least 0.90x: ${eight >= 0.9 * one ? "met" : "MISSED"}`,
+      );
+    }
+  }
   if (!memory || !challenges) {
     console.log(`  total runtime ${clock()}`);
     return;
@@ -1121,7 +1511,10 @@ async function main() {
 }
 
 try {
-  await main();
+  for (const adapter of ADAPTERS) {
+    ADAPTER = adapter;
+    await main();
+  }
 } catch (error) {
   console.error(`hostile-clients failed: ${error.stack ?? error}`);
   process.exitCode = 1;

@@ -213,7 +213,8 @@ describe.concurrent("time limits on receiving a request", () => {
       );
       expectRawError(reply, 408);
       expect(reply.elapsed).toBeGreaterThanOrEqual(900);
-      expect(reply.elapsed).toBeLessThan(2_000);
+      // Node looks for expired requests every connectionsCheckingInterval (30 s unless set): far sooner than that.
+      expect(reply.elapsed).toBeLessThan(10_000);
     },
   );
 
@@ -221,7 +222,8 @@ describe.concurrent("time limits on receiving a request", () => {
     const reply = await exchange(server.baseUrl, "GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n");
     expectRawError(reply, 408);
     expect(reply.elapsed).toBeGreaterThanOrEqual(400);
-    expect(reply.elapsed).toBeLessThan(1_000);
+    // Node looks for expired requests every connectionsCheckingInterval (30 s unless set): far sooner than that.
+    expect(reply.elapsed).toBeLessThan(10_000);
   });
 
   it("refuses headersTimeoutMs over requestTimeoutMs", async () => {
@@ -255,44 +257,40 @@ describe("a long path in a 404", () => {
 
 describe("the connection cap", () => {
   verifies(
-    "limits.http-timeouts",
-    "closes a 6th connection while 5 are held, and serves again once they close",
+    ["limits.http-timeouts", "limits.connection-allowances"],
+    "at 5 connections held, closes one for a 6th, however young, and the others still work",
     async () => {
-      // Pending connections may fill the cap here: the newcomer meets the cap itself, not the allowances
-      // (slowloris.slow.test.ts), which would close a held connection for it.
+      // Pending connections may fill the cap here: the newcomer meets the cap itself, not the pending allowances
+      // (slowloris.slow.test.ts). At the cap the server, not Node, decides which connection goes (a newcomer whose
+      // address's every connection works on a request: connection-bound.test.ts).
       const server = await startServer({}, { maxConnections: 5, maxPendingConnections: 5 });
       const held: Socket[] = [];
       try {
+        const closed = new Set<Socket>();
         for (let i = 0; i < 5; i++) {
-          held.push(await open(server.baseUrl));
+          const socket = await open(server.baseUrl);
+          socket.on("error", () => {});
+          socket.once("close", () => closed.add(socket));
+          held.push(socket);
         }
-        const sixth = await exchange(server.baseUrl, get("/health"), 2_000);
-        expect(sixth.text).toBe("");
-        expect(sixth.elapsed).toBeLessThan(1_000);
+        const sixth = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 2_000);
+        expect(sixth.status).toBe(200);
+        await until(() => closed.size > 0, { what: "a held connection to close" });
+        expect(closed.size).toBe(1);
 
-        // The 5 held connections still work.
-        const first = held[0] as Socket;
-        let text = "";
-        first.setEncoding("latin1");
-        first.on("data", (chunk: string) => {
-          text += chunk;
-        });
-        first.write(get("/health"));
-        while (!text.includes('"status"') && !text.includes("}")) {
-          await once(first, "data");
+        // The 4 other held connections still work.
+        for (const socket of held.filter((one) => !closed.has(one))) {
+          let text = "";
+          socket.setEncoding("latin1");
+          socket.on("data", (chunk: string) => {
+            text += chunk;
+          });
+          socket.write(get("/health"));
+          while (!text.includes("}")) {
+            await once(socket, "data");
+          }
+          expect(parseRaw(text, 0).status).toBe(200);
         }
-        expect(parseRaw(text, 0).status).toBe(200);
-
-        for (const socket of held.splice(0)) {
-          socket.destroy();
-        }
-        // The server learns of the closed sockets as its loop reads them: a check answered once it has.
-        let reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
-        await until(async () => {
-          reply = await exchange(server.baseUrl, get("/health", "Connection: close\r\n"), 1_000);
-          return reply.status === 200;
-        });
-        expect(reply.status).toBe(200);
       } finally {
         for (const socket of held) {
           socket.destroy();
@@ -325,7 +323,8 @@ describe("shutdown past the drain deadline", () => {
       await until(() => signals.length > 0, { what: "the tool to run" });
       const started = Date.now();
       await server.close();
-      expect(Date.now() - started).toBeLessThan(1_500);
+      // Closed by aborting the run, not by waiting for the 10 s sleep: half of it bounds a busy machine's slowness.
+      expect(Date.now() - started).toBeLessThan(5_000);
 
       const reply = await call;
       expect(reply.status).toBe(200);

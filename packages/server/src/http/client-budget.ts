@@ -3,7 +3,9 @@ import { ServerConfigError, WireError } from "../core/errors.js";
 
 /**
  * How much of the server's time one client's calls may take: parsing, checking, running, answering (protocol 7,
- * `[limits.fair-share]`). A client is the authenticated principal, or the address of an anonymous one.
+ * `[limits.fair-share]`). A client is the authenticated principal, or the address of an anonymous one; anonymous
+ * clients of costly calls also share one budget, so that spreading costly calls over many addresses buys no more
+ * than one address gets.
  */
 export interface FairnessOptions {
   /** The share of the server's time one client's bodies may take on average, from 0 to 1. Default 0.25. */
@@ -18,6 +20,11 @@ export interface FairnessOptions {
   costlyCallMs?: number;
   /** How many clients are remembered (the most recently charged). Default 10,000. */
   maxClients?: number;
+  /**
+   * The share of the server's time that all anonymous clients of costly calls may take together, from 0 to 1, beside
+   * each one's own `share`. Default: `share`, so that eight addresses get what one gets.
+   */
+  anonymousShare?: number;
 }
 
 interface Debt {
@@ -33,6 +40,9 @@ interface Debt {
 /** How recently another client must have been served for a client to be held to its share, in milliseconds. */
 const OTHERS_ACTIVE_MS = 1_000;
 
+/** How an anonymous client's key begins (`clientOf` in pipeline.ts): a principal's never does. */
+const ANONYMOUS_PREFIX = "address:";
+
 /**
  * A leaky bucket of work per client: the time each call costs the event loop is added to its client's debt, which
  * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` while other clients are
@@ -42,6 +52,11 @@ const OTHERS_ACTIVE_MS = 1_000;
  * may use all of it, and a client that stays under its share never sees a refusal. Debt is capped at a second's
  * share past the burst, so a client that had the server to itself waits at most a second once others arrive. The
  * cost on every call is two clock reads and a map lookup.
+ *
+ * Anonymous clients are told apart by address, and addresses are cheap to have many of: the work of anonymous
+ * clients of costly calls is also charged to one shared bucket (`anonymousShare`), and such a client is refused
+ * while that bucket is over its burst and a client outside it (a principal, or an anonymous client of cheap
+ * calls) is being served. A client of cheap calls is never refused, by either bucket.
  */
 export class ClientBudget {
   private readonly debts = new Map<string, Debt>();
@@ -56,6 +71,12 @@ export class ClientBudget {
   /** The most recent client charged, and the one before it (another): enough to tell whether others are calling. */
   private latest: { client: string; at: number } | undefined;
   private previous: { client: string; at: number } | undefined;
+  /** The bucket anonymous clients of costly calls share. */
+  private readonly pool: Debt = { perCall: 0, sinceAdmit: 0, ms: 0, at: 0 };
+  private readonly poolShare: number;
+  private readonly poolMaxDebt: number;
+  /** When a client outside the pool was last charged: the pool is held to its share only while others are served. */
+  private outsideAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: FairnessOptions = {}, now: () => number = () => performance.now()) {
     this.share = options.share ?? 0.25;
@@ -70,6 +91,11 @@ export class ClientBudget {
     if (!(this.share > 0 && this.share <= 1)) {
       throw new ServerConfigError("fairness.share must be above 0 and at most 1");
     }
+    this.poolShare = options.anonymousShare ?? this.share;
+    if (!(this.poolShare > 0 && this.poolShare <= 1)) {
+      throw new ServerConfigError("fairness.anonymousShare must be above 0 and at most 1");
+    }
+    this.poolMaxDebt = this.burstMs + 1_000 * this.poolShare;
     if (!(this.burstMs >= 0 && Number.isFinite(this.burstMs))) {
       throw new ServerConfigError("fairness.burstMs must be a number of milliseconds, 0 or more");
     }
@@ -78,9 +104,9 @@ export class ClientBudget {
     }
   }
 
-  /** The client's debt now, drained since it was last charged. */
-  private owed(debt: Debt, now: number): number {
-    return Math.max(0, debt.ms - (now - debt.at) * this.share);
+  /** The client's debt now, drained since it was last charged (at `share`: the pool's own share drains it). */
+  private owed(debt: Debt, now: number, share = this.share): number {
+    return Math.max(0, debt.ms - (now - debt.at) * share);
   }
 
   /** Whether a client other than `client` was charged within the last {@link OTHERS_ACTIVE_MS}. */
@@ -104,15 +130,19 @@ export class ClientBudget {
     }
     const now = this.now();
     const over = this.owed(debt, now) - this.burstMs;
-    if (over <= 0 || !this.othersActive(client, now)) {
+    if (over > 0 && this.othersActive(client, now)) {
+      throw tooMany(over / this.share, `This client's calls took more than ${Math.round(this.share * 100)}%`);
+    }
+    if (!client.startsWith(ANONYMOUS_PREFIX)) {
       return;
     }
-    const seconds = Math.max(1, Math.ceil(over / this.share / 1000));
-    throw new WireError("too_many_requests", "Too many requests: slow down", {
-      developerMessage: `This client's calls took more than ${Math.round(this.share * 100)}% of the server's time; retry in ${seconds} s.`,
-      // The body is not read: the connection cannot carry another request after it.
-      headers: { "Retry-After": String(seconds), Connection: "close" },
-    });
+    const poolOver = this.owed(this.pool, now, this.poolShare) - this.burstMs;
+    if (poolOver > 0 && now - this.outsideAt < OTHERS_ACTIVE_MS) {
+      throw tooMany(
+        poolOver / this.poolShare,
+        `Anonymous clients of costly calls took more than ${Math.round(this.poolShare * 100)}%, together,`,
+      );
+    }
   }
 
   /** Adds `ms` of work to `client`'s debt; `now` is the clock's reading at the work's end, when the caller has it. */
@@ -123,16 +153,28 @@ export class ClientBudget {
       this.previous = this.latest;
       this.latest = { client, at: now };
     }
-    const debt = this.debts.get(client);
+    let debt = this.debts.get(client);
     if (debt !== undefined) {
       debt.ms = Math.min(this.owed(debt, now) + ms, this.maxDebt);
       debt.at = now;
       debt.sinceAdmit += ms;
-      return;
+    } else {
+      debt = { ms: Math.min(ms, this.maxDebt), at: now, perCall: 0, sinceAdmit: ms };
+      this.debts.set(client, debt);
+      if (this.debts.size > this.maxClients) {
+        this.evict(now);
+      }
     }
-    this.debts.set(client, { ms: Math.min(ms, this.maxDebt), at: now, perCall: 0, sinceAdmit: ms });
-    if (this.debts.size > this.maxClients) {
-      this.evict(now);
+    // An anonymous client whose calls are costly, or whose current call already is, spends the pool's time too.
+    if (
+      client.startsWith(ANONYMOUS_PREFIX) &&
+      (debt.perCall >= this.costlyCallMs || debt.sinceAdmit >= this.costlyCallMs)
+    ) {
+      const pool = this.pool;
+      pool.ms = Math.min(this.owed(pool, now, this.poolShare) + ms, this.poolMaxDebt);
+      pool.at = now;
+    } else {
+      this.outsideAt = now;
     }
   }
 
@@ -154,4 +196,14 @@ export class ClientBudget {
       this.debts.delete(client);
     }
   }
+}
+
+/** The 429 of a client over a budget, `ms` of work past it: `Retry-After` in whole seconds, at least 1. */
+function tooMany(ms: number, whose: string): WireError {
+  const seconds = Math.max(1, Math.ceil(ms / 1000));
+  return new WireError("too_many_requests", "Too many requests: slow down", {
+    developerMessage: `${whose} of the server's time; retry in ${seconds} s.`,
+    // The body is not read: the connection cannot carry another request after it.
+    headers: { "Retry-After": String(seconds), Connection: "close" },
+  });
 }

@@ -1,4 +1,4 @@
-/** Per-address connection allowances for `listen` (docs/protocol.md 7, `[limits.connection-allowances]`): slowloris churns its own sockets. */
+/** Per-address connection allowances for `listen` (docs/protocol.md 7, `[limits.connection-allowances]`): slowloris churns its own sockets, and a full server makes room fairly. */
 import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import { addressGroup } from "./ip.js";
@@ -7,6 +7,8 @@ export { addressGroup };
 
 /** The allowances, each a positive integer. */
 export interface AllowanceLimits {
+  /** Connections the server holds at once, all addresses together: its bound. */
+  total: number;
   /** Connections one address (an IPv6 /64) may hold at once. */
   perAddress: number;
   /** Pending connections (see {@link isPending}) the server holds at once, all addresses together. */
@@ -25,7 +27,8 @@ const ACTIVE = Symbol("oxp.active");
 /**
  * How long a pending connection is left alone by the pending allowances: a burst of fresh connections
  * (200 fetches at once from one client) is pending only until its requests are read, and must not be
- * reset for it. A slowloris socket is older than this. The per-address cap applies whatever the age.
+ * reset for it. A slowloris socket is older than this. The per-address cap and the server's bound apply
+ * whatever the age: past them a connection must go, and a young pending one costs the least to lose.
  */
 const PENDING_GRACE_MS = 1_000;
 
@@ -60,6 +63,14 @@ function isPending(socket: Tracked, lastRequest: IncomingMessage | undefined, no
  * first, then an idle one. A slowloris from one address thus only recycles its own sockets, and a fresh
  * client (from that address too) gets in and is answered before its turn to be closed comes. Only when
  * an address holds its whole allowance in connections working on requests is its newcomer closed.
+ *
+ * At the server's bound ({@link AllowanceLimits.total}) the decision is the same, made here rather than
+ * by Node (whose `maxConnections` drops a newcomer before any handler sees it): the newcomer takes the
+ * slot of the oldest pending connection, whatever its age, of the address holding most pending ones
+ * among those holding at least as many connections as the newcomer's would; else of a connection, busy
+ * or not, of the address holding most, when it holds more than the newcomer's would. A newcomer from an
+ * address below its share of the server thus always gets in, however few addresses fill it and with
+ * whatever (idle sockets, held calls, long polls); one from an address holding as many as any is closed.
  */
 export class ConnectionAllowances {
   private readonly groups = new Map<string, Set<Socket>>();
@@ -69,9 +80,16 @@ export class ConnectionAllowances {
     private readonly limits: AllowanceLimits,
     /** The last request a socket carried (set by `listen` on every request). */
     private readonly lastRequestOf: (socket: Socket) => IncomingMessage | undefined,
+    /** The clock the grace periods follow, in milliseconds: the server's own (`Clock.now`), so a test can move it. */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Takes a new connection in, closing older pending ones as the allowances require; false when it was closed itself. */
+  /** Connections held now. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** Takes a new connection in, closing older ones as the allowances require; false when it was closed itself. */
   admit(socket: Socket): boolean {
     const key = addressGroup(socket.remoteAddress);
     let group = this.groups.get(key);
@@ -79,16 +97,21 @@ export class ConnectionAllowances {
       group = new Set();
       this.groups.set(key, group);
     }
-    const now = performance.now();
+    const now = this.now();
     if (group.size >= this.limits.perAddress && !this.evictFrom(group, now, 0, 0)) {
-      socket.destroy();
+      this.refuse(socket, key, group);
       return false;
     }
     if (this.pendingIn(group, now) >= this.limits.pendingPerAddress) {
       this.evictFrom(group, now, PENDING_GRACE_MS, IDLE_GRACE_MS);
     }
-    // Counting pending connections everywhere costs a pass over all of them: only when there are enough.
-    if (this.count >= this.limits.pending) {
+    if (this.count >= this.limits.total) {
+      if (!this.makeRoom(group, now)) {
+        this.refuse(socket, key, group);
+        return false;
+      }
+    } else if (this.count >= this.limits.pending) {
+      // Counting pending connections everywhere costs a pass over all of them: only when there are enough.
       this.enforceTotal(now);
     }
 
@@ -105,7 +128,14 @@ export class ConnectionAllowances {
 
   /** Notes that a connection carries a request: `listen` calls it on every one. */
   active(socket: Socket): void {
-    (socket as Tracked)[ACTIVE] = performance.now();
+    (socket as Tracked)[ACTIVE] = this.now();
+  }
+
+  private refuse(socket: Socket, key: string, group: Set<Socket>): void {
+    if (group.size === 0) {
+      this.groups.delete(key);
+    }
+    socket.destroy();
   }
 
   private forget(socket: Tracked): void {
@@ -149,6 +179,34 @@ export class ConnectionAllowances {
   }
 
   /**
+   * At the server's bound, closes one connection for a newcomer of `own`'s address (see the class comment); false
+   * when none may go for it. Addresses holding fewer connections than the newcomer's would are passed over unread.
+   */
+  private makeRoom(own: Set<Socket>, now: number): boolean {
+    const mine = own.size + 1;
+    let mostPending: Set<Socket> | undefined;
+    let most = 0;
+    let largest: Set<Socket> | undefined;
+    for (const group of this.groups.values()) {
+      if (group !== own && group.size < mine) {
+        continue;
+      }
+      const pending = this.pendingIn(group, now);
+      if (pending > most) {
+        most = pending;
+        mostPending = group;
+      }
+      if (group !== own && group.size > mine && (largest === undefined || group.size > largest.size)) {
+        largest = group;
+      }
+    }
+    if (mostPending) {
+      return this.evictFrom(mostPending, now, 0, IDLE_GRACE_MS);
+    }
+    return largest !== undefined && (this.evictFrom(largest, now, 0, 0) || this.evictBusy(largest));
+  }
+
+  /**
    * Closes the group's oldest connection without a whole request, else the one idle longest, among those
    * open for at least `minAgeMs` (an idle one only if it has carried no request for `minIdleMs`); false if
    * there is none (all are working, or younger).
@@ -174,6 +232,18 @@ export class ConnectionAllowances {
       }
     }
     return idle !== undefined && this.evict(idle as Tracked);
+  }
+
+  /** Closes the group's connection whose request began last (the least work lost); false for an empty group. */
+  private evictBusy(group: Set<Socket>): boolean {
+    let latest: Tracked | undefined;
+    for (const socket of group) {
+      const tracked = socket as Tracked;
+      if (latest === undefined || (tracked[ACTIVE] ?? 0) >= (latest[ACTIVE] ?? 0)) {
+        latest = tracked;
+      }
+    }
+    return latest !== undefined && this.evict(latest);
   }
 
   private evict(socket: Tracked): true {

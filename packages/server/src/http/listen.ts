@@ -29,7 +29,12 @@ export interface ListenOptions {
   headersTimeoutMs?: number;
   /** How long a client may take to send a whole request, body included, before a 408, in ms (0: no limit). Default 30,000. */
   requestTimeoutMs?: number;
-  /** Connections open at once; further ones are closed as they arrive. Default 1,024. */
+  /**
+   * Connections open at once. At the bound a newcomer takes the slot of the oldest pending connection of
+   * the address holding most (whatever its age), else of a connection of the address holding most when
+   * that address holds more than the newcomer's; else the newcomer is closed (docs/protocol.md 7).
+   * Default 1,024.
+   */
   maxConnections?: number;
   /**
    * Connections one client address (an IPv6 /64) may hold at once. Past it, its oldest pending
@@ -146,11 +151,13 @@ export async function listen(
   }
   const allowances = new ConnectionAllowances(
     {
+      total: maxConnections,
       perAddress: countOption("maxConnectionsPerAddress", options.maxConnectionsPerAddress, 256),
       pending: countOption("maxPendingConnections", options.maxPendingConnections, Math.ceil(maxConnections / 2)),
       pendingPerAddress: countOption("maxPendingConnectionsPerAddress", options.maxPendingConnectionsPerAddress, 64),
     },
     (socket) => (socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST],
+    () => core.clock.now(),
   );
   const limits = [headersTimeout, requestTimeout].filter((ms) => ms > 0);
   const server = createHttpServer(
@@ -166,11 +173,13 @@ export async function listen(
     },
     app,
   );
-  server.maxConnections = maxConnections;
+  // Not `server.maxConnections`: Node would drop a newcomer past it before the `connection` event, so the
+  // allowances could not close an older pending connection for it. They hold the bound themselves.
   // Headers are bounded by their size (Node's 16 KiB), not their number: Node 24 answers a 431 past 1,000 header
   // lines where Node 20 passed them on, and the same request must get the same answer on both.
   server.maxHeadersCount = 0;
-  // Within the cap, no address, and no crowd of connections that never finish a request, holds every slot.
+  // No address, no crowd of connections that never finish a request, and no few addresses holding the server full
+  // of requests hold every slot.
   server.on("connection", (socket: Socket) => allowances.admit(socket));
 
   // Sockets answered outside a ServerResponse, still open so the client can read the answer.

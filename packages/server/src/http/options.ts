@@ -70,6 +70,14 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
     /** How often a comment keeps an idle stream open, in milliseconds. Default 15,000. */
     keepAliveMs?: number;
   };
+  /** Bounds of the tasks extension's long polls (`GET /tools/calls/{call_id}` with `Prefer: wait=N`). */
+  longPolls?: {
+    /**
+     * The most long polls one client holds at once; past it, 429 with `Retry-After`. Default 100: one for each
+     * asynchronous call a client may run at once (`maxAsyncCallsPerClient`).
+     */
+    maxPerClient?: number;
+  };
 }
 
 /** Telemetry an adapter plugs in: metrics through a call observer and a page, a trace span around each call. */

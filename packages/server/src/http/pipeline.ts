@@ -165,6 +165,12 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const streamKeepAliveMs = options.eventStreams?.keepAliveMs ?? 15_000;
   /** Open event streams by client, for their bound (an entry only while above 0). */
   const openStreams = new Map<string, number>();
+  const maxPollsPerClient = options.longPolls?.maxPerClient ?? 100;
+  if (!(Number.isSafeInteger(maxPollsPerClient) && maxPollsPerClient > 0)) {
+    throw new ServerConfigError("longPolls.maxPerClient must be a positive integer");
+  }
+  /** Long polls waiting, by client, for their bound (an entry only while above 0). */
+  const openPolls = new Map<string, number>();
   const discovery = JSON.stringify({ oxp_versions: [OXP_VERSION], extensions: [...offered] });
 
   const fail: Pipeline["fail"] = (exchange, error, headers) => {
@@ -488,7 +494,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     if (exchange.method === "DELETE") {
       return statusAnswer(await core.cancelCall(principal, callId), taskHeaders);
     }
-    let status = await core.callStatus(principal, callId);
+    const state = await core.callState(principal, callId);
+    let status = state?.status;
     const target: CallTarget = { exchange, principal, callId };
     if (route.name === "events") {
       if (!status) {
@@ -497,8 +504,28 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       return eventsAnswer(target, status, taskHeaders);
     }
     const waitSeconds = parsePrefer(exchange.header("prefer")).waitSeconds ?? 0;
-    if (status?.status === "running" && waitSeconds > 0) {
-      await changeOf(target, status, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
+    if (state && status?.status === "running" && waitSeconds > 0) {
+      // Held polls are bounded per client, as event streams are: one principal's thousand polls from a few addresses
+      // would otherwise hold the server's connections, and each progress would wake all of them.
+      const client = principal === "anonymous" ? anonymousClient(exchange) : principal;
+      const polls = openPolls.get(client) ?? 0;
+      if (polls >= maxPollsPerClient) {
+        throw new WireError("too_many_requests", "Too many of your long polls are waiting", {
+          developerMessage: `At most ${maxPollsPerClient} long polls of one client wait at once; wait for one to be answered, or follow the call's events.`,
+          headers: { "Retry-After": "5" },
+        });
+      }
+      openPolls.set(client, polls + 1);
+      try {
+        await changeOf(target, state, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
+      } finally {
+        const left = (openPolls.get(client) ?? 1) - 1;
+        if (left > 0) {
+          openPolls.set(client, left);
+        } else {
+          openPolls.delete(client);
+        }
+      }
       // A record that expired meanwhile is gone: a 404, as for any call_id the principal does not have.
       status = await core.callStatus(principal, callId);
     }
@@ -516,7 +543,11 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    * Waits until a running call's status or progress changes, `maxMs` pass, or the client goes away: on every change
    * for a call this process runs, else by looking it up again now and then.
    */
-  const changeOf = ({ exchange, principal, callId }: CallTarget, seen: CallStatus, maxMs: number) =>
+  const changeOf = (
+    { exchange, principal, callId }: CallTarget,
+    { status: seen, seq }: { status: CallStatus; seq: number },
+    maxMs: number,
+  ) =>
     new Promise<void>((resolve) => {
       let stopPolling: (() => void) | undefined;
       const done = () => {
@@ -528,7 +559,13 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       };
       const timer = core.clock.setTimeout(done, maxMs);
       const unwatchClient = exchange.watchClient(done);
-      const unwatch = core.watchCall(principal, callId, done);
+      const unwatch = core.watchCall(principal, callId, () => {
+        // A change this poll has seen already (its status was read after it) wakes nothing: the poll answers news.
+        const local = core.localCallState(principal, callId);
+        if (local?.status.status !== "running" || local.seq !== seq) {
+          done();
+        }
+      });
       const before = JSON.stringify(seen);
       // A change between the status read and the watch (another instance's call ending then) is seen here.
       core.callStatus(principal, callId).then(
