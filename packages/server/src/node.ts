@@ -13,6 +13,7 @@ export {
   createTelemetry,
   DEFAULT_DURATION_BUCKETS,
   type MetricsOptions,
+  type MetricsRegistry,
   type OxpTelemetry,
   type TelemetryOptions,
   TRACER_NAME,

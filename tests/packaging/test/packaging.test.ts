@@ -1,7 +1,8 @@
-// The published packages as a user gets them: `npm pack` of each, installed in a project outside the
-// repository (with each agent framework @otc/ai adapts, at the version packages/ai pins), strict TypeScript
-// programs type-checked against them (skipLibCheck: false) and run, their bins run, and publint and attw (are
-// the types wrong) on every tarball.
+// The published packages as a user gets them: `npm pack` of each; each installed on its own in a fresh project outside
+// the repository with exactly what its README's install line says (the other peers at the versions the repository
+// pins), its README's first sample (or a close equivalent) type-checked strictly (skipLibCheck: false) and run; then all
+// together in a project where every optional peer is at the lowest version of its range, with every program, the
+// public API and the bins; and publint and attw (are the types wrong) on every tarball.
 import { execFile } from "node:child_process";
 import { constants } from "node:fs";
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -10,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDemoHandler } from "@otc/demo/handler";
 import { listen, type RunningServer } from "@otc/server";
+import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -280,12 +282,17 @@ interface PackResult {
 }
 
 interface Manifest {
+  version?: string;
   bin?: Record<string, string>;
   scripts?: Record<string, string>;
+  engines?: Record<string, string>;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 }
+
+const readManifest = async (file: string) => JSON.parse(await readFile(file, "utf8")) as Manifest;
 
 /** The version `manifest` pins for `name` among its devDependencies; a missing one is the test's error, not a guess. */
 function pinned(manifest: Manifest, name: string, where: string): string {
@@ -294,6 +301,18 @@ function pinned(manifest: Manifest, name: string, where: string): string {
     throw new Error(`${where} has no devDependency ${name}`);
   }
   return version;
+}
+
+/**
+ * The lowest version a peer range admits, for the ranges these packages write (`^1.2.3`, `~1.2.3`, `>=1.2.3 <2`): a
+ * range of another form is the test's error, so that a new one is looked at rather than guessed.
+ */
+function lowest(range: string): string {
+  const match = /^(?:\^|~|>=)\s*(\d+\.\d+\.\d+)(?:\s+<\s*[\d.]+)?$/.exec(range.trim());
+  if (!match?.[1]) {
+    throw new Error(`peer range '${range}': not one of ^x.y.z, ~x.y.z, >=x.y.z <v`);
+  }
+  return match[1];
 }
 
 /**
@@ -340,14 +359,256 @@ async function mustRun(file: string, args: string[], cwd: string): Promise<strin
   return result.stdout;
 }
 
-const npm = (args: string[], cwd: string) => mustRun("npm", args, cwd);
+/** A program of consumer/, with the arguments it is run with and what it must print (one JSON line). */
+interface Program {
+  file: string;
+  args?: () => string[];
+  prints: unknown;
+}
+
+const demoUrl = () => [demo.url];
+const PROGRAMS = {
+  main: { file: "main.ts", prints: { tools: ["Text.Shout@1.0.0"], value: "HELLO!" } },
+  server: { file: "server.ts", prints: { value: 42, malformed: 400 } },
+  serverNode: { file: "server-node.ts", prints: { value: "hello", express: "absent" } },
+  metrics: { file: "metrics.ts", prints: { mine: true, calls: true } },
+  client: { file: "client.ts", args: demoUrl, prints: { listed: true, value: 3 } },
+  types: {
+    file: "types.ts",
+    prints: { tool: "Calculator.Add@1.0.0", success: "3", other: "not an OXP 1.0 response" },
+  },
+  vercel: { file: "ai-vercel.ts", args: demoUrl, prints: { vercel: [{ type: "json", value: 42 }] } },
+  langchain: {
+    file: "ai-langchain.ts",
+    args: demoUrl,
+    prints: {
+      langchain: { content: "42", status: "success" },
+      authorization: ["Gmail_GetEmails"],
+      interruptOn: { SMS_Send: true },
+    },
+  },
+  agents: { file: "ai-agents.ts", args: demoUrl, prints: { agents: "42", interrupted: ["SMS_Send"] } },
+  mcp: { file: "mcp.ts", args: demoUrl, prints: { endpoint: "/mcp", add: true } },
+  redis: { file: "redis.ts", args: () => [redis.url], prints: { values: [42, 42], runs: 1 } },
+  inspector: { file: "inspector.ts", prints: { pages: ["200 text/html", "200 text/html"] } },
+} satisfies Record<string, Program>;
+/** The programs of the lowest-version project: all but the one that checks Express is absent. */
+const LOWEST_PROGRAMS: Program[] = Object.values(PROGRAMS).filter((program) => program !== PROGRAMS.serverNode);
+
+/**
+ * A user's project: the README whose install line it follows and that line's packages, the programs it compiles and
+ * runs, the bins it runs. `engineStrict`: npm refuses a dependency whose `engines` this Node does not meet. `alike`:
+ * READMEs' lines that differ only by their own package (none a peer of another, none imported by another but as a
+ * dependency), checked in one project to save an install and a type-check each: it installs all their packages.
+ */
+interface Project {
+  name: string;
+  readme: PackageName;
+  install: string[];
+  alike?: { readme: PackageName; install: string[] }[];
+  programs: Program[];
+  bins?: string[];
+  /** devDependencies the README's line names after `-D` (types a strict type-check needs), beside @types/node. */
+  devInstall?: string[];
+  engineStrict: boolean;
+}
+
+const EXPRESS = ["express", "express-openapi-validator"];
+/** One project per README install line (or sample needing one), each installing that line and nothing else. */
+const REDIS_LINE = ["@otc/redis", "@otc/server", ...EXPRESS];
+const INSPECTOR_LINE = ["@otc/inspector", "@otc/server", ...EXPRESS];
+const PROJECTS: Project[] = (
+  [
+    {
+      name: "server",
+      readme: "@otc/server",
+      install: [...new Set([...REDIS_LINE, ...INSPECTOR_LINE])],
+      alike: [
+        { readme: "@otc/server", install: ["@otc/server", ...EXPRESS] },
+        { readme: "@otc/redis", install: REDIS_LINE },
+        { readme: "@otc/inspector", install: INSPECTOR_LINE },
+      ],
+      programs: [PROGRAMS.server, PROGRAMS.redis, PROGRAMS.inspector],
+    },
+    { name: "server-node", readme: "@otc/server", install: ["@otc/server"], programs: [PROGRAMS.serverNode] },
+    {
+      name: "client",
+      readme: "@otc/client",
+      install: ["@otc/client", "@otc/types"],
+      alike: [
+        { readme: "@otc/client", install: ["@otc/client"] },
+        { readme: "@otc/types", install: ["@otc/types"] },
+      ],
+      programs: [PROGRAMS.client, PROGRAMS.types],
+    },
+    {
+      name: "ai-vercel",
+      readme: "@otc/ai",
+      install: ["@otc/ai", "@otc/client", "ai", "zod"],
+      // The AI SDK's declarations (@ai-sdk/provider) import json-schema's types, which it does not depend on.
+      devInstall: ["@types/json-schema"],
+      programs: [PROGRAMS.vercel],
+    },
+    {
+      name: "ai-langchain",
+      readme: "@otc/ai",
+      install: ["@otc/ai", "@otc/client", "@langchain/core", "@langchain/langgraph"],
+      programs: [PROGRAMS.langchain],
+    },
+    {
+      name: "ai-agents",
+      readme: "@otc/ai",
+      install: ["@otc/ai", "@otc/client", "@openai/agents", "zod"],
+      programs: [PROGRAMS.agents],
+    },
+    { name: "mcp", readme: "@otc/mcp", install: ["@otc/mcp"], programs: [PROGRAMS.mcp] },
+    { name: "cli", readme: "@otc/cli", install: ["@otc/cli"], programs: [], bins: ["otc"] },
+    {
+      name: "conformance",
+      readme: "@otc/conformance",
+      install: ["@otc/conformance"],
+      programs: [],
+      bins: ["oxp-conformance"],
+    },
+  ] satisfies Omit<Project, "engineStrict">[]
+).map((project) => ({
+  ...project,
+  // `ai` 7 and @openai/agents (through `openai`) want Node 22: on Node 20 npm only warns of them.
+  engineStrict: !["ai-vercel", "ai-agents"].includes(project.name),
+}));
+
+/** Every package's optional peers, with their ranges. */
+async function optionalPeers(): Promise<Map<string, string>> {
+  const peers = new Map<string, string>();
+  for (const folder of Object.values(PACKAGES)) {
+    const manifest = await readManifest(path.join(repoRoot, folder, "package.json"));
+    for (const [name, range] of Object.entries(manifest.peerDependencies ?? {})) {
+      if (manifest.peerDependenciesMeta?.[name]?.optional) {
+        peers.set(name, range);
+      }
+    }
+  }
+  return peers;
+}
+
+/** The packages each `npm install` line of a README's sh blocks names (its flags and comments left out), sorted. */
+async function installLines(name: PackageName): Promise<string[][]> {
+  const readme = await readFile(path.join(repoRoot, PACKAGES[name], "README.md"), "utf8");
+  const lines = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((block) => (block[1] ?? "").split("\n"));
+  return lines
+    .map((line) => (line.split("#")[0] ?? "").trim())
+    .filter((line) => /^npm install\s/.test(line))
+    .map((line) =>
+      line
+        .split(/\s+/)
+        .slice(2)
+        .filter((word) => !word.startsWith("-"))
+        .sort(),
+    );
+}
+
+/** What became of one project: its install, its strict type-check, each program's run and each bin's `--help`. */
+interface Outcome {
+  dir: string;
+  install: RunResult;
+  tsc?: RunResult;
+  programs: Map<string, RunResult>;
+  bins: Map<string, RunResult>;
+}
 
 let work: string;
-let project: string;
-/** The demo server, from the repository's sources: what the agent program's tools call. */
+/** The demo server, from the repository's sources: what the client, MCP and agent programs call. */
 let demo: RunningServer;
+let redis: RedisServer;
 const packed = new Map<PackageName, PackResult>();
 const tarball = (name: PackageName) => path.join(work, "packs", packed.get(name)?.filename ?? "missing.tgz");
+const outcomes = new Map<string, Outcome>();
+/** The project with every package and every optional peer at the lowest version of its range. */
+let peerRanges: Map<string, string>;
+const tscBin = path.join(repoRoot, "node_modules/typescript/bin/tsc");
+
+/** Writes, installs, type-checks and runs one project; records what each step gave, never throws. */
+async function build(project: Project, versions: (name: string) => string): Promise<void> {
+  const dir = path.join(work, project.name);
+  await mkdir(dir);
+  const ours = new Set<string>(names);
+  const dependencies = Object.fromEntries(
+    project.install.map((name) => [name, ours.has(name) ? `file:${tarball(name as PackageName)}` : versions(name)]),
+  );
+  // The packages' own @otc dependencies come from the tarballs too, as they would from the registry.
+  const overrides = Object.fromEntries(
+    names.filter((name) => !project.install.includes(name)).map((name) => [name, `file:${tarball(name)}`]),
+  );
+  const manifest = {
+    name: `otc-consumer-${project.name}`,
+    private: true,
+    type: "module",
+    dependencies,
+    devDependencies: {
+      "@types/node": pinned(rootManifest, "@types/node", "the root package.json"),
+      ...Object.fromEntries((project.devInstall ?? []).map((name) => [name, versions(name)])),
+    },
+    overrides,
+  };
+  await writeFile(path.join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  const files = project.programs.map((program) => program.file);
+  await writeFile(
+    path.join(dir, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        skipLibCheck: false,
+        // TypeScript's own lib files only: every package's declarations are checked.
+        skipDefaultLibCheck: true,
+        module: "nodenext",
+        moduleResolution: "nodenext",
+        target: "es2022",
+        types: ["node"],
+        outDir: "out",
+      },
+      include: files,
+    }),
+  );
+  for (const file of files) {
+    await writeFile(path.join(dir, file), await readFile(path.join(here, "../consumer", file), "utf8"));
+  }
+  const flags = ["--no-audit", "--no-fund", "--prefer-offline", ...(project.engineStrict ? ["--engine-strict"] : [])];
+  const outcome: Outcome = {
+    dir,
+    install: await run("npm", ["install", ...flags], dir),
+    programs: new Map(),
+    bins: new Map(),
+  };
+  outcomes.set(project.name, outcome);
+  if (outcome.install.code !== 0) {
+    return;
+  }
+  if (files.length > 0) {
+    // The TypeScript the repository pins (the user's own devDependency), on the project's tsconfig and node_modules.
+    outcome.tsc = await run(process.execPath, [tscBin, "-p", "."], dir);
+  }
+  for (const program of project.programs) {
+    const out = `out/${program.file.replace(/\.ts$/, ".js")}`;
+    outcome.programs.set(program.file, await run(process.execPath, [out, ...(program.args?.() ?? [])], dir));
+  }
+  for (const bin of project.bins ?? []) {
+    outcome.bins.set(bin, await run(path.join(dir, "node_modules/.bin", bin), ["--help"], dir));
+  }
+}
+
+/** Runs `tasks` with at most `limit` at once: installs wait on the disk and the network, type-checks on the 2 cores. */
+async function pool(limit: number, tasks: (() => Promise<void>)[]): Promise<void> {
+  const queue = [...tasks];
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      for (let task = queue.shift(); task; task = queue.shift()) {
+        await task();
+      }
+    }),
+  );
+}
+
+let rootManifest: Manifest;
 
 beforeAll(async () => {
   work = await mkdtemp(path.join(os.tmpdir(), "otc-packaging-"));
@@ -355,64 +616,58 @@ beforeAll(async () => {
   // turbo built every package before this test (`^build`); --ignore-scripts skips `prepack`, which
   // would rebuild dist/ while other suites read it.
   const workspaces = names.flatMap((name) => ["--workspace", name]);
-  const out = await npm(
+  const out = await mustRun(
+    "npm",
     ["pack", "--ignore-scripts", "--json", "--pack-destination", path.join(work, "packs"), ...workspaces],
     repoRoot,
   );
   for (const result of JSON.parse(out) as PackResult[]) {
     packed.set(result.name as PackageName, result);
   }
+  [demo, redis] = await Promise.all([
+    listen(createDemoHandler({ logger: false }).app, { port: 0 }),
+    startRedisServer(),
+  ]);
 
-  // A user's project, outside the repository: the tarballs plus the TypeScript and Node types the repo uses.
-  project = path.join(work, "project");
-  await mkdir(project);
-  const root = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as Manifest;
-  // The server's optional peers (Express and its validator, prom-client) as a user of createServer and metrics adds them.
-  const server = JSON.parse(await readFile(path.join(repoRoot, "packages/server/package.json"), "utf8")) as {
-    peerDependencies: Record<string, string>;
+  rootManifest = await readManifest(path.join(repoRoot, "package.json"));
+  // A peer in a README's line at the version the repository tests it with (the server's and @otc/ai's devDependencies,
+  // then this test's own for what only a user's project needs).
+  const tested = [
+    await readManifest(path.join(repoRoot, "packages/server/package.json")),
+    await readManifest(path.join(repoRoot, "packages/ai/package.json")),
+    await readManifest(path.join(here, "../package.json")),
+  ];
+  const testedVersion = (name: string) => {
+    const version = tested.map((manifest) => manifest.devDependencies?.[name]).find(Boolean);
+    if (!version) {
+      throw new Error(`no devDependency of packages/server, packages/ai or tests/packaging pins ${name}`);
+    }
+    return version;
   };
-  // The agent frameworks @otc/ai adapts (its peers but @otc/client, packed here), at the versions its tests pin, and
-  // zod, their own peer.
-  const ai = JSON.parse(await readFile(path.join(repoRoot, "packages/ai/package.json"), "utf8")) as Manifest;
-  const frameworks = [...Object.keys(ai.peerDependencies ?? {}).filter((name) => !name.startsWith("@otc/")), "zod"].map(
-    (name) => [name, pinned(ai, name, "packages/ai/package.json")],
-  );
-  const dependencies = {
-    ...server.peerDependencies,
-    ...Object.fromEntries(frameworks),
-    ...Object.fromEntries(names.map((name) => [name, `file:${tarball(name)}`])),
+  peerRanges = await optionalPeers();
+  // Every package, every optional peer at the lowest version of its range; zod, the frameworks' own peer, as tested.
+  const lowestProject: Project = {
+    name: "lowest",
+    readme: "@otc/server",
+    install: [...names, ...peerRanges.keys(), "zod"],
+    devInstall: ["@types/json-schema"],
+    programs: LOWEST_PROGRAMS,
+    bins: ["otc", "oxp-conformance"],
+    engineStrict: false,
   };
-  const devDependencies = Object.fromEntries(
-    ["@types/node", "typescript"].map((name) => [name, pinned(root, name, "the root package.json")]),
-  );
-  await writeFile(
-    path.join(project, "package.json"),
-    `${JSON.stringify({ name: "otc-consumer", private: true, type: "module", dependencies, devDependencies }, null, 2)}\n`,
-  );
-  await writeFile(
-    path.join(project, "tsconfig.json"),
-    JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        skipLibCheck: false,
-        module: "nodenext",
-        moduleResolution: "nodenext",
-        target: "es2022",
-        types: ["node"],
-        outDir: "out",
-      },
-      include: ["main.ts", "ai.ts"],
-    }),
-  );
-  for (const program of ["main.ts", "ai.ts"]) {
-    await writeFile(path.join(project, program), await readFile(path.join(here, "../consumer", program), "utf8"));
-  }
-  await npm(["install", "--no-audit", "--no-fund", "--prefer-offline"], project);
-  demo = await listen(createDemoHandler({ logger: false }).app, { port: 0 });
+  const lowestVersion = (name: string) => {
+    const range = peerRanges.get(name);
+    return range === undefined ? testedVersion(name) : lowest(range);
+  };
+  // The largest project first; three at a time keeps both cores busy while others wait on npm.
+  await pool(3, [
+    () => build(lowestProject, lowestVersion),
+    ...PROJECTS.map((project) => () => build(project, testedVersion)),
+  ]);
 });
 
 afterAll(async () => {
-  await demo?.close();
+  await Promise.all([demo?.close(), redis?.close()]);
   if (work) {
     await rm(work, { recursive: true, force: true });
   }
@@ -435,7 +690,7 @@ describe("the tarballs", () => {
 
   it("build in prepack, and their bins are executable launchers that are in the tarball", async () => {
     for (const [name, folder] of Object.entries(PACKAGES)) {
-      const manifest = JSON.parse(await readFile(path.join(repoRoot, folder, "package.json"), "utf8")) as Manifest;
+      const manifest = await readManifest(path.join(repoRoot, folder, "package.json"));
       expect(manifest.scripts?.prepack, name).toBeDefined();
       const result = packed.get(name as PackageName);
       for (const bin of Object.values(manifest.bin ?? {})) {
@@ -445,39 +700,97 @@ describe("the tarballs", () => {
       }
     }
   });
+
+  it("declare the Node they run on, and their optional peers as ranges", async () => {
+    for (const folder of Object.values(PACKAGES)) {
+      const manifest = await readManifest(path.join(repoRoot, folder, "package.json"));
+      expect(manifest.engines?.node, `${folder} engines.node`).toBe(">=20.19");
+    }
+    expect(peerRanges.size).toBeGreaterThan(0);
+    for (const [name, range] of peerRanges) {
+      expect(() => lowest(range), `${name}@${range}`).not.toThrow();
+    }
+  });
 });
 
-describe("a user's project with the packed packages", () => {
-  it("type-checks programs using every package and each agent framework, with strict tsc and skipLibCheck: false", async () => {
-    const tsc = path.join(project, "node_modules/typescript/bin/tsc");
-    const result = await run(process.execPath, [tsc, "-p", "."], project);
-    expect(`${result.stdout}${result.stderr}`).toBe("");
-    expect(result.code).toBe(0);
+describe.each(PROJECTS)("a project with what the $readme README installs: $install", (project) => {
+  it("is that README's install line", async () => {
+    if (project.alike) {
+      for (const line of project.alike) {
+        expect(await installLines(line.readme), line.readme).toContainEqual([...line.install].sort());
+      }
+      expect([...new Set(project.alike.flatMap((line) => line.install))].sort()).toEqual([...project.install].sort());
+    } else {
+      expect(await installLines(project.readme)).toContainEqual([...project.install].sort());
+    }
+    if (project.devInstall) {
+      expect(await installLines(project.readme)).toContainEqual([...project.devInstall].sort());
+    }
   });
 
-  it("runs it: the custom tool is listed and called", async () => {
-    const out = await mustRun(process.execPath, ["out/main.js"], project);
-    expect(JSON.parse(out)).toEqual({ tools: ["Text.Shout@1.0.0"], value: "HELLO!" });
+  it("installs (npm refusing a dependency that needs a newer Node, where none may), type-checks strictly and runs", () => {
+    const outcome = outcomes.get(project.name);
+    expect(outcome?.install.code, `npm install:\n${outcome?.install.stderr}`).toBe(0);
+    if (project.programs.length > 0) {
+      expect(`${outcome?.tsc?.stdout}${outcome?.tsc?.stderr}`).toBe("");
+      expect(outcome?.tsc?.code).toBe(0);
+    }
+    for (const program of project.programs) {
+      const result = outcome?.programs.get(program.file);
+      expect(result?.code, `${program.file}: ${result?.stderr}`).toBe(0);
+      expect(JSON.parse(result?.stdout ?? "null"), program.file).toEqual(program.prints);
+    }
+    for (const bin of project.bins ?? []) {
+      const result = outcome?.bins.get(bin);
+      expect(result?.code, `${bin} --help: ${result?.stderr}`).toBe(0);
+      expect(result?.stdout).toMatch(/Usage/);
+    }
+  });
+});
+
+describe("a project with every package, and every optional peer at the lowest version of its range", () => {
+  const outcome = () => {
+    const found = outcomes.get("lowest");
+    if (!found) {
+      throw new Error("the lowest-version project was not built");
+    }
+    return found;
+  };
+
+  it("installs them: each optional peer at the lowest version its range admits", async () => {
+    expect(outcome().install.code, `npm install:\n${outcome().install.stderr}`).toBe(0);
+    for (const [name, range] of peerRanges) {
+      const installed = await readManifest(path.join(outcome().dir, "node_modules", name, "package.json"));
+      expect(installed.version, `${name}@${range}`).toBe(lowest(range));
+    }
+  });
+
+  it("type-checks every program with strict tsc and skipLibCheck: false", () => {
+    expect(`${outcome().tsc?.stdout}${outcome().tsc?.stderr}`).toBe("");
+    expect(outcome().tsc?.code).toBe(0);
+  });
+
+  it.each(LOWEST_PROGRAMS)("runs $file", (program) => {
+    const result = outcome().programs.get(program.file);
+    expect(result?.code, `${program.file}: ${result?.stderr}`).toBe(0);
+    expect(JSON.parse(result?.stdout ?? "null")).toEqual(program.prints);
+  });
+
+  it("gets working otc and oxp-conformance commands", () => {
+    for (const bin of ["otc", "oxp-conformance"]) {
+      const result = outcome().bins.get(bin);
+      expect(result?.code, `${bin} --help: ${result?.stderr}`).toBe(0);
+      expect(result?.stdout).toMatch(/Usage/);
+    }
   });
 
   it("installs one @otc/client, the user's, which @otc/ai uses (a peer), so that its errors are the user's classes", async () => {
-    const ai = JSON.parse(await readFile(path.join(project, "node_modules/@otc/ai/package.json"), "utf8")) as Manifest;
+    const project = outcome().dir;
+    const ai = await readManifest(path.join(project, "node_modules/@otc/ai/package.json"));
     expect(ai.peerDependencies?.["@otc/client"]).toBeDefined();
     expect(ai.dependencies?.["@otc/client"]).toBeUndefined();
     await expect(access(path.join(project, "node_modules/@otc/ai/node_modules/@otc/client"))).rejects.toThrow();
     await access(path.join(project, "node_modules/@otc/client/package.json"), constants.R_OK);
-  });
-
-  it("runs the agent program: in each framework the model's call runs through OXP, a destructive tool waits", async () => {
-    const out = await mustRun(process.execPath, ["out/ai.js", demo.url], project);
-    expect(JSON.parse(out)).toEqual({
-      vercel: [{ type: "json", value: 42 }],
-      langchain: { content: "42", status: "success" },
-      authorization: ["Gmail_GetEmails"],
-      agents: "42",
-      interruptOn: { SMS_Send: true },
-      interrupted: ["SMS_Send"],
-    });
   });
 
   it("loads @otc/ai/langchain without @langchain/langgraph (an optional peer): a challenge is then the model's message", async () => {
@@ -497,7 +810,7 @@ describe("a user's project with the packed packages", () => {
       const [gmail] = await oxpTools(client, { toolkits: ["Gmail"], userId: "no-langgraph" });
       const answer = await gmail.invoke({ id: "c", name: "Gmail_GetEmails", args: { query: "" }, type: "tool_call" });
       console.log(JSON.stringify({ hidden, status: answer.status, kind: answer.artifact.kind }));`;
-    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], project);
+    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], outcome().dir);
     expect(JSON.parse(out)).toEqual({ hidden: true, status: "error", kind: "authorization" });
   });
 
@@ -507,16 +820,8 @@ describe("a user's project with the packed packages", () => {
       const out = {};
       for (const entry of entries) out[entry] = Object.keys(await import(entry)).sort();
       console.log(JSON.stringify(out));`;
-    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], project);
+    const out = await mustRun(process.execPath, ["--input-type=module", "-e", script], outcome().dir);
     expect(JSON.parse(out)).toEqual(PUBLIC_API);
-  });
-
-  it("gets working otc and oxp-conformance commands", async () => {
-    for (const command of ["otc", "oxp-conformance"]) {
-      const result = await run(path.join(project, "node_modules/.bin", command), ["--help"], project);
-      expect(result.code, `${command} --help: ${result.stderr}`).toBe(0);
-      expect(result.stdout).toMatch(/Usage/);
-    }
   });
 });
 

@@ -1,19 +1,19 @@
 /** Telemetry for an OXP server: Prometheus metrics and OpenTelemetry traces, their libraries loaded only when asked for. */
 import type { Logger } from "pino";
-import type { Registry } from "prom-client";
 import { createLogger } from "../http/logger.js";
 import { optionalPeer } from "../http/optional-peer.js";
 import type { FetchPage, Telemetry } from "../http/options.js";
-import { createMetrics, type MetricsOptions } from "./metrics.js";
+import { createMetrics } from "./metrics.js";
+import type { MetricsOptions, MetricsRegistry } from "./metrics-options.js";
 import { createCallTracer, type TracingOptions } from "./tracing.js";
 
-export { DEFAULT_DURATION_BUCKETS, type MetricsOptions } from "./metrics.js";
+export { DEFAULT_DURATION_BUCKETS, type MetricsOptions, type MetricsRegistry } from "./metrics-options.js";
 export { TRACER_NAME, type TracingOptions } from "./tracing.js";
 
-/** Options of {@link createTelemetry}. */
-export interface TelemetryOptions {
+/** Options of {@link createTelemetry}; `R` is the type of the registry given in `metrics.registry`. */
+export interface TelemetryOptions<R extends MetricsRegistry = MetricsRegistry> {
   /** Prometheus metrics served at `GET /metrics` (`true` for the defaults). Off when absent. */
-  metrics?: MetricsOptions | boolean;
+  metrics?: MetricsOptions<R> | boolean;
   /** A SERVER span per tool call through @opentelemetry/api (`true` for the global tracer). Off when absent. */
   tracing?: TracingOptions | boolean;
   /**
@@ -24,9 +24,12 @@ export interface TelemetryOptions {
 }
 
 /** What {@link createTelemetry} returns: the `telemetry` option of `createServer`/`createHandler`. */
-export interface OxpTelemetry extends Telemetry {
-  /** The registry the metrics live in, e.g. to add your own; undefined without metrics. */
-  readonly registry: Registry | undefined;
+export interface OxpTelemetry<R extends MetricsRegistry = MetricsRegistry> extends Telemetry {
+  /**
+   * The prom-client `Registry` the metrics live in, e.g. to add your own; undefined without metrics. Typed as the
+   * one given in `metrics.registry` (a prom-client `Registry`), else as what the server uses of it.
+   */
+  readonly registry: R | undefined;
 }
 
 /**
@@ -39,7 +42,9 @@ export interface OxpTelemetry extends Telemetry {
  * const telemetry = await createTelemetry({ metrics: { token: process.env.METRICS_TOKEN }, tracing: true });
  * const app = createServer({ tools, telemetry });
  */
-export async function createTelemetry(options: TelemetryOptions = {}): Promise<OxpTelemetry> {
+export async function createTelemetry<R extends MetricsRegistry = MetricsRegistry>(
+  options: TelemetryOptions<R> = {},
+): Promise<OxpTelemetry<R>> {
   const metricsOptions = options.metrics === true ? {} : options.metrics || undefined;
   const tracingOptions = options.tracing === true ? {} : options.tracing || undefined;
   const [prom, api] = await Promise.all([
@@ -52,7 +57,8 @@ export async function createTelemetry(options: TelemetryOptions = {}): Promise<O
   const traceCall = api && tracingOptions ? createCallTracer(api, tracingOptions) : undefined;
   const pages: readonly FetchPage[] = metrics ? [metrics.page] : [];
   return {
-    registry: metrics?.registry,
+    // The registry given (an R), or the one made when none was: R is then its default, MetricsRegistry.
+    registry: metrics?.registry as R | undefined,
     ...(metrics ? { observer: metrics.observer } : {}),
     pages,
     ...(traceCall ? { traceCall } : {}),

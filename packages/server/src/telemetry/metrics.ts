@@ -6,36 +6,13 @@ import { ServerConfigError, WireError } from "../core/errors.js";
 import type { CallObserver } from "../core/oxp-core.js";
 import type { FetchPage } from "../http/options.js";
 import { ROUTES } from "../http/routes.js";
-
-/** prom-client's module, loaded by `createTelemetry` only when metrics are asked for. */
-export type PromClient = typeof import("prom-client");
-
-/** Options of the metrics (`createTelemetry({ metrics })`). */
-export interface MetricsOptions {
-  /** Where the metrics are served (`GET`/`HEAD`). Default `/metrics`. */
-  path?: string;
-  /**
-   * A bearer token the scraper must send (`Authorization: Bearer <token>`). Without one the page is
-   * open to anyone who reaches the server: bind it to a private network, or set a token.
-   */
-  token?: string;
-  /** The registry the metrics are registered in. Default: a new one (prom-client's global `register` works too). */
-  registry?: Registry;
-  /** Prefix of every metric name. Default `oxp_`. */
-  prefix?: string;
-  /** Upper bounds of the call duration histogram's buckets, in seconds. Default {@link DEFAULT_DURATION_BUCKETS}. */
-  buckets?: readonly number[];
-  /** Also collect prom-client's default process metrics (CPU, memory, event loop lag, GC) into the registry. Default false. */
-  defaultMetrics?: boolean;
-}
+import { DEFAULT_DURATION_BUCKETS, type MetricsOptions, type MetricsRegistry } from "./metrics-options.js";
 
 /**
- * The call duration histogram's buckets, in seconds: from a few milliseconds (a local computation) to a
- * minute (twice the default time limit of 30 s), so slow tools and time-outs fall in a bucket of their own.
+ * prom-client's module, loaded by `createTelemetry` only when metrics are asked for. Only this module names
+ * prom-client's types, and no public declaration imports it (see metrics-options.ts).
  */
-export const DEFAULT_DURATION_BUCKETS: readonly number[] = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-];
+export type PromClient = typeof import("prom-client");
 
 /** The metrics of one telemetry: where they live, the observer that feeds them, the page that serves them. */
 export interface Metrics {
@@ -46,6 +23,15 @@ export interface Metrics {
 
 /** The label every call of no tool served here is counted under: the requested string is client-controlled. */
 const UNKNOWN_TOOL = "unknown";
+
+/** The registry a caller gave, which prom-client's metrics register in: a clear error for anything but a `Registry`. */
+function promRegistry(registry: MetricsRegistry): Registry {
+  const candidate = registry as Partial<Registry>;
+  if (typeof candidate.registerMetric !== "function" || typeof candidate.metrics !== "function") {
+    throw new ServerConfigError("metrics.registry must be a prom-client Registry");
+  }
+  return registry as Registry;
+}
 
 /** Builds the metrics in the registry and the page that serves them. */
 export function createMetrics(
@@ -64,7 +50,7 @@ export function createMetrics(
     throw new ServerConfigError("metrics.token must be non-empty, without spaces (leave it out for an open endpoint)");
   }
   const prefix = options.prefix ?? "oxp_";
-  const registry = options.registry ?? new prom.Registry();
+  const registry = options.registry === undefined ? new prom.Registry() : promRegistry(options.registry);
   const registers = [registry];
 
   const calls = new prom.Counter({
