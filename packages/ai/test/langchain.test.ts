@@ -255,6 +255,7 @@ describe("oxpTools for LangChain.js", () => {
     const [sleep] = await oxpTools(recording, { tools: ["System.Sleep"] });
     const started = Date.now();
     const call = sleep?.invoke(
+      // real time: the framework's own AbortSignal.timeout is what is tested; the 30 s sleep is the work it cuts short.
       { id: "call_sleep", name: "System_Sleep", args: { ms: 30_000 }, type: "tool_call" },
       { signal: AbortSignal.timeout(300) },
     );

@@ -323,6 +323,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
     callIds = [];
     const client = demoClient();
     const tools = await oxpTools(client, { tools: ["System.Sleep"] });
+    // real time: the run's own AbortSignal.timeout is what is tested; the 30 s sleep is the work it cuts short.
     const model = new MockLanguageModelV4({ doGenerate: [toolCall("System_Sleep", { ms: 30_000 }), answer("done")] });
     const started = Date.now();
     const run = generateText({

@@ -40,8 +40,8 @@ interface Debt {
 /** How recently another client must have been served for a client to be held to its share, in milliseconds. */
 const OTHERS_ACTIVE_MS = 1_000;
 
-/** How an anonymous client's key begins (`clientOf` in pipeline.ts): a principal's never does. */
-const ANONYMOUS_PREFIX = "address:";
+/** How an anonymous client's key begins (`clientOf` in pipeline.ts makes it): the pool tells them by it. */
+export const ANONYMOUS_CLIENT_PREFIX = "address:";
 
 /**
  * A leaky bucket of work per client: the time each call costs the event loop is added to its client's debt, which
@@ -133,7 +133,7 @@ export class ClientBudget {
     if (over > 0 && this.othersActive(client, now)) {
       throw tooMany(over / this.share, `This client's calls took more than ${Math.round(this.share * 100)}%`);
     }
-    if (!client.startsWith(ANONYMOUS_PREFIX)) {
+    if (!client.startsWith(ANONYMOUS_CLIENT_PREFIX)) {
       return;
     }
     const poolOver = this.owed(this.pool, now, this.poolShare) - this.burstMs;
@@ -167,7 +167,7 @@ export class ClientBudget {
     }
     // An anonymous client whose calls are costly, or whose current call already is, spends the pool's time too.
     if (
-      client.startsWith(ANONYMOUS_PREFIX) &&
+      client.startsWith(ANONYMOUS_CLIENT_PREFIX) &&
       (debt.perCall >= this.costlyCallMs || debt.sinceAdmit >= this.costlyCallMs)
     ) {
       const pool = this.pool;

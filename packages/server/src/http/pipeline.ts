@@ -33,7 +33,7 @@ import { parseTraceparent } from "../core/traceparent.js";
 import { createHostCheck } from "./allowed-hosts.js";
 import { createAuthenticator } from "./authentication.js";
 import { callEventStream } from "./call-events.js";
-import { ClientBudget } from "./client-budget.js";
+import { ANONYMOUS_CLIENT_PREFIX, ClientBudget } from "./client-budget.js";
 import { addressGroup } from "./ip.js";
 import type { AdapterOptions, CorsOptions, OxpLifecycle, OxpRuntime } from "./options.js";
 import { responseValidator } from "./response-validators.js";
@@ -808,7 +808,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
  * own share.
  */
 export function clientOf(principal: string, remoteAddress: string | undefined): string {
-  return principal === "anonymous" ? `address:${addressGroup(remoteAddress)}` : principal;
+  return principal === "anonymous" ? `${ANONYMOUS_CLIENT_PREFIX}${addressGroup(remoteAddress)}` : principal;
 }
 
 /** Where a connection keeps the client key of its anonymous requests: its address never changes. */
