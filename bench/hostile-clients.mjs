@@ -827,6 +827,63 @@ const slowlorisAttack = (mode) => async (server, _monitor, seconds, signal) => {
 const attackerAddresses = (count) => Array.from({ length: count }, (_, i) => `127.0.0.${i + 2}`);
 
 /**
+ * What the slot-holding attackers share: `perAddress` sockets from each of `addresses`, opened at once, each reopened
+ * a second after it closes; `ready` once each has settled (held its slot, or failed to) the first time; all destroyed
+ * once `signal` aborts. `open(from, settle)` makes one socket, with its own listeners, and calls `settle` once it
+ * holds its slot. Resolves with how many were still open at the end.
+ */
+async function holdSlots({ addresses, perAddress, signal, ready }, open) {
+  const live = new Set();
+  const timers = new Set();
+  const total = addresses.length * perAddress;
+  let settled = 0;
+  const start = (from, first) => {
+    if (signal.aborted) {
+      return;
+    }
+    let unsettled = first;
+    const settle = () => {
+      if (unsettled) {
+        unsettled = false;
+        if (++settled === total) {
+          ready();
+        }
+      }
+    };
+    const socket = open(from, settle);
+    live.add(socket);
+    socket.once("close", () => {
+      settle();
+      live.delete(socket);
+      if (!signal.aborted) {
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          start(from, false);
+        }, 1_000);
+        timers.add(timer);
+      }
+    });
+  };
+  for (const from of addresses) {
+    for (let i = 0; i < perAddress; i++) {
+      start(from, true);
+    }
+  }
+  if (!signal.aborted) {
+    await once(signal, "abort");
+  }
+  ready();
+  for (const timer of timers) {
+    clearTimeout(timer);
+  }
+  const stillOpen = live.size;
+  for (const socket of live) {
+    socket.destroy();
+  }
+  return stillOpen;
+}
+
+/**
  * Sockets that hold a slot each, `perAddress` from each of `addresses`, opened at once, each reopened a second after
  * the server closes it: `idle` sends nothing; `trickle` begins a request and sends a header line a second (slowloris).
  * It calls `ready` once every socket has connected (or failed to), and runs until `signal` aborts.
@@ -835,35 +892,12 @@ const slotHolders =
   (addresses, perAddress, mode) =>
   async (server, _monitor, { signal, ready }) => {
     const { hostname, port } = new URL(server.url);
-    const live = new Set();
-    const timers = new Set();
     let opened = 0;
     let closedByServer = 0;
-    let settled = 0;
-    const total = addresses.length * perAddress;
-    const later = (fn, ms) => {
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        fn();
-      }, ms);
-      timers.add(timer);
-    };
-    const open = (from, first) => {
-      if (signal.aborted) {
-        return;
-      }
+    const stillOpen = await holdSlots({ addresses, perAddress, signal, ready }, (from, settle) => {
       opened++;
       const socket = net.connect({ host: hostname, port: Number(port), localAddress: from });
-      live.add(socket);
       let ticker;
-      const settle = () => {
-        if (first) {
-          first = false;
-          if (++settled === total) {
-            ready();
-          }
-        }
-      };
       socket.on("error", () => {});
       socket.on("data", () => {});
       socket.once("connect", () => {
@@ -874,31 +908,13 @@ const slotHolders =
         }
       });
       socket.once("close", () => {
-        settle();
         clearInterval(ticker);
-        live.delete(socket);
         if (!signal.aborted) {
           closedByServer++;
-          later(() => open(from, false), 1_000);
         }
       });
-    };
-    for (const from of addresses) {
-      for (let i = 0; i < perAddress; i++) {
-        open(from, true);
-      }
-    }
-    if (!signal.aborted) {
-      await once(signal, "abort");
-    }
-    ready();
-    for (const timer of timers) {
-      clearTimeout(timer);
-    }
-    const stillOpen = live.size;
-    for (const socket of live) {
-      socket.destroy();
-    }
+      return socket;
+    });
     return { opened, closedByServer, stillOpen, codes: {} };
   };
 
@@ -912,28 +928,12 @@ const heldCalls =
     const { hostname, port } = new URL(server.url);
     const body = JSON.stringify({ tool_id: "System.Sleep", input: { ms: 60_000 } });
     const request = `POST /tools/call HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
-    const live = new Set();
-    const timers = new Set();
     const codes = {};
     let sent = 0;
     let closedByServer = 0;
-    let settled = 0;
-    const total = addresses.length * perAddress;
-    const open = (from, first) => {
-      if (signal.aborted) {
-        return;
-      }
+    const stillOpen = await holdSlots({ addresses, perAddress, signal, ready }, (from, settle) => {
       const socket = net.connect({ host: hostname, port: Number(port), localAddress: from });
-      live.add(socket);
       let answered = false;
-      const settle = () => {
-        if (first) {
-          first = false;
-          if (++settled === total) {
-            ready();
-          }
-        }
-      };
       socket.on("error", () => {});
       socket.once("connect", () => {
         sent++;
@@ -949,37 +949,12 @@ const heldCalls =
         }
       });
       socket.once("close", () => {
-        settle();
-        live.delete(socket);
-        if (signal.aborted) {
-          return;
-        }
-        if (!answered) {
+        if (!signal.aborted && !answered) {
           closedByServer++;
         }
-        const timer = setTimeout(() => {
-          timers.delete(timer);
-          open(from, false);
-        }, 1_000);
-        timers.add(timer);
       });
-    };
-    for (const from of addresses) {
-      for (let i = 0; i < perAddress; i++) {
-        open(from, true);
-      }
-    }
-    if (!signal.aborted) {
-      await once(signal, "abort");
-    }
-    ready();
-    for (const timer of timers) {
-      clearTimeout(timer);
-    }
-    const stillOpen = live.size;
-    for (const socket of live) {
-      socket.destroy();
-    }
+      return socket;
+    });
     return { sent, closedByServer, stillOpen, codes };
   };
 
