@@ -11,6 +11,7 @@ import {
   IdempotencyStoreFullError,
   systemClock,
   type TaskEvent,
+  type TaskStore,
 } from "@otc/server/node";
 import type { CallProgress, CallToolResponse } from "@otc/types";
 import type { Redis } from "ioredis";
@@ -483,7 +484,7 @@ interface Channel {
  * when Redis reaches `maxmemory` (with the `noeviction` policy) a claim is refused with a 503 rather
  * than a record dropped.
  */
-export class RedisIdempotencyStore implements IdempotencyStore {
+export class RedisIdempotencyStore implements IdempotencyStore, TaskStore {
   private readonly connection: RedisConnection;
   private readonly ownsConnection: boolean;
   private readonly maxResponseBytes: number;

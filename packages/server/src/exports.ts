@@ -9,6 +9,7 @@ export type {
   TokenStore,
 } from "./core/authorization.js";
 export { MemoryTokenStore } from "./core/authorization.js";
+export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/call-log.js";
 export {
   CHALLENGE_STORE_DEFAULTS,
   type ChallengeStore,
@@ -32,9 +33,9 @@ export type {
   IdempotencyStore,
   MemoryIdempotencyStoreOptions,
   TaskEvent,
+  TaskStore,
 } from "./core/idempotency-store.js";
 export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
-export type { CallEvent, CallObserver, CallOutcome, CoreLogger } from "./core/oxp-core.js";
 export type {
   InputSchema,
   OxpToolErrorOptions,

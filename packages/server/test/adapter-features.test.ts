@@ -311,6 +311,10 @@ class FlakyIdempotencyStore implements IdempotencyStore {
     this.check();
     return this.inner.get(key);
   }
+  async waitFor(key: IdempotencyKey, fingerprint: string, maxMs: number) {
+    this.check();
+    return this.inner.waitFor(key, fingerprint, maxMs);
+  }
 }
 
 /** A token store that fails while `down` is set. */

@@ -1,4 +1,5 @@
 // The in-memory idempotency store's bounds: entries and bytes, per principal and in total, never a running call.
+import { ManualClock } from "@otc/test-helpers/manual-clock";
 import { verifies } from "@otc/test-helpers/verifies";
 import type { CallToolResponse } from "@otc/types";
 import fc from "fast-check";
@@ -181,5 +182,76 @@ describe("utf8ByteLength", () => {
     await roomy.claim({ principal: "p", callId: "k" }, "f", 1_000);
     await roomy.complete({ principal: "p", callId: "k" }, { fingerprint: "f", response }, 1_000);
     expect(await roomy.get({ principal: "p", callId: "k" })).toMatchObject({ response });
+  });
+});
+
+describe("MemoryIdempotencyStore.waitFor", () => {
+  const key = { principal: "p", callId: "c" };
+  const failed: CallToolResponse = {
+    call_id: "c",
+    duration: 1,
+    success: false,
+    error: { message: "busy", can_retry: true },
+  };
+
+  verifies(
+    "idempotency.shared-store",
+    "wakes a waiter at each end of the first call, without polling: completed, abandoned, released, freed",
+    async () => {
+      const clock = new ManualClock();
+      const store = new MemoryIdempotencyStore({ clock });
+      const ends: [string, (store: MemoryIdempotencyStore) => Promise<void>, unknown][] = [
+        [
+          "completed",
+          (s) => s.complete(key, { fingerprint: "f", response: ok("c", 1) }, 60_000),
+          { response: ok("c", 1) },
+        ],
+        ["abandoned", (s) => s.abandon(key, "f", 60_000), { abandoned: true }],
+        ["released to its waiters", (s) => s.release(key, failed), { response: failed }],
+      ];
+      for (const [, end, expected] of ends) {
+        await store.release(key);
+        expect(await store.claim(key, "f", 60_000)).toBeUndefined();
+        const waiting = store.waitFor(key, "f", 60_000);
+        // Only the wait's own time limit is pending: nothing looks the key up again on a timer.
+        expect(clock.pending).toBe(1);
+        await end(store);
+        expect(await waiting).toMatchObject({ fingerprint: "f", ...(expected as object) });
+        expect(clock.pending).toBe(0);
+      }
+      await store.release(key);
+      expect(await store.claim(key, "f", 60_000)).toBeUndefined();
+      const freed = store.waitFor(key, "f", 60_000);
+      await store.release(key);
+      expect(await freed).toBeUndefined();
+      // Held for another call: not this waiter's.
+      expect(await store.claim(key, "g", 60_000)).toBeUndefined();
+      expect(await store.waitFor(key, "f", 60_000)).toBeUndefined();
+    },
+  );
+
+  verifies("tasks.lease", "gives up on a run whose lease ran out, and at its own time limit", async () => {
+    const clock = new ManualClock();
+    const store = new MemoryIdempotencyStore({ clock });
+    expect(await store.claim(key, "f", 600_000)).toBeUndefined();
+    await store.renew(key, "f", 300);
+    let result: unknown = "pending";
+    const waiting = store.waitFor(key, "f", 60_000).then((entry) => {
+      result = entry;
+    });
+    await clock.advance(200);
+    // Renewed in time: still waiting.
+    await store.renew(key, "f", 300);
+    await clock.advance(200);
+    expect(result).toBe("pending");
+    await clock.advance(200);
+    await waiting;
+    expect(result).toBeUndefined();
+    const other = { principal: "p", callId: "d" };
+    expect(await store.claim(other, "f", 600_000)).toBeUndefined();
+    const late = store.waitFor(other, "f", 1_000);
+    await clock.advance(1_000);
+    expect(await late).toBeUndefined();
+    expect(clock.pending).toBe(0);
   });
 });

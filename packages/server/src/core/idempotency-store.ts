@@ -1,5 +1,7 @@
-/** Where `call_id` idempotency records live: the interface, and an in-memory store bounded in entries and bytes. */
+/** Where `call_id` idempotency records and the tasks extension's shared state live: the interfaces, and an in-memory store bounded in entries and bytes. */
 import type { CallProgress, CallToolResponse } from "@otc/types";
+import { type Clock, type ClockTimer, systemClock } from "./clock.js";
+import { WriteQueue } from "./write-queue.js";
 
 /** A call_id belongs to the principal that sent it: two principals' equal call_ids are unrelated keys. */
 export interface IdempotencyKey {
@@ -51,8 +53,9 @@ export interface CompletedEntry {
 }
 
 /**
- * Idempotency records by (principal, call_id). A store shared by several server instances (e.g. Redis)
- * lets them honour the same keys; `claim` must then be atomic (SET NX).
+ * Idempotency records by (principal, call_id) (docs/protocol.md 3.7): what the core's idempotency gate needs, all of
+ * it required. A store shared by several server instances (e.g. Redis) lets them honour the same keys; `claim` must
+ * then be atomic (SET NX), and `waitFor` must hear other instances' writes (e.g. pub/sub).
  */
 export interface IdempotencyStore {
   /**
@@ -80,32 +83,48 @@ export interface IdempotencyStore {
   /** The entry that holds `key`, if any. */
   get(key: IdempotencyKey): Promise<IdempotencyEntry | undefined>;
   /**
-   * Optional: waits until `key` holds a finished response or is abandoned (resolves with the entry), is
-   * released with a response for waiters (resolves with it), or is freed or held for another
-   * fingerprint (undefined), at most `maxMs` (undefined). A shared store
-   * implements it with a push primitive (e.g. Redis pub/sub) so a duplicate on another instance learns
-   * the result at once; without it, the core polls {@link get}.
+   * Waits until `key` holds a finished response or is abandoned (resolves with the entry), is released with a
+   * response for waiters (resolves with it), is freed or held for another fingerprint, or the lease of its run
+   * passed (undefined: the caller may claim it), at most `maxMs` (undefined). Told of each change as it happens
+   * (never by polling), so that a duplicate learns the first call's result at once.
    */
-  waitFor?(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined>;
+  waitFor(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined>;
+}
+
+/**
+ * The tasks extension's shared state (docs/protocol.md 9.3), beside the call_id records it reads: what the core's
+ * task board needs so that a call run on one instance can be read, followed and cancelled through any other. All of
+ * it required: a store for one process implements it in memory ({@link MemoryIdempotencyStore} does).
+ */
+export interface TaskStore {
   /**
-   * The tasks extension across instances (docs/protocol.md 9.3), optional: a store shared by several instances
-   * implements all four, so that a call run on one can be read, followed and cancelled through any other.
    * Records a running call's progress (`update.seq` numbers it), if `key` is still held for `fingerprint`.
    * Resolves `false` when it did not keep it (any other answer counts as kept): the instance running the call
    * answers only a progress its store kept, so that no instance answers less than another did before.
    */
-  progress?(
+  progress(
     key: IdempotencyKey,
     fingerprint: string,
     update: { progress: CallProgress; seq: number },
     // biome-ignore lint/suspicious/noConfusingVoidType: a store written when this answered Promise<void> still fits, and counts as keeping every progress.
   ): Promise<boolean | void>;
   /** Vouches for a running asynchronous call for `leaseMs` more (see {@link IdempotencyEntry.leaseUntil}). */
-  renew?(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void>;
+  renew(key: IdempotencyKey, fingerprint: string, leaseMs: number): Promise<void>;
   /** Asks the instance running `key`'s call to cancel it (its watchers see `cancel`). */
-  cancel?(key: IdempotencyKey): Promise<void>;
+  cancel(key: IdempotencyKey): Promise<void>;
   /** Calls `listener` on each change of `key` (from any instance); returns the function that stops it. */
-  watch?(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void;
+  watch(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void;
+}
+
+/** Whether `store` is also a {@link TaskStore} (all four methods): asked once, when a core is built. */
+export function isTaskStore(store: object): store is TaskStore {
+  const methods = store as Partial<Record<keyof TaskStore, unknown>>;
+  return (
+    typeof methods.progress === "function" &&
+    typeof methods.renew === "function" &&
+    typeof methods.cancel === "function" &&
+    typeof methods.watch === "function"
+  );
 }
 
 /** Thrown by `claim` when a store is full of records it must keep; the server answers 503 with `Retry-After`. */
@@ -131,7 +150,11 @@ export interface MemoryIdempotencyStoreOptions {
   maxEntriesPerPrincipal?: number;
   /** A response larger than this (serialized) is returned but not kept, so a replay runs again. Default 1 MiB. */
   maxResponseBytes?: number;
-  /** The clock, for tests. */
+  /**
+   * The clock its expiry, leases and waits follow (a core's own store follows the core's). Default {@link systemClock}.
+   */
+  clock?: Clock;
+  /** The time alone, for tests that move it by hand (the timers of waits then stay on `clock`). */
   now?: () => number;
 }
 
@@ -178,67 +201,6 @@ interface StoredRecord {
   seq?: number;
 }
 
-/**
- * Record ids in write order, oldest first, with lazy deletion: an entry whose record was removed or
- * rewritten since is skipped, and the queue is compacted once most of it is stale. Taking the oldest is
- * then amortized O(1), where iterating a Map or Set from its start would walk the holes that its
- * deletions leave behind (V8 keeps them until a rehash), which cost O(n) per write.
- */
-class WriteQueue {
-  private ids: string[] = [];
-  private seqs: number[] = [];
-  private head = 0;
-
-  push(id: string, seq: number): void {
-    this.ids.push(id);
-    this.seqs.push(seq);
-  }
-
-  /** The live entries, oldest first (`isLive` says whether an entry still names its record's latest write). */
-  *live(isLive: (id: string, seq: number) => boolean): Generator<string> {
-    for (let i = this.head; i < this.ids.length; i++) {
-      const id = this.ids[i] as string;
-      if (isLive(id, this.seqs[i] as number)) {
-        yield id;
-      } else if (i === this.head) {
-        this.head++;
-      }
-    }
-  }
-
-  /** How many entries the queue holds, consumed ones included (for tests of its bound). */
-  get length(): number {
-    return this.ids.length;
-  }
-
-  /**
-   * Drops stale entries once they outnumber `liveCount` (plus some slack), and the entries already
-   * passed over once they are half the queue: amortized O(1) per write, and never more than about twice
-   * the live entries held.
-   */
-  compact(liveCount: number, isLive: (id: string, seq: number) => boolean): void {
-    if (this.head >= 1024 && 2 * this.head >= this.ids.length) {
-      this.ids = this.ids.slice(this.head);
-      this.seqs = this.seqs.slice(this.head);
-      this.head = 0;
-    }
-    if (this.ids.length - this.head <= 2 * liveCount + 64) {
-      return;
-    }
-    const ids: string[] = [];
-    const seqs: number[] = [];
-    for (let i = this.head; i < this.ids.length; i++) {
-      if (isLive(this.ids[i] as string, this.seqs[i] as number)) {
-        ids.push(this.ids[i] as string);
-        seqs.push(this.seqs[i] as number);
-      }
-    }
-    this.ids = ids;
-    this.seqs = seqs;
-    this.head = 0;
-  }
-}
-
 interface PrincipalUsage {
   bytes: number;
   count: number;
@@ -254,18 +216,21 @@ const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`
  * call still running. When the whole store is full of records it must keep, a new key is refused
  * ({@link IdempotencyStoreFullError}) rather than a record dropped early.
  */
-export class MemoryIdempotencyStore implements IdempotencyStore {
+export class MemoryIdempotencyStore implements IdempotencyStore, TaskStore {
   private readonly records = new Map<string, StoredRecord>();
   /** Who follows which key (the tasks extension): several servers sharing this store in one process included. */
   private readonly watchers = new Map<string, Set<(event: TaskEvent) => void>>();
+  /** Who waits for a key's call to end ({@link waitFor}): told of each write of the key, with a released response. */
+  private readonly waiters = new Map<string, Set<(released?: CallToolResponse) => void>>();
   private readonly principals = new Map<string, PrincipalUsage>();
   /** Every record, oldest write first: expired ones are swept from its head. */
   private readonly writes = new WriteQueue();
   private seq = 0;
   private totalBytes = 0;
   private readonly isLive = (id: string, seq: number) => this.records.get(id)?.seq === seq;
-  private readonly limits: Required<Omit<MemoryIdempotencyStoreOptions, "now">>;
+  private readonly limits: Required<Omit<MemoryIdempotencyStoreOptions, "now" | "clock">>;
   private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     this.limits = {
@@ -275,7 +240,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       maxEntriesPerPrincipal: options.maxEntriesPerPrincipal ?? 10_000,
       maxResponseBytes: options.maxResponseBytes ?? MIB,
     };
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
+    this.now = options.now ?? (() => this.clock.now());
   }
 
   /** How many records are held (expired ones included until touched or swept). */
@@ -351,16 +317,65 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       record.rerunnable = true;
     }
     this.put(key, record, responseBytes);
+    this.wake(key);
     this.emit(key, "settled");
   }
 
   async abandon(key: IdempotencyKey, fingerprint: string, ttlMs: number): Promise<void> {
     this.put(key, { principal: key.principal, fingerprint, abandoned: true, expiresAt: this.now() + ttlMs, bytes: 0 });
+    this.wake(key);
   }
 
-  async release(key: IdempotencyKey): Promise<void> {
+  async release(key: IdempotencyKey, response?: CallToolResponse): Promise<void> {
     this.remove(recordKey(key));
+    this.wake(key, response);
     this.emit(key, "settled");
+  }
+
+  waitFor(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined> {
+    const id = recordKey(key);
+    return new Promise((resolve) => {
+      let waiters = this.waiters.get(id);
+      if (!waiters) {
+        waiters = new Set();
+        this.waiters.set(id, waiters);
+      }
+      const listeners = waiters;
+      let leaseTimer: ClockTimer | undefined;
+      const finish = (entry: IdempotencyEntry | undefined) => {
+        this.clock.clearTimeout(timer);
+        this.clock.clearTimeout(leaseTimer);
+        listeners.delete(check);
+        if (listeners.size === 0 && this.waiters.get(id) === listeners) {
+          this.waiters.delete(id);
+        }
+        resolve(entry);
+      };
+      const check = (released?: CallToolResponse) => {
+        if (released) {
+          finish({ fingerprint, response: released });
+          return;
+        }
+        const record = this.live(id);
+        if (!record || record.fingerprint !== fingerprint) {
+          finish(undefined);
+        } else if (record.response !== undefined || record.abandoned) {
+          void this.get(key).then(finish);
+        } else if (record.leaseUntil !== undefined) {
+          // Nobody vouches for the run past its lease: the caller claims the key (a claim hands a dead run's key over).
+          const left = record.leaseUntil - this.now();
+          this.clock.clearTimeout(leaseTimer);
+          if (left < 0) {
+            finish(undefined);
+          } else {
+            leaseTimer = this.clock.setTimeout(() => check(), left + 1);
+          }
+        }
+      };
+      const timer = this.clock.setTimeout(() => finish(undefined), maxMs);
+      listeners.add(check);
+      check();
+    });
   }
 
   async progress(
@@ -382,6 +397,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const record = this.live(recordKey(key));
     if (record && record.fingerprint === fingerprint && record.response === undefined) {
       record.leaseUntil = this.now() + leaseMs;
+      this.wake(key);
     }
   }
 
@@ -403,6 +419,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
         this.watchers.delete(id);
       }
     };
+  }
+
+  /** Tells the key's waiters that it was written (and the response it was released with, if any). */
+  private wake(key: IdempotencyKey, released?: CallToolResponse): void {
+    const waiters = this.waiters.get(recordKey(key));
+    if (waiters) {
+      for (const waiter of [...waiters]) {
+        waiter(released);
+      }
+    }
   }
 
   /** Tells the key's watchers of a change; one that throws does not stop the others. */

@@ -467,6 +467,7 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
         abandon: (key, fingerprint, ttl) => shared.abandon(key, fingerprint, ttl),
         release: (key) => shared.release(key),
         get: (key) => shared.get(key),
+        waitFor: (key, fingerprint, maxMs) => shared.waitFor(key, fingerprint, maxMs),
       };
       let runs = 0;
       // The first run goes on until the second instance has been asked for the same call.

@@ -6,12 +6,13 @@ import { promisify } from "node:util";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { testTools } from "../../test/tools.js";
-import { type CallLogLine, type CoreLogger, OxpCore, WRITE_CALL_LINE } from "../core/oxp-core.js";
-import { createLogger } from "./logger.js";
+import { type CallLogLine, type CoreLogger, OxpCore } from "../core/oxp-core.js";
+import { callLineSink, createLogger } from "./logger.js";
 
-/** The call lines a core writes through `logger` for one call. */
+/** The call lines a core writes through `logger` (and its call-line sink, as the adapters give it) for one call. */
 async function callLines(logger: CoreLogger, lines: string[]) {
-  const core = new OxpCore({ tools: testTools(), logger });
+  const sink = callLineSink(logger);
+  const core = new OxpCore({ tools: testTools(), logger, ...(sink ? { callLine: sink } : {}) });
   await core.call(
     { tool_id: "Calculator.Add", input: { a: 1, b: 2 } },
     { principal: "anonymous", baseUrl: "http://x" },
@@ -59,7 +60,9 @@ describe("createLogger", () => {
   it("writes a call's line by hand exactly as pino's info would, and honours the level", () => {
     const { destination, lines } = capture();
     const logger = createLogger({ destination, level: "info" });
-    const write = (logger as unknown as { [WRITE_CALL_LINE]: (line: CallLogLine) => void })[WRITE_CALL_LINE];
+    const sink = callLineSink(logger);
+    expect(sink).toBeDefined();
+    const write = (line: CallLogLine) => sink?.write(line);
     const tricky = 'a"b\\c\nd\u0001e\u2028f\ud800g';
     const cases: CallLogLine[] = [
       {
@@ -141,9 +144,9 @@ describe("createLogger", () => {
     // Standard output is batched, and call lines wait there unformatted: a child process shows what reaches it.
     const logger = JSON.stringify(fileURLToPath(new URL("./logger.ts", import.meta.url)));
     const program = `
-      const { createLogger } = await import(${logger});
+      const { callLineSink, createLogger } = await import(${logger});
       const log = createLogger({ level: "info" });
-      const write = log[Symbol.for("@otc/server.writeCallLine")];
+      const write = (line) => callLineSink(log).write(line);
       const line = (n) => ({ tool_id: "T.X@1.0.0", requested_tool_id: 'a"b', call_id: "c-" + n, trace_id: undefined, outcome: "success", duration_ms: n });
       log.info("one");
       write(line(1));

@@ -1,7 +1,7 @@
 /** Structured JSON logs (pino) with every place a credential could sit redacted. */
 import { type DestinationStream, type Logger, pino } from "pino";
+import type { CallLineSink, CallLogLine } from "../core/call-log.js";
 import { REDACTED, REDACTED_PATHS } from "../core/console-logger.js";
-import { type CallLogLine, WRITE_CALL_LINE } from "../core/oxp-core.js";
 
 export { REDACTED_PATHS };
 
@@ -27,7 +27,19 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   if ((destination as { [pino.symbols.needsMetadataGsym]?: boolean })[pino.symbols.needsMetadataGsym]) {
     return logger;
   }
-  return Object.assign(logger, { [WRITE_CALL_LINE]: callLineWriter(logger, destination) });
+  sinks.set(logger, callLineWriter(logger, destination));
+  return logger;
+}
+
+/** The call-line sinks of the loggers {@link createLogger} made: a logger's own, not one its children inherit. */
+const sinks = new WeakMap<object, CallLineSink>();
+
+/**
+ * The call-line sink of a logger {@link createLogger} made (for `OxpCoreOptions.callLine`), which writes each call's
+ * line as its `info` would at less cost; undefined for any other logger, whose `info` then writes it.
+ */
+export function callLineSink(logger: unknown): CallLineSink | undefined {
+  return typeof logger === "object" && logger !== null ? sinks.get(logger) : undefined;
 }
 
 /**
@@ -36,7 +48,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
  * Into the batched standard output the line goes unformatted, with its time: it is formatted with the rest of its
  * batch, in one loop, not between one request's work and the next.
  */
-function callLineWriter(logger: Logger, destination: DestinationStream): (line: CallLogLine) => void {
+function callLineWriter(logger: Logger, destination: DestinationStream): CallLineSink {
   const deferred = destination instanceof BatchedStdout ? destination : undefined;
   // Kept in step with the logger's level, so that a call reads one boolean, not pino's level (a child's change is
   // told to its parent's listeners too, with the child as the last argument).
@@ -47,15 +59,18 @@ function callLineWriter(logger: Logger, destination: DestinationStream): (line: 
       enabled = value <= INFO;
     }
   });
-  return (line) => {
-    if (!enabled) {
-      return;
-    }
-    if (deferred) {
-      deferred.writeCallLine(line, Date.now());
-    } else {
-      destination.write(formatCallLine(line, Date.now()));
-    }
+  return {
+    enabled: () => enabled,
+    write(line) {
+      if (!enabled) {
+        return;
+      }
+      if (deferred) {
+        deferred.writeCallLine(line, Date.now());
+      } else {
+        destination.write(formatCallLine(line, Date.now()));
+      }
+    },
   };
 }
 
