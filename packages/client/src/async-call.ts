@@ -441,8 +441,6 @@ class CallFollower {
           }
           this.#lastEventId = event.id;
         }
-        // An id sent with no data counts too, as it does for EventSource.
-        this.#lastEventId = parser.lastEventId;
       }
     } catch (error) {
       // The caller's abort, an answer that breaks the spec: thrown. A dropped or quiet stream: reopened.

@@ -7,7 +7,13 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { type AddressInfo, isIPv4 } from "node:net";
 import type { Readable, Writable } from "node:stream";
 import { getRequestListener } from "@hono/node-server";
-import { createMcpHandler } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  validateHostHeader,
+  validateOriginHeader,
+} from "@modelcontextprotocol/server";
 import { StdioServerTransport, serveStdio as serveSdkStdio } from "@modelcontextprotocol/server/stdio";
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import type { McpBridge } from "./bridge.js";
@@ -107,9 +113,10 @@ function hasToken(req: IncomingMessage, expected: string): boolean {
  * and cannot reach the call it names; a client closing a call's response stream cancels it.
  *
  * With a `token`, every request without it gets a 401. A host other than a loopback one is refused
- * without a token (a RangeError). On a loopback host only `Host` headers (and `Origin` headers, when
- * sent) naming the loopback address and port are served (DNS rebinding protection), from the first
- * request on. Bodies over 4 MiB get a 413 (the SDK's limit).
+ * without a token (a RangeError). On a loopback host (DNS rebinding protection) only a `Host` naming a
+ * loopback address (`localhost`, `127.0.0.1`, `[::1]`, any port: the SDK's check) is served, and an
+ * `Origin`, when sent, must be the bridge's own (http, a loopback name, its port); others get a 403.
+ * Bodies over 4 MiB get a 413 (the SDK's limit).
  */
 export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = {}): Promise<HttpBridge> {
   const host = options.host ?? "127.0.0.1";
@@ -124,9 +131,6 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       `listening on ${host} (not a loopback address) needs a token: anyone reaching the endpoint would use the bridge's OXP credentials`,
     );
   }
-  // Set from the `listening` event, before any connection can be read; until then a loopback bridge
-  // refuses rather than serve a request whose Host was not checked.
-  let allowedHosts: Set<string> | undefined;
   // One handler for both generations: a 2026-07-28 request (its `_meta` envelope) gets a server of its
   // own; a 2025-era one (initialize, tools/call after it...) gets one over the SDK's stateless transport.
   const mcp = createMcpHandler(() => bridge.createServer(), { legacy: "stateless" });
@@ -137,15 +141,13 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (loopback) {
-      if (!allowedHosts) {
-        return sendJson(res, 503, "The MCP bridge is starting");
-      }
-      if (!allowedHosts.has((req.headers.host ?? "").toLowerCase())) {
+      // DNS rebinding protection (MCP's transport security), by the SDK's checks, answered 403 as the spec asks.
+      // A page whose name was rebound to 127.0.0.1 sends that name as Host.
+      if (!validateHostHeader(req.headers.host, localhostAllowedHostnames()).ok) {
         return sendJson(res, 403, "Forbidden: the Host header does not name this bridge");
       }
       // A page a browser loaded from elsewhere may still reach 127.0.0.1 by its own name: its Origin says so.
-      const origin = req.headers.origin;
-      if (origin !== undefined && !allowedOrigin(origin, allowedHosts)) {
+      if (!ownOrigin(req.headers.origin, req.socket.localPort)) {
         return sendJson(res, 403, "Forbidden: the Origin header does not name this bridge");
       }
     }
@@ -171,15 +173,6 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       }
     });
   });
-  http.once("listening", () => {
-    const { port } = http.address() as AddressInfo;
-    if (!loopback) {
-      return;
-    }
-    const names = ["127.0.0.1", "localhost", "[::1]"];
-    // A client leaves the port out of Host when it is HTTP's default.
-    allowedHosts = new Set([...names.map((name) => `${name}:${port}`), ...(port === 80 ? names : [])]);
-  });
   http.listen(options.port ?? 0, host);
   await once(http, "listening");
   const { port } = http.address() as AddressInfo;
@@ -197,12 +190,18 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
   };
 }
 
-/** Whether an Origin header names this bridge: http, and a host (with port) it serves. */
-function allowedOrigin(origin: string, allowedHosts: ReadonlySet<string>): boolean {
-  try {
-    const url = new URL(origin);
-    return url.protocol === "http:" && allowedHosts.has(url.host.toLowerCase());
-  } catch {
+/**
+ * Whether a request's Origin (when it sends one) is this bridge's own: a loopback name by the SDK's check, and then
+ * http and the port it came in on. The SDK's check alone takes any scheme and port, so a page of any other server on
+ * this machine (`http://localhost:3000`) would pass, and use the bridge's OXP credentials.
+ */
+function ownOrigin(origin: string | undefined, port: number | undefined): boolean {
+  if (!validateOriginHeader(origin, localhostAllowedOrigins()).ok) {
     return false;
   }
+  if (!origin) {
+    return true;
+  }
+  const url = new URL(origin);
+  return url.protocol === "http:" && Number(url.port || 80) === port;
 }

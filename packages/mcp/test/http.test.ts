@@ -139,6 +139,8 @@ describe("where serveHttp listens", () => {
         [own, 200],
         [own.replace("127.0.0.1", "localhost"), 200],
         ["http://evil.example", 403],
+        // Another server's page on this machine: the SDK's check alone would let it through.
+        [own.replace(/:[0-9]+$/, ":1"), 403],
         [own.replace("http:", "https:"), 403],
         ["null", 403],
       ];

@@ -1,4 +1,5 @@
-/** Reads `text/event-stream` (a call's events, docs/protocol.md 9.3) into events, as the HTML standard's parser does, each event bounded. */
+/** Reads `text/event-stream` (a call's events, docs/protocol.md 9.3) into events through eventsource-parser, each event bounded. */
+import { createParser, type EventSourceParser } from "eventsource-parser";
 import { OxpResponseTooLargeError } from "../errors.js";
 
 const LF = 10;
@@ -14,141 +15,71 @@ export interface ServerSentEvent {
 }
 
 /**
- * A parser fed decoded text in chunks of any size; `push` returns the events the chunk completed. Lines end
- * in `\r\n`, `\n` or `\r` (a `\r` ends its line at once; a `\n` right after it, in this chunk or the next,
- * is its second half); comments (`:`) and unknown fields are skipped; an event without data is not
- * dispatched (its id still counts). The text held for one event (its unfinished line and data) is bounded
- * by `maxEventChars`: past it `push` throws an OxpResponseTooLargeError, so a stream that never ends a line
- * or an event cannot fill the memory; and its cost is linear in the stream, however it is cut (no line is
- * searched again per chunk), so one that never ends a line cannot take the CPU either.
+ * A parser fed decoded text in chunks of any size; `push` returns the events the chunk completed. eventsource-parser
+ * reads the lines and fields (the HTML standard's rules, linear in the stream however it is cut); around it, this
+ * keeps the stream's last event id across events, bounds each event, and ends a line at a `\r` that ends a chunk.
  *
- * eventsource-parser gives the same events (a test holds them to it) but drops the id of an event without
- * data, which `Last-Event-ID` resumes after here as the HTML standard says, and holds a final `\r` until the
- * next chunk: hence this parser.
+ * - The id carries over to later events without one, as the HTML standard says, and is what `Last-Event-ID`
+ *   resumes after. eventsource-parser 3 does not report the id of a block without data (4.1's `onId` does, but
+ *   needs Node 22.12): such an id is not kept. docs/protocol.md 9.3 gives every event an id and data, and so
+ *   does @otc/server (its http/call-events.ts).
+ * - The text held for one event (its unfinished line and data) is bounded by `maxEventChars`, and so is each
+ *   event's data: past it `push` throws an OxpResponseTooLargeError, so a stream that never ends a line or an
+ *   event cannot fill the memory.
+ * - eventsource-parser holds a `\r` that ends a chunk until the next one says whether a `\n` follows; here it ends
+ *   its line at once (the event it completes is not held back), and a `\n` opening the next chunk is its second half.
  *
  * @example
  * const parser = new EventStreamParser(1 << 20);
  * parser.push("id: 1\nevent: progress\ndata: {\"progress\": 1}\n\n"); // [{ id: "1", event: "progress", data: '{"progress": 1}' }]
  */
 export class EventStreamParser {
-  /** The id that `Last-Event-ID` resumes after: the last one an event was dispatched (or skipped) with. */
+  /** The id that `Last-Event-ID` resumes after: the last one an event was dispatched with. */
   lastEventId: string | undefined;
-  /**
-   * The unfinished line, in the pieces it came in: joined once, when its end comes. Each chunk is searched for line
-   * ends once, from where the last line ended, so a long line costs its length, not its length times its chunks.
-   */
-  #pending: string[] = [];
-  #pendingChars = 0;
-  /** The last chunk ended in `\r`: a `\n` opening the next one is the second half of that line end. */
+  #parser: EventSourceParser;
+  #events: ServerSentEvent[] = [];
+  /** The last chunk ended in `\r`, given on as `\r\n`: a `\n` opening the next one is already read. */
   #afterCr = false;
-  #scanned = 0;
-  #data: string[] = [];
-  #dataChars = 0;
-  #event = "";
-  #idBuffer: string | undefined;
+  #tooLarge = false;
 
-  constructor(private readonly maxEventChars: number) {}
-
-  /**
-   * The characters this parser has gone through: each chunk's once, and an unfinished line's once more when it
-   * ends and is joined. Linear in the stream's length whatever its chunks; a test holds it to that.
-   */
-  get scannedChars(): number {
-    return this.#scanned;
+  constructor(private readonly maxEventChars: number) {
+    this.#parser = createParser({
+      maxBufferSize: maxEventChars,
+      onEvent: ({ id, event, data }) => {
+        if (data.length > maxEventChars) {
+          this.#tooLarge = true;
+        }
+        this.lastEventId = id ?? this.lastEventId;
+        this.#events.push({ event: event ?? "message", data, id: this.lastEventId });
+      },
+      onError: (error) => {
+        if (error.type === "max-buffer-size-exceeded") {
+          this.#tooLarge = true;
+        }
+        // An unknown field or a `retry` that is no number is skipped; the client keeps its own reconnection delay.
+      },
+    });
   }
 
   /** Parses `text`, the stream's next decoded chunk; returns the events it completed, in order. */
   push(text: string): ServerSentEvent[] {
-    const events: ServerSentEvent[] = [];
-    this.#scanned += text.length;
-    let start = 0;
-    if (this.#afterCr && text.length > 0) {
+    let chunk = text;
+    if (this.#afterCr && chunk.length > 0) {
       this.#afterCr = false;
-      start = text.charCodeAt(0) === LF ? 1 : 0;
+      chunk = chunk.charCodeAt(0) === LF ? chunk.slice(1) : chunk;
     }
-    // The next `\n` and the next `\r`, each looked for again only once the line that ends there is taken.
-    let lf = text.indexOf("\n", start);
-    let cr = text.indexOf("\r", start);
-    while (lf !== -1 || cr !== -1) {
-      const end = cr === -1 || (lf !== -1 && lf < cr) ? lf : cr;
-      const line = this.#take(text.slice(start, end));
-      start = end + 1;
-      if (end === cr) {
-        if (start === text.length) {
-          this.#afterCr = true;
-        } else if (text.charCodeAt(start) === LF) {
-          start++;
-        }
-      }
-      if (lf !== -1 && lf < start) {
-        lf = text.indexOf("\n", start);
-      }
-      if (cr !== -1 && cr < start) {
-        cr = text.indexOf("\r", start);
-      }
-      const event = this.#line(line);
-      if (event) {
-        events.push(event);
-      }
+    if (chunk.endsWith("\r")) {
+      this.#afterCr = true;
+      chunk += "\n";
     }
-    if (start < text.length) {
-      this.#pending.push(start === 0 ? text : text.slice(start));
-      this.#pendingChars += text.length - start;
+    if (!this.#tooLarge) {
+      this.#parser.feed(chunk);
     }
-    if (this.#pendingChars + this.#dataChars > this.maxEventChars) {
+    const events = this.#events;
+    this.#events = [];
+    if (this.#tooLarge) {
       throw new OxpResponseTooLargeError(200, this.maxEventChars);
     }
     return events;
-  }
-
-  /** The whole line that `last` ends: the pieces held for it before, then `last`. */
-  #take(last: string): string {
-    if (this.#pending.length === 0) {
-      return last;
-    }
-    this.#pending.push(last);
-    const line = this.#pending.join("");
-    this.#scanned += line.length;
-    this.#pending = [];
-    this.#pendingChars = 0;
-    return line;
-  }
-
-  /** Takes one line; returns the event a blank line dispatches. */
-  #line(line: string): ServerSentEvent | undefined {
-    if (line === "") {
-      return this.#dispatch();
-    }
-    if (line.startsWith(":")) {
-      return undefined;
-    }
-    const colon = line.indexOf(":");
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) {
-      value = value.slice(1);
-    }
-    if (field === "data") {
-      this.#data.push(value);
-      this.#dataChars += value.length + 1;
-      if (this.#dataChars > this.maxEventChars) {
-        throw new OxpResponseTooLargeError(200, this.maxEventChars);
-      }
-    } else if (field === "event") {
-      this.#event = value;
-    } else if (field === "id" && !value.includes("\u0000")) {
-      this.#idBuffer = value;
-    }
-    // `retry` is the server's reconnection delay; the client keeps its own (see the handle's reconnects).
-    return undefined;
-  }
-
-  #dispatch(): ServerSentEvent | undefined {
-    this.lastEventId = this.#idBuffer;
-    const event = this.#data.length > 0 ? { event: this.#event || "message", data: this.#data.join("\n") } : undefined;
-    this.#data = [];
-    this.#dataChars = 0;
-    this.#event = "";
-    return event ? { ...event, id: this.lastEventId } : undefined;
   }
 }

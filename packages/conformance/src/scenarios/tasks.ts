@@ -155,36 +155,16 @@ export interface StreamEvent {
 }
 
 /**
- * The events of a `text/event-stream` body, in order: complete blocks only (a block ends with a blank line), comment
- * lines and blocks without data (the `retry:` line) left out; an event without `event:` is a `message`.
+ * The events of a `text/event-stream` body, in order (eventsource-parser): complete blocks only (a block ends with
+ * a blank line), comment lines and blocks without data (the `retry:` line) left out; an event without `event:` is a
+ * `message`. The body is whole: a `\r` that ends it ends its line.
  */
 export function parseEventStream(text: string): StreamEvent[] {
-  const normalized = text.replace(/\r\n?/g, "\n");
-  const complete = normalized.slice(0, normalized.lastIndexOf("\n\n") + 1);
   const events: StreamEvent[] = [];
-  for (const block of complete.split("\n\n")) {
-    let id: string | undefined;
-    let event = "message";
-    const data: string[] = [];
-    for (const line of block.split("\n")) {
-      if (line === "" || line.startsWith(":")) {
-        continue;
-      }
-      const colon = line.indexOf(":");
-      const field = colon === -1 ? line : line.slice(0, colon);
-      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-      if (field === "id") {
-        id = value;
-      } else if (field === "event") {
-        event = value;
-      } else if (field === "data") {
-        data.push(value);
-      }
-    }
-    if (data.length > 0) {
-      events.push({ id, event, data: data.join("\n") });
-    }
-  }
+  const parser = createParser({
+    onEvent: ({ id, event, data }) => events.push({ id, event: event ?? "message", data }),
+  });
+  parser.feed(text.endsWith("\r") ? `${text}\n` : text);
   return events;
 }
 

@@ -1,5 +1,6 @@
 /** The extensions beyond OXP 1.0 (docs/protocol.md 9): their ids, the `OXP-Extensions` header, and the list's pages. */
 import type { ToolDefinition } from "@otc/types";
+import * as base64url from "jose/base64url";
 import { WireError } from "./errors.js";
 
 /** The extensions this server implements, in the order an answer names them. */
@@ -63,19 +64,7 @@ interface CursorState {
   t?: string;
 }
 
-const base64url = {
-  encode(text: string): string {
-    let binary = "";
-    for (const byte of new TextEncoder().encode(text)) {
-      binary += String.fromCharCode(byte);
-    }
-    return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  },
-  decode(text: string): string {
-    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
-    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
-  },
-};
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 const startOver = (why: string) =>
   new WireError("bad_request", "This cursor cannot be used: list the tools again from the first page", {
@@ -141,7 +130,7 @@ function readCursor(cursor: string): CursorState {
     if (cursor.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
       throw new Error("not base64url");
     }
-    state = JSON.parse(base64url.decode(cursor));
+    state = JSON.parse(utf8.decode(base64url.decode(cursor)));
   } catch {
     throw startOver("The cursor is not one this server made.");
   }
