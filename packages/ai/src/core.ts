@@ -2,12 +2,12 @@
 import {
   MAX_WAIT_SECONDS,
   type OxpClient,
+  type OxpFailedOutcome,
   type OxpServerError,
   type OxpValidationError,
   toModelText,
 } from "@otc/client";
 import {
-  type CallToolFailure,
   type CallToolRequest,
   type CallToolSuccess,
   parseToolId,
@@ -52,15 +52,14 @@ export interface OxpToolsOptions {
   signal?: AbortSignal;
 }
 
-/** How a call ended, as the model is to hear of it. Errors it cannot act on (the server unreachable, a 401) throw. */
+/**
+ * How a call ended, as the model is to hear of it: a value, or one of @otc/client's failed outcomes (the tool's error
+ * with its additional_prompt_content and retry advice, a 422's problems by property, an authorization to ask for).
+ * Errors the model cannot act on (the server unreachable, a 401) throw.
+ */
 export type OxpToolOutcome =
   | { kind: "value"; text: string; value: unknown; response: CallToolSuccess }
-  /** The tool failed: its message, its additional_prompt_content, and whether and when to retry. */
-  | { kind: "tool-error"; text: string; response: CallToolFailure }
-  /** The input does not match the tool's schema (a 422): what is wrong, by property. */
-  | { kind: "invalid-input"; text: string; error: OxpValidationError }
-  /** The user must authorize first (a 400 with challenges): where, and that the call may be made again after. */
-  | { kind: "authorization"; text: string; challenges: ToolAuthorizationChallenge[]; error: OxpServerError };
+  | OxpFailedOutcome;
 
 /** Options of one call. */
 export interface OxpToolCallOptions {

@@ -1,37 +1,17 @@
 /** @otc/ai/vercel: an OXP server's tools as the Vercel AI SDK's own tools, for generateText, streamText and its agents. */
-import type { OxpClient } from "@otc/client";
+import { type OxpClient, OxpToolCallError } from "@otc/client";
 import type { ToolAuthorizationChallenge } from "@otc/types";
 import { type ContentPart, dynamicTool, type JSONSchema7, jsonSchema, type StopCondition, type ToolSet } from "ai";
-import { type OxpToolOutcome, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
-
-export type { OxpApproval, OxpCallContext, OxpToolOutcome, OxpToolsOptions } from "./core.js";
-
-/** An outcome that is not a value: a tool error, an invalid input (422), or the user's authorization needed first. */
-export type OxpFailedOutcome = Exclude<OxpToolOutcome, { kind: "value" }>;
+import { type OxpToolsOptions, oxpToolSpecs } from "./core.js";
 
 /**
- * What an OXP tool's `execute` throws when the call ends without a value. The SDK makes it a `tool-error` part
- * (the UI's `output-error`), and the model's next turn reads its message: the outcome's text, which says what
- * went wrong and what to do (correct the input, retry, or ask the user to open an authorization link).
+ * What an OXP tool's `execute` throws when the call ends without a value: @otc/client's own class, so that one
+ * `instanceof` tells it beside a typed binding's. The SDK makes it a `tool-error` part (the UI's `output-error`), and
+ * the model's next turn reads its message: the outcome's text, which says what went wrong and what to do (correct the
+ * input, retry, or ask the user to open an authorization link). Its `outcome` says how the call ended.
  */
-export class OxpToolCallError extends Error {
-  /** How the call ended: `outcome.kind` tells which, `outcome.challenges` where the user must authorize. */
-  readonly outcome: OxpFailedOutcome;
-
-  constructor(outcome: OxpFailedOutcome) {
-    super(outcome.text);
-    this.name = "OxpToolCallError";
-    this.outcome = outcome;
-  }
-
-  /**
-   * The outcome's text alone: the SDK gives the model `String(error)`, and the text is written for the model
-   * (it starts with "Error:" where it is one), so the class name in front would only be noise.
-   */
-  override toString(): string {
-    return this.message;
-  }
-}
+export { type OxpFailedOutcome, OxpToolCallError } from "@otc/client";
+export type { OxpApproval, OxpCallContext, OxpToolOutcome, OxpToolsOptions } from "./core.js";
 
 /**
  * Lists the server's tools and makes each an AI SDK dynamic tool, keyed by its model name: pass the set as

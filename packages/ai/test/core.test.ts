@@ -1,17 +1,16 @@
-// @otc/ai's shared half against the real demo: which tools are taken, under which names, and what each outcome says.
+// @otc/ai's shared half against a real server: which tools are taken, under which names, and what each outcome says.
 import { createClient, type OxpClient, OxpResponseError } from "@otc/client";
-import { createDemoHandler } from "@otc/demo/handler";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
 import type { ToolAnnotations, ToolDefinition } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { oxpToolSpecs, selectTools } from "../src/index.js";
+import { startFixtureServer } from "./fixture-server.js";
 
 let server: RunningServer;
 let client: OxpClient;
 
 beforeAll(async () => {
-  const demo = createDemoHandler({ logger: false });
-  server = await listen(demo.app, { port: 0 });
+  server = await startFixtureServer();
   client = createClient({ baseUrl: server.url });
 });
 afterAll(async () => {
@@ -219,7 +218,7 @@ describe("selectTools", () => {
     );
   });
 
-  it("takes @1 from the demo, whose Greeting.Hello has versions 1.0.0 and 2.0.0", async () => {
+  it("takes @1 from the server, whose Greeting.Hello has versions 1.0.0 and 2.0.0", async () => {
     const specs = await byName({ tools: ["Greeting.Hello@1"] });
     expect([...specs.values()].map((spec) => spec.definition.id)).toEqual(["Greeting.Hello@1.0.0"]);
   });

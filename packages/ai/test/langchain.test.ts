@@ -1,4 +1,4 @@
-// @otc/ai/langchain against the real demo, driven by LangChain's own fake chat models: in a small agent loop, and in
+// @otc/ai/langchain against a real server (test/fixture-server.ts), driven by LangChain's own fake chat models: in a small agent loop, and in
 // the langchain package's createAgent (with its human-in-the-loop middleware and LangGraph's interrupts).
 import { AIMessage, type BaseMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { fakeModel } from "@langchain/core/testing";
@@ -7,8 +7,6 @@ import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { Command, MemorySaver } from "@langchain/langgraph";
 import { createClient, type OxpClient } from "@otc/client";
-import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
-import { listen, type RunningServer } from "@otc/server";
 import { submitConsent } from "@otc/test-helpers/consent";
 import { createAgent, type HITLRequest, type HITLResponse, humanInTheLoopMiddleware } from "langchain";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,14 +22,13 @@ import {
   oxpTools,
 } from "../src/langchain.js";
 import { settledStatus } from "./call-status.js";
+import { type FixtureServer, startFixtureServer } from "./fixture-server.js";
 
-let server: RunningServer;
-let demo: DemoHandler;
+let server: FixtureServer;
 let client: OxpClient;
 
 beforeAll(async () => {
-  demo = createDemoHandler({ logger: false });
-  server = await listen(demo.app, { port: 0 });
+  server = await startFixtureServer();
   client = createClient({ baseUrl: server.url });
 });
 afterAll(async () => {
@@ -161,11 +158,11 @@ describe("oxpTools for LangChain.js", () => {
   it("leaves an input LangChain itself finds wrong to LangChain: it throws, naming the keyword, and nothing runs", async () => {
     const tools = await oxpTools(client, { tools: ["Counter.Increment"] });
     const [increment] = tools;
-    const before = demo.counter.value;
+    const before = server.counter.value;
     const wrong = increment?.invoke({ id: "c0", name: "Counter_Increment", args: { by: 0 }, type: "tool_call" });
     await expect(wrong).rejects.toThrow(ToolInputParsingException);
     await expect(wrong).rejects.toThrow(/minimum/);
-    expect(demo.counter.value).toBe(before);
+    expect(server.counter.value).toBe(before);
   });
 
   it("answers an authorization challenge with its URL; once the user approves, the same call runs", async () => {

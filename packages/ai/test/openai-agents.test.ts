@@ -1,4 +1,4 @@
-// @otc/ai/openai-agents against the real demo: an Agent, driven by a scripted model, calls the server's tools.
+// @otc/ai/openai-agents against a real server (test/fixture-server.ts): an Agent, driven by a scripted model, calls the server's tools.
 
 import {
   Agent,
@@ -19,12 +19,12 @@ import {
   Usage,
 } from "@openai/agents";
 import { createClient, type OxpClient, OxpServerError } from "@otc/client";
-import { createDemoHandler } from "@otc/demo/handler";
-import { type CallEvent, listen, type RunningServer } from "@otc/server";
+import type { CallEvent, RunningServer } from "@otc/server";
 import { submitConsent } from "@otc/test-helpers/consent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { oxpOutputData, oxpStopOnAuthorization, oxpTools } from "../src/openai-agents.js";
 import { settledStatus } from "./call-status.js";
+import { startFixtureServer } from "./fixture-server.js";
 
 /** One model turn: what it answers, given the request (the SDK's input so far). */
 type Turn = (request: ModelRequest) => protocol.OutputModelItem[];
@@ -126,7 +126,7 @@ const nextEnd = () =>
   });
 
 beforeAll(async () => {
-  // No trace export, and a guard besides: anything the SDK would send elsewhere than the demo fails and is counted.
+  // No trace export, and a guard besides: anything the SDK would send elsewhere than the server fails and is counted.
   setTracingDisabled(true);
   globalThis.fetch = (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
@@ -136,8 +136,7 @@ beforeAll(async () => {
     }
     return realFetch(input, init);
   };
-  const demo = createDemoHandler({
-    logger: false,
+  server = await startFixtureServer({
     observer: {
       callStarted: () => {
         for (const watcher of [...watchers.started]) {
@@ -152,7 +151,6 @@ beforeAll(async () => {
       },
     },
   });
-  server = await listen(demo.app, { port: 0 });
   client = createClient({
     baseUrl: server.url,
     retry: { maxAttempts: 1 },

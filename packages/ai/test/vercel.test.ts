@@ -1,7 +1,5 @@
-// @otc/ai/vercel against the real demo server, driven by the AI SDK's own mock model through generateText's loop.
-import { createClient, type OxpClient } from "@otc/client";
-import { createDemoHandler, type DemoHandler } from "@otc/demo/handler";
-import { listen } from "@otc/server";
+// @otc/ai/vercel against a real server (test/fixture-server.ts), driven by the AI SDK's own mock model through generateText's loop.
+import { OxpToolCallError as ClientToolCallError, createClient, type OxpClient, OxpError } from "@otc/client";
 import { submitConsent } from "@otc/test-helpers/consent";
 import {
   dynamicTool,
@@ -22,6 +20,7 @@ import {
   oxpTools,
 } from "../src/vercel.js";
 import { settledStatus } from "./call-status.js";
+import { CONSENT_PATH, type FixtureServer, startFixtureServer } from "./fixture-server.js";
 
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV4["doGenerate"]>>;
 type Prompt = MockLanguageModelV4["doGenerateCalls"][number]["prompt"];
@@ -65,15 +64,14 @@ const toolOutputs = (prompt: Prompt | undefined) =>
       : [],
   );
 
-let server: { url: string; close(): Promise<void> };
-let demo: DemoHandler;
+let server: FixtureServer;
 /** The POST /tools/call requests the client sent, by tool_id: the server's side of what ran. */
 let calls: string[] = [];
 /** Their call_ids, in the same order. */
 let callIds: string[] = [];
 
-/** A client of the demo that records its calls; `maxAttempts: 1` keeps a retryable failure from waiting. */
-const demoClient = (): OxpClient =>
+/** A client of the server that records its calls; `maxAttempts: 1` keeps a retryable failure from waiting. */
+const serverClient = (): OxpClient =>
   createClient({
     baseUrl: server.url,
     retry: { maxAttempts: 1 },
@@ -93,8 +91,7 @@ const demoClient = (): OxpClient =>
   });
 
 beforeAll(async () => {
-  demo = createDemoHandler({ logger: false });
-  server = await listen(demo.app, { port: 0 });
+  server = await startFixtureServer();
 });
 
 afterAll(async () => {
@@ -110,7 +107,7 @@ async function runOnce(tools: ToolSet, toolName: string, input: unknown) {
 
 describe("oxpTools for the Vercel AI SDK", () => {
   it("gives the model each tool's name, description and JSON Schema as the server lists them", async () => {
-    const client = demoClient();
+    const client = serverClient();
     const tools = await oxpTools(client, { tools: ["Calculator.Add", "Counter.Increment"] });
     expect(Object.keys(tools).sort()).toEqual(["Calculator_Add", "Counter_Increment"]);
     const model = new MockLanguageModelV4({ doGenerate: [answer("nothing to do")] });
@@ -126,7 +123,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
 
   it("runs the call through OXP and gives the value to the model's next turn", async () => {
     calls = [];
-    const tools = await oxpTools(demoClient(), { toolkits: ["Calculator"] });
+    const tools = await oxpTools(serverClient(), { toolkits: ["Calculator"] });
     const { result, outputs } = await runOnce(tools, "Calculator_Add", { a: 2, b: 40 });
     expect(calls).toEqual(["Calculator.Add@1.0.0"]);
     expect(outputs).toEqual([{ type: "json", value: 42 }]);
@@ -137,7 +134,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
   });
 
   it("gives a tool error's message, prompt content and retry advice to the model as the tool's error", async () => {
-    const tools = await oxpTools(demoClient(), { tools: ["Doorbell.Ring"] });
+    const tools = await oxpTools(serverClient(), { tools: ["Doorbell.Ring"] });
     const { result, outputs } = await runOnce(tools, "Doorbell_Ring", { doorbell_id: "doorbell7" });
     expect(outputs).toEqual([
       {
@@ -156,9 +153,27 @@ describe("oxpTools for the Vercel AI SDK", () => {
     expect(result.text).toBe("done");
   });
 
+  it("throws @otc/client's own OxpToolCallError, so that one instanceof tells it beside a typed binding's", async () => {
+    callIds = [];
+    const tools = await oxpTools(serverClient(), { tools: ["Doorbell.Ring", "Calculator.Add"] });
+    const { result } = await runOnce(tools, "Doorbell_Ring", { doorbell_id: "doorbell7" });
+    const [failure] = result.steps[0]?.content.filter((part) => part.type === "tool-error") ?? [];
+    expect(OxpToolCallError).toBe(ClientToolCallError);
+    expect(failure?.error).toBeInstanceOf(OxpError);
+    expect(failure?.error).toMatchObject({
+      name: "OxpToolCallError",
+      callId: callIds[0],
+      error: { message: "Doorbell ID not found", can_retry: true },
+    });
+    const wrong = await runOnce(tools, "Calculator_Add", { a: "two", b: 2 });
+    const [refused] = wrong.result.steps[0]?.content.filter((part) => part.type === "tool-error") ?? [];
+    expect(refused?.error).toBeInstanceOf(ClientToolCallError);
+    expect(refused?.error).toMatchObject({ outcome: { kind: "invalid-input" }, callId: undefined, error: undefined });
+  });
+
   it("gives a 422's problems, by property, to the model so that it can call again", async () => {
-    const tools = await oxpTools(demoClient(), { tools: ["Counter.Increment"] });
-    const before = demo.counter.value;
+    const tools = await oxpTools(serverClient(), { tools: ["Counter.Increment"] });
+    const before = server.counter.value;
     const model = new MockLanguageModelV4({
       doGenerate: [
         toolCall("Counter_Increment", { by: 0 }),
@@ -175,7 +190,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
       type: "json",
       value: { value: before + 2 },
     });
-    expect(demo.counter.value).toBe(before + 2);
+    expect(server.counter.value).toBe(before + 2);
     expect(
       result.steps.map(
         (step) => step.content.find((part) => part.type === "tool-error" || part.type === "tool-result")?.type,
@@ -184,12 +199,12 @@ describe("oxpTools for the Vercel AI SDK", () => {
   });
 
   it("tells the model where the user must authorize, and the call succeeds once the user has", async () => {
-    const tools = await oxpTools(demoClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-ada" });
+    const tools = await oxpTools(serverClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-ada" });
     const { outputs } = await runOnce(tools, "Gmail_GetEmails", { query: "receipt" });
     expect(outputs).toHaveLength(1);
     const text = textOf(outputs[0]);
     expect(outputs[0]?.type).toBe("error-text");
-    const url = /^- (http:\/\/127\.0\.0\.1:\d+\/demo\/authorize\/\S+)$/m.exec(text)?.[1];
+    const url = new RegExp(`^- (http://127\\.0\\.0\\.1:\\d+${CONSENT_PATH}/\\S+)$`, "m").exec(text)?.[1];
     expect(text).toContain("Gmail_GetEmails needs the user's authorization");
     expect(url).toBeDefined();
     expect((await submitConsent(url as string, "approve")).status).toBe(303);
@@ -199,12 +214,12 @@ describe("oxpTools for the Vercel AI SDK", () => {
       { type: "json", value: { emails: [{ id: "email_2", subject: "Your Receipt", snippet: expect.any(String) }] } },
     ]);
     // The authorization is the user's: another user id is asked again.
-    const other = await oxpTools(demoClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-bob" });
+    const other = await oxpTools(serverClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-bob" });
     expect((await runOnce(other, "Gmail_GetEmails", {})).outputs[0]?.type).toBe("error-text");
   });
 
   it("stops the loop at an authorization challenge with hasOxpAuthorizationChallenge, for the app to show it", async () => {
-    const tools = await oxpTools(demoClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-carol" });
+    const tools = await oxpTools(serverClient(), { tools: ["Gmail.GetEmails"], userId: "vercel-carol" });
     const model = new MockLanguageModelV4({
       doGenerate: [toolCall("Gmail_GetEmails", { query: "offsite" }), answer("x")],
     });
@@ -218,7 +233,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
     expect(model.doGenerateCalls).toHaveLength(1);
     const challenges = oxpAuthorizationChallenges(result.content);
     expect(challenges).toHaveLength(1);
-    expect(challenges[0]?.url).toMatch(/\/demo\/authorize\//);
+    expect(challenges[0]?.url).toContain(`${server.url}${CONSENT_PATH}/`);
     expect((await submitConsent(challenges[0]?.url as string, "approve")).status).toBe(303);
 
     // The app continues the conversation; the model, told to call again once authorized, does.
@@ -239,7 +254,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
 
   it("asks the user's approval before a destructive tool runs, and runs it once approved", async () => {
     calls = [];
-    const tools = await oxpTools(demoClient(), {
+    const tools = await oxpTools(serverClient(), {
       toolkits: ["SMS", "Calculator"],
       context: { secrets: [{ id: "TWILIO_API_KEY", value: "twilio-test" }] },
     });
@@ -271,7 +286,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
 
   it("does not run a destructive tool the user denies, nor ask for a read-only one", async () => {
     calls = [];
-    const tools = await oxpTools(demoClient(), { toolkits: ["SMS"] });
+    const tools = await oxpTools(serverClient(), { toolkits: ["SMS"] });
     const model = new MockLanguageModelV4({ doGenerate: [toolCall("SMS_Send", { to: "+15550100", message: "hi" })] });
     const messages: ModelMessage[] = [{ role: "user", content: "text Ann hi" }];
     const result = await generateText({ model, tools, messages });
@@ -293,10 +308,10 @@ describe("oxpTools for the Vercel AI SDK", () => {
     expect(toolOutputs(denied.doGenerateCalls[0]?.prompt)).toMatchObject([{ type: "execution-denied" }]);
 
     // approval "always" asks for every tool, "never" for none.
-    const always = await oxpTools(demoClient(), { tools: ["Calculator.Add"], approval: "always" });
+    const always = await oxpTools(serverClient(), { tools: ["Calculator.Add"], approval: "always" });
     const asked = await runOnce(always, "Calculator_Add", { a: 1, b: 1 });
     expect(asked.result.content.some((part) => part.type === "tool-approval-request")).toBe(true);
-    const never = await oxpTools(demoClient(), { toolkits: ["SMS"], approval: "never" });
+    const never = await oxpTools(serverClient(), { toolkits: ["SMS"], approval: "never" });
     const ran = await runOnce(never, "SMS_Send", { to: "+15550100", message: "hi" });
     // Run without its secret: the server refuses, and the model reads why.
     expect(ran.outputs[0]?.type).toBe("error-text");
@@ -304,7 +319,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
   });
 
   it("selects tools by id, pinned version and toolkit, and rejects an id the server does not list", async () => {
-    const client = demoClient();
+    const client = serverClient();
     const pinned = await oxpTools(client, { tools: ["Greeting.Hello@1.0.0"], toolkits: ["Calculator"] });
     expect(Object.keys(pinned).sort()).toEqual(["Calculator_Add", "Greeting_Hello"]);
     const { outputs } = await runOnce(pinned, "Greeting_Hello", { name: "Ann" });
@@ -321,7 +336,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
   it("aborts a running call with the SDK's abort signal, and the server cancels it; a quick call is still answered", async () => {
     calls = [];
     callIds = [];
-    const client = demoClient();
+    const client = serverClient();
     const tools = await oxpTools(client, { tools: ["System.Sleep"] });
     // real time: the run's own AbortSignal.timeout is what is tested; the 30 s sleep is the work it cuts short.
     const model = new MockLanguageModelV4({ doGenerate: [toolCall("System_Sleep", { ms: 30_000 }), answer("done")] });
@@ -346,7 +361,7 @@ describe("oxpTools for the Vercel AI SDK", () => {
 
   it("gives toolApproval each OXP tool's own approval with oxpToolApproval, which toolApproval would otherwise override", async () => {
     calls = [];
-    const oxp = await oxpTools(demoClient(), {
+    const oxp = await oxpTools(serverClient(), {
       toolkits: ["SMS", "Calculator"],
       context: { secrets: [{ id: "TWILIO_API_KEY", value: "twilio-test" }] },
     });

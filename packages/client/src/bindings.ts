@@ -1,5 +1,6 @@
 /** The runtime half of typed tool bindings: `otc codegen` writes the types, `bindTools` and `bindAsyncTools` calls. */
 import type { CallToolContext, CallToolRequest, CallToolResponse } from "@otc/types";
+import { toModelText } from "./adapters.js";
 import type { AsyncCall, AsyncCallOptions } from "./async-call.js";
 import type { CallOptions, OxpClient } from "./client.js";
 import { OxpToolCallError } from "./errors.js";
@@ -67,7 +68,8 @@ function requestOf(id: string, input: unknown, options: BoundCallOptions): CallT
 /** A response's value; a failure is thrown as OxpToolCallError. */
 function toolValue(response: CallToolResponse): unknown {
   if (!response.success) {
-    throw new OxpToolCallError(response.call_id, response.error);
+    // The message is the ToolError's, as a binding's always was; `outcome.text` is what a model would read.
+    throw new OxpToolCallError({ kind: "tool-error", text: toModelText(response), response }, response.error.message);
   }
   return response.value;
 }

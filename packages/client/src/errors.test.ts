@@ -1,5 +1,5 @@
 // The two error families: what the server answered (rebuilt from status and body) and local failures.
-import type { ServerErrorResponse } from "@otc/types";
+import type { CallToolFailure, ServerErrorResponse, ToolError } from "@otc/types";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { fromModelToolCall } from "./adapters.js";
 import {
@@ -7,6 +7,7 @@ import {
   OxpAuthenticationError,
   OxpConnectionError,
   OxpError,
+  type OxpFailedOutcome,
   OxpLocalError,
   OxpModelCallError,
   OxpProtocolError,
@@ -18,6 +19,13 @@ import {
 } from "./errors.js";
 
 const challenge = { id: "c", url: "https://x.test/a", check_url: "https://x.test/c" };
+/** A tool's failure, as a 200 answers it. */
+const response: CallToolFailure = {
+  call_id: "c",
+  duration: 3,
+  success: false,
+  error: { message: "Doorbell ID not found" },
+};
 
 describe("errorFromResponse: the server family", () => {
   it.each([
@@ -138,7 +146,7 @@ describe("the hierarchy", () => {
   });
 
   it("puts tool and model failures in neither family", () => {
-    const toolFailure = new OxpToolCallError("c", { message: "Doorbell ID not found" });
+    const toolFailure = new OxpToolCallError({ kind: "tool-error", text: "Error: Doorbell ID not found", response });
     const modelFailure = (() => {
       try {
         fromModelToolCall("Calculator_Add", "{not json");
@@ -152,5 +160,41 @@ describe("the hierarchy", () => {
       expect(error).not.toBeInstanceOf(OxpLocalError);
     }
     expect(modelFailure).toBeInstanceOf(OxpModelCallError);
+  });
+});
+
+describe("OxpToolCallError: a call that ended without a value", () => {
+  const invalid = errorFromResponse(422, { message: "Some input parameters are invalid" }) as OxpValidationError;
+  const refused = errorFromResponse(400, {
+    message: "Authorization required",
+    missing_requirements: { authorization: [challenge] },
+  }) as OxpServerError;
+
+  const cases: [string, OxpFailedOutcome, string | undefined, ToolError | undefined][] = [
+    [
+      "a tool's failure: its call_id and ToolError",
+      { kind: "tool-error", text: "Error: no", response },
+      "c",
+      response.error,
+    ],
+    ["an input the server refused", { kind: "invalid-input", text: "Fix a", error: invalid }, undefined, undefined],
+    [
+      "an authorization to ask for",
+      { kind: "authorization", text: "Open the link", challenges: [challenge], error: refused },
+      undefined,
+      undefined,
+    ],
+  ];
+  it.each(cases)("carries its outcome: %s", (_name, outcome, callId, toolError) => {
+    const error = new OxpToolCallError(outcome);
+    expect(error).toMatchObject({ name: "OxpToolCallError", message: outcome.text, outcome, callId, error: toolError });
+    // The AI SDK gives the model String(error): the text alone.
+    expect(String(error)).toBe(outcome.text);
+  });
+
+  it("takes another message, as a typed binding gives the ToolError's", () => {
+    const error = new OxpToolCallError({ kind: "tool-error", text: "Error: no", response }, response.error.message);
+    expect(error.message).toBe("Doorbell ID not found");
+    expect(error.outcome.text).toBe("Error: no");
   });
 });

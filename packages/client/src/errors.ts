@@ -7,6 +7,7 @@
  * apart from a bug in the caller's code or an abort (which rethrows the signal's reason as it is).
  */
 import type {
+  CallToolFailure,
   MissingRequirements,
   ServerErrorResponse,
   ToolAuthorizationChallenge,
@@ -170,17 +171,50 @@ export class OxpResponseTooLargeError extends OxpProtocolError {
 
 // Neither family: failures of a tool or of a model, which the client turns into errors on request.
 
-/** A typed binding's call whose tool failed (`success: false` in a 200); `error` is the response's ToolError. */
+/**
+ * How a tool call ended without a value, for code that takes only values (a typed binding; an agent framework's tool
+ * from @otc/ai): `kind` says which way, `text` says it as the model is to read it.
+ */
+export type OxpFailedOutcome =
+  /** The tool failed (`success: false` in a 200): the response, with its ToolError; `text` is toModelText's. */
+  | { kind: "tool-error"; text: string; response: CallToolFailure }
+  /** The input does not match the tool's schema (a 422): what is wrong, by property. */
+  | { kind: "invalid-input"; text: string; error: OxpValidationError }
+  /** The user must authorize first (a 400 with challenges): where, and that the call may be made again after. */
+  | { kind: "authorization"; text: string; challenges: ToolAuthorizationChallenge[]; error: OxpServerError };
+
+/**
+ * A tool call that ended without a value where the caller takes only values: a typed binding's call whose tool
+ * failed, or an agent framework's tool (@otc/ai) whose call failed, had an input the server refused, or needs the
+ * user's authorization first. One class for both, so that one `instanceof` tells it wherever it was thrown.
+ */
 export class OxpToolCallError extends OxpError {
   override name = "OxpToolCallError";
+  /** How the call ended: `outcome.kind` tells which, `outcome.challenges` where the user must authorize. */
+  readonly outcome: OxpFailedOutcome;
+  /** The call's call_id, when the tool failed (`outcome.kind` is `tool-error`, as for every typed binding's). */
+  readonly callId: string | undefined;
+  /** The ToolError the server answered, when the tool failed (as for every typed binding's). */
+  readonly error: ToolError | undefined;
 
-  constructor(
-    /** The call's call_id. */
-    readonly callId: string,
-    /** The ToolError the server answered. */
-    readonly error: ToolError,
-  ) {
-    super(error.message);
+  /**
+   * `message` defaults to the outcome's text, which an agent framework gives the model as the tool's error; a typed
+   * binding's is the ToolError's message.
+   */
+  constructor(outcome: OxpFailedOutcome, message: string = outcome.text) {
+    super(message);
+    this.outcome = outcome;
+    const failed = outcome.kind === "tool-error" ? outcome.response : undefined;
+    this.callId = failed?.call_id;
+    this.error = failed?.error;
+  }
+
+  /**
+   * The outcome's text alone: the AI SDK gives the model `String(error)`, and the text is written for the model (it
+   * starts with "Error:" where it is one), so the class name in front would only be noise.
+   */
+  override toString(): string {
+    return this.outcome.text;
   }
 }
 

@@ -39,6 +39,7 @@ export {
   OxpCrossOriginError,
   OxpError,
   OxpExtensionUnavailableError,
+  type OxpFailedOutcome,
   OxpLocalError,
   OxpModelCallError,
   OxpProtocolError,
