@@ -3,7 +3,7 @@ import { verifies } from "@otc/test-helpers/verifies";
 import { describe, expect, it } from "vitest";
 import { WireError } from "../src/core/errors.js";
 import { ClientBudget } from "../src/http/client-budget.js";
-import { clientOf } from "../src/http/pipeline.js";
+import { clientOf } from "../src/http/client-key.js";
 
 const anonymous = (address: string) => clientOf("anonymous", address);
 const LEGIT = anonymous("127.0.0.1");

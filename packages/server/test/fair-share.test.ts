@@ -3,7 +3,7 @@ import { connect, type Socket } from "node:net";
 import { until } from "@otc/test-helpers/until";
 import { verifies } from "@otc/test-helpers/verifies";
 import { afterEach, describe, expect, it } from "vitest";
-import { clientOf } from "../src/http/pipeline.js";
+import { clientOf } from "../src/http/client-key.js";
 import { defineTool, listen, type RunningServer, type ServerOptions, type Tool } from "../src/index.js";
 import { callTool, expectError, expectHealthy, makeServer, startServer } from "./harness.js";
 import { callFrom, nudge, wideInput } from "./load.js";

@@ -108,3 +108,47 @@ export function shorten(text: string, max = 64): string {
 export class ServerConfigError extends Error {
   override name = "ServerConfigError";
 }
+
+/**
+ * Turns anything thrown into its wire error: a JSON body with the right status, never HTML or a stack. The one
+ * place a thrown value that is not a {@link WireError} gets its kind: a malformed percent-encoding, or an error in
+ * the shape of the `http-errors` package (what node-style pages raise, body-parser's among them).
+ */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof WireError) {
+    return error;
+  }
+  if (error instanceof URIError) {
+    return new WireError("bad_request", "The request URL is malformed", {
+      developerMessage: "A path segment is not valid percent-encoding.",
+      cause: error,
+    });
+  }
+  const { status, type, headers } = (typeof error === "object" && error !== null ? error : {}) as {
+    status?: unknown;
+    type?: unknown;
+    headers?: { Allow?: string };
+  };
+  if (type === "entity.too.large" || status === 413) {
+    return new WireError("payload_too_large", "The request body is too large", { cause: error });
+  }
+  if (type === "entity.parse.failed") {
+    return new WireError("bad_request", "The request body is not valid JSON", { cause: error });
+  }
+  if (type === "encoding.unsupported" || type === "charset.unsupported" || status === 415) {
+    return new WireError("unsupported_media_type", "The request body's encoding is not supported", { cause: error });
+  }
+  if (status === 405) {
+    return new WireError("method_not_allowed", "This method is not allowed here", {
+      ...(headers?.Allow ? { headers: { Allow: headers.Allow } } : {}),
+      cause: error,
+    });
+  }
+  if (status === 404) {
+    return new WireError("not_found", "Not found", { cause: error });
+  }
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return new WireError("bad_request", "The request is not valid", { cause: error });
+  }
+  return new WireError("internal", "Internal server error", { cause: error });
+}

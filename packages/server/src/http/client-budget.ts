@@ -40,7 +40,7 @@ interface Debt {
 /** How recently another client must have been served for a client to be held to its share, in milliseconds. */
 const OTHERS_ACTIVE_MS = 1_000;
 
-/** How an anonymous client's key begins (`clientOf` in pipeline.ts makes it): the pool tells them by it. */
+/** How an anonymous client's key begins (`clientOf` in client-key.ts makes it): the pool tells them by it. */
 export const ANONYMOUS_CLIENT_PREFIX = "address:";
 
 /**

@@ -2,17 +2,12 @@
 import { consoleLogger } from "../core/console-logger.js";
 import { ServerConfigError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId } from "../core/extensions.js";
+import type { Answer, Exchange } from "./exchange.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
-import {
-  type Answer,
-  bodyLimitBytes,
-  bodyTooLarge,
-  createPipeline,
-  type Exchange,
-  pathOf,
-  queryOf,
-} from "./pipeline.js";
+import { createPipeline } from "./pipeline.js";
+import { bodyLimitBytes, bodyTooLarge } from "./request-body.js";
+import { pathOf, queryOf } from "./url.js";
 
 /** Options of {@link createFetchHandler}: those of every adapter. */
 export type FetchHandlerOptions = AdapterOptions;
@@ -171,13 +166,15 @@ const WHOLE_BODY_MAX_BYTES = 64 * 1024;
  */
 const DISCARD_MAX_BYTES = 8 * 1024 * 1024;
 
-/** A fetch `Request`, seen by the pipeline. */
+/**
+ * A fetch `Request`, seen by the pipeline. It has no connection to tell of, nor a count of `Host` headers: the host
+ * parsed the request and kept one Host, a repeated one being its own to refuse.
+ */
 class FetchExchange implements Exchange {
   readonly method: string;
   readonly path: string | undefined;
   readonly localAddress: string | undefined;
   readonly remoteAddress: string | undefined;
-  readonly connection = undefined;
   private readonly origin: string | undefined;
   constructor(
     private readonly request: Request,
@@ -207,10 +204,6 @@ class FetchExchange implements Exchange {
       all[name] = value;
     });
     return all;
-  }
-  hostHeaders(): number {
-    // The host parsed the request and kept one Host; a repeated one is its own to refuse.
-    return 1;
   }
   baseUrl(): string {
     if (this.origin) {

@@ -3,8 +3,10 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { pipeline, Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
-import { type Answer, bodyTooLarge, type Exchange, queryOf } from "./pipeline.js";
+import type { Answer, Exchange } from "./exchange.js";
+import { bodyTooLarge } from "./request-body.js";
 import { requestPath } from "./routes.js";
+import { queryOf } from "./url.js";
 
 /** A handler in the node style (an Express app or router fits): `next()` when it does not serve the request. */
 export type PageHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;

@@ -99,3 +99,8 @@ export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
   }
   return undefined;
 }
+
+/** The path of a call's status (`/tools/calls/{call_id}`, the tasks extension), its id percent-encoded. */
+export function callPath(callId: string): string {
+  return `${CALLS_PREFIX}${encodeURIComponent(callId)}`;
+}

@@ -1,0 +1,23 @@
+/** `/health` (docs/protocol.md 3.3 step 4) and the discovery document (docs/protocol.md 9.1): served at any time, before authentication. */
+import { OXP_VERSION } from "@otc/types";
+import { ANSWER_KIND } from "../answers.js";
+import type { Answer, Exchange } from "../exchange.js";
+import type { OxpLifecycle } from "../options.js";
+import type { ProtocolRoute } from "../routes.js";
+import { checkVersion, methodNotAllowed, type RouteContext } from "./context.js";
+
+/** `/health` and discovery: the method (405), `OXP-Version`, then readiness (503 while starting) or the document. */
+export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
+  const discovery = JSON.stringify({ oxp_versions: [OXP_VERSION], extensions: [...context.offered] });
+  return async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>): Promise<Answer> => {
+    if (!route.methods.includes(exchange.method)) {
+      throw methodNotAllowed(route.methods);
+    }
+    await checkVersion(context, exchange, route.name);
+    if (route.name === "discovery") {
+      return context.answer(200, discovery, ANSWER_KIND.discovery, headers);
+    }
+    const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
+    return context.answer(status, JSON.stringify(body), ANSWER_KIND.health, headers);
+  };
+}
