@@ -91,7 +91,8 @@ export interface McpToolsOptions {
   maxTotalSchemaChars?: number;
   /**
    * The `inputValidator` of the OXP server the tools go in (see `createServer`): a tool it would refuse
-   * (a `format` it does not know, say) is skipped rather than failing the whole server's start. Default `auto`.
+   * (a `format` it does not know, say) is skipped rather than failing the whole server's start. Default: the
+   * runtime's default validator, as for `createServer`.
    */
   inputValidator?: InputValidatorChoice;
 }

@@ -36,6 +36,8 @@ export type {
   TaskStore,
 } from "./core/idempotency-store.js";
 export { IdempotencyStoreFullError, MemoryIdempotencyStore } from "./core/idempotency-store.js";
+export type { InputValidatorChoice, IssueKind, SchemaIssue, SchemaValidators } from "./core/input-validation.js";
+export { InProcessTaskStore } from "./core/task-board.js";
 export type {
   InputSchema,
   OxpToolErrorOptions,

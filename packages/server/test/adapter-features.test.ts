@@ -11,6 +11,7 @@ import {
   type IdempotencyEntry,
   type IdempotencyKey,
   type IdempotencyStore,
+  InProcessTaskStore,
   listen,
   MemoryIdempotencyStore,
   MemoryTokenStore,
@@ -333,7 +334,7 @@ describe("shared state that cannot answer", () => {
   const tokens = new FlakyTokenStore();
   let server: Running;
   beforeAll(async () => {
-    server = await startServer({ idempotencyStore: store, tokenStore: tokens });
+    server = await startServer({ idempotencyStore: store, taskStore: new InProcessTaskStore(), tokenStore: tokens });
   });
   afterAll(() => server.close());
   afterEach(() => {

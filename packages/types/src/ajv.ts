@@ -1,12 +1,12 @@
 /**
- * @otc/types/ajv: the one Ajv every package validates OXP messages and tool schemas with, its options stated once,
- * and its string formats as plain predicates for a validator that cannot compile code (@otc/server's on workerd).
+ * @otc/types/ajv: the one Ajv every package validates OXP messages and tool schemas with, its options stated once.
  * A subpath of its own, so that importing `@otc/types` never loads Ajv (about 50 ms and its dependencies).
  */
-import type { Format } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
-import { fullFormats } from "ajv-formats/dist/formats.js";
+
+// The string formats live without Ajv (@otc/types/ajv-formats), for a Worker that validates with cfworker.
+export { STRING_FORMATS } from "./ajv-formats.js";
 
 /** Options of {@link createAjv}. */
 export interface CreateAjvOptions {
@@ -40,40 +40,3 @@ export function createAjv(options: CreateAjvOptions = {}): Ajv2020 {
   }
   return ajv;
 }
-
-/** A string format's check as a plain predicate, or undefined for a format of numbers (which strings always pass). */
-function stringCheck(format: Format): ((value: string) => boolean) | undefined {
-  if (format === true) {
-    return () => true;
-  }
-  if (typeof format === "string") {
-    return stringCheck(new RegExp(format));
-  }
-  if (format instanceof RegExp || typeof format === "function") {
-    return stringCheck({ validate: format });
-  }
-  if (format.type === "number" || format.async) {
-    return undefined;
-  }
-  const { validate } = format;
-  if (typeof validate === "function") {
-    return (value) => (validate as (value: string) => boolean)(value);
-  }
-  const pattern = typeof validate === "string" ? new RegExp(validate) : validate;
-  return (value) => pattern.test(value);
-}
-
-/**
- * The string formats {@link createAjv} checks (ajv-formats' "full" ones), as predicates by name: for a validator
- * other than Ajv, so that both agree on what `email` or `date-time` accepts. Number formats (`int32`, `int64`,
- * `float`, `double`) are left out.
- *
- * @example
- * STRING_FORMATS.get("date")?.("2024-02-30"); // false
- */
-export const STRING_FORMATS: ReadonlyMap<string, (value: string) => boolean> = new Map(
-  Object.entries(fullFormats).flatMap(([name, format]) => {
-    const check = stringCheck(format);
-    return check ? [[name, check] as const] : [];
-  }),
-);

@@ -340,10 +340,14 @@ async function launcher(
   }
 }
 
-/** Bundles `entry` for workerd into one module, as a Workers deployment would: no Node built-ins to fall back on. */
+/**
+ * Bundles `entry` for workerd into one module, as a Workers deployment would: no Node built-ins to fall back on, and
+ * the packages as published (their built code and export conditions, as Bun and Deno run them), not the sources
+ * tsconfig.sources.json's `paths` point at, which know no conditions.
+ */
 async function bundle(entry: string, outfile: string): Promise<void> {
   try {
-    await build({ ...WORKERD_BUILD, entryPoints: [entry], outfile });
+    await build({ ...WORKERD_BUILD, entryPoints: [entry], outfile, tsconfigRaw: {} });
   } catch (error) {
     throw new Error(`esbuild could not bundle ${entry} for workerd: ${error instanceof Error ? error.message : error}`);
   }

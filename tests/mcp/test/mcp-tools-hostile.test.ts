@@ -13,6 +13,7 @@ import {
 import { createClient } from "@otc/client";
 import { type McpToolsOptions, mcpTools } from "@otc/mcp";
 import { createServer as createOxpServer, listen } from "@otc/server";
+import { cfworkerValidators } from "@otc/server/validation/cfworker";
 import { afterEach, describe, expect, it } from "vitest";
 
 /** Servers and connections to end after each test, latest first. */
@@ -180,12 +181,18 @@ describe("mcpTools and a hostile MCP server", () => {
       "Hostile.Echo@1.0.0",
     ]);
     // For a server that validates with cfworker, the tools it would refuse.
-    const cfworker = await mcpTools({ url }, { toolkit: "Hostile", version: "1.0.0", inputValidator: "cfworker" });
+    const cfworker = await mcpTools(
+      { url },
+      { toolkit: "Hostile", version: "1.0.0", inputValidator: cfworkerValidators() },
+    );
     opened.push(() => cfworker.close());
     expect(cfworker.skipped.map((tool) => tool.name)).toEqual(["count", "odd-format"]);
-    const server = await listen(createOxpServer({ tools: cfworker.tools, inputValidator: "cfworker", logger: false }), {
-      port: 0,
-    });
+    const server = await listen(
+      createOxpServer({ tools: cfworker.tools, inputValidator: cfworkerValidators(), logger: false }),
+      {
+        port: 0,
+      },
+    );
     opened.push(() => server.close());
     expect((await createClient({ baseUrl: server.url }).listTools()).map((tool) => tool.id)).toEqual([
       "Hostile.Echo@1.0.0",
@@ -240,7 +247,7 @@ describe("mcpTools and a hostile MCP server", () => {
       { maxSchemaChars: 0 },
       { maxTotalSchemaChars: 1.5 },
       { timeoutMs: -1 },
-      { inputValidator: "fast" as "ajv" },
+      { inputValidator: "fast" as unknown as McpToolsOptions["inputValidator"] },
     ];
     for (const options of bad) {
       await expect(mcpTools({ url }, { toolkit: "Bounded", version: "1.0.0", ...options })).rejects.toThrow(RangeError);

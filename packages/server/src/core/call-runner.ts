@@ -12,7 +12,7 @@ import type { Clock, ClockTimer } from "./clock.js";
 import { shorten, WireError } from "./errors.js";
 import { isPending, type OrPromise } from "./fast-path.js";
 import type { AsyncCall, IdempotencyGate } from "./idempotency-gate.js";
-import { type SchemaIssue, toParameterErrors } from "./input-validation.js";
+import { invalidInput } from "./input-validation.js";
 import { type ResolvedRequirements, resolveRequirements, sentCredentials } from "./requirements.js";
 import { orUnavailable } from "./shared-state.js";
 import type { InputCheck } from "./standard-schema.js";
@@ -22,13 +22,6 @@ import { type RunResult, type ToolRunner, ToolTimeout } from "./tool-run.js";
 
 /** The path, below the base URL, of a challenge's check_url (the id follows): the spec's path without `/{challenge_id}`. */
 export const CHALLENGE_CHECK_PATH = AUTHORIZATION_CHALLENGES_PATH_TEMPLATE.replace("/{challenge_id}", "");
-
-/** The 422 of docs/protocol.md 3.3 step 6. */
-function invalidInput(issues: readonly SchemaIssue[]): WireError {
-  return new WireError("invalid_input", "Some input parameters are invalid", {
-    parameterErrors: toParameterErrors(issues),
-  });
-}
 
 /** A call the runner is executing: what each of its steps reads. */
 interface CallInProgress {

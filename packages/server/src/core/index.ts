@@ -11,5 +11,11 @@ export { type CallBody, checkDepth, isEnvelope, parseCallBody, unwrapCallBody, w
 export { type Clock, type ClockTimer, everyOn, sleepOn, systemClock, unrefTimer } from "./clock.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./console-logger.js";
 export { WIRE_ERROR_STATUS } from "./errors.js";
-export type { InputValidatorChoice } from "./input-validation.js";
+export type {
+  InputValidatorChoice,
+  IssueKind,
+  SchemaIssue,
+  SchemaValidator,
+  SchemaValidators,
+} from "./input-validation.js";
 export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions, type ToolList } from "./oxp-core.js";

@@ -1,47 +1,141 @@
-// The validator a core gets: Ajv where code can be generated, cfworker where it cannot (as on workerd), checked in a
-// Node process run with --disallow-code-generation-from-strings, which makes `new Function` throw as workerd does.
+// The neutral issues' parameter_errors, and the validator a core gets without asking: chosen by export condition
+// (package.json's `@otc/server/validation/default`), checked by bundling the core as each runtime's bundler would,
+// and running the workerd bundle in a Node process with --disallow-code-generation-from-strings, which makes
+// `new Function` throw as workerd does.
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { build } from "esbuild";
+import { type BuildOptions, build, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { ServerConfigError, WireError } from "./errors.js";
-import { canGenerateCode, type InputValidatorChoice, schemaValidators, toParameterErrors } from "./input-validation.js";
+import { type SchemaIssue, type SchemaValidators, toParameterErrors } from "./input-validation.js";
 import { OxpCore } from "./oxp-core.js";
 import type { Tool } from "./tool.js";
 
 const CORE_DIR = fileURLToPath(new URL(".", import.meta.url));
-const TSCONFIG = fileURLToPath(new URL("../../tsconfig.json", import.meta.url));
+const PACKAGE_DIR = fileURLToPath(new URL("../../", import.meta.url));
+const TSCONFIG = join(PACKAGE_DIR, "tsconfig.json");
+const WORKER_CONDITIONS = ["workerd", "worker", "browser"];
 
-describe("choosing the validator", () => {
-  it("auto takes Ajv where new Function works (this process)", () => {
-    expect(canGenerateCode()).toBe(true);
-    expect(schemaValidators("auto").name).toBe("ajv");
-    expect(schemaValidators().name).toBe("ajv");
-    expect(schemaValidators("cfworker").name).toBe("cfworker");
+describe("parameter_errors", () => {
+  const at = (instancePath: string, kind: SchemaIssue["kind"], message: string): SchemaIssue => ({
+    instancePath,
+    kind,
+    message,
   });
 
-  it("refuses an unknown choice as a configuration mistake", () => {
-    expect(() => new OxpCore({ tools: [], inputValidator: "zod" as InputValidatorChoice })).toThrow(ServerConfigError);
+  it("keys each path as a dotted property path, a missing property by its own name, the whole input as `input`", () => {
+    expect(
+      toParameterErrors([
+        at("/a", "type", "Must be a number"),
+        at("/b~1c", "required", "Is required"),
+        at("/x~1y/0", "length", "Must NOT have more than 2 characters"),
+        at("", "properties", "Must NOT have fewer than 4 properties"),
+      ]),
+    ).toEqual({
+      a: "Must be a number",
+      "b/c": "Is required",
+      "x/y.0": "Must NOT have more than 2 characters",
+      input: "Must NOT have fewer than 4 properties",
+    });
+  });
+
+  it("gives a path the message of its most basic issue, whatever order the validator reported them in", () => {
+    const issues = [at("/s", "enum", 'Must be one of: "x"'), at("/s", "type", "Must be a string")];
+    expect(toParameterErrors(issues)).toEqual({ s: "Must be a string" });
+    expect(toParameterErrors(issues.toReversed())).toEqual({ s: "Must be a string" });
+  });
+
+  it("counts a branch's summary only when nothing else explains the failure", () => {
+    const summary = at("", "branches", "Must match exactly one schema in oneOf");
+    expect(toParameterErrors([summary, at("/c", "required", "Is required")])).toEqual({ c: "Is required" });
+    expect(toParameterErrors([summary])).toEqual({ input: "Must match exactly one schema in oneOf" });
+  });
+
+  it("keeps at most 50 paths, and __proto__ as a plain key", () => {
+    const many = Array.from({ length: 60 }, (_, n) => at(`/k${n}`, "additional", "Is not an allowed property"));
+    expect(Object.keys(toParameterErrors(many))).toHaveLength(50);
+    const proto = toParameterErrors([at("/__proto__", "additional", "Is not an allowed property")]);
+    expect(Object.keys(proto)).toEqual(["__proto__"]);
+    expect(Object.getPrototypeOf(proto)).toBe(Object.prototype);
   });
 });
 
-describe("parameter_errors", () => {
-  it("keeps one message per path, the first, and names the input for an error about all of it", () => {
-    expect(
-      toParameterErrors([
-        { instancePath: "/a", keyword: "type", params: { type: "number" }, message: "must be number" },
-        { instancePath: "/a", keyword: "minimum", params: { limit: 1 }, message: "must be >= 1" },
-        { instancePath: "", keyword: "required", params: { missingProperty: "b/c" }, message: "" },
-        { instancePath: "/x~1y/0", keyword: "maxLength", params: {}, message: "must NOT have more than 2 characters" },
-      ]),
-    ).toEqual({ a: "Must be a number", "b/c": "Is required", "x/y.0": "Must NOT have more than 2 characters" });
-    expect(toParameterErrors([{ instancePath: "/a", keyword: "oneOf", params: {}, message: "must match" }])).toEqual({
-      input: "Must match",
-    });
+describe("choosing the validator", () => {
+  it("gives a core Ajv unless told otherwise, here in Node", () => {
+    expect(new OxpCore({ tools: [] }).registry.validator).toBe("ajv");
+  });
+
+  it.each(["cfworker", "auto", null, { compile: 1 }])(
+    "refuses %j as inputValidator, naming the validators to import",
+    (given) => {
+      const build = () => new OxpCore({ tools: [], inputValidator: given as unknown as SchemaValidators });
+      expect(build).toThrow(ServerConfigError);
+      expect(build).toThrow(/@otc\/server\/validation\/cfworker/);
+    },
+  );
+});
+
+/**
+ * Resolves `@otc/server/validation/*` as a bundler does, by package.json's export conditions, to the source of the
+ * file the build puts there: the package's real selection, without a build.
+ */
+function byExportConditions(conditions: readonly string[]): Plugin {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8")) as {
+    exports: Record<string, string | Record<string, string>>;
+  };
+  return {
+    name: "otc-export-conditions",
+    setup(bundler) {
+      bundler.onResolve({ filter: /^@otc\/server\/validation\// }, (args) => {
+        const entry = manifest.exports[`./${args.path.slice("@otc/server/".length)}`];
+        const target =
+          typeof entry === "string"
+            ? entry
+            : Object.entries(entry ?? {}).find(([name]) => name === "default" || conditions.includes(name))?.[1];
+        if (!target) {
+          return { errors: [{ text: `package.json exports no ${args.path}` }] };
+        }
+        return { path: join(PACKAGE_DIR, target.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")) };
+      });
+    },
+  };
+}
+
+/** The modules a bundle of the core holds when built with `conditions`, relative to the repository. */
+async function bundledModules(conditions: readonly string[]): Promise<string[]> {
+  const result = await build({
+    entryPoints: [join(CORE_DIR, "index.ts")],
+    bundle: true,
+    write: false,
+    metafile: true,
+    format: "esm",
+    platform: "node",
+    conditions: [...conditions],
+    tsconfig: TSCONFIG,
+    plugins: [byExportConditions(conditions)],
+    logLevel: "silent",
+  } satisfies BuildOptions);
+  return Object.keys(result.metafile.inputs);
+}
+
+describe("the validator each runtime's bundler selects", () => {
+  it("on Node (and Bun, Deno): Ajv, and no cfworker is loaded", async () => {
+    const modules = await bundledModules(["node", "import"]);
+    expect(modules.some((path) => path.includes("core/validation/ajv.ts"))).toBe(true);
+    expect(modules.filter((path) => path.includes("@cfworker/") || path.includes("validation/cfworker"))).toEqual([]);
+  });
+
+  it("under the workerd conditions: cfworker, and no Ajv is loaded", async () => {
+    const modules = await bundledModules(WORKER_CONDITIONS);
+    expect(modules.some((path) => path.includes("core/validation/cfworker.ts"))).toBe(true);
+    // Ajv's JSON files (the meta-schemas cfworker checks schemas against) are data; its code is not bundled.
+    const ajvCode = modules.filter((path) => /validation\/ajv\.ts|node_modules\/ajv\/dist\/(core|2020)\.js/.test(path));
+    expect(ajvCode).toEqual([]);
   });
 });
 
@@ -96,7 +190,7 @@ const CALLS: [string, unknown][] = [
   ["Tag", { tags: ["x", 1, "y"] }],
 ];
 
-/** The module the child runs: it builds the tools with `auto`, makes every call, prints the validator and answers. */
+/** The module the child runs: it builds the tools without choosing a validator, makes every call, prints the validator and answers. */
 const CHILD = `
 import { OxpCore } from "./index.js";
 const schemas = ${JSON.stringify(SCHEMAS)};
@@ -105,21 +199,22 @@ const tools = Object.entries(schemas).map(([name, inputSchema]) => ({
   toolkit: "Test", name, version: "1.0.0", description: "A tool for tests.", inputSchema, outputSchema: {},
   run: (input) => input,
 }));
-const core = new OxpCore({ tools, inputValidator: "auto" });
+const core = new OxpCore({ tools });
 const answers = [];
 for (const [tool, input] of calls) {
   try {
     const response = await core.call({ tool_id: "Test." + tool, input }, { principal: "anonymous", baseUrl: "http://x" });
     answers.push({ value: response.value });
   } catch (error) {
-    answers.push({ status: error.status, body: error.toBody() });
+    const body = error.toBody();
+    answers.push({ status: error.status, message: body.message, keys: Object.keys(body.parameter_errors ?? {}).sort() });
   }
 }
 console.log(JSON.stringify({ validator: core.registry.validator, answers }));
 `;
 
-/** The same calls, in this process, with `inputValidator`. */
-async function answersHere(inputValidator: InputValidatorChoice) {
+/** The same calls, in this process, with the default validator (Ajv). */
+async function answersHere() {
   const tools = Object.entries(SCHEMAS).map(
     ([name, inputSchema]): Tool => ({
       toolkit: "Test",
@@ -133,7 +228,7 @@ async function answersHere(inputValidator: InputValidatorChoice) {
       run: (input) => input,
     }),
   );
-  const core = new OxpCore({ tools, inputValidator });
+  const core = new OxpCore({ tools });
   const answers: unknown[] = [];
   for (const [tool, input] of CALLS) {
     try {
@@ -146,14 +241,19 @@ async function answersHere(inputValidator: InputValidatorChoice) {
       if (!(error instanceof WireError)) {
         throw error;
       }
-      answers.push({ status: error.status, body: error.toBody() });
+      const body = error.toBody() as { message: string; parameter_errors?: Record<string, string> };
+      answers.push({
+        status: error.status,
+        message: body.message,
+        keys: Object.keys(body.parameter_errors ?? {}).sort(),
+      });
     }
   }
   return { validator: core.registry.validator, answers };
 }
 
-describe("a runtime that refuses code generated at run time", () => {
-  it("gets cfworker with auto, and answers every call as Ajv does here", async () => {
+describe("a core bundled for workerd, in a runtime that refuses code generated at run time", () => {
+  it("gets cfworker without asking, and answers every call with the same statuses and keys as Ajv here", async () => {
     const dir = await mkdtemp(join(tmpdir(), "oxp-no-eval-"));
     try {
       // Bundled as for workerd (neutral platform, worker conditions): the child needs no TypeScript loader.
@@ -164,8 +264,9 @@ describe("a runtime that refuses code generated at run time", () => {
         format: "esm",
         platform: "neutral",
         mainFields: ["module", "main"],
-        conditions: ["workerd", "worker", "browser"],
+        conditions: WORKER_CONDITIONS,
         tsconfig: TSCONFIG,
+        plugins: [byExportConditions(WORKER_CONDITIONS)],
         outfile: bundle,
         logLevel: "silent",
       });
@@ -177,7 +278,8 @@ describe("a runtime that refuses code generated at run time", () => {
         { timeout: 280_000 },
       );
       const child = JSON.parse(stdout) as Awaited<ReturnType<typeof answersHere>>;
-      const here = await answersHere("ajv");
+      const here = await answersHere();
+      expect(here.validator).toBe("ajv");
       expect(child.validator).toBe("cfworker");
       expect(child.answers).toEqual(here.answers);
       // Both valid and invalid calls were made.

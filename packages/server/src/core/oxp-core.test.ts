@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { MemoryTokenStore } from "./authorization.js";
 import { ServerConfigError, WireError } from "./errors.js";
 import { type IdempotencyStore, MemoryIdempotencyStore } from "./idempotency-store.js";
-import { type CallMeta, type CoreLogger, OxpCore } from "./oxp-core.js";
+import { type CallMeta, type CoreLogger, InProcessTaskStore, OxpCore } from "./oxp-core.js";
 import { defineTool, OxpToolError, type Tool } from "./tool.js";
 
 const meta: CallMeta = { principal: "anonymous", baseUrl: "http://127.0.0.1" };
@@ -488,8 +488,8 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
             return runs;
           },
         });
-      const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
-      const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore });
+      const one = new OxpCore({ tools: [slow()], idempotencyStore: slowStore, taskStore: new InProcessTaskStore() });
+      const two = new OxpCore({ tools: [slow()], idempotencyStore: slowStore, taskStore: new InProcessTaskStore() });
       const first = one.call({ tool_id: "Test.Tool", call_id: "shared" }, meta);
       await running;
       const second = two.call({ tool_id: "Test.Tool", call_id: "shared" }, meta);

@@ -25,7 +25,7 @@ import { type IdempotencyStore, isTaskStore, MemoryIdempotencyStore, type TaskSt
 import type { InputValidatorChoice } from "./input-validation.js";
 import { positiveInteger, RunLimits } from "./run-limits.js";
 import { orUnavailable } from "./shared-state.js";
-import { type CallState, InProcessTaskStore, TaskBoard } from "./task-board.js";
+import { type CallState, TaskBoard } from "./task-board.js";
 import type { Tool } from "./tool.js";
 import { ToolRegistry } from "./tool-registry.js";
 import { ToolRunner } from "./tool-run.js";
@@ -41,16 +41,17 @@ export {
 } from "./call-log.js";
 export { ALL_ERRORS_MAX_VALUES, type CallMeta } from "./call-meta.js";
 export { CHALLENGE_CHECK_PATH } from "./call-runner.js";
+export { InProcessTaskStore } from "./task-board.js";
 
 /** Options of {@link OxpCore}. */
 export interface OxpCoreOptions {
   tools: readonly Tool[];
   /**
-   * What validates tool inputs and outputs: `ajv` (compiles each schema to code: the fastest), `cfworker`
-   * (@cfworker/json-schema interprets schemas: for runtimes that refuse code generated at run time, such as
-   * Cloudflare workerd), or `auto`: Ajv where `new Function` works when the core is built, else cfworker (on
-   * workerd: Ajv for a core built at the module's top level, cfworker for one built in `fetch`). Both answer
-   * invalid input with the same `parameter_errors`. Default `auto`.
+   * What validates tool inputs and outputs: `ajvValidators()` from `@otc/server/validation/ajv` (compiles each schema
+   * to code: the fastest) or `cfworkerValidators()` from `@otc/server/validation/cfworker` (@cfworker/json-schema
+   * interprets schemas: for runtimes that refuse code generated at run time). Default: the runtime's, chosen by
+   * export condition (cfworker under `workerd`, `worker`, `edge-light` and `browser`; Ajv elsewhere), so that a
+   * runtime loads only its own. Both answer invalid input with the same `parameter_errors` keys and kinds.
    */
   inputValidator?: InputValidatorChoice;
   /** Time limit for a tool that sets none, in milliseconds. Default 30,000. */
@@ -59,8 +60,9 @@ export interface OxpCoreOptions {
   idempotencyStore?: IdempotencyStore;
   /**
    * Where the tasks extension's shared state lives (progress, leases, cancels, changes: docs/protocol.md 9.3), for
-   * calls run on one instance to be read, followed and cancelled through another. Default: the `idempotencyStore`
-   * when it is a {@link TaskStore} too (the memory and Redis stores are), else tasks within this process only.
+   * calls run on one instance to be read, followed and cancelled through another. Default: the `idempotencyStore`,
+   * which must then be a {@link TaskStore} too (the memory and Redis stores are); beside a store of your own that no
+   * other instance shares, an {@link InProcessTaskStore}.
    */
   taskStore?: TaskStore;
   /** How long a finished call's response is kept for its call_id, in milliseconds. Default 24 h. */
@@ -171,7 +173,13 @@ export class OxpCore {
     if (typeof records.waitFor !== "function") {
       throw new ServerConfigError("idempotencyStore must implement waitFor (see IdempotencyStore)");
     }
-    const tasks = options.taskStore ?? (isTaskStore(records) ? records : new InProcessTaskStore());
+    const tasks = options.taskStore ?? (options.idempotencyStore ? options.idempotencyStore : records);
+    if (!isTaskStore(tasks)) {
+      // Refused rather than guessed: tasks followed through another instance would silently never hear of a change.
+      throw new ServerConfigError(
+        "idempotencyStore is not a TaskStore: give taskStore too (for a store no other instance shares: new InProcessTaskStore())",
+      );
+    }
     this.providers = providerMap(options.authorizationProviders ?? []);
     const progressPerSecond = positive("progressPerSecond", options.progressPerSecond ?? 4);
     this.board = new TaskBoard({

@@ -229,8 +229,12 @@ export class TaskBoard {
 }
 
 /**
- * The task store of a core whose idempotency store is not one: tasks within this process only (no other instance
- * reads the records' progress), a cancel heard by this process's own watchers.
+ * A task store for one process alone, beside an idempotency store no other instance shares: progress is answered as
+ * it is kept, a cancel reaches this process's own runs. Behind a store that instances share, give them a task store
+ * they share too (the memory and Redis idempotency stores are both).
+ *
+ * @example
+ * const core = new OxpCore({ tools, idempotencyStore: myStore, taskStore: new InProcessTaskStore() });
  */
 export class InProcessTaskStore implements TaskStore {
   private readonly watchers = new Map<string, Set<(event: TaskEvent) => void>>();

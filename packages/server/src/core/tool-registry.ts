@@ -1,4 +1,5 @@
 /** The tools a server offers, checked and compiled once at start-up, found by tool id. */
+import { defaultValidators } from "@otc/server/validation/default";
 import {
   compareToolVersions,
   formatToolId,
@@ -8,15 +9,11 @@ import {
   type ToolDefinition,
 } from "@otc/types";
 import { ServerConfigError } from "./errors.js";
-import {
-  type InputValidator,
-  type InputValidatorChoice,
-  type SchemaValidator,
-  schemaValidators,
-} from "./input-validation.js";
-import { describeHint, type InputParser, selfContainedHint, standardInputParser } from "./standard-schema.js";
+import { checkValidators, type InputValidatorChoice, type SchemaValidator } from "./input-validation.js";
+import { describeHint, selfContainedHint } from "./standard-schema.js";
 import { inputSchemaLibrary, type Tool } from "./tool.js";
 import { checkToolDefinition, toToolDefinition, withoutAnnotations } from "./tool-definitions.js";
+import { type InputParser, standardInputParser } from "./validation/standard-schema.js";
 
 /** A tool with everything the server needs per call worked out in advance. */
 export interface RegisteredTool {
@@ -49,12 +46,13 @@ export class ToolRegistry {
    * and each tool has a handful of spellings (`A.B`, `A.B@1`, `A.B@1.0.0`). The catalog never changes.
    */
   private readonly found = new Map<string, { found: true; registered: RegisteredTool }>();
-  /** The validator the tools' schemas were compiled with. */
-  readonly validator: InputValidator;
+  /** The name of the validator the tools' schemas were compiled with (`ajv`, `cfworker`). */
+  readonly validator: string;
 
-  /** Checks and compiles `tools` with the validator `inputValidator` names (default `auto`: see {@link InputValidatorChoice}). */
-  constructor(tools: readonly Tool[], inputValidator: InputValidatorChoice = "auto") {
-    const validators = schemaValidators(inputValidator);
+  /** Checks and compiles `tools` with `inputValidator`, or the runtime's default (see {@link InputValidatorChoice}). */
+  constructor(tools: readonly Tool[], inputValidator?: InputValidatorChoice) {
+    // The runtime's own when none is given, chosen by export condition: the core never loads the other one.
+    const validators = inputValidator === undefined ? defaultValidators() : checkValidators(inputValidator);
     this.validator = validators.name;
     for (const tool of tools) {
       const definition = toToolDefinition(tool);

@@ -14,8 +14,6 @@ export interface CallEventStreamOptions {
   lastEventId: string | undefined;
   /** How often a comment keeps an idle stream open, in milliseconds. */
   keepAliveMs: number;
-  /** How often a call that this process does not run is looked up again, in milliseconds. */
-  pollMs?: number;
   /** Told once when the stream ends, whoever ends it. */
   onClose(): void;
 }
@@ -51,7 +49,6 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
   let unwatch: (() => void) | undefined;
   // On the core's clock: a test moves it past a keep-alive instead of waiting for one.
   let stopKeepAlive: (() => void) | undefined;
-  let stopPoll: (() => void) | undefined;
   let lookingUp = false;
 
   const close = () => {
@@ -61,7 +58,6 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
     closed = true;
     unwatch?.();
     stopKeepAlive?.();
-    stopPoll?.();
     options.onClose();
   };
   const finish = (status: CallStatus) => {
@@ -114,7 +110,7 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
       await lookUp();
     }
   };
-  /** Follows the call: on every change (this process's run, or another's through a shared store), else by polling. */
+  /** Follows the call: on every change, this process's run or another's (the core's task board tells both). */
   const follow = () => {
     unwatch = core.watchCall(principal, callId, () => {
       // This process's own run answers at once; another's is looked up in the store.
@@ -125,9 +121,6 @@ export function callEventStream(options: CallEventStreamOptions): ReadableStream
         void lookUp();
       }
     });
-    if (!unwatch) {
-      stopPoll = everyOn(core.clock, options.pollMs ?? 1_000, () => void lookUp());
-    }
     void lookUp();
   };
 

@@ -3,7 +3,6 @@
  * `Prefer: wait=N` a long poll), its cancel (`DELETE`), and its event stream (`GET .../events`).
  */
 import { type CallStatus, OXP_VERSION } from "@otc/types";
-import { everyOn } from "../../core/clock.js";
 import { ServerConfigError, WireError } from "../../core/errors.js";
 import { MAX_WAIT_SECONDS, parsePrefer } from "../../core/tasks.js";
 import { ANSWER_KIND } from "../answers.js";
@@ -97,8 +96,8 @@ export function tasksRoute(
   };
 
   /**
-   * Waits until a running call's status or progress changes, `maxMs` pass, or the client goes away: on every change
-   * for a call this process runs, else by looking it up again now and then.
+   * Waits until a running call's status or progress changes, `maxMs` pass, or the client goes away: told of every
+   * change by the core's task board, whichever instance runs the call.
    */
   const changeOf = (
     { exchange, principal, callId }: CallTarget,
@@ -106,10 +105,8 @@ export function tasksRoute(
     maxMs: number,
   ) =>
     new Promise<void>((resolve) => {
-      let stopPolling: (() => void) | undefined;
       const done = () => {
         core.clock.clearTimeout(timer);
-        stopPolling?.();
         unwatch?.();
         unwatchClient();
         resolve();
@@ -133,18 +130,6 @@ export function tasksRoute(
         },
         () => {},
       );
-      if (!unwatch) {
-        stopPolling = everyOn(core.clock, 500, () => {
-          core.callStatus(principal, callId).then(
-            (now) => {
-              if (JSON.stringify(now) !== before) {
-                done();
-              }
-            },
-            () => {},
-          );
-        });
-      }
     });
 
   /** The event stream of a call, within the principal's allowance of open streams. */

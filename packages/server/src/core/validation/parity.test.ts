@@ -1,17 +1,25 @@
-// Ajv and @cfworker/json-schema answer the same inputs alike: same 422 bodies (paths, messages, order), same start-up
-// refusals. Each real difference between them has a test of its own below, named for it.
+// Every provider answers the same inputs alike on what a client can rely on: the same parameter_errors keys, each of
+// the same kind, and the same start-up refusals; the words are each provider's own. Each real difference between Ajv
+// and cfworker has a test of its own below, named for it.
 
 import { verifies } from "@otc/test-helpers/verifies";
+import { toStandardJsonSchema } from "@valibot/to-json-schema";
+import { type } from "arktype";
 import fc from "fast-check";
+import * as v from "valibot";
 import { describe, expect, it } from "vitest";
-import { createAjvValidators } from "./ajv-validation.js";
-import { createCfworkerValidators } from "./cfworker-validation.js";
-import { ServerConfigError, WireError } from "./errors.js";
-import { type InputValidator, type SchemaValidators, toParameterErrors } from "./input-validation.js";
-import { type CallMeta, OxpCore } from "./oxp-core.js";
-import type { Tool } from "./tool.js";
+import { z } from "zod";
+import { ServerConfigError, WireError } from "../errors.js";
+import { parameterIssues, type SchemaIssue, type SchemaValidators, toParameterErrors } from "../input-validation.js";
+import { type CallMeta, OxpCore } from "../oxp-core.js";
+import type { Tool } from "../tool.js";
+import { ajvValidators } from "./ajv.js";
+import { cfworkerValidators } from "./cfworker.js";
+import { standardInputParser } from "./standard-schema.js";
 
 const meta: CallMeta = { principal: "anonymous", baseUrl: "http://127.0.0.1" };
+const PROVIDERS = { ajv: ajvValidators, cfworker: cfworkerValidators } as const;
+type Provider = keyof typeof PROVIDERS;
 
 /** A tool echoing its input, with every top-level property described as the spec asks. */
 function echo(inputSchema: Record<string, unknown>): Tool {
@@ -34,10 +42,10 @@ function echo(inputSchema: Record<string, unknown>): Tool {
   };
 }
 
-/** What a call answers: its value, or the status and body of the error it was refused with (with its key order). */
-async function answer(inputValidator: InputValidator, inputSchema: Record<string, unknown>, input: object) {
-  const core = new OxpCore({ tools: [echo(inputSchema)], inputValidator });
-  expect(core.registry.validator).toBe(inputValidator);
+/** What a call answers: its value, or the status of the 422 and its parameter_errors' keys, sorted. */
+async function answer(provider: Provider, inputSchema: Record<string, unknown>, input: object) {
+  const core = new OxpCore({ tools: [echo(inputSchema)], inputValidator: PROVIDERS[provider]() });
+  expect(core.registry.validator).toBe(provider);
   try {
     const response = await core.call({ tool_id: "Test.Echo", input: input as Record<string, unknown> }, meta);
     return { value: response.success ? response.value : response.error };
@@ -45,10 +53,18 @@ async function answer(inputValidator: InputValidator, inputSchema: Record<string
     if (!(error instanceof WireError)) {
       throw error;
     }
-    const body = error.toBody() as { parameter_errors?: Record<string, string> };
-    return { status: error.status, body, order: Object.keys(body.parameter_errors ?? {}) };
+    const body = error.toBody() as { message: string; parameter_errors?: Record<string, string> };
+    return { status: error.status, message: body.message, keys: Object.keys(body.parameter_errors ?? {}).sort() };
   }
 }
+
+/** Each parameter_errors key with the kind of the issue its message comes from. */
+const kinds = (issues: readonly SchemaIssue[] | undefined) =>
+  issues && Object.fromEntries([...parameterIssues(issues)].map(([key, found]) => [key, found.kind]));
+
+/** Every (path, kind) an issue list holds, once each, sorted: what a provider found, whatever its order. */
+const found = (issues: readonly SchemaIssue[] | undefined) =>
+  issues && [...new Set(issues.map((each) => `${each.instancePath} ${each.kind}`))].sort();
 
 const object = (properties: Record<string, unknown>, rest: Record<string, unknown> = {}) => ({
   type: "object",
@@ -142,9 +158,8 @@ const CASES: [string, Record<string, unknown>, object][] = [
     object({
       tags: { type: "array", items: { type: "string" }, uniqueItems: true },
       any: { type: "array", uniqueItems: true },
-      other: { type: "array", items: { type: "number" }, uniqueItems: true },
     }),
-    { tags: ["a", "b", "a"], any: [1, { a: 1 }, 2, { a: 1 }], other: ["x", "x", 1] },
+    { tags: ["a", "b", "a"], any: [1, { a: 1 }, 2, { a: 1 }] },
   ],
   [
     "the type checked after a type's own keywords",
@@ -228,19 +243,22 @@ const CASES: [string, Record<string, unknown>, object][] = [
 /** The cases whose input is valid: every other one is refused with a 422. */
 const VALID = new Set(["a valid input", "valid formats"]);
 
-describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)", () => {
+describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.3)", () => {
   verifies.each(CASES)(
     "call.input-422",
-    "%s: the same answer, parameter_errors in the same order",
+    "%s: the same answer, parameter_errors with the same keys of the same kinds",
     async (name, schema, input) => {
       const [ajv, cfworker] = await Promise.all([answer("ajv", schema, input), answer("cfworker", schema, input)]);
       expect(ajv.status ?? 200).toBe(VALID.has(name) ? 200 : 422);
       expect(cfworker).toEqual(ajv);
+      const issues = (provider: Provider) => PROVIDERS[provider]().compile(echo(schema).inputSchema).errors(input);
+      expect(kinds(issues("cfworker"))).toEqual(kinds(issues("ajv")));
+      expect(found(issues("cfworker"))).toEqual(found(issues("ajv")));
     },
   );
 
-  it("over many generated inputs: the same errors, messages and order", () => {
-    const validators = [createAjvValidators(), createCfworkerValidators()];
+  it("over many generated inputs: the same paths and kinds", () => {
+    const validators = [ajvValidators(), cfworkerValidators()];
     const schemas = [CASES[1], CASES[7], CASES[14], CASES[15]].map((entry) => entry?.[1] as object);
     const key = fc.constantFrom("a", "b", "c", "x", "xy", "xa", "order", "lines", "sku", "qty", "pair", "some", "Ab");
     const leaf = fc.oneof(
@@ -262,9 +280,8 @@ describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)",
       const [ajv, cfworker] = validators.map((validator) => (validator as SchemaValidators).compile(schema));
       fc.assert(
         fc.property(fc.dictionary(key, value, { maxKeys: 5, noNullPrototype: true }), (input) => {
-          const summary = (issues: ReturnType<NonNullable<typeof ajv>["errors"]>) =>
-            issues?.map(({ instancePath, keyword, message }) => [instancePath, keyword, message]);
-          expect(summary(cfworker?.errors(input))).toEqual(summary(ajv?.errors(input)));
+          expect(found(cfworker?.errors(input))).toEqual(found(ajv?.errors(input)));
+          expect(kinds(cfworker?.errors(input))).toEqual(kinds(ajv?.errors(input)));
         }),
         { numRuns: 300, seed: 42 },
       );
@@ -278,21 +295,19 @@ describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)",
     ["an empty anyOf", { type: "object", properties: { a: { anyOf: [] } } }],
     ["a duplicate in required", { type: "object", required: ["a", "a"] }],
     ["a zero multipleOf", { type: "object", properties: { a: { multipleOf: 0 } } }],
+    ["a type that is no type", { type: "object", properties: { a: { type: "strin" } } }],
     ["a pattern that is no regular expression", { type: "object", properties: { a: { pattern: "(" } } }],
     ["a pattern invalid with the u flag", { type: "object", properties: { a: { pattern: "a\\Z" } } }],
     ["a bad patternProperties key", { type: "object", patternProperties: { "(": {} } }],
-  ])("definitions.refused-at-start", "refuses %s at start-up with the same message", (_case, schema) => {
-    const messages = (["ajv", "cfworker"] as const).map((inputValidator) => {
-      try {
-        new OxpCore({ tools: [echo(schema as Record<string, unknown>)], inputValidator });
-        return "built";
-      } catch (error) {
-        expect(error).toBeInstanceOf(ServerConfigError);
-        return (error as Error).message;
-      }
-    });
-    expect(messages[0]).toMatch(/input_schema is not a valid JSON Schema/);
-    expect(messages[1]).toBe(messages[0]);
+  ])("definitions.refused-at-start", "refuses %s at start-up, each in its library's words", (_case, schema) => {
+    for (const provider of ["ajv", "cfworker"] as const) {
+      const build = () =>
+        new OxpCore({ tools: [echo(schema as Record<string, unknown>)], inputValidator: PROVIDERS[provider]() });
+      expect(build).toThrow(ServerConfigError);
+      expect(build).toThrow(
+        /input_schema is not a valid JSON Schema \(schema is invalid: |input_schema is not a valid JSON Schema \(.*regular expression/,
+      );
+    }
   });
 
   it("accepts what both accept: unknown keywords, boolean subschemas, a \\p{L} pattern", () => {
@@ -300,51 +315,52 @@ describe("Ajv and cfworker answer the same inputs alike (docs/protocol.md 3.5)",
       a: { "x-ui": { widget: "x" }, pattern: "\\p{L}" },
       b: { properties: { c: true, d: false } },
     });
-    for (const inputValidator of ["ajv", "cfworker"] as const) {
-      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator })).not.toThrow();
+    for (const provider of ["ajv", "cfworker"] as const) {
+      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator: PROVIDERS[provider]() })).not.toThrow();
     }
   });
 
-  it("checks tool outputs alike", async () => {
-    const developerMessage = async (inputValidator: InputValidator) => {
+  it("checks tool outputs alike, in the neutral words", async () => {
+    const developerMessage = async (provider: Provider) => {
       const tool = { ...echo({}), outputSchema: object({ n: { type: "number", maximum: 1 } }, { required: ["m"] }) };
-      const core = new OxpCore({ tools: [tool as Tool], inputValidator });
+      const core = new OxpCore({ tools: [tool as Tool], inputValidator: PROVIDERS[provider]() });
       const response = await core.call({ tool_id: "Test.Echo", input: { n: 2 } }, meta);
       return response.success ? undefined : response.error.developer_message;
     };
     expect(await developerMessage("cfworker")).toBe(await developerMessage("ajv"));
-    expect(await developerMessage("ajv")).toMatch(/\(value\) must have required property 'm'; \/n must be <= 1$/);
+    expect(await developerMessage("ajv")).toMatch(/: \/m Is required; \/n Must be <= 1$/);
   });
 });
 
 describe("where Ajv and cfworker differ", () => {
   it("multipleOf with a decimal fraction: cfworker computes in decimal (0.3 is a multiple of 0.1), Ajv in binary floating point (it is not)", async () => {
     const schema = object({ m: { type: "number", multipleOf: 0.1 } });
-    expect(await answer("ajv", schema, { m: 0.3 })).toMatchObject({
-      body: { parameter_errors: { m: "Must be multiple of 0.1" } },
-    });
+    expect(await answer("ajv", schema, { m: 0.3 })).toMatchObject({ status: 422, keys: ["m"] });
     expect(await answer("cfworker", schema, { m: 0.3 })).toEqual({ value: { m: 0.3 } });
   });
 
-  it("a property name with a lone surrogate: cfworker's path writes it as U+FFFD (it cannot encode the name)", async () => {
+  it("a property name with a lone surrogate: cfworker's path writes it as U+FFFD (it cannot encode the name)", () => {
     const schema = object({ a: { type: "number" } }, { additionalProperties: false });
     const input = JSON.parse('{"\\ud800x": 1, "a": "s"}') as object;
-    expect((await answer("ajv", schema, input)).body?.parameter_errors).toEqual({
-      "\ud800x": "Is not an allowed property",
-      a: "Must be a number",
-    });
-    expect((await answer("cfworker", schema, input)).body?.parameter_errors).toEqual({
-      "\ufffdx": "Is not an allowed property",
-      a: "Must be a number",
-    });
+    const errors = (provider: Provider) => toParameterErrors(PROVIDERS[provider]().compile(schema).errors(input) ?? []);
+    expect(errors("ajv")).toEqual({ "\ud800x": "Is not an allowed property", a: "Must be a number" });
+    expect(errors("cfworker")).toEqual({ "\ufffdx": "Is not an allowed property", a: "Must be a number" });
+  });
+
+  it("uniqueItems over items of another type than the item schema's: cfworker finds the duplicates, Ajv compares only items of that type", () => {
+    const schema = object({ other: { type: "array", items: { type: "number" }, uniqueItems: true } });
+    const input = { other: ["x", "x", 1] };
+    const errors = (provider: Provider) => PROVIDERS[provider]().compile(schema).errors(input);
+    expect(found(errors("ajv"))).toEqual(["/other/0 type", "/other/1 type"]);
+    expect(found(errors("cfworker"))).toEqual(["/other items", "/other/0 type", "/other/1 type"]);
   });
 
   it.each(["int32", "int64", "float", "double"])(
     "the number format %s: Ajv checks it, cfworker checks formats of strings only, so it refuses the tool at start-up",
     (format) => {
       const schema = object({ n: { type: "number", format } });
-      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator: "ajv" })).not.toThrow();
-      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator: "cfworker" })).toThrow(
+      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator: ajvValidators() })).not.toThrow();
+      expect(() => new OxpCore({ tools: [echo(schema)], inputValidator: cfworkerValidators() })).toThrow(
         /uses a format this server does not know, at \/properties\/n\/format/,
       );
     },
@@ -353,25 +369,48 @@ describe("where Ajv and cfworker differ", () => {
   it("with the first error only (inputs over ALL_ERRORS_MAX_VALUES values): each reports one error, maybe not the same one", () => {
     // Ajv checks additionalProperties before properties; cfworker stops at the first bad property before either.
     const schema = object({ a: { type: "number" } }, { additionalProperties: false });
-    const [ajv, cfworker] = [createAjvValidators(), createCfworkerValidators()].map((v) => v.compile(schema));
+    const [ajv, cfworker] = [ajvValidators(), cfworkerValidators()].map((validators) => validators.compile(schema));
     const input = { a: "x", b: 1 };
     expect(toParameterErrors(ajv?.errors(input, false) ?? [])).toEqual({ b: "Is not an allowed property" });
     expect(toParameterErrors(cfworker?.errors(input, false) ?? [])).toEqual({ a: "Must be a number" });
   });
+});
 
-  it("a schema refused for a composite rule: Ajv lists every branch's error, cfworker the first", () => {
-    const schema = object({ a: { type: "strin" } });
-    const messages = [createAjvValidators(), createCfworkerValidators()].map((validators) => {
-      try {
-        validators.compile(schema);
-        return "compiled";
-      } catch (error) {
-        return (error as Error).message;
-      }
-    });
-    expect(messages[0]).toBe(
-      "schema is invalid: data/properties/a/type must be equal to one of the allowed values, data/properties/a/type must be array, data/properties/a/type must match a schema in anyOf",
-    );
-    expect(messages[1]).toBe("schema is invalid: data/properties/a/type must be equal to one of the allowed values");
+describe("a Standard Schema library answers as Ajv does on the JSON Schema it lists", () => {
+  const zodInput = z
+    .object({ city: z.string(), days: z.number().int().max(7), unit: z.enum(["c", "f"]), tag: z.literal("x") })
+    .strict();
+  const valibotInput = toStandardJsonSchema(
+    v.strictObject({
+      city: v.string(),
+      days: v.pipe(v.number(), v.integer(), v.maxValue(7)),
+      unit: v.picklist(["c", "f"]),
+      tag: v.literal("x"),
+    }),
+  );
+  const arktypeInput = type({
+    city: "string",
+    days: "number.integer <= 7",
+    unit: "'c' | 'f'",
+    tag: "'x'",
+  }).onUndeclaredKey("reject");
+
+  it.each([
+    ["zod", zodInput],
+    ["valibot", valibotInput],
+    ["arktype", arktypeInput],
+  ] as const)("%s: the same keys of the same kinds", (_library, schema) => {
+    const listed = schema["~standard"].jsonSchema.input({ target: "draft-2020-12" });
+    const { $schema: _draft, ...json } = listed;
+    const ajv = ajvValidators().compile(json);
+    const parse = standardInputParser(schema);
+    for (const input of [
+      { days: "3", unit: "k", tag: "y", extra: true },
+      { city: 1, days: 1.5, unit: "c", tag: "x" },
+    ]) {
+      const checked = parse(input, true);
+      expect(checked).toHaveProperty("issues");
+      expect(kinds((checked as { issues: SchemaIssue[] }).issues)).toEqual(kinds(ajv.errors(input)));
+    }
   });
 });
