@@ -17,23 +17,21 @@ export interface CallMeta {
    */
   client?: string;
   /**
-   * How many values the body held (`scanJson`'s count). Above {@link ALL_ERRORS_MAX_VALUES} an invalid input is
-   * explained by its first error only: explaining every error of a hostile input costs more than it tells.
+   * Whether an invalid input is explained parameter by parameter (the default), or by its first error only: an
+   * adapter that counted a huge body's values says false, as explaining every error of a hostile input costs
+   * more than it tells.
    */
-  bodyValues?: number;
+  allErrors?: boolean;
   /**
-   * Told of the milliseconds the core spends on this call where the adapter cannot measure them, for the
-   * adapter's per-client budget: work done after a wait (a run once its call_id is claimed, checking an
-   * asynchronous tool's value, storing the answer). The adapter measures what `call` does before its first wait.
+   * Runs `work` and returns what it returns: each piece of the call's synchronous work the core does after a wait
+   * (a run once its call_id is claimed, storing its answer, checking an asynchronous tool's value) goes through
+   * here, for an adapter to account for work it cannot see itself (the HTTP adapters' fair share). Default: runs it.
    */
-  charge?(ms: number): void;
+  afterWait?<T>(work: () => T): T;
   /**
-   * Calls `onGone` when the client goes away before its answer is sent; returns a function that stops watching.
-   * A run without a call_id is then aborted through its AbortSignal: nobody could collect its answer. A run with
-   * a call_id goes on, and its answer is kept for a retry.
+   * Aborts when the client goes away before its answer is sent. A run without a call_id is then aborted through its
+   * AbortSignal: nobody could collect its answer. A run with a call_id goes on, and its answer is kept for a retry.
+   * Read only for a run that does not answer at once.
    */
-  watchClient?(onGone: () => void): () => void;
+  readonly signal?: AbortSignal;
 }
-
-/** Above this many values in a body, an invalid input is explained by its first error only (see {@link CallMeta.bodyValues}). */
-export const ALL_ERRORS_MAX_VALUES = 1_000;

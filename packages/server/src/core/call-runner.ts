@@ -7,7 +7,7 @@ import {
 } from "@otc/types";
 import type { AuthorizationProvider, TokenStore } from "./authorization.js";
 import type { CallReport } from "./call-log.js";
-import { ALL_ERRORS_MAX_VALUES, type CallMeta } from "./call-meta.js";
+import type { CallMeta } from "./call-meta.js";
 import type { Clock, ClockTimer } from "./clock.js";
 import { shorten, WireError } from "./errors.js";
 import { isPending, type OrPromise } from "./fast-path.js";
@@ -163,7 +163,7 @@ export class CallRunner {
     resolved: ResolvedRequirements,
   ): OrPromise<RunResult> {
     const input = call.request.input ?? {};
-    const allErrors = call.meta.bodyValues === undefined || call.meta.bodyValues <= ALL_ERRORS_MAX_VALUES;
+    const allErrors = call.meta.allErrors !== false;
     if (registered.parse === undefined) {
       const errors = registered.input.errors(input, allErrors);
       if (errors) {

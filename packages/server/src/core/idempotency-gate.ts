@@ -135,16 +135,18 @@ export class IdempotencyGate {
       return this.once(call);
     }
     const { task, end } = board.open(key, fingerprint, call.async !== undefined);
-    // Through the Promise constructor: a run that throws at once still releases its claim (below).
-    // After the store's answer the adapter no longer measures: the run's synchronous work is charged here.
+    // Through the Promise constructor: a run that throws at once still releases its claim (below). After the store's
+    // answer, the run's synchronous work goes through the adapter's afterWait.
     const pending = new Promise<RunResult>((resolve) => {
-      const running = meta.charge ? performance.now() : 0;
-      try {
+      const start = () => {
         resolve(run(callId, task));
         // Accepted only once the run started: a bound on running calls (429, 503) is answered as such, never 202.
         call.async?.accepted();
-      } finally {
-        meta.charge?.(performance.now() - running);
+      };
+      if (meta.afterWait) {
+        meta.afterWait(start);
+      } else {
+        start();
       }
     }).then(async (result) => {
       const { response, unsettled } = result;
@@ -153,16 +155,15 @@ export class IdempotencyGate {
         if (unsettled && !cancelled) {
           this.holdWhileUnsettled(key, fingerprint, unsettled);
         } else if (response.success || response.error.can_retry !== true || task.async) {
-          const storing = meta.charge ? performance.now() : 0;
           // An asynchronous call's retryable failure is kept for its status, but a new call with its key runs again.
           const rerunnable = !response.success && response.error.can_retry === true;
-          const stored = store.complete(
-            key,
-            { fingerprint, response, ...(cancelled ? { cancelled } : {}), ...(rerunnable ? { rerunnable } : {}) },
-            retentionMs,
-          );
-          meta.charge?.(performance.now() - storing);
-          await stored;
+          const complete = () =>
+            store.complete(
+              key,
+              { fingerprint, response, ...(cancelled ? { cancelled } : {}), ...(rerunnable ? { rerunnable } : {}) },
+              retentionMs,
+            );
+          await (meta.afterWait ? meta.afterWait(complete) : complete());
         } else {
           // Not kept (a retry must run again), but duplicates waiting on other instances share it.
           await store.release(key, response);

@@ -39,7 +39,7 @@ export {
   type CoreLogger,
   silentLogger,
 } from "./call-log.js";
-export { ALL_ERRORS_MAX_VALUES, type CallMeta } from "./call-meta.js";
+export type { CallMeta } from "./call-meta.js";
 export { CHALLENGE_CHECK_PATH } from "./call-runner.js";
 export { InProcessTaskStore } from "./task-board.js";
 

@@ -209,12 +209,13 @@ export class ToolRunner {
       }
       call.task?.cancelWith(() => stop(new CallCancelled("A client cancelled the call.")));
       limits.enter(call.client, async);
-      let unwatch: (() => void) | undefined;
+      const hangUp = call.abortOnHangUp ? call.meta.signal : undefined;
+      const onHangUp = () => stop(new ClientGone("The client closed its connection before the tool finished"));
       try {
-        if (call.abortOnHangUp) {
-          unwatch = call.meta.watchClient?.(() =>
-            stop(new ClientGone("The client closed its connection before the tool finished")),
-          );
+        if (hangUp?.aborted) {
+          onHangUp();
+        } else {
+          hangUp?.addEventListener("abort", onHangUp, { once: true });
         }
         result = await raced;
       } catch (error) {
@@ -222,20 +223,14 @@ export class ToolRunner {
         return failedRun(call, error, settled ? undefined : running);
       } finally {
         clock.clearTimeout(timer);
-        unwatch?.();
+        hangUp?.removeEventListener("abort", onHangUp);
         this.active.delete(active);
         limits.leave(call.client, async);
       }
-      // After an asynchronous tool the adapter no longer measures: checking and copying the value is charged here.
-      if (!call.meta.charge) {
-        return this.settle(registered, call, result);
-      }
-      const settling = performance.now();
-      try {
-        return this.settle(registered, call, result);
-      } finally {
-        call.meta.charge(performance.now() - settling);
-      }
+      // Checking and copying an asynchronous tool's value is work after a wait.
+      return call.meta.afterWait
+        ? call.meta.afterWait(() => this.settle(registered, call, result))
+        : this.settle(registered, call, result);
     })();
   }
 

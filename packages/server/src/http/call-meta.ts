@@ -1,8 +1,11 @@
-/** A call's {@link CallMeta} as the HTTP layer makes it from a request: who calls, its trace id, its base URL, its fair-share budget and its client's watch. */
+/** A call's {@link CallMeta} as the HTTP layer makes it from a request: who calls, its trace id, its base URL, its fair share of the work after a wait, and its client's hang-up. */
 import type { CallMeta } from "../core/oxp-core.js";
 import { parseTraceparent } from "../core/traceparent.js";
 import type { ClientBudget } from "./client-budget.js";
 import type { Exchange } from "./exchange.js";
+
+/** Above this many values in a body, an invalid input is explained by its first error only (see {@link CallMeta.allErrors}). */
+export const ALL_ERRORS_MAX_VALUES = 1_000;
 
 /**
  * A call's meta from an exchange: its principal and client, `traceparent`'s trace id (when tracing is on), a base
@@ -12,12 +15,14 @@ export class ExchangeCallMeta implements CallMeta {
   readonly principal: string;
   readonly client: string;
   readonly traceId: string | undefined;
-  readonly bodyValues: number;
+  readonly allErrors: boolean;
   onEnd?: CallMeta["onEnd"];
   /** The request, until its call is answered (see {@link answered}). */
   private exchange: Exchange | undefined;
   private readonly publicUrl: string | undefined;
   private readonly budget: ClientBudget | undefined;
+  #hangUp: AbortController | undefined;
+  #unwatch: (() => void) | undefined;
   constructor(init: {
     exchange: Exchange;
     principal: string;
@@ -30,7 +35,7 @@ export class ExchangeCallMeta implements CallMeta {
     this.exchange = init.exchange;
     this.principal = init.principal;
     this.client = init.client;
-    this.bodyValues = init.bodyValues;
+    this.allErrors = init.bodyValues <= ALL_ERRORS_MAX_VALUES;
     this.publicUrl = init.publicUrl;
     this.budget = init.budget;
     this.traceId = init.tracing ? parseTraceparent(init.exchange.header("traceparent"))?.traceId : undefined;
@@ -44,12 +49,31 @@ export class ExchangeCallMeta implements CallMeta {
     }
     return this.exchange.baseUrl();
   }
-  charge(ms: number): void {
-    this.budget?.charge(this.client, ms);
+  /** The work after a wait is the client's too: measured here, charged to its fair share. */
+  afterWait<T>(work: () => T): T {
+    const budget = this.budget;
+    if (!budget) {
+      return work();
+    }
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      budget.charge(this.client, performance.now() - started);
+    }
   }
-  watchClient(onGone: () => void): () => void {
-    // Once the call is answered, its client has nothing left to wait for.
-    return this.exchange ? this.exchange.watchClient(onGone) : () => {};
+  /** Made when the core first asks (a run that did not answer at once): a watch on the client until the answer. */
+  get signal(): AbortSignal | undefined {
+    if (!this.#hangUp) {
+      // Once the call is answered, its client has nothing left to wait for.
+      if (!this.exchange) {
+        return undefined;
+      }
+      const hangUp = new AbortController();
+      this.#unwatch = this.exchange.watchClient(() => hangUp.abort());
+      this.#hangUp = hangUp;
+    }
+    return this.#hangUp.signal;
   }
   /**
    * Lets go of the request once the core has answered. The core may keep a call's meta past its answer (a tool's
@@ -58,5 +82,7 @@ export class ExchangeCallMeta implements CallMeta {
    */
   answered(): void {
     this.exchange = undefined;
+    this.#unwatch?.();
+    this.#unwatch = undefined;
   }
 }
