@@ -240,23 +240,26 @@ describe("retries", () => {
   });
 
   it("retries a 503 (a draining server) and succeeds once it answers again", async () => {
-    const lifecycle = demo.oxp.lifecycle;
+    // The first attempt reaches an instance that is draining (a drain is for good), the retry a live one: as behind
+    // a load balancer that has not yet taken the first out.
+    const draining = await startDemo();
+    draining.oxp.drain();
     let attempts = 0;
     const client = createClient({
       baseUrl: demo.url,
       retry: { baseDelayMs: 10 },
       fetch: async (input, init) => {
         attempts++;
-        lifecycle.draining = attempts === 1;
-        try {
-          return await fetch(new Request(input, init));
-        } finally {
-          lifecycle.draining = false;
-        }
+        const request = new Request(input, init);
+        return fetch(attempts === 1 ? new Request(request.url.replace(demo.url, draining.url), request) : request);
       },
     });
-    expect(await client.callTool({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } })).toMatchObject({ value: 3 });
-    expect(attempts).toBe(2);
+    try {
+      expect(await client.callTool({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } })).toMatchObject({ value: 3 });
+      expect(attempts).toBe(2);
+    } finally {
+      await draining.close();
+    }
   });
 
   it("gives up on connection errors after maxAttempts", async () => {

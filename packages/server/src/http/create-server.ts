@@ -4,7 +4,7 @@ import type { Express, Request, RequestHandler } from "express";
 import { SPEC_MISMATCH_MESSAGE } from "../core/call-body.js";
 import { shorten, WireError } from "../core/errors.js";
 import { unsupportedVersion } from "../core/protocol-version.js";
-import { createLogger } from "./logger.js";
+import { callLineSink, createLogger } from "./logger.js";
 import { NodeExchange, type PageHandler, writeAnswer } from "./node-exchange.js";
 import { optionalPeer } from "./optional-peer.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
@@ -41,7 +41,11 @@ export type OxpApp = Express & { readonly oxp: OxpRuntime };
  */
 export function createServer(options: ServerOptions): OxpApp {
   const { nodePages, ...adapterOptions } = options;
-  const pipeline = createPipeline(adapterOptions, { defaultLogger: createLogger, contract: openApiContract() });
+  const pipeline = createPipeline(adapterOptions, {
+    defaultLogger: createLogger,
+    callLineOf: callLineSink,
+    contract: openApiContract(),
+  });
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);

@@ -41,7 +41,7 @@ export interface BunServer {
  */
 export type FetchHandlerInfo = ClientInfo | DenoServeHandlerInfo | BunServer | object;
 
-/** A fetch handler serving OXP, with its runtime (lifecycle and core) for a host's own shutdown. */
+/** A fetch handler serving OXP, with its runtime (lifecycle, drain, abortAll) for a host's own shutdown. */
 export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promise<Response>) & {
   readonly oxp: OxpRuntime;
 };

@@ -135,7 +135,7 @@ export async function listen(
   if (!runtime) {
     throw new ServerConfigError("listen() needs an app made by createServer, or options.oxp naming the one mounted");
   }
-  const { lifecycle, core } = runtime;
+  const { lifecycle } = runtime;
   const requestTimeout = timeoutOption("requestTimeoutMs", options.requestTimeoutMs, 30_000);
   const headersTimeout = timeoutOption(
     "headersTimeoutMs",
@@ -157,7 +157,7 @@ export async function listen(
       pendingPerAddress: countOption("maxPendingConnectionsPerAddress", options.maxPendingConnectionsPerAddress, 64),
     },
     (socket) => (socket as Duplex & { [LAST_REQUEST]?: IncomingMessage })[LAST_REQUEST],
-    () => core.clock.now(),
+    () => runtime.clock.now(),
   );
   const limits = [headersTimeout, requestTimeout].filter((ms) => ms > 0);
   const server = createHttpServer(
@@ -285,7 +285,7 @@ export async function listen(
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      lifecycle.draining = true;
+      runtime.drain();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const deadline = Date.now() + (options.drainTimeoutMs ?? 10_000);
@@ -299,7 +299,7 @@ export async function listen(
           const graceEnd = Date.now() + ABORT_GRACE_MS;
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([
-            core.abortAll(),
+            runtime.abortAll(),
             new Promise<void>((resolve) => {
               timer = setTimeout(resolve, ABORT_GRACE_MS);
             }),

@@ -181,3 +181,38 @@ describe("createLogger", () => {
     });
   });
 });
+
+describe("the adapters' call lines", () => {
+  it("go through the call-line sink of the logger the node:http and Express adapters are given", async () => {
+    const { createHandler } = await import("./node-handler.js");
+    const { createServer } = await import("./create-server.js");
+    const { listen } = await import("./listen.js");
+    for (const make of [createHandler, createServer]) {
+      const { destination, lines } = capture();
+      const logger = createLogger({ destination });
+      const sink = callLineSink(logger);
+      if (!sink) {
+        throw new Error("createLogger made no call-line sink");
+      }
+      const written: CallLogLine[] = [];
+      const write = sink.write.bind(sink);
+      sink.write = (line) => {
+        written.push(line);
+        write(line);
+      };
+      const running = await listen(make({ tools: testTools(), logger }), { port: 0, host: "127.0.0.1" });
+      try {
+        const response = await fetch(`${running.url}/tools/call`, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", "OXP-Version": "1.0" },
+          body: JSON.stringify({ tool_id: "Calculator.Add", input: { a: 1, b: 2 } }),
+        });
+        expect(response.status).toBe(200);
+      } finally {
+        await running.close();
+      }
+      expect(written.map((line) => line.outcome)).toEqual(["success"]);
+      expect(lines.map((line) => JSON.parse(line)).filter((line) => line.msg === "tool call")).toHaveLength(1);
+    }
+  });
+});

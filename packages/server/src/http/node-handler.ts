@@ -1,6 +1,6 @@
 /** The node:http adapter: a request listener that hands each request to the pipeline and writes its answer. */
 import type { RequestListener } from "node:http";
-import { createLogger } from "./logger.js";
+import { callLineSink, createLogger } from "./logger.js";
 import { NodeExchange, type PageHandler, writeAnswer } from "./node-exchange.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
 import { createPipeline } from "./pipeline.js";
@@ -30,7 +30,7 @@ export type OxpHandler = RequestListener & { readonly oxp: OxpRuntime };
  */
 export function createHandler(options: HandlerOptions): OxpHandler {
   const { nodePages, ...adapterOptions } = options;
-  const pipeline = createPipeline(adapterOptions, { defaultLogger: createLogger });
+  const pipeline = createPipeline(adapterOptions, { defaultLogger: createLogger, callLineOf: callLineSink });
   const handler: RequestListener = (req, res) => {
     const exchange = new NodeExchange(req, res, "", nodePages);
     pipeline.handle(exchange).then(

@@ -1,6 +1,8 @@
 /** The options every adapter takes (node:http, Express, fetch) and the types they share; no runtime code. */
+
+import type { Clock } from "../core/clock.js";
 import type { ExtensionId } from "../core/extensions.js";
-import type { CallEvent, CallObserver, CoreLogger, OxpCore, OxpCoreOptions } from "../core/oxp-core.js";
+import type { CallEvent, CallObserver, CoreLogger, OxpCoreOptions } from "../core/oxp-core.js";
 import type { AllowedHosts } from "./allowed-hosts.js";
 import type { AuthenticationOptions } from "./authentication.js";
 import type { FairnessOptions } from "./client-budget.js";
@@ -105,20 +107,31 @@ export interface CorsOptions {
   maxAgeSeconds?: number;
 }
 
-/** What `listen` needs to manage a running app: readiness, draining and in-flight requests. */
+/** A running app's state as `listen` and a host read it: readiness (which a host may set), draining, requests in progress. */
 export interface OxpLifecycle {
-  /** False while warming up: `/health` answers 503. */
+  /** False while warming up: `/health` answers 503. `listen` sets it; a host app may too (until its own parts are up). */
   ready: boolean;
-  /** True once shutdown began: every request is answered 503. */
-  draining: boolean;
+  /** True once shutdown began ({@link OxpRuntime.drain}): every request is answered 503. */
+  readonly draining: boolean;
   /** Requests in progress. */
-  inFlight: number;
+  readonly inFlight: number;
 }
 
-/** What `listen` (or a host's own shutdown) manages for an OXP app: its lifecycle, and the core whose calls it can abort. */
+/**
+ * What `listen` (or a host's own start-up and shutdown) drives of an OXP app (`app.oxp`, `handler.oxp`): its
+ * lifecycle, the drain, and the end of the calls still running. Nothing more of the server is reachable from it.
+ */
 export interface OxpRuntime {
   readonly lifecycle: OxpLifecycle;
-  readonly core: OxpCore;
+  /** Begins shutdown, for good: every request from now on is answered 503 with `Connection: close`. */
+  drain(): void;
+  /**
+   * Stops every tool run in progress through its AbortSignal, each call answered with a retryable failure saying
+   * the server is shutting down; resolves once those answers exist. For the end of a drain.
+   */
+  abortAll(): Promise<void>;
+  /** The clock the server's time rules follow (its `clock` option): `listen`'s own accounting follows it too. */
+  readonly clock: Clock;
   /** True when the app's first request compiles something (Express's contract validator): `listen` sends it before reporting ready. */
   readonly warmUp?: boolean;
 }

@@ -8,7 +8,7 @@ import { OXP_VERSION } from "@otc/types";
 import { ServerConfigError, shorten, toWireError, WireError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId, type ExtensionSet } from "../core/extensions.js";
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits } from "../core/json-limits.js";
-import { type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
+import { type CallLineSink, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
 import { createHostCheck } from "./allowed-hosts.js";
 import { checkedAnswers, jsonAnswer, NO_HEADERS, withHeaders } from "./answers.js";
 import { createAuthenticator } from "./authentication.js";
@@ -38,6 +38,11 @@ export type ContractCheck = (exchange: Exchange, route: RouteName, body: unknown
 export interface PipelineHost {
   /** The logger when the options name none (the adapter's default). */
   defaultLogger?: () => CoreLogger;
+  /**
+   * The call-line sink of a logger the adapter made (http/logger.ts's `callLineSink`), if it has one: the core
+   * writes each call's line through it rather than the logger's `info` (see {@link CallLineSink}).
+   */
+  callLineOf?: (logger: CoreLogger) => CallLineSink | undefined;
   /** The host's contract check, replacing the pipeline's own version and body checks. */
   contract?: ContractCheck;
 }
@@ -72,9 +77,16 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const logger = options.logger === false ? undefined : (options.logger ?? host.defaultLogger?.());
   const { logger: _logger, telemetry, pages: _pages, ...coreOptions } = options;
   const observer = combinedObserver(options.observer, telemetry?.observer);
-  const core = new OxpCore({ ...coreOptions, ...(logger ? { logger } : {}), ...(observer ? { observer } : {}) });
+  const callLine = logger && host.callLineOf?.(logger);
+  const core = new OxpCore({
+    ...coreOptions,
+    ...(logger ? { logger } : {}),
+    ...(callLine ? { callLine } : {}),
+    ...(observer ? { observer } : {}),
+  });
   const authenticate = createAuthenticator(options.auth, logger, core.clock);
-  const lifecycle: OxpLifecycle = { ready: true, draining: false, inFlight: 0 };
+  /** The lifecycle's state; the runtime hands out a view of it (readiness alone may be set from outside). */
+  const lifecycle = { ready: true, draining: false, inFlight: 0 };
   const limits = jsonLimits(options);
   const budget = options.fairness === false ? undefined : new ClientBudget(options.fairness);
   const bodyLimit = bodyLimitBytes(options.bodyLimit);
@@ -263,7 +275,29 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     }
   };
 
-  return { runtime: { lifecycle, core }, logger, handle, fail };
+  const view: OxpLifecycle = {
+    get ready() {
+      return lifecycle.ready;
+    },
+    set ready(ready: boolean) {
+      lifecycle.ready = ready;
+    },
+    get draining() {
+      return lifecycle.draining;
+    },
+    get inFlight() {
+      return lifecycle.inFlight;
+    },
+  };
+  const runtime: OxpRuntime = {
+    lifecycle: view,
+    drain: () => {
+      lifecycle.draining = true;
+    },
+    abortAll: () => core.abortAll(),
+    clock: core.clock,
+  };
+  return { runtime, logger, handle, fail };
 }
 
 /** The exchange as a `Request` for the pages, or undefined when its target makes no URL (`*`, a bad authority): no page's. */
