@@ -62,4 +62,27 @@ describe("WireError stacks", () => {
     expect(new Error("plain").stack).toMatch(/\n\s+at /);
     expect(Error.stackTraceLimit).toBe(limit);
   });
+
+  it("sets nothing global to get there: Error.stackTraceLimit is never written", () => {
+    const descriptor = Object.getOwnPropertyDescriptor(Error, "stackTraceLimit");
+    const writes: unknown[] = [];
+    let limit = Error.stackTraceLimit;
+    Object.defineProperty(Error, "stackTraceLimit", {
+      configurable: true,
+      get: () => limit,
+      set: (value: number) => {
+        writes.push(value);
+        limit = value;
+      },
+    });
+    try {
+      new WireError("invalid_input", "Some input parameters are invalid");
+      new WireError("internal", "Something broke");
+    } finally {
+      if (descriptor) {
+        Object.defineProperty(Error, "stackTraceLimit", descriptor);
+      }
+    }
+    expect(writes).toEqual([]);
+  });
 });

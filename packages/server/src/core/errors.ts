@@ -31,49 +31,46 @@ export interface WireErrorDetails {
   cause?: unknown;
 }
 
-/** Error.stackTraceLimit while a client error is being built, to be put back. */
-let savedStackLimit: number | undefined;
+/** The runtime's stack capture for an object of ours (V8's and JavaScriptCore's `Error.captureStackTrace`), if it has one. */
+const captureStackTrace = (Error as { captureStackTrace?: (target: object, below?: unknown) => void })
+  .captureStackTrace;
 
-/**
- * Passes `message` through with stack capture off until {@link restoreStack}. A client's mistake (4xx) needs no
- * stack, nobody reads it, and capturing one was a large part of the cost of a 422 (bench/results/notes.md). Called in the
- * arguments of `super`, so that it applies to the Error constructor itself.
- */
-function withoutStack(message: string): string {
-  savedStackLimit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  return message;
-}
-
-function restoreStack(): void {
-  if (savedStackLimit === undefined) {
-    return;
-  }
-  Error.stackTraceLimit = savedStackLimit;
-  savedStackLimit = undefined;
-}
+// An Error by its prototype (so `instanceof Error` holds, and it logs and prints as one) whose constructor does not
+// call Error's: see the class's comment.
+export interface WireError extends Error {}
 
 /**
  * An error answered with a JSON body before any tool runs (400, 401, 404, 405, 413, 415, 422, 429, 503).
  * Anything else thrown on the way is turned into an `internal` one by the HTTP adapter.
+ *
+ * A client's mistake (4xx) is made without a stack: nobody reads it, and capturing one was about a fifth of a 422's
+ * cost (bench/results/notes.md: native 422 45.2 -> 25.7 us per request). So the class does not extend Error through
+ * its constructor, which captures a stack for every instance: its prototype is an Error's, and it captures a stack
+ * itself for a server fault (5xx) alone. Nothing global is changed to get there (the earlier way set
+ * `Error.stackTraceLimit` around the constructor, for every Error made meanwhile).
  */
-export class WireError extends Error {
-  override name = "WireError";
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: the interface only states what the prototype set below gives.
+export class WireError {
+  readonly name: string = "WireError";
+  readonly message: string;
   readonly status: (typeof WIRE_ERROR_STATUS)[WireErrorKind];
   readonly details: WireErrorDetails;
+  readonly cause?: unknown;
 
   constructor(
     readonly kind: WireErrorKind,
     message: string,
     details: WireErrorDetails = {},
   ) {
-    super(
-      WIRE_ERROR_STATUS[kind] < 500 ? withoutStack(message) : message,
-      details.cause === undefined ? undefined : { cause: details.cause },
-    );
-    restoreStack();
+    this.message = message;
     this.status = WIRE_ERROR_STATUS[kind];
     this.details = details;
+    if (details.cause !== undefined) {
+      this.cause = details.cause;
+    }
+    if (this.status >= 500) {
+      captureStackTrace?.(this, WireError);
+    }
   }
 
   /** The body sent on the wire: a ValidationErrorResponse for 422, a ServerErrorResponse otherwise. */
@@ -95,6 +92,15 @@ export class WireError extends Error {
     return body;
   }
 }
+
+Object.setPrototypeOf(WireError.prototype, Error.prototype);
+// A client's mistake reads as an Error whose stack has no frames (a server fault's own captured stack shadows this).
+Object.defineProperty(WireError.prototype, "stack", {
+  get(this: WireError) {
+    return `${this.name}: ${this.message}`;
+  },
+  configurable: true,
+});
 
 /**
  * A request-controlled string as error messages and log lines quote it: at most `max` characters, the
