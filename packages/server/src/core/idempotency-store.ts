@@ -1,6 +1,7 @@
 /** Where `call_id` idempotency records and the tasks extension's shared state live: the interfaces, and an in-memory store bounded in entries and bytes. */
 import type { CallProgress, CallToolResponse } from "@otc/types";
 import { type Clock, type ClockTimer, systemClock } from "./clock.js";
+import { KeyedListeners } from "./keyed-listeners.js";
 import { WriteQueue } from "./write-queue.js";
 
 /** A call_id belongs to the principal that sent it: two principals' equal call_ids are unrelated keys. */
@@ -219,9 +220,9 @@ const recordKey = (key: IdempotencyKey) => `${key.principal}\u0000${key.callId}`
 export class MemoryIdempotencyStore implements IdempotencyStore, TaskStore {
   private readonly records = new Map<string, StoredRecord>();
   /** Who follows which key (the tasks extension): several servers sharing this store in one process included. */
-  private readonly watchers = new Map<string, Set<(event: TaskEvent) => void>>();
+  private readonly watchers = new KeyedListeners<TaskEvent>();
   /** Who waits for a key's call to end ({@link waitFor}): told of each write of the key, with a released response. */
-  private readonly waiters = new Map<string, Set<(released?: CallToolResponse) => void>>();
+  private readonly waiters = new KeyedListeners<CallToolResponse | undefined>();
   private readonly principals = new Map<string, PrincipalUsage>();
   /** Every record, oldest write first: expired ones are swept from its head. */
   private readonly writes = new WriteQueue();
@@ -335,20 +336,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore, TaskStore {
   waitFor(key: IdempotencyKey, fingerprint: string, maxMs: number): Promise<IdempotencyEntry | undefined> {
     const id = recordKey(key);
     return new Promise((resolve) => {
-      let waiters = this.waiters.get(id);
-      if (!waiters) {
-        waiters = new Set();
-        this.waiters.set(id, waiters);
-      }
-      const listeners = waiters;
       let leaseTimer: ClockTimer | undefined;
       const finish = (entry: IdempotencyEntry | undefined) => {
         this.clock.clearTimeout(timer);
         this.clock.clearTimeout(leaseTimer);
-        listeners.delete(check);
-        if (listeners.size === 0 && this.waiters.get(id) === listeners) {
-          this.waiters.delete(id);
-        }
+        stopWaiting();
         resolve(entry);
       };
       const check = (released?: CallToolResponse) => {
@@ -373,7 +365,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore, TaskStore {
         }
       };
       const timer = this.clock.setTimeout(() => finish(undefined), maxMs);
-      listeners.add(check);
+      const stopWaiting = this.waiters.add(id, check);
       check();
     });
   }
@@ -406,44 +398,17 @@ export class MemoryIdempotencyStore implements IdempotencyStore, TaskStore {
   }
 
   watch(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void {
-    const id = recordKey(key);
-    let listeners = this.watchers.get(id);
-    if (!listeners) {
-      listeners = new Set();
-      this.watchers.set(id, listeners);
-    }
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.watchers.get(id) === listeners) {
-        this.watchers.delete(id);
-      }
-    };
+    return this.watchers.add(recordKey(key), listener);
   }
 
   /** Tells the key's waiters that it was written (and the response it was released with, if any). */
   private wake(key: IdempotencyKey, released?: CallToolResponse): void {
-    const waiters = this.waiters.get(recordKey(key));
-    if (waiters) {
-      for (const waiter of [...waiters]) {
-        waiter(released);
-      }
-    }
+    this.waiters.emit(recordKey(key), released);
   }
 
-  /** Tells the key's watchers of a change; one that throws does not stop the others. */
+  /** Tells the key's watchers of a change. */
   private emit(key: IdempotencyKey, event: TaskEvent): void {
-    const listeners = this.watchers.get(recordKey(key));
-    if (!listeners) {
-      return;
-    }
-    for (const listener of [...listeners]) {
-      try {
-        listener(event);
-      } catch {
-        // A watcher is the server's own; it handles its own failures.
-      }
-    }
+    this.watchers.emit(recordKey(key), event);
   }
 
   /** The record under `id` unless it has expired (an expired one is dropped). */

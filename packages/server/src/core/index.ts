@@ -1,6 +1,8 @@
 /**
- * @otc/server/core: the protocol core without HTTP, for building another adapter (node:http, a
- * serverless handler, a queue worker). Every export here is public API; the rest of src/core is not.
+ * @otc/server/core: the protocol core without HTTP, for calling tools from something that is not an HTTP request (a
+ * queue worker, another transport). To serve HTTP on another host, build on the request pipeline instead
+ * (`@otc/server/adapter`): it does every HTTP step of the protocol. Every export here is public API; the rest of
+ * src/core is not.
  *
  * @example
  * const core = new OxpCore({ tools });

@@ -7,6 +7,7 @@ import { type CoreLogger, describeCause, LOGGED_FIELD_MAX } from "./call-log.js"
 import { type Clock, type ClockTimer, everyOn } from "./clock.js";
 import { shorten } from "./errors.js";
 import type { IdempotencyKey, IdempotencyStore, TaskEvent, TaskStore } from "./idempotency-store.js";
+import { KeyedListeners } from "./keyed-listeners.js";
 import { orUnavailable } from "./shared-state.js";
 import { LocalTask, type TaskEnd } from "./tasks.js";
 
@@ -237,7 +238,7 @@ export class TaskBoard {
  * const core = new OxpCore({ tools, idempotencyStore: myStore, taskStore: new InProcessTaskStore() });
  */
 export class InProcessTaskStore implements TaskStore {
-  private readonly watchers = new Map<string, Set<(event: TaskEvent) => void>>();
+  private readonly watchers = new KeyedListeners<TaskEvent>();
 
   async progress(): Promise<boolean> {
     return true;
@@ -246,24 +247,10 @@ export class InProcessTaskStore implements TaskStore {
   async renew(): Promise<void> {}
 
   async cancel(key: IdempotencyKey): Promise<void> {
-    for (const listener of [...(this.watchers.get(recordKey(key)) ?? [])]) {
-      listener("cancel");
-    }
+    this.watchers.emit(recordKey(key), "cancel");
   }
 
   watch(key: IdempotencyKey, listener: (event: TaskEvent) => void): () => void {
-    const id = recordKey(key);
-    let listeners = this.watchers.get(id);
-    if (!listeners) {
-      listeners = new Set();
-      this.watchers.set(id, listeners);
-    }
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.watchers.get(id) === listeners) {
-        this.watchers.delete(id);
-      }
-    };
+    return this.watchers.add(recordKey(key), listener);
   }
 }

@@ -3,6 +3,7 @@ import type { CallProgress } from "@otc/types";
 import type { CoreLogger } from "./call-log.js";
 import type { LocalTask } from "./tasks.js";
 import type { ToolContext, ToolLogger } from "./tool.js";
+import type { RunCall } from "./tool-run.js";
 
 /** The progress function of a call nobody can follow (no call_id): reports go nowhere. */
 const ignoreProgress = (_update: CallProgress): void => {};
@@ -29,15 +30,7 @@ export class RunContext implements ToolContext {
   #progress: ((update: CallProgress) => void) | undefined;
 
   constructor(
-    call: {
-      callId: string;
-      traceId: string | undefined;
-      userId: string | undefined;
-      tokens: Record<string, string>;
-      secrets: Record<string, string>;
-      extra: Record<string, unknown>;
-      task?: LocalTask | undefined;
-    },
+    call: Pick<RunCall, "callId" | "traceId" | "userId" | "tokens" | "secrets" | "extra" | "task">,
     logger: CoreLogger,
     toolId: string,
   ) {

@@ -18,6 +18,7 @@ import {
 import { setBounded } from "../core/bounded-map.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
+import type { OrPromise } from "../core/fast-path.js";
 import type { CoreLogger } from "../core/oxp-core.js";
 import { PUBLIC_KEY_ALGORITHMS, type PublicKeyAlgorithm, publicKeyOf } from "./public-key.js";
 
@@ -232,7 +233,7 @@ export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<CoreLogger, "warn">,
   clock: Clock = systemClock,
-): ((headers: { apiKey?: string; authorization?: string }) => Principal | Promise<Principal>) | undefined {
+): ((headers: { apiKey?: string; authorization?: string }) => OrPromise<Principal>) | undefined {
   const keys = [...(options?.apiKeys ?? [])];
   if (keys.some((key) => key.length === 0)) {
     throw new ServerConfigError("API keys must not be empty");

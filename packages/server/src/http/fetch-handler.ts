@@ -2,6 +2,7 @@
 import { consoleLogger } from "../core/console-logger.js";
 import { ServerConfigError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId } from "../core/extensions.js";
+import type { OrPromise } from "../core/fast-path.js";
 import type { Answer, Exchange } from "./exchange.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
@@ -70,7 +71,7 @@ export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
     defaultLogger: consoleLogger,
   });
   const discardMax = Math.max(DISCARD_MAX_BYTES, 2 * bodyLimitBytes(options.bodyLimit));
-  const respond = (exchange: FetchExchange, answer: Answer, method: string): Response | Promise<Response> => {
+  const respond = (exchange: FetchExchange, answer: Answer, method: string): OrPromise<Response> => {
     if (answer.headers.Connection === "close" && exchange.bodyLeft()) {
       return exchange.discardBody(discardMax).then(() => toResponse(answer, method));
     }

@@ -7,6 +7,7 @@
 import { OXP_VERSION } from "@otc/types";
 import { ServerConfigError, shorten, toWireError, WireError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId, type ExtensionSet } from "../core/extensions.js";
+import { isPending, type OrPromise } from "../core/fast-path.js";
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits } from "../core/json-limits.js";
 import { type CallLineSink, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
 import { createHostCheck } from "./allowed-hosts.js";
@@ -135,7 +136,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   };
 
   /** Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise. */
-  const principalOf = (exchange: Exchange): string | Promise<string> => {
+  const principalOf = (exchange: Exchange): OrPromise<string> => {
     if (!authenticate) {
       return "anonymous";
     }
@@ -218,11 +219,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
    * Steps 4-8 for a protocol route: `/health` before authentication, the others after it. Not itself async: a
    * call authenticated at once (no credentials, an API key, a remembered JWT) reaches its route without a wait.
    */
-  const serveRoute = (
-    exchange: Exchange,
-    route: ProtocolRoute,
-    headers: Record<string, string>,
-  ): Answer | Promise<Answer> => {
+  const serveRoute = (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>): OrPromise<Answer> => {
     if (route.name === "health" || route.name === "discovery") {
       return serveHealth(exchange, route, headers);
     }
@@ -267,7 +264,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         return await servePages(exchange, { ...headers, "OXP-Version": OXP_VERSION });
       }
       const served = serveRoute(exchange, route, headers);
-      return served instanceof Promise ? await served : served;
+      return isPending(served) ? await served : served;
     } catch (error) {
       return fail(exchange, error, headers);
     } finally {

@@ -5,6 +5,7 @@
  */
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { shorten } from "../errors.js";
+import { isPending, type OrPromise } from "../fast-path.js";
 import { explained, issue, pointerOf, type SchemaIssue } from "../input-validation.js";
 import { typesOf, valuesOf } from "./standard-schema-vendors.js";
 
@@ -15,7 +16,7 @@ import { typesOf, valuesOf } from "./standard-schema-vendors.js";
 export type InputCheck = { value: unknown } | { issues: readonly SchemaIssue[] } | { failure: true; error: unknown };
 
 /** Checks a tool's input with its schema library: at once when the library answers synchronously, else later. */
-export type InputParser = (input: unknown, all: boolean) => InputCheck | Promise<InputCheck>;
+export type InputParser = (input: unknown, all: boolean) => OrPromise<InputCheck>;
 
 /**
  * The input check of a Standard Schema tool (zod, valibot and arktype answer synchronously unless a schema has an
@@ -26,13 +27,13 @@ export function standardInputParser(schema: StandardSchemaV1): InputParser {
   const judge = (input: unknown, all: boolean, result: StandardSchemaV1.Result<unknown>): InputCheck =>
     result.issues ? { issues: toSchemaIssues(result.issues, input, vendor, all) } : { value: result.value };
   return (input, all) => {
-    let result: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
+    let result: OrPromise<StandardSchemaV1.Result<unknown>>;
     try {
       result = schema["~standard"].validate(input);
     } catch (error) {
       return { failure: true, error };
     }
-    return result instanceof Promise
+    return isPending(result)
       ? result.then(
           (settled) => judge(input, all, settled),
           (error: unknown) => ({ failure: true, error }),

@@ -6,6 +6,7 @@
  */
 import { type CallBody, checkCallBody, unwrapCallBody, wrapResponse } from "../../core/call-body.js";
 import { WireError } from "../../core/errors.js";
+import { isPending } from "../../core/fast-path.js";
 import { JsonScanner } from "../../core/json-limits.js";
 import type { OxpCore } from "../../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../../core/protocol-version.js";
@@ -155,7 +156,7 @@ export function callRoute(context: RouteContext): RouteHandler {
             return core.call(request, meta);
           })
         : core.callNow(request, meta);
-      if (pending instanceof Promise) {
+      if (isPending(pending)) {
         // A wait is not work: the stretch ends here, and the answer's writing begins a new one.
         meter?.charge();
         response = await pending;
