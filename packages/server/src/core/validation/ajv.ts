@@ -18,12 +18,38 @@ import {
 } from "../input-validation.js";
 import { insideSummary, keywordIssue, notAllowed, segmentsOf, tooManyItems, valueAt } from "./json-schema-issues.js";
 
+/** Where a keyword of the schema sits: inside a summary (see insideSummary), and the schema that holds it. */
+interface Location {
+  readonly inside: boolean;
+  readonly holder: Record<string, unknown>;
+}
+
+/** A schema's keyword locations, read once each: they are the schema's own, so their number is bounded by its size. */
+type Locate = (schemaPath: string) => Location;
+
+function locator(schema: object): Locate {
+  const known = new Map<string, Location>();
+  return (schemaPath) => {
+    let location = known.get(schemaPath);
+    if (!location) {
+      const segments = segmentsOf(schemaPath);
+      // The schema path's last segment is the keyword: the rest leads to the schema holding it.
+      location = {
+        inside: insideSummary(segments),
+        holder: valueAt(schema, segments.slice(0, -1)) as Record<string, unknown>,
+      };
+      known.set(schemaPath, location);
+    }
+    return location;
+  };
+}
+
 /** One Ajv error as an issue; undefined for one that another issue of the same failure tells better. */
-function toIssue(error: ErrorObject, schema: object): SchemaIssue | undefined {
+function toIssue(error: ErrorObject, locate: Locate): SchemaIssue | undefined {
   const at = error.instancePath;
   const params = error.params as Record<string, unknown>;
-  const location = segmentsOf(error.schemaPath);
-  if (insideSummary(location)) {
+  const location = locate(error.schemaPath);
+  if (location.inside) {
     return undefined;
   }
   switch (error.keyword) {
@@ -43,32 +69,42 @@ function toIssue(error: ErrorObject, schema: object): SchemaIssue | undefined {
     case "false schema":
       return notAllowed(at);
     default:
-      // The schema path's last segment is the keyword: the rest leads to the schema holding it.
-      return keywordIssue(at, error.keyword, valueAt(schema, location.slice(0, -1)) as Record<string, unknown>);
+      return keywordIssue(at, error.keyword, location.holder);
   }
 }
 
-function toIssues(errors: readonly ErrorObject[] | null | undefined, schema: object): SchemaIssue[] {
-  return (errors ?? []).flatMap((error) => toIssue(error, schema) ?? []);
+function toIssues(errors: readonly ErrorObject[] | null | undefined, locate: Locate): SchemaIssue[] {
+  const issues: SchemaIssue[] = [];
+  for (const error of errors ?? []) {
+    const found = toIssue(error, locate);
+    if (found) {
+      issues.push(found);
+    }
+  }
+  return issues;
 }
 
 /** A cheap first-error pass, and the all-errors pass only for invalid values. */
 class AjvSchemaValidator implements SchemaValidator {
+  private readonly locate: Locate;
+
   constructor(
-    private readonly schema: object,
+    schema: object,
     private readonly fast: ValidateFunction,
     private readonly full: ValidateFunction,
-  ) {}
+  ) {
+    this.locate = locator(schema);
+  }
 
   errors(value: unknown, all = true): readonly SchemaIssue[] | undefined {
     if (this.fast(value)) {
       return undefined;
     }
     if (!all) {
-      return explained(toIssues(this.fast.errors, this.schema), false);
+      return explained(toIssues(this.fast.errors, this.locate), false);
     }
     this.full(value);
-    return explained(toIssues(this.full.errors ?? this.fast.errors, this.schema), true);
+    return explained(toIssues(this.full.errors ?? this.fast.errors, this.locate), true);
   }
 }
 

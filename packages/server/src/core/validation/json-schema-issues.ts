@@ -40,11 +40,13 @@ const BOUNDS: Record<string, [IssueKind, string, string]> = {
 };
 
 /** The segments of a location: `#` or nothing, then a JSON Pointer whose segments may be percent-encoded. */
-export const segmentsOf = (location: string): string[] =>
-  location
-    .split("/")
-    .slice(1)
-    .map((segment) => decodeURIComponent(segment).replaceAll("~1", "/").replaceAll("~0", "~"));
+export const segmentsOf = (location: string): string[] => {
+  const segments = location.split("/").slice(1);
+  // Most locations are plain names: nothing to decode.
+  return location.includes("%") || location.includes("~")
+    ? segments.map((segment) => decodeURIComponent(segment).replaceAll("~1", "/").replaceAll("~0", "~"))
+    : segments;
+};
 
 /** What is at `segments` in `value`: undefined where nothing is. */
 export const valueAt = (value: unknown, segments: readonly string[]): unknown =>
