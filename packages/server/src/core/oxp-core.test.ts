@@ -500,6 +500,29 @@ describe("idempotency (docs/protocol.md 3.7)", () => {
     },
   );
 
+  it("refuses an idempotency store that is not a task store unless a task store is given", () => {
+    const shared = new MemoryIdempotencyStore();
+    const recordsOnly: IdempotencyStore = {
+      claim: (key, fingerprint, ttl) => shared.claim(key, fingerprint, ttl),
+      complete: (key, entry, ttl) => shared.complete(key, entry, ttl),
+      abandon: (key, fingerprint, ttl) => shared.abandon(key, fingerprint, ttl),
+      release: (key) => shared.release(key),
+      get: (key) => shared.get(key),
+      waitFor: (key, fingerprint, maxMs) => shared.waitFor(key, fingerprint, maxMs),
+    };
+    expect(() => new OxpCore({ tools: [tool({ run: () => 1 })], idempotencyStore: recordsOnly })).toThrow(
+      ServerConfigError,
+    );
+    expect(
+      () =>
+        new OxpCore({
+          tools: [tool({ run: () => 1 })],
+          idempotencyStore: recordsOnly,
+          taskStore: new InProcessTaskStore(),
+        }),
+    ).not.toThrow();
+  });
+
   it("refuses a reused call_id before running anything", async () => {
     let runs = 0;
     const core = new OxpCore({ tools: [tool({ run: () => ++runs })] });

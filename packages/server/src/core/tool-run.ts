@@ -210,12 +210,17 @@ export class ToolRunner {
       call.task?.cancelWith(() => stop(new CallCancelled("A client cancelled the call.")));
       limits.enter(call.client, async);
       const hangUp = call.abortOnHangUp ? call.meta.signal : undefined;
-      const onHangUp = () => stop(new ClientGone("The client closed its connection before the tool finished"));
+      // Made only for a run its client's hang-up can stop.
+      const onHangUp = hangUp
+        ? () => stop(new ClientGone("The client closed its connection before the tool finished"))
+        : undefined;
       try {
-        if (hangUp?.aborted) {
-          onHangUp();
-        } else {
-          hangUp?.addEventListener("abort", onHangUp, { once: true });
+        if (hangUp && onHangUp) {
+          if (hangUp.aborted) {
+            onHangUp();
+          } else {
+            hangUp.addEventListener("abort", onHangUp, { once: true });
+          }
         }
         result = await raced;
       } catch (error) {
@@ -223,7 +228,9 @@ export class ToolRunner {
         return failedRun(call, error, settled ? undefined : running);
       } finally {
         clock.clearTimeout(timer);
-        hangUp?.removeEventListener("abort", onHangUp);
+        if (hangUp && onHangUp) {
+          hangUp.removeEventListener("abort", onHangUp);
+        }
         this.active.delete(active);
         limits.leave(call.client, async);
       }
