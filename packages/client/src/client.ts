@@ -15,6 +15,7 @@ import {
   WELL_KNOWN_OXP_PATH,
 } from "@otc/types";
 import createFetchClient from "openapi-fetch";
+import { type AccessTokenProvider, withAccessToken } from "./access-token.js";
 import { answers } from "./answers.js";
 import {
   type AsyncCall,
@@ -57,6 +58,17 @@ export interface ClientOptions {
   apiKey?: string;
   /** Sign HS256 JWTs (with a `sub`, the caller's identity) and send them as bearer tokens. */
   jwt?: JwtOptions;
+  /**
+   * An OAuth access token, or where they come from (an OAuth client library, stored sign-ins), sent as
+   * `Authorization: Bearer <token>`. A provider is asked for each request (`reason: "initial"`: answer a cached token
+   * at once), and once more after a 401 (`unauthorized`: refresh) or a 403 for too few scopes (`insufficient_scope`,
+   * with the challenge's scopes: step up); the request is then sent again, once, unchanged. Not with `jwt` (both
+   * would be the request's one Authorization header): a TypeError.
+   *
+   * @example
+   * const client = createClient({ baseUrl, accessToken: async ({ reason }) => (reason === "initial" ? tokens.current() : tokens.refresh()) });
+   */
+  accessToken?: string | AccessTokenProvider;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
   /**
@@ -189,7 +201,7 @@ export interface OxpClient {
   /**
    * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`).
    * Throws what the server answered, an OxpResponseError: OxpServerError (400, or 503 after the last
-   * attempt), OxpAuthenticationError (401), OxpValidationError (422); or a local OxpLocalError:
+   * attempt), OxpAuthenticationError (401), OxpForbiddenError (403), OxpValidationError (422); or a local OxpLocalError:
    * OxpConnectionError / OxpTimeoutError after the last attempt, OxpProtocolError for an answer that
    * breaks the spec. Retries keep the same call_id.
    */
@@ -327,17 +339,32 @@ export function createClient(options: ClientOptions): OxpClient {
   if (!(Number.isInteger(maxResponseBytes) && maxResponseBytes > 0)) {
     throw new RangeError("maxResponseBytes must be a positive whole number of bytes");
   }
-  const guarded = guardedFetch((request) => doFetch(request), { maxResponseBytes });
+  if (options.accessToken !== undefined && options.jwt !== undefined) {
+    throw new TypeError("accessToken and jwt cannot both be given: each is sent as the request's bearer token");
+  }
+  const { accessToken } = options;
+  if (accessToken !== undefined && typeof accessToken !== "string" && typeof accessToken !== "function") {
+    throw new TypeError("accessToken must be a token (a string) or a function giving one");
+  }
+  // Outside the guard: one token per request, whatever redirects it follows, and a request refused for its token
+  // is sent again through the guard whole.
+  const authorized = (send: (request: Request) => Promise<Response>) =>
+    accessToken === undefined ? send : withAccessToken(send, accessToken);
+  const guarded = authorized(guardedFetch((request) => doFetch(request), { maxResponseBytes }));
   // An event stream lasts as long as its call: its events are bounded one by one (maxResponseBytes), not in all.
-  const streamFetch = guardedFetch((request) => doFetch(request), { maxResponseBytes: Number.POSITIVE_INFINITY });
+  const streamFetch = authorized(
+    guardedFetch((request) => doFetch(request), { maxResponseBytes: Number.POSITIVE_INFINITY }),
+  );
   // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
   const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
   // Discovery has a limit of its own: its document lists a few ids, and no server makes it cost 16 MiB.
   const discoveryApi = createFetchClient<paths>({
     baseUrl,
-    fetch: guardedFetch((request) => doFetch(request), {
-      maxResponseBytes: Math.min(maxResponseBytes, MAX_DISCOVERY_BYTES),
-    }),
+    fetch: authorized(
+      guardedFetch((request) => doFetch(request), {
+        maxResponseBytes: Math.min(maxResponseBytes, MAX_DISCOVERY_BYTES),
+      }),
+    ),
     redirect: "manual",
   });
   /** The server's discovery document, once it answered one (or a 404), or the one given: kept for the client's life. */

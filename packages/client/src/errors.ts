@@ -14,7 +14,9 @@ import type {
   ToolError,
   ValidationErrorResponse,
 } from "@otc/types";
+import type { AccessTokenReason } from "./access-token.js";
 import { answers } from "./answers.js";
+import { type BearerChallenge, parseBearerChallenge } from "./bearer-challenge.js";
 
 /** The root of every error the client throws; only its subclasses are thrown. Tool failures are data, not errors. */
 export abstract class OxpError extends Error {
@@ -37,7 +39,7 @@ export abstract class OxpResponseError extends OxpError {
   }
 }
 
-/** A ServerErrorResponse: 400 (unknown tool, missing requirements), 404, 405, 413, 415, 503, any error but 401/422. */
+/** A ServerErrorResponse: 400 (unknown tool, missing requirements), 404, 405, 413, 415, 503, any error but 401/403/422. */
 export class OxpServerError extends OxpResponseError {
   override name = "OxpServerError";
   declare readonly body: ServerErrorResponse;
@@ -61,6 +63,11 @@ export class OxpServerError extends OxpResponseError {
 /** 401: the server wants credentials, or refused the ones sent. A ServerErrorResponse too, so an OxpServerError. */
 export class OxpAuthenticationError extends OxpServerError {
   override name = "OxpAuthenticationError";
+  /**
+   * The 401's Bearer challenge, parsed: on a server with the oauth extension, `resourceMetadata` says where to sign
+   * in and `scopes` what to ask for. Undefined without a (well-formed) Bearer challenge.
+   */
+  readonly challenge: BearerChallenge | undefined;
 
   constructor(
     status: number,
@@ -69,6 +76,28 @@ export class OxpAuthenticationError extends OxpServerError {
     readonly wwwAuthenticate: string | undefined = undefined,
   ) {
     super(status, body);
+    this.challenge = parseBearerChallenge(wwwAuthenticate);
+  }
+}
+
+/**
+ * 403: the credentials were good, and do not allow this request: an OAuth access token without a scope the operation
+ * needs (`challenge.error` is `insufficient_scope`, `challenge.scopes` every scope it needs), or a `context.user_id`
+ * that is not the token's subject (no challenge). A ServerErrorResponse too, so an OxpServerError.
+ */
+export class OxpForbiddenError extends OxpServerError {
+  override name = "OxpForbiddenError";
+  /** The 403's Bearer challenge, parsed; undefined without a (well-formed) Bearer challenge. */
+  readonly challenge: BearerChallenge | undefined;
+
+  constructor(
+    status: number,
+    body: ServerErrorResponse,
+    /** The 403's WWW-Authenticate header, when it sent one and the answer's headers were at hand. */
+    readonly wwwAuthenticate: string | undefined = undefined,
+  ) {
+    super(status, body);
+    this.challenge = parseBearerChallenge(wwwAuthenticate);
   }
 }
 
@@ -155,6 +184,26 @@ export class OxpExtensionUnavailableError extends OxpLocalError {
   }
 }
 
+/**
+ * The client's `accessToken` provider threw (its error is the `cause`), or gave something that is not a token (not a
+ * non-empty string of visible ASCII characters). Nothing was sent with it. Not retried: only the provider knows
+ * whether asking again would help, and an app whose user must sign in again finds the reason in `cause`.
+ */
+export class OxpAccessTokenError extends OxpLocalError {
+  override name = "OxpAccessTokenError";
+
+  constructor(
+    message: string,
+    /** Why the client asked: `initial`, `unauthorized` (after a 401) or `insufficient_scope` (after a 403). */
+    readonly reason: AccessTokenReason,
+    /** The challenge of the 401 or 403 that made the client ask; undefined for `initial`. */
+    readonly challenge: BearerChallenge | undefined,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 /** An answer longer than the client's `maxResponseBytes`: its reading stopped there (or before, by Content-Length). Not retried. */
 export class OxpResponseTooLargeError extends OxpProtocolError {
   override name = "OxpResponseTooLargeError";
@@ -231,10 +280,10 @@ function excerpt(body: unknown): string {
 
 /**
  * The error an answer that is not a success stands for, its body checked against the spec's schemas
- * (the validators precompiled in @otc/types): 401 OxpAuthenticationError, 422 OxpValidationError, any
- * other status from 400 up with a ServerErrorResponse OxpServerError; a body the spec does not allow
- * for the status, or a status below 400, OxpProtocolError. Pass the answer's `headers` to keep a 401's
- * WWW-Authenticate.
+ * (the validators precompiled in @otc/types): 401 OxpAuthenticationError, 403 OxpForbiddenError, 422
+ * OxpValidationError, any other status from 400 up with a ServerErrorResponse OxpServerError; a body the spec
+ * does not allow for the status, or a status below 400, OxpProtocolError. Pass the answer's `headers` to keep a
+ * 401's or 403's WWW-Authenticate (and its parsed `challenge`).
  *
  * @example
  * const answer = await fetch(`${baseUrl}/tools/call`, { method: "POST", headers, body });
@@ -267,7 +316,12 @@ export function errorFromResponse(
       `${why}; ${excerpt(body)}`,
     );
   }
-  return status === 401
-    ? new OxpAuthenticationError(status, body as ServerErrorResponse, headers?.get("www-authenticate") ?? undefined)
-    : new OxpServerError(status, body as ServerErrorResponse);
+  const wwwAuthenticate = headers?.get("www-authenticate") ?? undefined;
+  if (status === 401) {
+    return new OxpAuthenticationError(status, body as ServerErrorResponse, wwwAuthenticate);
+  }
+  if (status === 403) {
+    return new OxpForbiddenError(status, body as ServerErrorResponse, wwwAuthenticate);
+  }
+  return new OxpServerError(status, body as ServerErrorResponse);
 }

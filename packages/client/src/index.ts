@@ -1,4 +1,5 @@
 /** @otc/client: a typed Open eXecution Protocol (OXP 1.0) client, LLM adapters and typed tool bindings. */
+export type { AccessTokenProvider, AccessTokenReason, AccessTokenRequest } from "./access-token.js";
 export {
   type AnthropicTool,
   fromModelToolCall,
@@ -9,6 +10,7 @@ export {
   toOpenAITools,
 } from "./adapters.js";
 export type { AsyncCall, AsyncCallOptions, CallStatusOptions, FollowMode } from "./async-call.js";
+export { type BearerChallenge, MAX_CHALLENGE_CHARS, parseBearerChallenge } from "./bearer-challenge.js";
 export {
   type BoundAsyncCall,
   type BoundAsyncCallOptions,
@@ -34,12 +36,14 @@ export {
 } from "./client.js";
 export {
   errorFromResponse,
+  OxpAccessTokenError,
   OxpAuthenticationError,
   OxpConnectionError,
   OxpCrossOriginError,
   OxpError,
   OxpExtensionUnavailableError,
   type OxpFailedOutcome,
+  OxpForbiddenError,
   OxpLocalError,
   OxpModelCallError,
   OxpProtocolError,
