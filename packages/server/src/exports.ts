@@ -50,7 +50,16 @@ export type {
   ToolSpec,
 } from "./core/tool.js";
 export { defineTool, OxpToolError } from "./core/tool.js";
-export type { AuthenticationOptions, Principal } from "./http/authentication.js";
+export type { Admission, AuthenticationOptions, Principal } from "./http/authentication.js";
+export {
+  ACCESS_TOKEN_ALGORITHMS,
+  type AccessTokenAlgorithm,
+  CALL_SCOPE,
+  type OAuthGrant,
+  type OAuthOptions,
+  OAuthResource,
+  READ_SCOPE,
+} from "./http/oauth.js";
 export type {
   AdapterOptions,
   CorsOptions,

@@ -26,6 +26,7 @@ export type { CallToolResultEnvelope } from "./generated/call-tool-result-envelo
 export type { DiscoveryDocument } from "./generated/discovery-document.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { openapiDocument } from "./generated/openapi-document.js";
+export type { ProtectedResourceMetadata } from "./generated/protected-resource-metadata.js";
 export {
   AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
   CHALLENGE_STATUSES,
@@ -38,6 +39,7 @@ export {
   TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
   TOOLS_CALLS_PATH_TEMPLATE,
   TOOLS_PATH,
+  WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH,
   WELL_KNOWN_OXP_PATH,
 } from "./generated/protocol.js";
 export {
@@ -50,6 +52,7 @@ export {
   CallToolResponseSchema,
   CallToolResultEnvelopeSchema,
   DiscoveryDocumentSchema,
+  ProtectedResourceMetadataSchema,
   ServerErrorResponseSchema,
   ToolAnnotationsSchema,
   ToolAuthorizationChallengeSchema,
@@ -64,7 +67,7 @@ export {
 export type { MissingRequirements, ServerErrorResponse } from "./generated/server-error-response.js";
 export type { ToolAnnotations } from "./generated/tool-annotations.js";
 export type { ToolAuthorizationChallenge } from "./generated/tool-authorization-challenge.js";
-export type { ToolDefinition, ToolInputSchema, ToolOutputSchema } from "./generated/tool-definition.js";
+export type { ScopeToken, ToolDefinition, ToolInputSchema, ToolOutputSchema } from "./generated/tool-definition.js";
 export type { ToolError } from "./generated/tool-error.js";
 export type { ToolId } from "./generated/tool-id.js";
 export type { ToolListResponse } from "./generated/tool-list-response.js";
@@ -86,6 +89,7 @@ export {
   validateCallToolResponse,
   validateCallToolResultEnvelope,
   validateDiscoveryDocument,
+  validateProtectedResourceMetadata,
   validateServerErrorResponse,
   validateToolAnnotations,
   validateToolAuthorizationChallenge,

@@ -39,8 +39,9 @@ describe("openapiDocument", () => {
     expect(componentSchemas.CallToolEnvelope?.$schema).toBeUndefined();
   });
 
-  it("serves the four 1.0 routes and the extensions' three, and every response of every operation carries OXP-Version", () => {
+  it("serves the four 1.0 routes and the extensions' four, and every response of every operation carries OXP-Version", () => {
     expect(Object.keys(document.paths).sort()).toEqual([
+      "/.well-known/oauth-protected-resource",
       "/.well-known/oxp",
       "/authorization/challenges/{challenge_id}",
       "/health",
@@ -71,12 +72,11 @@ describe("openapiDocument", () => {
     expect(OXP_ROUTES).toEqual(declared);
   });
 
-  verifies("spec.api-key-scheme", "lets only /health and discovery go without authentication", () => {
+  verifies("spec.api-key-scheme", "lets only /health and the discovery documents go without authentication", () => {
+    const open = new Set(["/health", "/.well-known/oxp", "/.well-known/oauth-protected-resource"]);
     for (const [route, operations] of Object.entries(document.paths)) {
       for (const operation of Object.values(operations)) {
-        expect(operation.security === undefined ? "global" : "none", route).toBe(
-          route === "/health" || route === "/.well-known/oxp" ? "none" : "global",
-        );
+        expect(operation.security === undefined ? "global" : "none", route).toBe(open.has(route) ? "none" : "global");
       }
     }
     expect(document.security).toEqual([{ apiKey: [] }, { bearerAuth: [] }, {}]);

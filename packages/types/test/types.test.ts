@@ -81,10 +81,11 @@ describe("openapi-typescript and json-schema-to-typescript agree", () => {
 });
 
 describe("paths", () => {
-  it("lists the four 1.0 routes and the extensions' three", () => {
+  it("lists the four 1.0 routes and the extensions' four", () => {
     expectTypeOf<OxpPath>().toEqualTypeOf<
       | "/health"
       | "/.well-known/oxp"
+      | "/.well-known/oauth-protected-resource"
       | "/tools"
       | "/tools/call"
       | "/tools/calls/{call_id}"

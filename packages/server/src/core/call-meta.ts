@@ -5,6 +5,12 @@ import type { CallEvent } from "./call-log.js";
 export interface CallMeta {
   /** Who the server authenticated (`anonymous` when authentication is off). Part of the idempotency key. */
   principal: string;
+  /**
+   * Throws when the caller may not call a tool requiring `toolScopes` (docs/protocol.md 9.6, `[oauth.scopes]`):
+   * the check of an OAuth access token's scopes, once the tool is known (a 403). Absent for a caller that scopes
+   * do not limit (an API key, section 5's JWTs, no authentication).
+   */
+  requireScopes?(toolScopes: readonly string[]): void;
   /** A trace id from a W3C `traceparent` header; the request's `trace_id` wins. */
   traceId?: string;
   /** The server's public base URL (no trailing slash), for challenge URLs. */

@@ -47,6 +47,9 @@ export interface CallRunnerParts {
   clock: Clock;
 }
 
+/** What a tool without `required_scopes` requires. */
+const NO_SCOPES: readonly string[] = [];
+
 /** Runs calls through their steps, knowing nothing of HTTP: plain data in, a response (or a thrown {@link WireError}) out. */
 export class CallRunner {
   constructor(private readonly parts: CallRunnerParts) {}
@@ -100,6 +103,7 @@ export class CallRunner {
     const { request, meta } = call;
     const registered = this.resolve(request.tool_id);
     call.registered = registered;
+    meta.requireScopes?.(registered.definition.required_scopes ?? NO_SCOPES);
     const requirements = registered.definition.requirements;
     // Without requirements nothing is looked up: no store, no wait.
     if (!requirements) {

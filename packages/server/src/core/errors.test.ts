@@ -6,6 +6,7 @@ describe("WIRE_ERROR_STATUS", () => {
   it.each<[WireErrorKind, number]>([
     ["bad_request", 400],
     ["unauthorized", 401],
+    ["forbidden", 403],
     ["not_found", 404],
     ["method_not_allowed", 405],
     ["payload_too_large", 413],
@@ -20,7 +21,7 @@ describe("WIRE_ERROR_STATUS", () => {
   });
 
   it("has no row this test does not pin", () => {
-    expect(Object.keys(WIRE_ERROR_STATUS)).toHaveLength(10);
+    expect(Object.keys(WIRE_ERROR_STATUS)).toHaveLength(11);
   });
 });
 

@@ -5,6 +5,7 @@ import type { MissingRequirements, ServerErrorResponse, ValidationErrorResponse 
 export const WIRE_ERROR_STATUS = {
   bad_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
@@ -40,7 +41,7 @@ const captureStackTrace = (Error as { captureStackTrace?: (target: object, below
 export interface WireError extends Error {}
 
 /**
- * An error answered with a JSON body before any tool runs (400, 401, 404, 405, 413, 415, 422, 429, 503).
+ * An error answered with a JSON body before any tool runs (400, 401, 403, 404, 405, 413, 415, 422, 429, 503).
  * Anything else thrown on the way is turned into an `internal` one by the HTTP adapter.
  *
  * A client's mistake (4xx) is made without a stack: nobody reads it, and capturing one was about a fifth of a 422's

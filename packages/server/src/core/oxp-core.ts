@@ -1,11 +1,12 @@
 /** The protocol core, free of HTTP: a facade over its parts (catalog, call runner, idempotency gate, task board, run limits, call report). */
-import type { CallStatus, CallToolRequest, CallToolResponse, ToolListResponse } from "@otc/types";
+import type { CallStatus, CallToolRequest, CallToolResponse, ToolDefinition, ToolListResponse } from "@otc/types";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
   MemoryTokenStore,
   type TokenStore,
 } from "./authorization.js";
+import { setBounded } from "./bounded-map.js";
 import {
   type CallLineSink,
   type CallObserver,
@@ -27,7 +28,8 @@ import { positiveInteger, RunLimits } from "./run-limits.js";
 import { orUnavailable } from "./shared-state.js";
 import { type CallState, TaskBoard } from "./task-board.js";
 import type { Tool } from "./tool.js";
-import { ToolRegistry } from "./tool-registry.js";
+import type { ListForm } from "./tool-definitions.js";
+import { formSlot, ToolRegistry } from "./tool-registry.js";
 import { ToolRunner } from "./tool-run.js";
 
 export {
@@ -158,11 +160,13 @@ export class OxpCore {
   private readonly runner: ToolRunner;
   private readonly calls: CallRunner;
   private readonly board: TaskBoard;
-  /** The GET /tools bodies and their ETags (OXP 1.0's, then the annotated one), each made once: the catalog never changes. */
-  private readonly toolListCache: [Promise<ToolList> | undefined, Promise<ToolList> | undefined] = [
-    undefined,
-    undefined,
-  ];
+  /** The GET /tools bodies and their ETags, one per list form (tool-registry.ts `formSlot`), each made once: the catalog never changes. */
+  private readonly toolListCache: (Promise<ToolList> | undefined)[] = [];
+  /**
+   * The lists of tools an OAuth access token's scopes allow, by form and by the scopes that matter (those some
+   * tool requires): few distinct sets in practice, and bounded all the same.
+   */
+  private readonly grantedListCache = new Map<string, ToolList>();
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
@@ -223,9 +227,9 @@ export class OxpCore {
     });
   }
 
-  /** The GET /tools body: OXP 1.0's, or with the annotations extension's fields (docs/protocol.md 9.2). */
-  listTools(options: { annotations?: boolean } = {}): ToolListResponse {
-    return { items: [...this.registry.list(options)] };
+  /** The GET /tools body: OXP 1.0's, or with the fields of the extensions asked for (docs/protocol.md 9.2, 9.6). */
+  listTools(form: ListForm = {}): ToolListResponse {
+    return { items: [...this.registry.list(form)] };
   }
 
   /**
@@ -237,15 +241,42 @@ export class OxpCore {
    * @example
    * const { body, etag } = await core.toolList();
    */
-  toolList(options: { annotations?: boolean } = {}): Promise<ToolList> {
-    const slot = options.annotations ? 1 : 0;
+  toolList(form: ListForm = {}): Promise<ToolList> {
+    const slot = formSlot(form);
     let cached = this.toolListCache[slot];
     if (!cached) {
-      const body = JSON.stringify(this.listTools(options));
-      cached = Promise.resolve(Object.freeze({ body, etag: `"${sha256Base64url(body)}"` }));
+      cached = Promise.resolve(listOf(this.registry.list(form)));
       this.toolListCache[slot] = cached;
     }
     return cached;
+  }
+
+  /**
+   * The tools an OAuth access token with `granted` scopes may call (docs/protocol.md 9.6,
+   * `[oauth.catalog-by-scope]`), as {@link toolList} gives them: the whole list when no tool requires a scope the
+   * token lacks.
+   */
+  toolListFor(form: ListForm, granted: ReadonlySet<string>): Promise<ToolList> {
+    const relevant = [...this.registry.requiredScopes].filter((scope) => granted.has(scope)).sort();
+    if (relevant.length === this.registry.requiredScopes.size) {
+      return this.toolList(form);
+    }
+    const key = `${formSlot(form)} ${relevant.join(" ")}`;
+    let list = this.grantedListCache.get(key);
+    if (!list) {
+      list = listOf(this.definitionsFor(form, granted));
+      setBounded(this.grantedListCache, key, list, GRANTED_LISTS_KEPT);
+    }
+    return Promise.resolve(list);
+  }
+
+  /** The definitions of the tools an access token with `granted` scopes may call, in `form`. */
+  definitionsFor(form: ListForm, granted: ReadonlySet<string>): readonly ToolDefinition[] {
+    // The form may leave `required_scopes` out: the full form, in the same order, says what each tool needs.
+    const full = this.registry.list({ annotations: true, scopes: true });
+    return this.registry
+      .list(form)
+      .filter((_definition, index) => (full[index]?.required_scopes ?? []).every((scope) => granted.has(scope)));
   }
 
   /** A challenge's status for its check_url; a 404 when no provider knows it, a 503 when the provider fails. */
@@ -356,4 +387,13 @@ export class OxpCore {
   abortAll(): Promise<void> {
     return this.runner.abortAll();
   }
+}
+
+/** How many scope-filtered tool lists are kept (`toolListFor`): each distinct set of granted scopes that matter makes one. */
+const GRANTED_LISTS_KEPT = 64;
+
+/** A tool list's body as JSON text, with its strong ETag (the body's SHA-256). */
+function listOf(items: readonly ToolDefinition[]): ToolList {
+  const body = JSON.stringify({ items });
+  return Object.freeze({ body, etag: `"${sha256Base64url(body)}"` });
 }

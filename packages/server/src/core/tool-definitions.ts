@@ -66,8 +66,9 @@ function findKeyword(
 }
 
 /**
- * The ToolDefinition a tool is listed with to a client that asks for the annotations extension: with its
- * `annotations` and `deprecation_message` where it has them. {@link withoutAnnotations} gives the OXP 1.0 form.
+ * The ToolDefinition of a tool with every extension's fields: its `annotations` and `deprecation_message` (the
+ * annotations extension) and `required_scopes` (oauth) where it has them. {@link listedForm} gives the form a
+ * request asked for, OXP 1.0's when it asked for none.
  */
 export function toToolDefinition(tool: Tool): ToolDefinition {
   const definition: ToolDefinition = {
@@ -87,16 +88,36 @@ export function toToolDefinition(tool: Tool): ToolDefinition {
   if (tool.deprecationMessage !== undefined) {
     definition.deprecation_message = tool.deprecationMessage;
   }
+  if (tool.requiredScopes !== undefined) {
+    // A copy: the author's array is theirs to change, and the listed one is checked against the spec.
+    definition.required_scopes = [...tool.requiredScopes] as ToolDefinition["required_scopes"];
+  }
   return definition;
 }
 
-/** A definition as OXP 1.0 lists it: without the annotations extension's fields (docs/protocol.md 9.2). */
-export function withoutAnnotations(definition: ToolDefinition): ToolDefinition {
-  if (definition.annotations === undefined && definition.deprecation_message === undefined) {
+/** Which extensions' fields a tool list carries: the annotations extension's (9.2), oauth's `required_scopes` (9.6). */
+export interface ListForm {
+  annotations?: boolean;
+  scopes?: boolean;
+}
+
+/** A definition in the form a request asked for: without the fields of the extensions it did not ask for. */
+export function listedForm(definition: ToolDefinition, form: ListForm): ToolDefinition {
+  const dropAnnotations =
+    !form.annotations && (definition.annotations !== undefined || definition.deprecation_message !== undefined);
+  const dropScopes = !form.scopes && definition.required_scopes !== undefined;
+  if (!dropAnnotations && !dropScopes) {
     return definition;
   }
-  const { annotations: _annotations, deprecation_message: _deprecation, ...plain } = definition;
-  return plain;
+  const listed = { ...definition };
+  if (dropAnnotations) {
+    delete listed.annotations;
+    delete listed.deprecation_message;
+  }
+  if (dropScopes) {
+    delete listed.required_scopes;
+  }
+  return listed;
 }
 
 /**

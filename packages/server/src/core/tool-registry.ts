@@ -12,7 +12,7 @@ import { ServerConfigError } from "./errors.js";
 import { checkValidators, type InputValidatorChoice, type SchemaValidator } from "./input-validation.js";
 import { describeHint, selfContainedHint } from "./standard-schema.js";
 import { inputSchemaLibrary, type Tool } from "./tool.js";
-import { checkToolDefinition, toToolDefinition, withoutAnnotations } from "./tool-definitions.js";
+import { checkToolDefinition, type ListForm, listedForm, toToolDefinition } from "./tool-definitions.js";
 import { type InputParser, standardInputParser } from "./validation/standard-schema.js";
 
 /** A tool with everything the server needs per call worked out in advance. */
@@ -39,8 +39,12 @@ export type ToolLookup =
 export class ToolRegistry {
   private readonly byId = new Map<string, RegisteredTool>();
   private readonly versionsByName = new Map<string, string[]>();
-  private readonly definitions: ToolDefinition[] = [];
-  private readonly annotated: ToolDefinition[] = [];
+  /** Every definition with every extension's fields, in the order the tools were given. */
+  private readonly full: ToolDefinition[] = [];
+  /** The list in each form (see {@link formSlot}), made when first asked for. */
+  private readonly forms: (readonly ToolDefinition[] | undefined)[] = [];
+  /** Every tool's `required_scopes`, for the oauth extension's resource metadata. */
+  readonly requiredScopes = new Set<string>();
   /**
    * Successful lookups by the id as written. Bounded: only ids that name a registered tool get in,
    * and each tool has a handful of spellings (`A.B`, `A.B@1`, `A.B@1.0.0`). The catalog never changes.
@@ -85,8 +89,10 @@ export class ToolRegistry {
       this.byId.set(definition.id, registered);
       const qualified = formatToolId({ toolkit: tool.toolkit, tool: tool.name });
       this.versionsByName.set(qualified, [...(this.versionsByName.get(qualified) ?? []), tool.version]);
-      this.definitions.push(withoutAnnotations(definition));
-      this.annotated.push(definition);
+      this.full.push(definition);
+      for (const scope of definition.required_scopes ?? []) {
+        this.requiredScopes.add(scope);
+      }
     }
     for (const versions of this.versionsByName.values()) {
       versions.sort(compareToolVersions);
@@ -97,8 +103,14 @@ export class ToolRegistry {
    * Every definition, in the order the tools were given: as OXP 1.0 lists them, or with the annotations
    * extension's fields (docs/protocol.md 9.2).
    */
-  list(options: { annotations?: boolean } = {}): readonly ToolDefinition[] {
-    return options.annotations ? this.annotated : this.definitions;
+  list(form: ListForm = {}): readonly ToolDefinition[] {
+    const slot = formSlot(form);
+    let list = this.forms[slot];
+    if (!list) {
+      list = Object.freeze(this.full.map((definition) => listedForm(definition, form)));
+      this.forms[slot] = list;
+    }
+    return list;
   }
 
   /** Resolves a tool id (`Toolkit.Tool`, `@x`, `@x.y.z`) to one registered version. */
@@ -124,4 +136,9 @@ export class ToolRegistry {
     this.found.set(toolId, result);
     return result;
   }
+}
+
+/** A list form's index among the four: one bit per extension whose fields it carries. */
+export function formSlot(form: ListForm): number {
+  return (form.annotations ? 1 : 0) | (form.scopes ? 2 : 0);
 }

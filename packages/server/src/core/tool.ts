@@ -144,6 +144,12 @@ export interface ToolSpec<I extends InputSchema, O extends SchemaObject | null> 
   annotations?: ToolAnnotations;
   /** Marks the tool deprecated: what to use instead. Listed with the annotations extension. */
   deprecationMessage?: string;
+  /**
+   * OAuth scopes a caller's access token must hold, beside `oxp:tools:call`, to call this tool (the oauth
+   * extension, docs/protocol.md 9.6): listed as `required_scopes` to clients that ask for it, and checked for
+   * calls admitted by an access token. API keys and section 5's JWTs are not limited by scopes.
+   */
+  requiredScopes?: readonly string[];
   /** Overrides the server's default time limit for this tool. */
   timeoutMs?: number;
   /** Overrides the server's time limit for this tool's asynchronous calls (the tasks extension). */
@@ -162,6 +168,7 @@ export interface Tool {
   readonly requirements: ToolRequirements | undefined;
   readonly annotations?: ToolAnnotations | undefined;
   readonly deprecationMessage?: string | undefined;
+  readonly requiredScopes?: readonly string[] | undefined;
   readonly timeoutMs: number | undefined;
   readonly asyncTimeoutMs?: number | undefined;
   /**
@@ -199,6 +206,7 @@ export function defineTool<const I extends InputSchema, const O extends SchemaOb
     requirements: spec.requirements,
     annotations: spec.annotations,
     deprecationMessage: spec.deprecationMessage,
+    requiredScopes: spec.requiredScopes,
     timeoutMs: spec.timeoutMs,
     asyncTimeoutMs: spec.asyncTimeoutMs,
     run: spec.run as Tool["run"],

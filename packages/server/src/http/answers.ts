@@ -16,6 +16,7 @@ export interface AnswerKind {
 export const ANSWER_KIND = {
   health: { route: "health", envelope: false },
   discovery: { route: "discovery", envelope: false },
+  resource: { route: "resource", envelope: false },
   status: { route: "status", envelope: false },
   tools: { route: "tools", envelope: false },
   check: { route: "check", envelope: false },

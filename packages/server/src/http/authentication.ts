@@ -5,10 +5,7 @@
 import { constantTimeEqual, parseBearer } from "@otc/types";
 import {
   type CryptoKey,
-  createRemoteJWKSet,
-  customFetch,
   decodeProtectedHeader,
-  type FetchImplementation,
   type JWTPayload,
   type JWTVerifyOptions,
   errors as joseErrors,
@@ -20,13 +17,20 @@ import { type Clock, systemClock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
 import type { OrPromise } from "../core/fast-path.js";
 import type { CoreLogger } from "../core/oxp-core.js";
+import type { OAuthGrant, OAuthOptions, OAuthResource } from "./oauth.js";
 import { PUBLIC_KEY_ALGORITHMS, type PublicKeyAlgorithm, publicKeyOf } from "./public-key.js";
+import { outboundUrlOf, remoteKeySet } from "./remote-keys.js";
 
 /** The JWT algorithms a server can accept: HS256 with the shared secret, the others with public keys. */
 export type JwtAlgorithm = "HS256" | "RS256" | "ES256" | "EdDSA";
 
-/** How the server authenticates clients. Both methods may be on; with neither, authentication is off. */
+/** How the server authenticates clients. Several methods may be on at once; with none, authentication is off. */
 export interface AuthenticationOptions {
+  /**
+   * The oauth extension (docs/protocol.md 9.6): OAuth 2.1 access tokens from these authorization servers, with
+   * scopes, a user bound to the token's subject, and the protected resource metadata that says where to sign in.
+   */
+  oauth?: OAuthOptions;
   /** Accepted API keys, sent in `OXP-API-Key` (or as a bearer token, as the draft's clients do). */
   apiKeys?: readonly string[];
   /** JWTs, sent as bearer tokens. At least one of `secret`, `publicKeys` and `jwksUrl`; several may be on at once. */
@@ -83,10 +87,6 @@ const VERIFIED_JWT_CACHE_SIZE = 10_000;
 const VERIFIED_JWT_MAX_LENGTH = 2_048;
 /** The longest principal claim and `iss` admitted, as for the protocol's other identifiers. */
 const CLAIM_MAX_LENGTH = 256;
-/** The largest key set read from `jwksUrl`: a few dozen keys with their certificates fit many times over. */
-const JWKS_MAX_BYTES = 128 * 1024;
-/** After a failed fetch of the key set, new tokens needing it get a 503 for this long instead of another fetch. */
-const JWKS_RETRY_AFTER_SECONDS = 5;
 /**
  * What no principal holds: C0, DEL and C1 controls, and the bidirectional controls (U+061C, U+200E, U+200F,
  * U+202A-U+202E, U+2066-U+2069), which make a principal read differently wherever it is shown or logged. A
@@ -97,31 +97,22 @@ const UNSAFE_IN_PRINCIPAL = /[\p{Cc}\p{Bidi_Control}]/u;
 /** Who a request was admitted as; part of every idempotency key. */
 export type Principal = string;
 
-function unauthorized(developerMessage: string): WireError {
+/** A request's admission: who it is, and what its OAuth access token grants when one admitted it (9.6). */
+export interface Admission {
+  readonly principal: Principal;
+  /** Set for an OAuth access token alone: API keys and section 5's JWTs are not limited by scopes. */
+  readonly grant?: OAuthGrant;
+}
+
+/** The admission of a request when authentication is off. */
+export const ANONYMOUS: Admission = Object.freeze({ principal: "anonymous" });
+
+/** The 401 of refused credentials (docs/protocol.md 5, `[auth.401-response]`). */
+export function unauthorized(developerMessage: string): WireError {
   return new WireError("unauthorized", "Authentication required", {
     developerMessage,
     headers: { "WWW-Authenticate": "Bearer" },
   });
-}
-
-/** The parsed `jwksUrl`: https, or http to a loopback address (a key set read in the clear could be replaced). */
-function jwksUrlOf(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ServerConfigError("jwt.jwksUrl is not a URL");
-  }
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  // The URL parser writes an IPv4 host in its canonical dotted form: no other spelling of 127.x reaches here.
-  const loopback = host === "localhost" || /^127(\.\d{1,3}){3}$/.test(host) || host === "::1";
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) {
-    throw new ServerConfigError("jwt.jwksUrl must be an https URL (http only to a loopback address)");
-  }
-  if (url.username || url.password) {
-    throw new ServerConfigError("jwt.jwksUrl must not carry credentials");
-  }
-  return url;
 }
 
 function nonNegative(value: number | undefined, fallback: number, name: string): number {
@@ -134,95 +125,6 @@ function nonNegative(value: number | undefined, fallback: number, name: string):
   return value;
 }
 
-/** The 503 for a key set that cannot be read: the server's own dependency failed, not the client's token. */
-function keySetUnavailable(): WireError {
-  return new WireError("unavailable", "The server cannot check credentials right now", {
-    developerMessage: "The server could not fetch the JSON Web Key Set its JWTs are verified with; retry shortly.",
-    headers: { "Retry-After": String(JWKS_RETRY_AFTER_SECONDS) },
-  });
-}
-
-/** Thrown by the bounded fetch while the last failure is recent: no new request goes out. */
-class KeySetBackoff extends Error {}
-
-/**
- * The key set at `url` through jose's createRemoteJWKSet (caching, refetch on an unknown `kid` after the
- * cooldown), its fetch bounded in bytes and time, and paused for a few seconds after a failure.
- * `keysFor` answers the keys that may have signed a token: none for an unknown `kid`; a 503 when the
- * set cannot be read.
- */
-function remoteKeySet(
-  url: URL,
-  timing: { cooldownMs: number; maxAgeMs: number; timeoutMs: number },
-  logger: Pick<CoreLogger, "warn"> | undefined,
-  clock: Clock,
-) {
-  let failedUntil = 0;
-  const boundedFetch: FetchImplementation = async (href, init) => {
-    if (clock.now() < failedUntil) {
-      throw new KeySetBackoff();
-    }
-    const response = await fetch(href, init);
-    if (response.status !== 200 || !response.body) {
-      await response.body?.cancel();
-      return new Response(null, { status: response.status === 200 ? 502 : response.status });
-    }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    // A reader, not `for await`: DOM's ReadableStream type (which a page's type check brings in) has no async iterator.
-    const reader = response.body.getReader();
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-      size += chunk.value.byteLength;
-      if (size > JWKS_MAX_BYTES) {
-        await reader.cancel().catch(() => {});
-        throw new Error(`the key set is larger than ${JWKS_MAX_BYTES} bytes`);
-      }
-      chunks.push(chunk.value);
-    }
-    const body = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      body.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    return new Response(body, { status: 200 });
-  };
-  const keySet = createRemoteJWKSet(url, {
-    cooldownDuration: timing.cooldownMs,
-    cacheMaxAge: timing.maxAgeMs,
-    timeoutDuration: timing.timeoutMs,
-    [customFetch]: boundedFetch,
-  });
-  const where = `${url.origin}${url.pathname}`;
-
-  return {
-    async keysFor(header: ProtectedHeaderParameters): Promise<CryptoKey[]> {
-      try {
-        return [await keySet(header)];
-      } catch (error) {
-        if (error instanceof joseErrors.JWKSNoMatchingKey) {
-          return [];
-        }
-        if (error instanceof joseErrors.JWKSMultipleMatchingKeys) {
-          // No `kid`, several keys of its `alg`: each is tried.
-          const keys: CryptoKey[] = [];
-          for await (const key of error) {
-            keys.push(key);
-          }
-          return keys;
-        }
-        if (!(error instanceof KeySetBackoff) && clock.now() >= failedUntil) {
-          // Logged once per failure, not once per request that waited for it.
-          failedUntil = clock.now() + JWKS_RETRY_AFTER_SECONDS * 1000;
-          const reason = error instanceof Error ? error.message : String(error);
-          logger?.warn({ jwks_url: where, err: reason }, "the JWT key set could not be fetched");
-        }
-        throw keySetUnavailable();
-      }
-    },
-  };
-}
-
 /**
  * Builds the check run on every authenticated request; undefined when authentication is off. Throws a
  * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched. A JWT's `exp`, `nbf`
@@ -233,13 +135,15 @@ export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<CoreLogger, "warn">,
   clock: Clock = systemClock,
-): ((headers: { apiKey?: string; authorization?: string }) => OrPromise<Principal>) | undefined {
+  oauth?: OAuthResource,
+): ((headers: { apiKey?: string; authorization?: string }) => OrPromise<Admission>) | undefined {
   const keys = [...(options?.apiKeys ?? [])];
   if (keys.some((key) => key.length === 0)) {
     throw new ServerConfigError("API keys must not be empty");
   }
+  const keyAdmissions = keys.map((_key, index): Admission => Object.freeze({ principal: `api-key:${index}` }));
   const jwt = options?.jwt;
-  if (keys.length === 0 && !jwt) {
+  if (keys.length === 0 && !jwt && !oauth) {
     return undefined;
   }
   if (jwt?.secret !== undefined && jwt.secret.length === 0) {
@@ -251,7 +155,7 @@ export function createAuthenticator(
   const hmacKey = (bytes: Uint8Array<ArrayBuffer>) =>
     (secretKey ??= crypto.subtle.importKey("raw", bytes, { name: "HMAC", hash: "SHA-256" }, false, ["verify"]));
   const publicKeys = (jwt?.publicKeys ?? []).map(publicKeyOf);
-  const jwksUrl = jwt?.jwksUrl === undefined ? undefined : jwksUrlOf(jwt.jwksUrl);
+  const jwksUrl = jwt?.jwksUrl === undefined ? undefined : outboundUrlOf(jwt.jwksUrl, "jwt.jwksUrl");
   if (jwt && !secret && publicKeys.length === 0 && !jwksUrl) {
     throw new ServerConfigError("jwt needs a secret, publicKeys or a jwksUrl");
   }
@@ -317,8 +221,8 @@ export function createAuthenticator(
       clock,
     );
 
-  /** Tokens that passed every check, with their principal and `exp`: a hit only needs `exp` checked again. */
-  const verified = new Map<string, { principal: Principal; exp: number }>();
+  /** Tokens that passed every check, with their admission and `exp`: a hit only needs `exp` checked again. */
+  const verified = new Map<string, { admission: Admission; exp: number }>();
   const maxLifetime = jwt?.maxLifetimeSeconds ?? 900;
   const tolerance = jwt?.clockToleranceSeconds ?? 60;
   const audiences = new Set(jwt?.audiences ?? []);
@@ -339,15 +243,15 @@ export function createAuthenticator(
     return found;
   };
 
-  /** A remembered token's principal, while its `exp` holds; undefined when it is not remembered. */
-  const knownJwt = (token: string): Principal | undefined => {
+  /** A remembered token's admission, while its `exp` holds; undefined when it is not remembered. */
+  const knownJwt = (token: string): Admission | undefined => {
     const known = verified.get(token);
     if (!known) {
       return undefined;
     }
     // Every other check depends only on the token; `exp` is the one that time can break.
     if (known.exp > clock.now() / 1000 - tolerance) {
-      return known.principal;
+      return known.admission;
     }
     verified.delete(token);
     throw unauthorized("the JWT has expired");
@@ -406,16 +310,16 @@ export function createAuthenticator(
   };
 
   /** Who a verified payload names: its principal claim, qualified by `iss` for a public-key token. */
-  const principalOf = (payload: JWTPayload, publicKey: boolean): Principal => {
-    const name = payload[principalClaim];
+  const principalOf = (payload: JWTPayload, publicKey: boolean, claim = principalClaim): Principal => {
+    const name = payload[claim];
     if (typeof name !== "string" || name.length === 0) {
-      throw unauthorized(`the JWT has no ${principalClaim} claim: a non-empty string naming the client is required`);
+      throw unauthorized(`the JWT has no ${claim} claim: a non-empty string naming the client is required`);
     }
     if (name.length > CLAIM_MAX_LENGTH) {
-      throw unauthorized(`the JWT's ${principalClaim} claim is longer than ${CLAIM_MAX_LENGTH} characters`);
+      throw unauthorized(`the JWT's ${claim} claim is longer than ${CLAIM_MAX_LENGTH} characters`);
     }
     if (UNSAFE_IN_PRINCIPAL.test(name)) {
-      throw unauthorized(`the JWT's ${principalClaim} claim has control or bidirectional characters`);
+      throw unauthorized(`the JWT's ${claim} claim has control or bidirectional characters`);
     }
     // The secret holder names its clients alone: `jwt:<sub>`, as the protocol's HS256 baseline has it.
     if (!publicKey) {
@@ -434,7 +338,23 @@ export function createAuthenticator(
     return `jwt-iss:${JSON.stringify([iss ?? null, name])}`;
   };
 
-  const verifyNewJwt = async (token: string): Promise<Principal> => {
+  /** Remembers a verified token's admission until its `exp`, unless the token is too long to keep. */
+  const remember = (token: string, admission: Admission, exp: number): Admission => {
+    // A token signed with a key its set has since dropped stays admitted until its `exp`.
+    if (token.length <= VERIFIED_JWT_MAX_LENGTH) {
+      setBounded(verified, token, { admission, exp }, VERIFIED_JWT_CACHE_SIZE);
+    }
+    return admission;
+  };
+
+  /** An OAuth access token (docs/protocol.md 9.6): its issuer's checks, then (`iss`, `sub`) as its principal. */
+  const verifyAccessToken = async (resource: OAuthResource, token: string, issuer: string): Promise<Admission> => {
+    const { payload, grant } = await resource.verify(token, issuer);
+    const admission: Admission = Object.freeze({ principal: principalOf(payload, true, "sub"), grant });
+    return remember(token, admission, payload.exp as number);
+  };
+
+  const verifyNewJwt = async (token: string): Promise<Admission> => {
     let header: ProtectedHeaderParameters;
     try {
       header = decodeProtectedHeader(token);
@@ -475,12 +395,7 @@ export function createAuthenticator(
     } else if (audienceRequired) {
       throw unauthorized("the JWT has no aud claim: this server requires one of its allowed audiences");
     }
-    const principal = principalOf(payload, publicKey);
-    // A token signed with a key its set has since dropped stays admitted until its `exp` (15 minutes at most).
-    if (token.length <= VERIFIED_JWT_MAX_LENGTH) {
-      setBounded(verified, token, { principal, exp: payload.exp }, VERIFIED_JWT_CACHE_SIZE);
-    }
-    return principal;
+    return remember(token, Object.freeze({ principal: principalOf(payload, publicKey) }), payload.exp);
   };
 
   // Throws (synchronously, or through the promise of a first-seen JWT) a 401 for refused credentials.
@@ -488,22 +403,27 @@ export function createAuthenticator(
     if (apiKey !== undefined && keys.length > 0) {
       const index = matchKey(apiKey);
       if (index !== -1) {
-        return `api-key:${index}`;
+        return keyAdmissions[index] as Admission;
       }
     }
     const bearer = parseBearer(authorization);
     if (bearer !== undefined) {
       // A remembered JWT first (synchronously: the common case costs no hash and no promise). Only a token that
       // matched no API key is ever remembered, and the keys never change: the answer is the one the keys would give.
-      const known = jwt ? knownJwt(bearer) : undefined;
+      const known = jwt || oauth ? knownJwt(bearer) : undefined;
       if (known !== undefined) {
         return known;
       }
       if (keys.length > 0) {
         const index = matchKey(bearer);
         if (index !== -1) {
-          return `api-key:${index}`;
+          return keyAdmissions[index] as Admission;
         }
+      }
+      // A token whose `iss` names one of the authorization servers is an access token; any other, section 5's.
+      const issuer = oauth?.issuerOf(bearer);
+      if (oauth && issuer !== undefined) {
+        return verifyAccessToken(oauth, bearer, issuer);
       }
       if (jwt) {
         return verifyNewJwt(bearer);
@@ -512,6 +432,10 @@ export function createAuthenticator(
     if (apiKey !== undefined || bearer !== undefined) {
       throw unauthorized("the credentials sent are not valid");
     }
-    throw unauthorized("send an API key in OXP-API-Key or a bearer JWT in Authorization");
+    throw unauthorized(
+      oauth
+        ? "send an OAuth access token (or another credential this server accepts) in Authorization"
+        : "send an API key in OXP-API-Key or a bearer JWT in Authorization",
+    );
   };
 }

@@ -3,6 +3,7 @@ import type { CallMeta } from "../core/oxp-core.js";
 import { parseTraceparent } from "../core/traceparent.js";
 import type { ClientBudget } from "./client-budget.js";
 import type { Exchange } from "./exchange.js";
+import { CALL_SCOPE, type OAuthGrant, type OAuthResource } from "./oauth.js";
 
 /** Above this many values in a body, an invalid input is explained by its first error only (see {@link CallMeta.allErrors}). */
 export const ALL_ERRORS_MAX_VALUES = 1_000;
@@ -17,6 +18,9 @@ export class ExchangeCallMeta implements CallMeta {
   readonly traceId: string | undefined;
   readonly allErrors: boolean;
   onEnd?: CallMeta["onEnd"];
+  /** What the call's OAuth access token grants, when one admitted it. */
+  private readonly grant: OAuthGrant | undefined;
+  private readonly oauth: OAuthResource | undefined;
   /** The request, until its call is answered (see {@link answered}). */
   private exchange: Exchange | undefined;
   private readonly publicUrl: string | undefined;
@@ -26,6 +30,8 @@ export class ExchangeCallMeta implements CallMeta {
   constructor(init: {
     exchange: Exchange;
     principal: string;
+    grant?: OAuthGrant | undefined;
+    oauth?: OAuthResource | undefined;
     client: string;
     tracing: boolean;
     publicUrl: string | undefined;
@@ -34,6 +40,8 @@ export class ExchangeCallMeta implements CallMeta {
   }) {
     this.exchange = init.exchange;
     this.principal = init.principal;
+    this.grant = init.grant;
+    this.oauth = init.oauth;
     this.client = init.client;
     this.allErrors = init.bodyValues <= ALL_ERRORS_MAX_VALUES;
     this.publicUrl = init.publicUrl;
@@ -48,6 +56,17 @@ export class ExchangeCallMeta implements CallMeta {
       throw new Error("The call was answered: its request is gone");
     }
     return this.exchange.baseUrl();
+  }
+  /** An access token's scopes against the call's and its tool's (docs/protocol.md 9.6, `[oauth.scopes]`): a 403 naming all. */
+  requireScopes(toolScopes: readonly string[]): void {
+    const grant = this.grant;
+    if (!grant) {
+      return;
+    }
+    if (grant.scopes.has(CALL_SCOPE) && toolScopes.every((scope) => grant.scopes.has(scope))) {
+      return;
+    }
+    throw (this.oauth as OAuthResource).insufficientScope([CALL_SCOPE, ...toolScopes]);
   }
   /** The work after a wait is the client's too: measured here, charged to its fair share. */
   afterWait<T>(work: () => T): T {

@@ -67,7 +67,8 @@ export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promi
  */
 export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const onWorkers = options.extensions === undefined && isWorkers();
-  const pipeline = createPipeline(onWorkers ? { ...options, extensions: WORKERS_EXTENSIONS } : options, {
+  const workers = () => WORKERS_EXTENSIONS.filter((id) => id !== "oauth" || options.auth?.oauth !== undefined);
+  const pipeline = createPipeline(onWorkers ? { ...options, extensions: workers() } : options, {
     defaultLogger: consoleLogger,
   });
   const discardMax = Math.max(DISCARD_MAX_BYTES, 2 * bodyLimitBytes(options.bodyLimit));

@@ -12,17 +12,19 @@ import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, type JsonLimits } from "../core/
 import { type CallLineSink, type CallObserver, type CoreLogger, OxpCore } from "../core/oxp-core.js";
 import { createHostCheck } from "./allowed-hosts.js";
 import { checkedAnswers, jsonAnswer, NO_HEADERS, withHeaders } from "./answers.js";
-import { createAuthenticator } from "./authentication.js";
+import { type Admission, ANONYMOUS, createAuthenticator } from "./authentication.js";
 import { ClientBudget } from "./client-budget.js";
 import { ClientKeys } from "./client-key.js";
 import { createCors } from "./cors.js";
 import type { Answer, Exchange } from "./exchange.js";
+import { CALL_SCOPE, OAuthResource, READ_SCOPE } from "./oauth.js";
 import type { AdapterOptions, OxpLifecycle, OxpRuntime } from "./options.js";
 import { bodyLimitBytes } from "./request-body.js";
 import { callRoute } from "./routes/call.js";
 import { checkRoute } from "./routes/check.js";
 import { asksFor, methodNotAllowed, type RouteContext, type RouteHandler } from "./routes/context.js";
 import { healthRoute } from "./routes/health.js";
+import { resourceMetadataRoute } from "./routes/resource-metadata.js";
 import { tasksRoute } from "./routes/tasks.js";
 import { toolsRoute } from "./routes/tools.js";
 import { type ProtocolRoute, protocolRouteOf, type RouteName, TASK_ROUTES } from "./routes.js";
@@ -85,7 +87,11 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     ...(callLine ? { callLine } : {}),
     ...(observer ? { observer } : {}),
   });
-  const authenticate = createAuthenticator(options.auth, logger, core.clock);
+  const oauth =
+    options.auth?.oauth === undefined
+      ? undefined
+      : new OAuthResource(options.auth.oauth, options.publicUrl, logger, core.clock);
+  const authenticate = createAuthenticator(options.auth, logger, core.clock, oauth);
   /** The lifecycle's state; the runtime hands out a view of it (readiness alone may be set from outside). */
   const lifecycle = { ready: true, draining: false, inFlight: 0 };
   const limits = jsonLimits(options);
@@ -101,16 +107,18 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     bodyLimit,
     budget,
     clients: new ClientKeys(),
-    offered: offeredExtensions(options.extensions),
+    offered: offeredExtensions(options.extensions, oauth !== undefined),
     contract: host.contract,
     telemetry,
     tracing: options.tracing ?? true,
     publicUrl: options.publicUrl?.replace(/\/+$/, ""),
+    oauth,
   };
   const serveHealth = healthRoute(context, lifecycle);
+  const serveResourceMetadata = oauth && resourceMetadataRoute(context, oauth);
   const task = tasksRoute(context, options);
   /** Steps 6-8 and the tasks extension's routes, by name. */
-  const routes: Record<Exclude<RouteName, "health" | "discovery">, RouteHandler> = {
+  const routes: Record<Exclude<RouteName, "health" | "discovery" | "resource">, RouteHandler> = {
     call: callRoute(context),
     tools: toolsRoute(context),
     check: checkRoute(context),
@@ -135,27 +143,37 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     return jsonAnswer(wire.status, JSON.stringify(wire.toBody()), { ...headers, ...wire.details.headers });
   };
 
-  /** Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise. */
-  const principalOf = (exchange: Exchange): OrPromise<string> => {
+  /**
+   * Who sent the request: at once for an API key or a remembered JWT, through a promise otherwise. `scopes` are
+   * what the route needs of an OAuth access token, named in a 401's challenge where the oauth extension is on.
+   */
+  const admissionOf = (exchange: Exchange, scopes: readonly string[]): OrPromise<Admission> => {
     if (!authenticate) {
-      return "anonymous";
+      return ANONYMOUS;
     }
-    const refused = (error: unknown) => {
+    const refused = (error: unknown): never => {
       if (error instanceof WireError && error.kind === "unauthorized") {
         // Who tried and why, never what they sent.
         logger?.warn(
           { reason: error.details.developerMessage, remote_address: exchange.remoteAddress, method: exchange.method },
           "authentication failed",
         );
+        if (oauth) {
+          const tokenSent = exchange.header("authorization") !== undefined;
+          error.details.headers = {
+            ...error.details.headers,
+            "WWW-Authenticate": oauth.unauthorizedChallenge(scopes, tokenSent),
+          };
+        }
       }
       throw error;
     };
     try {
-      const principal = authenticate({
+      const admission = authenticate({
         apiKey: exchange.header("oxp-api-key"),
         authorization: exchange.header("authorization"),
       });
-      return typeof principal === "string" ? principal : principal.catch(refused);
+      return isPending(admission) ? admission.catch(refused) : admission;
     } catch (error) {
       return refused(error);
     }
@@ -208,7 +226,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         }
       }
     }
-    await principalOf(exchange);
+    await admissionOf(exchange, EVERY_SCOPE);
     const target = exchange.path === undefined ? "this target" : shorten(exchange.path);
     throw new WireError("not_found", "Not found", {
       developerMessage: `Nothing is served at ${exchange.method} ${target}.`,
@@ -223,18 +241,30 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     if (route.name === "health" || route.name === "discovery") {
       return serveHealth(exchange, route, headers);
     }
-    const found = principalOf(exchange);
-    return typeof found === "string"
-      ? serveAuthenticated(exchange, route, found, headers)
-      : found.then((principal) => serveAuthenticated(exchange, route, principal, headers));
+    if (route.name === "resource") {
+      return (serveResourceMetadata as NonNullable<typeof serveResourceMetadata>)(exchange, route, headers);
+    }
+    const found = admissionOf(exchange, route.name === "tools" ? READ_ONLY : CALL_ONLY);
+    return isPending(found)
+      ? found.then((admission) => serveAuthenticated(exchange, route, admission, headers))
+      : serveAuthenticated(exchange, route, found, headers);
   };
 
-  /** Steps 5-8 once the principal is known: the method, then the route. */
-  const serveAuthenticated: RouteHandler = (exchange, route, principal, headers) => {
+  /**
+   * Steps 5-8 once the client is known: the method, an access token's scopes for the route (a call's are checked
+   * once its tool is known, by the core), then the route.
+   */
+  const serveAuthenticated: RouteHandler = (exchange, route, admission, headers) => {
     if (!route.methods.includes(exchange.method)) {
       throw methodNotAllowed(route.methods);
     }
-    return routes[route.name as keyof typeof routes](exchange, route, principal, headers);
+    if (admission.grant && route.name !== "call") {
+      const needed = route.name === "tools" ? READ_ONLY : CALL_ONLY;
+      if (!needed.every((scope) => admission.grant?.scopes.has(scope))) {
+        throw (oauth as OAuthResource).insufficientScope(needed);
+      }
+    }
+    return routes[route.name as keyof typeof routes](exchange, route, admission, headers);
   };
 
   const handle = async (exchange: Exchange): Promise<Answer | undefined> => {
@@ -258,6 +288,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       let route = path === undefined ? undefined : protocolRouteOf(path);
       // The tasks extension's paths exist only for a request that asks for it: for any other, they are unknown.
       if (route && TASK_ROUTES.has(route.name) && !asksFor(context, exchange, "tasks")) {
+        route = undefined;
+      }
+      // The resource metadata exists on a server with the oauth extension, at the paths its canonical URL gives.
+      if (route?.name === "resource" && !(oauth && path !== undefined && oauth.metadataPaths.has(trimmed(path)))) {
         route = undefined;
       }
       if (!route) {
@@ -306,20 +340,36 @@ function requestOf(exchange: Exchange): Request | undefined {
   }
 }
 
-/** The extensions a server offers for its `extensions` option: those implemented, or none for `false`. */
-function offeredExtensions(option: AdapterOptions["extensions"]): ExtensionSet {
+/** The scopes of the routes, for challenges and checks (docs/protocol.md 9.6, `[oauth.scopes]`). */
+const READ_ONLY: readonly string[] = [READ_SCOPE];
+const CALL_ONLY: readonly string[] = [CALL_SCOPE];
+const EVERY_SCOPE: readonly string[] = [READ_SCOPE, CALL_SCOPE];
+
+/** A path without the one trailing slash routes tolerate. */
+function trimmed(path: string): string {
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
+/**
+ * The extensions a server offers for its `extensions` option: those implemented (`oauth` only where it is
+ * configured), or none for `false`.
+ */
+function offeredExtensions(option: AdapterOptions["extensions"], oauthConfigured: boolean): ExtensionSet {
   if (option === false) {
     return new Set();
   }
   const implemented: readonly ExtensionId[] = EXTENSIONS;
   if (option === undefined) {
-    return new Set(implemented);
+    return new Set(implemented.filter((id) => id !== "oauth" || oauthConfigured));
   }
   for (const id of option) {
     if (!implemented.includes(id)) {
       throw new ServerConfigError(
         `The extension '${String(id)}' is not one this server implements: ${implemented.join(", ")}`,
       );
+    }
+    if (id === "oauth" && !oauthConfigured) {
+      throw new ServerConfigError("The extension 'oauth' needs auth.oauth: the authorization servers to accept");
     }
   }
   return new Set(EXTENSIONS.filter((id) => option.includes(id)));

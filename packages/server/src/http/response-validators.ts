@@ -6,6 +6,7 @@ import {
   validateCallToolResponse,
   validateCallToolResultEnvelope,
   validateDiscoveryDocument,
+  validateProtectedResourceMetadata,
   validateServerErrorResponse,
   validateToolListResponse,
   validateValidationErrorResponse,
@@ -33,6 +34,8 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
       return validateToolListResponse;
     case "discovery":
       return validateDiscoveryDocument;
+    case "resource":
+      return validateProtectedResourceMetadata;
     case "status":
       return validateCallStatus;
     case "check":

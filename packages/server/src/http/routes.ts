@@ -6,6 +6,7 @@ import {
   TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
   TOOLS_CALLS_PATH_TEMPLATE,
   TOOLS_PATH,
+  WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH,
   WELL_KNOWN_OXP_PATH,
 } from "@otc/types";
 import { CHALLENGE_CHECK_PATH } from "../core/oxp-core.js";
@@ -17,10 +18,11 @@ export const ROUTES: readonly { path: string; methods: readonly string[] }[] = O
 }));
 
 /**
- * The name of each protocol route: OXP 1.0's four, discovery, and the tasks extension's two (a call's status,
- * and its events), which exist only for a request that asks for that extension.
+ * The name of each protocol route: OXP 1.0's four, discovery, the tasks extension's two (a call's status, and its
+ * events), which exist only for a request that asks for that extension, and the oauth extension's protected
+ * resource metadata, which exists only on a server configured with it.
  */
-export type RouteName = "health" | "discovery" | "tools" | "call" | "check" | "status" | "events";
+export type RouteName = "health" | "discovery" | "resource" | "tools" | "call" | "check" | "status" | "events";
 
 /** The routes of the tasks extension: without `OXP-Extensions: tasks`, their paths are answered as unknown ones. */
 export const TASK_ROUTES: ReadonlySet<RouteName> = new Set(["status", "events"]);
@@ -35,6 +37,7 @@ export interface ProtocolRoute {
 
 const methodsOf = (path: string) => ROUTES.find((route) => route.path === path)?.methods ?? [];
 const CHECK_PREFIX = `${CHALLENGE_CHECK_PATH}/`;
+const RESOURCE_PREFIX = `${WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH}/`;
 const CHECK_METHODS = methodsOf(`${CHECK_PREFIX}{challenge_id}`);
 const CALLS_PREFIX = TOOLS_CALLS_PATH_TEMPLATE.replace("{call_id}", "");
 const EVENTS_SUFFIX = TOOLS_CALLS_EVENTS_PATH_TEMPLATE.replace(TOOLS_CALLS_PATH_TEMPLATE, "");
@@ -47,9 +50,13 @@ const FIXED: ReadonlyMap<string, ProtocolRoute> = new Map(
       [TOOLS_PATH, "tools"],
       [HEALTH_PATH, "health"],
       [WELL_KNOWN_OXP_PATH, "discovery"],
+      [WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH, "resource"],
     ] as const
   ).map(([path, name]) => [path, Object.freeze({ name, methods: methodsOf(path) })]),
 );
+
+/** The metadata's route, at either of its paths. */
+const RESOURCE_ROUTE = FIXED.get(WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH) as ProtocolRoute;
 
 /**
  * The path of a request target without its query: the origin form as sent, or the path of the absolute
@@ -80,6 +87,10 @@ export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
   const fixed = FIXED.get(path);
   if (fixed) {
     return fixed;
+  }
+  // The path-inserted form of the metadata's URL, for a canonical URL with a path (RFC 9728 section 3.1).
+  if (path.startsWith(RESOURCE_PREFIX)) {
+    return RESOURCE_ROUTE;
   }
   if (path.startsWith(CHECK_PREFIX)) {
     const segment = path.slice(CHECK_PREFIX.length);

@@ -15,4 +15,27 @@ export interface DiscoveryDocument {
    * The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know.
    */
   extensions: string[];
+  /**
+   * Settings of the extensions listed, by extension id, for those that have any a client needs before it asks.
+   */
+  extension_info?: {
+    /**
+     * The oauth extension's settings.
+     */
+    oauth?: {
+      /**
+       * The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).
+       */
+      resource_metadata: string;
+    };
+    [k: string]:
+      | {}
+      | {
+          /**
+           * The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).
+           */
+          resource_metadata: string;
+        }
+      | undefined;
+  };
 }

@@ -8,7 +8,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
     title: "Open eXecution Protocol (OXP) Tool Server",
     version: "1.0.0",
     summary: "Discover tools on a Tool Server and call them over HTTP and JSON.",
-    description: "This project's contract for an OXP 1.0 Tool Server. It is the single source of truth for the\ntypes, the server's contract checks and the client.\n\nRules that hold for every operation:\n- Every response, errors and 404s included, carries `OXP-Version: 1.0`.\n- Every error body is JSON (a ServerErrorResponse, or a ValidationErrorResponse for 422).\n- A path the server does not serve is answered with the `NotFound` response; a served path\n  asked with a method it does not serve, with the `MethodNotAllowed` response and an `Allow`\n  header. These two are listed under `x-oxp-any-request`.\n- Unknown query parameters are ignored; a request body sent with GET is ignored.\n- Server authentication is off by default. When it is on, any one valid credential admits a\n  request: an API key in `OXP-API-Key`, or an HS256 JWT as a bearer token.\n",
+    description: "This project's contract for an OXP 1.0 Tool Server. It is the single source of truth for the\ntypes, the server's contract checks and the client.\n\nRules that hold for every operation:\n- Every response, errors and 404s included, carries `OXP-Version: 1.0`.\n- Every error body is JSON (a ServerErrorResponse, or a ValidationErrorResponse for 422).\n- A path the server does not serve is answered with the `NotFound` response; a served path\n  asked with a method it does not serve, with the `MethodNotAllowed` response and an `Allow`\n  header. These two are listed under `x-oxp-any-request`.\n- Unknown query parameters are ignored; a request body sent with GET is ignored.\n- Server authentication is off by default. When it is on, any one valid credential admits a\n  request: an API key in `OXP-API-Key`, an HS256 JWT as a bearer token, or (with the oauth\n  extension configured) an OAuth access token issued for this server.\n",
     license: {
       name: "MIT",
       identifier: "MIT"
@@ -495,6 +495,34 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                         pattern: "^[a-z][a-z0-9-]{0,63}$"
                       },
                       uniqueItems: true
+                    },
+                    extension_info: {
+                      description: "Settings of the extensions listed, by extension id, for those that have any a client needs before it asks.",
+                      type: "object",
+                      properties: {
+                        oauth: {
+                          description: "The oauth extension's settings.",
+                          type: "object",
+                          properties: {
+                            resource_metadata: {
+                              description: "The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).",
+                              type: "string",
+                              format: "uri",
+                              maxLength: 2048
+                            }
+                          },
+                          required: [
+                            "resource_metadata"
+                          ],
+                          additionalProperties: false
+                        }
+                      },
+                      propertyNames: {
+                        pattern: "^[a-z][a-z0-9-]{0,63}$"
+                      },
+                      additionalProperties: {
+                        type: "object"
+                      }
                     }
                   },
                   required: [
@@ -667,6 +695,259 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         }
       }
     },
+    "/.well-known/oauth-protected-resource": {
+      get: {
+        operationId: "getProtectedResourceMetadata",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Where to get an access token for this server",
+        description: "On a server configured with the oauth extension: its OAuth protected resource metadata (RFC 9728),\nnaming the authorization servers whose access tokens it accepts and the scopes it checks. A server\nwhose canonical URL has a path serves the same document at that path below this one too\n(`/.well-known/oauth-protected-resource/oxp` for `https://host/oxp`). Never requires authentication.\nWithout the oauth extension this path is answered as any path the server does not serve.\n",
+        security: [],
+        responses: {
+          "200": {
+            description: "The metadata.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ProtectedResourceMetadata",
+                  description: "What GET /.well-known/oauth-protected-resource answers on a server configured with the oauth extension: the OAuth 2.0 protected resource metadata of RFC 9728, telling a client which authorization servers issue tokens for this server and which scopes it knows. Members of RFC 9728 that this project does not send may appear in other servers' documents: a client ignores what it does not know.",
+                  type: "object",
+                  properties: {
+                    resource: {
+                      description: "The server's canonical URL: what a client asks a token for (RFC 8707 resource indicator) and what the token's aud must name.",
+                      type: "string",
+                      format: "uri",
+                      maxLength: 2048
+                    },
+                    authorization_servers: {
+                      description: "The issuer identifiers of the authorization servers whose access tokens this server accepts (RFC 8414).",
+                      type: "array",
+                      items: {
+                        type: "string",
+                        format: "uri",
+                        maxLength: 2048
+                      },
+                      minItems: 1,
+                      uniqueItems: true
+                    },
+                    scopes_supported: {
+                      description: "The scopes this server checks: oxp:tools:read, oxp:tools:call and every tool's required_scopes.",
+                      type: "array",
+                      items: {
+                        type: "string",
+                        allOf: [
+                          {
+                            title: "ScopeToken",
+                            description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                            type: "string",
+                            pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                          }
+                        ]
+                      },
+                      uniqueItems: true
+                    },
+                    bearer_methods_supported: {
+                      description: "How an access token is sent: in the Authorization header only.",
+                      type: "array",
+                      items: {
+                        type: "string",
+                        enum: [
+                          "header"
+                        ]
+                      },
+                      minItems: 1,
+                      uniqueItems: true
+                    },
+                    resource_name: {
+                      description: "A name of the server for people, shown by a client when it asks the user to sign in.",
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 200
+                    }
+                  },
+                  required: [
+                    "resource",
+                    "authorization_servers",
+                    "scopes_supported",
+                    "bearer_methods_supported"
+                  ],
+                  additionalProperties: true
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/tools": {
       get: {
         operationId: "listTools",
@@ -674,7 +955,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "List tools",
-        description: "Lists every version of every tool the server offers.\n\nWith `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`\nwhere it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,\n`next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:\na request that does not ask for it has them ignored, as every unknown parameter is, and one that\ndoes has them checked (400).\n",
+        description: "Lists every version of every tool the server offers.\n\nWith `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`\nwhere it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,\n`next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:\na request that does not ask for it has them ignored, as every unknown parameter is, and one that\ndoes has them checked (400). With `OXP-Extensions: oauth`, each tool lists its `required_scopes`.\n\nA request admitted by an OAuth access token needs the scope `oxp:tools:read` (else 403) and is\nanswered only the tools whose `required_scopes` its token holds, with `Cache-Control: private`.\n",
         parameters: [
           {
             name: "OXP-Version",
@@ -981,6 +1262,23 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             type: "string",
                             minLength: 1,
                             maxLength: 1000
+                          },
+                          required_scopes: {
+                            description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
+                            type: "array",
+                            items: {
+                              type: "string",
+                              allOf: [
+                                {
+                                  title: "ScopeToken",
+                                  description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                                  type: "string",
+                                  pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                                }
+                              ]
+                            },
+                            maxItems: 32,
+                            uniqueItems: true
                           }
                         },
                         required: [
@@ -1100,8 +1398,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -1263,7 +1647,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "Call a tool",
-        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the\ntool fails. A client with too many calls running, or whose calls take more than its share\nof the server's time to check, is answered 429 with `Retry-After`.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n\nWith `OXP-Extensions: tasks` and `Prefer: respond-async`, a call still running after\n`Prefer: wait=N` seconds (default 0) is answered `202` with its CallStatus and a `Location` to\npoll; the checks before the tool runs answer exactly as without them.\n",
+        description: "Runs one tool. The server checks, in this order, stopping at the first failure: server\nauthentication (401); a body sent as JSON (415), within the size limit (413), that parses\n(400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the\ntool's requirements (400, with `missing_requirements` where they apply); the input against\nthe tool's `input_schema` (422). A call admitted by an OAuth access token also needs the scope\n`oxp:tools:call` and the tool's `required_scopes` (403, checked once the tool is known), and a\n`context.user_id` equal to the token's `sub` unless the token holds the server's delegation\nscope (403); without a `user_id`, the call runs for `sub`. Then the tool runs and the answer is 200, also when the\ntool fails. A client with too many calls running, or whose calls take more than its share\nof the server's time to check, is answered 429 with `Retry-After`.\n\nA body with a top-level `request` object is the 1.0 draft's envelope; it is answered in\nthe same envelope. `call_id` is an idempotency key: repeating a call returns the stored\nanswer without running the tool again.\n\nWith `OXP-Extensions: tasks` and `Prefer: respond-async`, a call still running after\n`Prefer: wait=N` seconds (default 0) is answered `202` with its CallStatus and a `Location` to\npoll; the checks before the tool runs answer exactly as without them.\n",
         parameters: [
           {
             name: "OXP-Version",
@@ -2062,8 +2446,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -2840,8 +3310,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -3403,8 +3959,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -3809,8 +4451,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -4293,8 +5021,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 }
               },
               "WWW-Authenticate": {
-                description: "Always `Bearer`.",
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
                 required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
                 schema: {
                   type: "string"
                 }
@@ -4541,7 +5355,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         type: "http",
         scheme: "bearer",
         bearerFormat: "JWT",
-        description: "An HS256 JWT signed with the shared secret. `exp` is required, in the future (60 s tolerance) and at most 15 minutes ahead; `aud`, when present, must be one of the server's allowed audiences. Any other `alg`, `none` included, is refused."
+        description: "An HS256 JWT signed with the shared secret. `exp` is required, in the future (60 s tolerance) and at most 15 minutes ahead; `aud`, when present, must be one of the server's allowed audiences. Any other `alg`, `none` included, is refused. With the oauth extension configured, an OAuth access token (an RFC 9068 JWT with `typ` `at+jwt`, from one of the authorization servers of the protected resource metadata, whose `aud` names this server) is sent the same way; its `scope` claim limits what it may do."
       }
     },
     parameters: {
@@ -4697,8 +5511,94 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           },
           "WWW-Authenticate": {
-            description: "Always `Bearer`.",
+            description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
             required: true,
+            schema: {
+              type: "string"
+            }
+          }
+        },
+        content: {
+          "application/json": {
+            schema: {
+              title: "ServerErrorResponse",
+              description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+              type: "object",
+              properties: {
+                message: {
+                  description: "Says what went wrong, fit to show the user or the model.",
+                  type: "string"
+                },
+                developer_message: {
+                  description: "Details for logs and developers; never shown to the user or the model.",
+                  type: "string"
+                },
+                missing_requirements: {
+                  title: "MissingRequirements",
+                  description: "The tool requirements the call did not meet.",
+                  type: "object",
+                  properties: {
+                    authorization: {
+                      description: "Authorization challenges the user must complete before the call can succeed.",
+                      type: "array",
+                      items: {
+                        title: "ToolAuthorizationChallenge",
+                        description: "An authorization the user must complete before a tool can run.",
+                        type: "object",
+                        properties: {
+                          id: {
+                            description: "The challenge's id.",
+                            type: "string",
+                            minLength: 1
+                          },
+                          url: {
+                            description: "Where the user completes the authorization.",
+                            type: "string",
+                            format: "uri"
+                          },
+                          check_url: {
+                            description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                            type: "string",
+                            format: "uri"
+                          }
+                        },
+                        required: [
+                          "id",
+                          "url"
+                        ],
+                        additionalProperties: false
+                      }
+                    },
+                    user_id: {
+                      description: "True when the call must name the end user in context.user_id.",
+                      type: "boolean"
+                    }
+                  },
+                  additionalProperties: false
+                }
+              },
+              required: [
+                "message"
+              ],
+              additionalProperties: false
+            }
+          }
+        }
+      },
+      Forbidden: {
+        description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+        headers: {
+          "OXP-Version": {
+            description: "The OXP version the server speaks.",
+            required: true,
+            schema: {
+              type: "string",
+              const: "1.0"
+            }
+          },
+          "WWW-Authenticate": {
+            description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+            required: false,
             schema: {
               type: "string"
             }
@@ -5743,6 +6643,23 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             type: "string",
             minLength: 1,
             maxLength: 1000
+          },
+          required_scopes: {
+            description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
+            type: "array",
+            items: {
+              type: "string",
+              allOf: [
+                {
+                  title: "ScopeToken",
+                  description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                  type: "string",
+                  pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                }
+              ]
+            },
+            maxItems: 32,
+            uniqueItems: true
           }
         },
         required: [
@@ -6041,6 +6958,23 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                   type: "string",
                   minLength: 1,
                   maxLength: 1000
+                },
+                required_scopes: {
+                  description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
+                  type: "array",
+                  items: {
+                    type: "string",
+                    allOf: [
+                      {
+                        title: "ScopeToken",
+                        description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                        type: "string",
+                        pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                      }
+                    ]
+                  },
+                  maxItems: 32,
+                  uniqueItems: true
                 }
               },
               required: [
@@ -6683,6 +7617,34 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
               pattern: "^[a-z][a-z0-9-]{0,63}$"
             },
             uniqueItems: true
+          },
+          extension_info: {
+            description: "Settings of the extensions listed, by extension id, for those that have any a client needs before it asks.",
+            type: "object",
+            properties: {
+              oauth: {
+                description: "The oauth extension's settings.",
+                type: "object",
+                properties: {
+                  resource_metadata: {
+                    description: "The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).",
+                    type: "string",
+                    format: "uri",
+                    maxLength: 2048
+                  }
+                },
+                required: [
+                  "resource_metadata"
+                ],
+                additionalProperties: false
+              }
+            },
+            propertyNames: {
+              pattern: "^[a-z][a-z0-9-]{0,63}$"
+            },
+            additionalProperties: {
+              type: "object"
+            }
           }
         },
         required: [
@@ -6735,6 +7697,71 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             }
           }
         }
+      },
+      ProtectedResourceMetadata: {
+        title: "ProtectedResourceMetadata",
+        description: "What GET /.well-known/oauth-protected-resource answers on a server configured with the oauth extension: the OAuth 2.0 protected resource metadata of RFC 9728, telling a client which authorization servers issue tokens for this server and which scopes it knows. Members of RFC 9728 that this project does not send may appear in other servers' documents: a client ignores what it does not know.",
+        type: "object",
+        properties: {
+          resource: {
+            description: "The server's canonical URL: what a client asks a token for (RFC 8707 resource indicator) and what the token's aud must name.",
+            type: "string",
+            format: "uri",
+            maxLength: 2048
+          },
+          authorization_servers: {
+            description: "The issuer identifiers of the authorization servers whose access tokens this server accepts (RFC 8414).",
+            type: "array",
+            items: {
+              type: "string",
+              format: "uri",
+              maxLength: 2048
+            },
+            minItems: 1,
+            uniqueItems: true
+          },
+          scopes_supported: {
+            description: "The scopes this server checks: oxp:tools:read, oxp:tools:call and every tool's required_scopes.",
+            type: "array",
+            items: {
+              type: "string",
+              allOf: [
+                {
+                  title: "ScopeToken",
+                  description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                  type: "string",
+                  pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                }
+              ]
+            },
+            uniqueItems: true
+          },
+          bearer_methods_supported: {
+            description: "How an access token is sent: in the Authorization header only.",
+            type: "array",
+            items: {
+              type: "string",
+              enum: [
+                "header"
+              ]
+            },
+            minItems: 1,
+            uniqueItems: true
+          },
+          resource_name: {
+            description: "A name of the server for people, shown by a client when it asks the user to sign in.",
+            type: "string",
+            minLength: 1,
+            maxLength: 200
+          }
+        },
+        required: [
+          "resource",
+          "authorization_servers",
+          "scopes_supported",
+          "bearer_methods_supported"
+        ],
+        additionalProperties: true
       },
       CallProgress: {
         title: "CallProgress",
@@ -7231,6 +8258,12 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           }
         },
         additionalProperties: true
+      },
+      ScopeToken: {
+        title: "ScopeToken",
+        description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+        type: "string",
+        pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
       },
       ToolAuthorizationRequirement: {
         title: "ToolAuthorizationRequirement",

@@ -42,6 +42,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/oauth-protected-resource": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where to get an access token for this server
+         * @description On a server configured with the oauth extension: its OAuth protected resource metadata (RFC 9728),
+         *     naming the authorization servers whose access tokens it accepts and the scopes it checks. A server
+         *     whose canonical URL has a path serves the same document at that path below this one too
+         *     (`/.well-known/oauth-protected-resource/oxp` for `https://host/oxp`). Never requires authentication.
+         *     Without the oauth extension this path is answered as any path the server does not serve.
+         */
+        get: operations["getProtectedResourceMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tools": {
         parameters: {
             query?: never;
@@ -57,7 +81,10 @@ export interface paths {
          *     where it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,
          *     `next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:
          *     a request that does not ask for it has them ignored, as every unknown parameter is, and one that
-         *     does has them checked (400).
+         *     does has them checked (400). With `OXP-Extensions: oauth`, each tool lists its `required_scopes`.
+         *
+         *     A request admitted by an OAuth access token needs the scope `oxp:tools:read` (else 403) and is
+         *     answered only the tools whose `required_scopes` its token holds, with `Cache-Control: private`.
          */
         get: operations["listTools"];
         put?: never;
@@ -83,7 +110,10 @@ export interface paths {
          *     authentication (401); a body sent as JSON (415), within the size limit (413), that parses
          *     (400); the `OXP-Version` header and the body's shape (400); that `tool_id` names a tool (400); the
          *     tool's requirements (400, with `missing_requirements` where they apply); the input against
-         *     the tool's `input_schema` (422). Then the tool runs and the answer is 200, also when the
+         *     the tool's `input_schema` (422). A call admitted by an OAuth access token also needs the scope
+         *     `oxp:tools:call` and the tool's `required_scopes` (403, checked once the tool is known), and a
+         *     `context.user_id` equal to the token's `sub` unless the token holds the server's delegation
+         *     scope (403); without a `user_id`, the call runs for `sub`. Then the tool runs and the answer is 200, also when the
          *     tool fails. A client with too many calls running, or whose calls take more than its share
          *     of the server's time to check, is answered 429 with `Retry-After`.
          *
@@ -219,6 +249,8 @@ export interface components {
             annotations?: components["schemas"]["ToolAnnotations"];
             /** @description Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension. */
             deprecation_message?: string;
+            /** @description The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension. */
+            required_scopes?: components["schemas"]["ScopeToken"][];
         };
         /**
          * ToolRequirements
@@ -357,6 +389,19 @@ export interface components {
             oxp_versions: string[];
             /** @description The extension ids this server applies when a request asks for them. Ids are lower case; a client ignores ids it does not know. */
             extensions: string[];
+            /** @description Settings of the extensions listed, by extension id, for those that have any a client needs before it asks. */
+            extension_info?: {
+                /** @description The oauth extension's settings. */
+                oauth?: {
+                    /**
+                     * Format: uri
+                     * @description The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).
+                     */
+                    resource_metadata: string;
+                };
+            } & {
+                [key: string]: Record<string, unknown>;
+            };
         };
         /**
          * ToolAnnotations
@@ -373,6 +418,27 @@ export interface components {
             idempotent?: boolean;
             /** @description True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true. */
             open_world?: boolean;
+        };
+        /**
+         * ProtectedResourceMetadata
+         * @description What GET /.well-known/oauth-protected-resource answers on a server configured with the oauth extension: the OAuth 2.0 protected resource metadata of RFC 9728, telling a client which authorization servers issue tokens for this server and which scopes it knows. Members of RFC 9728 that this project does not send may appear in other servers' documents: a client ignores what it does not know.
+         */
+        ProtectedResourceMetadata: {
+            /**
+             * Format: uri
+             * @description The server's canonical URL: what a client asks a token for (RFC 8707 resource indicator) and what the token's aud must name.
+             */
+            resource: string;
+            /** @description The issuer identifiers of the authorization servers whose access tokens this server accepts (RFC 8414). */
+            authorization_servers: string[];
+            /** @description The scopes this server checks: oxp:tools:read, oxp:tools:call and every tool's required_scopes. */
+            scopes_supported: components["schemas"]["ScopeToken"][];
+            /** @description How an access token is sent: in the Authorization header only. */
+            bearer_methods_supported: "header"[];
+            /** @description A name of the server for people, shown by a client when it asks the user to sign in. */
+            resource_name?: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * CallProgress
@@ -500,6 +566,11 @@ export interface components {
             [key: string]: unknown;
         } | null;
         /**
+         * ScopeToken
+         * @description One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.
+         */
+        ScopeToken: string;
+        /**
          * ToolAuthorizationRequirement
          * @description One authorization provider the tool needs a token from.
          */
@@ -539,8 +610,20 @@ export interface components {
         Unauthorized: {
             headers: {
                 "OXP-Version": components["headers"]["OxpVersion"];
-                /** @description Always `Bearer`. */
+                /** @description Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error="invalid_token"` when a bearer token was sent and refused. */
                 "WWW-Authenticate": string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ServerErrorResponse"];
+            };
+        };
+        /** @description The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject. */
+        Forbidden: {
+            headers: {
+                "OXP-Version": components["headers"]["OxpVersion"];
+                /** @description For too few scopes, `Bearer error="insufficient_scope"` with `scope`, every scope the operation needs, and `resource_metadata`. */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -706,6 +789,29 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getProtectedResourceMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metadata. */
+            200: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadata"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listTools: {
         parameters: {
             query?: {
@@ -742,6 +848,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -792,6 +899,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["InvalidInput"];
@@ -821,6 +929,7 @@ export interface operations {
             200: components["responses"]["CallStatus"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -845,6 +954,7 @@ export interface operations {
             200: components["responses"]["CallStatus"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -881,6 +991,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["ServiceUnavailable"];
@@ -913,6 +1024,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -19,6 +19,9 @@ export const HEALTH_PATH = "/health" as const;
 /** `GET /.well-known/oxp`: Discover versions and extensions. */
 export const WELL_KNOWN_OXP_PATH = "/.well-known/oxp" as const;
 
+/** `GET /.well-known/oauth-protected-resource`: Where to get an access token for this server. */
+export const WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource" as const;
+
 /** `GET /tools`: List tools. */
 export const TOOLS_PATH = "/tools" as const;
 
@@ -38,6 +41,7 @@ export const AUTHORIZATION_CHALLENGES_PATH_TEMPLATE = "/authorization/challenges
 export const OXP_ROUTES = [
   { path: HEALTH_PATH, methods: ["GET"] },
   { path: WELL_KNOWN_OXP_PATH, methods: ["GET"] },
+  { path: WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH, methods: ["GET"] },
   { path: TOOLS_PATH, methods: ["GET"] },
   { path: TOOLS_CALL_PATH, methods: ["POST"] },
   { path: TOOLS_CALLS_PATH_TEMPLATE, methods: ["GET","DELETE"] },

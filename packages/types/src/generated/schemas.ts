@@ -373,6 +373,34 @@ export const DiscoveryDocumentSchema = {
         pattern: "^[a-z][a-z0-9-]{0,63}$"
       },
       uniqueItems: true
+    },
+    extension_info: {
+      description: "Settings of the extensions listed, by extension id, for those that have any a client needs before it asks.",
+      type: "object",
+      properties: {
+        oauth: {
+          description: "The oauth extension's settings.",
+          type: "object",
+          properties: {
+            resource_metadata: {
+              description: "The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).",
+              type: "string",
+              format: "uri",
+              maxLength: 2048
+            }
+          },
+          required: [
+            "resource_metadata"
+          ],
+          additionalProperties: false
+        }
+      },
+      propertyNames: {
+        pattern: "^[a-z][a-z0-9-]{0,63}$"
+      },
+      additionalProperties: {
+        type: "object"
+      }
     }
   },
   required: [
@@ -380,6 +408,68 @@ export const DiscoveryDocumentSchema = {
     "extensions"
   ],
   additionalProperties: false
+} as const;
+
+/** JSON Schema of ProtectedResourceMetadata: What GET /.well-known/oauth-protected-resource answers on a server configured with the oauth extension: the OAuth 2.0 protected resource metadata of RFC 9728, telling a client which authorization servers issue tokens for this server and which scopes it knows. Members of RFC 9728 that this project does not send may appear in other servers' documents: a client ignores what it does not know. */
+export const ProtectedResourceMetadataSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json",
+  title: "ProtectedResourceMetadata",
+  description: "What GET /.well-known/oauth-protected-resource answers on a server configured with the oauth extension: the OAuth 2.0 protected resource metadata of RFC 9728, telling a client which authorization servers issue tokens for this server and which scopes it knows. Members of RFC 9728 that this project does not send may appear in other servers' documents: a client ignores what it does not know.",
+  type: "object",
+  properties: {
+    resource: {
+      description: "The server's canonical URL: what a client asks a token for (RFC 8707 resource indicator) and what the token's aud must name.",
+      type: "string",
+      format: "uri",
+      maxLength: 2048
+    },
+    authorization_servers: {
+      description: "The issuer identifiers of the authorization servers whose access tokens this server accepts (RFC 8414).",
+      type: "array",
+      items: {
+        type: "string",
+        format: "uri",
+        maxLength: 2048
+      },
+      minItems: 1,
+      uniqueItems: true
+    },
+    scopes_supported: {
+      description: "The scopes this server checks: oxp:tools:read, oxp:tools:call and every tool's required_scopes.",
+      type: "array",
+      items: {
+        "$ref": "tool-definition.json#/$defs/ScopeToken",
+        type: "string"
+      },
+      uniqueItems: true
+    },
+    bearer_methods_supported: {
+      description: "How an access token is sent: in the Authorization header only.",
+      type: "array",
+      items: {
+        type: "string",
+        enum: [
+          "header"
+        ]
+      },
+      minItems: 1,
+      uniqueItems: true
+    },
+    resource_name: {
+      description: "A name of the server for people, shown by a client when it asks the user to sign in.",
+      type: "string",
+      minLength: 1,
+      maxLength: 200
+    }
+  },
+  required: [
+    "resource",
+    "authorization_servers",
+    "scopes_supported",
+    "bearer_methods_supported"
+  ],
+  additionalProperties: true
 } as const;
 
 /** JSON Schema of ServerErrorResponse: The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422). */
@@ -555,6 +645,16 @@ export const ToolDefinitionSchema = {
       type: "string",
       minLength: 1,
       maxLength: 1000
+    },
+    required_scopes: {
+      description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
+      type: "array",
+      items: {
+        "$ref": "#/$defs/ScopeToken",
+        type: "string"
+      },
+      maxItems: 32,
+      uniqueItems: true
     }
   },
   required: [
@@ -616,6 +716,12 @@ export const ToolDefinitionSchema = {
         }
       },
       additionalProperties: true
+    },
+    ScopeToken: {
+      title: "ScopeToken",
+      description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+      type: "string",
+      pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
     }
   }
 } as const;
@@ -820,4 +926,4 @@ export const ValidationErrorResponseSchema = {
 } as const;
 
 /** Every schema above: add them all to one Ajv instance so that their `$ref`s between files resolve. */
-export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, DiscoveryDocumentSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;
+export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, DiscoveryDocumentSchema, ProtectedResourceMetadataSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;

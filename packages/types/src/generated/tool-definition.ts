@@ -12,6 +12,10 @@ import type { ToolVersion } from "./tool-version.js";
 export type ToolOutputSchema = {
   [k: string]: unknown;
 } | null;
+/**
+ * One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.
+ */
+export type ScopeToken = string;
 
 /**
  * Describes one version of one tool, as a Tool Server lists it at GET /tools.
@@ -44,6 +48,12 @@ export interface ToolDefinition {
    * Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.
    */
   deprecation_message?: string;
+  /**
+   * The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.
+   *
+   * @maxItems 32
+   */
+  required_scopes?: ScopeToken[];
 }
 /**
  * A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{"type": "object"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.

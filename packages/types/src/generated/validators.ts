@@ -10,6 +10,7 @@ import type { CallToolRequest } from "./call-tool-request.js";
 import type { CallToolResponse } from "./call-tool-response.js";
 import type { CallToolResultEnvelope } from "./call-tool-result-envelope.js";
 import type { DiscoveryDocument } from "./discovery-document.js";
+import type { ProtectedResourceMetadata } from "./protected-resource-metadata.js";
 import type { ServerErrorResponse } from "./server-error-response.js";
 import type { ToolAnnotations } from "./tool-annotations.js";
 import type { ToolAuthorizationChallenge } from "./tool-authorization-challenge.js";
@@ -1371,7 +1372,7 @@ return errors === 0;
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const _DiscoveryDocument = validate36;
-const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true}},"required":["oxp_versions","extensions"],"additionalProperties":false};
+const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true},"extension_info":{"type":"object","properties":{"oauth":{"type":"object","properties":{"resource_metadata":{"type":"string","format":"uri","maxLength":2048}},"required":["resource_metadata"],"additionalProperties":false}},"propertyNames":{"pattern":"^[a-z][a-z0-9-]{0,63}$"},"additionalProperties":{"type":"object"}}},"required":["oxp_versions","extensions"],"additionalProperties":false};
 const pattern6 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 const pattern7 = new RegExp("^[a-z][a-z0-9-]{0,63}$", "u");
 
@@ -1396,7 +1397,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((key0 === "oxp_versions") || (key0 === "extensions"))){
+if(!(((key0 === "oxp_versions") || (key0 === "extensions")) || (key0 === "extension_info"))){
 validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1526,6 +1527,119 @@ var valid0 = _errs6 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.extension_info !== undefined){
+let data4 = data.extension_info;
+const _errs10 = errors;
+if(errors === _errs10){
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+for(const key1 in data4){
+const _errs12 = errors;
+if(typeof key1 === "string"){
+if(!pattern7.test(key1)){
+const err0 = {instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]{0,63}$"},message:"must match pattern \""+"^[a-z][a-z0-9-]{0,63}$"+"\"",propertyName:key1};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+var valid5 = _errs12 === errors;
+if(!valid5){
+const err1 = {instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+validate36.errors = vErrors;
+return false;
+break;
+}
+}
+if(valid5){
+const _errs13 = errors;
+for(const key2 in data4){
+if(!(key2 === "oauth")){
+let data5 = data4[key2];
+const _errs14 = errors;
+if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
+validate36.errors = [{instancePath:instancePath+"/extension_info/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/extension_info/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+var valid6 = _errs14 === errors;
+if(!valid6){
+break;
+}
+}
+}
+if(_errs13 === errors){
+if(data4.oauth !== undefined){
+let data6 = data4.oauth;
+const _errs16 = errors;
+if(errors === _errs16){
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+let missing1;
+if((data6.resource_metadata === undefined) && (missing1 = "resource_metadata")){
+validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+const _errs18 = errors;
+for(const key3 in data6){
+if(!(key3 === "resource_metadata")){
+validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs18 === errors){
+if(data6.resource_metadata !== undefined){
+let data7 = data6.resource_metadata;
+const _errs19 = errors;
+if(errors === _errs19){
+if(errors === _errs19){
+if(typeof data7 === "string"){
+if(func1(data7) > 2048){
+validate36.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+return false;
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs10 === errors;
+}
+else {
+var valid0 = true;
+}
+}
 }
 }
 }
@@ -1540,15 +1654,296 @@ return errors === 0;
 }
 validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ServerErrorResponse = validate37;
-const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
-const schema52 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
-const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
+const _ProtectedResourceMetadata = validate37;
+const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json","type":"object","properties":{"resource":{"type":"string","format":"uri","maxLength":2048},"authorization_servers":{"type":"array","items":{"type":"string","format":"uri","maxLength":2048},"minItems":1,"uniqueItems":true},"scopes_supported":{"type":"array","items":{"$ref":"tool-definition.json#/$defs/ScopeToken","type":"string"},"uniqueItems":true},"bearer_methods_supported":{"type":"array","items":{"type":"string","enum":["header"]},"minItems":1,"uniqueItems":true},"resource_name":{"type":"string","minLength":1,"maxLength":200}},"required":["resource","authorization_servers","scopes_supported","bearer_methods_supported"],"additionalProperties":true};
+const schema61 = {"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"};
+const pattern13 = new RegExp("^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$", "u");
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((((data.resource === undefined) && (missing0 = "resource")) || ((data.authorization_servers === undefined) && (missing0 = "authorization_servers"))) || ((data.scopes_supported === undefined) && (missing0 = "scopes_supported"))) || ((data.bearer_methods_supported === undefined) && (missing0 = "bearer_methods_supported"))){
+validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+if(data.resource !== undefined){
+let data0 = data.resource;
+const _errs2 = errors;
+if(errors === _errs2){
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 2048){
+validate37.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+return false;
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.authorization_servers !== undefined){
+let data1 = data.authorization_servers;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length < 1){
+validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(errors === _errs6){
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 2048){
+validate37.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+return false;
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+if(valid1){
+let i1 = data1.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data1[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.scopes_supported !== undefined){
+let data3 = data.scopes_supported;
+const _errs8 = errors;
+if(errors === _errs8){
+if(Array.isArray(data3)){
+var valid3 = true;
+const len1 = data3.length;
+for(let i2=0; i2<len1; i2++){
+let data4 = data3[i2];
+const _errs10 = errors;
+if(typeof data4 !== "string"){
+validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"#/properties/scopes_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(!pattern13.test(data4)){
+validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
+return false;
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs10 === errors;
+if(!valid3){
+break;
+}
+}
+if(valid3){
+let i3 = data3.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data3[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+validate37.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+return false;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.bearer_methods_supported !== undefined){
+let data5 = data.bearer_methods_supported;
+const _errs14 = errors;
+if(errors === _errs14){
+if(Array.isArray(data5)){
+if(data5.length < 1){
+validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+return false;
+}
+else {
+var valid6 = true;
+const len2 = data5.length;
+for(let i4=0; i4<len2; i4++){
+let data6 = data5[i4];
+const _errs16 = errors;
+if(typeof data6 !== "string"){
+validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(data6 === "header")){
+validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/enum",keyword:"enum",params:{allowedValues: schema51.properties.bearer_methods_supported.items.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid6 = _errs16 === errors;
+if(!valid6){
+break;
+}
+}
+if(valid6){
+let i5 = data5.length;
+let j2;
+if(i5 > 1){
+const indices2 = {};
+for(;i5--;){
+let item2 = data5[i5];
+if(typeof item2 !== "string"){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j2 = indices2[item2];
+validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)"}];
+return false;
+break;
+}
+indices2[item2] = i5;
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.resource_name !== undefined){
+let data7 = data.resource_name;
+const _errs18 = errors;
+if(errors === _errs18){
+if(typeof data7 === "string"){
+if(func1(data7) > 200){
+validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(func1(data7) < 1){
+validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs18 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ServerErrorResponse = validate41;
+const schema63 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
+const schema64 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
+const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1560,7 +1955,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "authorization") || (key0 === "user_id"))){
-validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1581,14 +1976,14 @@ if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
 if(((data1.id === undefined) && (missing0 = "id")) || ((data1.url === undefined) && (missing0 = "url"))){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
 for(const key1 in data1){
 if(!(((key1 === "id") || (key1 === "url")) || (key1 === "check_url"))){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1600,12 +1995,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1620,7 +2015,7 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(errors === _errs10){
 if(!(typeof data1.url === "string")){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1636,7 +2031,7 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(errors === _errs12){
 if(!(typeof data1.check_url === "string")){
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1652,7 +2047,7 @@ var valid3 = true;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1663,7 +2058,7 @@ break;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate42.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1676,7 +2071,7 @@ if(valid0){
 if(data.user_id !== undefined){
 const _errs14 = errors;
 if(typeof data.user_id !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate42.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs14 === errors;
@@ -1688,21 +2083,21 @@ var valid0 = true;
 }
 }
 else {
-validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate38.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/server-error-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1713,14 +2108,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "message") || (key0 === "developer_message")) || (key0 === "missing_requirements"))){
-validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1729,7 +2124,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate37.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -1741,7 +2136,7 @@ if(valid0){
 if(data.developer_message !== undefined){
 const _errs4 = errors;
 if(typeof data.developer_message !== "string"){
-validate37.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -1752,8 +2147,8 @@ var valid0 = true;
 if(valid0){
 if(data.missing_requirements !== undefined){
 const _errs6 = errors;
-if(!(validate38(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate42(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs6 === errors;
@@ -1767,23 +2162,23 @@ var valid0 = true;
 }
 }
 else {
-validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate37.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolAnnotations = validate40;
-const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-annotations.json","type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"read_only":{"type":"boolean"},"destructive":{"type":"boolean"},"idempotent":{"type":"boolean"},"open_world":{"type":"boolean"}},"additionalProperties":false,"not":{"required":["read_only","destructive"],"properties":{"read_only":{"const":true},"destructive":{"const":true}}}};
+const _ToolAnnotations = validate44;
+const schema60 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-annotations.json","type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"read_only":{"type":"boolean"},"destructive":{"type":"boolean"},"idempotent":{"type":"boolean"},"open_world":{"type":"boolean"}},"additionalProperties":false,"not":{"required":["read_only","destructive"],"properties":{"read_only":{"const":true},"destructive":{"const":true}}}};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-annotations.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate40.evaluated;
+const evaluated0 = validate44.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1845,7 +2240,7 @@ var valid1 = true;
 }
 var valid0 = _errs2 === errors;
 if(valid0){
-validate40.errors = [{instancePath,schemaPath:"#/not",keyword:"not",params:{},message:"must NOT be valid"}];
+validate44.errors = [{instancePath,schemaPath:"#/not",keyword:"not",params:{},message:"must NOT be valid"}];
 return false;
 }
 else {
@@ -1864,7 +2259,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs5 = errors;
 for(const key0 in data){
 if(!(((((key0 === "title") || (key0 === "read_only")) || (key0 === "destructive")) || (key0 === "idempotent")) || (key0 === "open_world"))){
-validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate44.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1876,18 +2271,18 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 200){
-validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate40.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1900,7 +2295,7 @@ if(valid2){
 if(data.read_only !== undefined){
 const _errs8 = errors;
 if(typeof data.read_only !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate44.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs8 === errors;
@@ -1912,7 +2307,7 @@ if(valid2){
 if(data.destructive !== undefined){
 const _errs10 = errors;
 if(typeof data.destructive !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/destructive",schemaPath:"#/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate44.errors = [{instancePath:instancePath+"/destructive",schemaPath:"#/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs10 === errors;
@@ -1924,7 +2319,7 @@ if(valid2){
 if(data.idempotent !== undefined){
 const _errs12 = errors;
 if(typeof data.idempotent !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/idempotent",schemaPath:"#/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate44.errors = [{instancePath:instancePath+"/idempotent",schemaPath:"#/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs12 === errors;
@@ -1936,7 +2331,7 @@ if(valid2){
 if(data.open_world !== undefined){
 const _errs14 = errors;
 if(typeof data.open_world !== "boolean"){
-validate40.errors = [{instancePath:instancePath+"/open_world",schemaPath:"#/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate44.errors = [{instancePath:instancePath+"/open_world",schemaPath:"#/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs14 === errors;
@@ -1951,22 +2346,22 @@ var valid2 = true;
 }
 }
 else {
-validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate40.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
-validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolAuthorizationChallenge = validate41;
+const _ToolAuthorizationChallenge = validate45;
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1977,14 +2372,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.id === undefined) && (missing0 = "id")) || ((data.url === undefined) && (missing0 = "url"))){
-validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "id") || (key0 === "url")) || (key0 === "check_url"))){
-validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1996,12 +2391,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) < 1){
-validate41.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate45.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate41.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate45.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2016,7 +2411,7 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(errors === _errs4){
 if(!(typeof data.url === "string")){
-validate41.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate45.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2032,7 +2427,7 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(errors === _errs6){
 if(!(typeof data.check_url === "string")){
-validate41.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate45.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2048,33 +2443,33 @@ var valid0 = true;
 }
 }
 else {
-validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate41.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolDefinition = validate42;
-const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true}}};
-const schema58 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
-const schema59 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
-const schema60 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
-const func16 = Object.prototype.hasOwnProperty;
-const pattern9 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
-const pattern10 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
-const pattern11 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
-const schema61 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
-const schema62 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
-const schema63 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
+const _ToolDefinition = validate38;
+const schema52 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000},"required_scopes":{"type":"array","items":{"$ref":"#/$defs/ScopeToken","type":"string"},"maxItems":32,"uniqueItems":true}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true},"ScopeToken":{"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"}}};
+const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
+const schema55 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
+const schema56 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
+const func15 = Object.prototype.hasOwnProperty;
+const pattern10 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
+const pattern11 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
+const pattern12 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
+const schema57 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
+const schema58 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
+const schema59 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-requirements.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate43.evaluated;
+const evaluated0 = validate39.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2086,7 +2481,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "authorization") || (key0 === "secrets")) || (key0 === "user_id"))){
-validate43.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate39.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2107,14 +2502,14 @@ if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
 if((data1.id === undefined) && (missing0 = "id")){
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
 for(const key1 in data1){
 if(!((key1 === "id") || (key1 === "oauth2"))){
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2126,12 +2521,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2149,7 +2544,7 @@ if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 const _errs12 = errors;
 for(const key2 in data3){
 if(!(key2 === "scopes")){
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2165,7 +2560,7 @@ const len1 = data4.length;
 for(let i1=0; i1<len1; i1++){
 const _errs15 = errors;
 if(typeof data4[i1] !== "string"){
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid5 = _errs15 === errors;
@@ -2175,7 +2570,7 @@ break;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2183,7 +2578,7 @@ return false;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2197,7 +2592,7 @@ var valid3 = true;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2208,7 +2603,7 @@ break;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate39.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2233,14 +2628,14 @@ if(errors === _errs20){
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 let missing1;
 if((data7.id === undefined) && (missing1 = "id")){
-validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 const _errs22 = errors;
 for(const key3 in data7){
 if(!(key3 === "id")){
-validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2252,12 +2647,12 @@ const _errs23 = errors;
 if(errors === _errs23){
 if(typeof data8 === "string"){
 if(func1(data8) < 1){
-validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate39.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate39.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2266,7 +2661,7 @@ return false;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2277,7 +2672,7 @@ break;
 }
 }
 else {
-validate43.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate39.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2290,7 +2685,7 @@ if(valid0){
 if(data.user_id !== undefined){
 const _errs25 = errors;
 if(typeof data.user_id !== "boolean"){
-validate43.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate39.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs25 === errors;
@@ -2303,21 +2698,21 @@ var valid0 = true;
 }
 }
 else {
-validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate43.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
-validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-definition.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate38.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2328,14 +2723,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((((data.id === undefined) && (missing0 = "id")) || ((data.name === undefined) && (missing0 = "name"))) || ((data.description === undefined) && (missing0 = "description"))) || ((data.version === undefined) && (missing0 = "version"))) || ((data.input_schema === undefined) && (missing0 = "input_schema"))) || ((data.output_schema === undefined) && (missing0 = "output_schema"))){
-validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func16.call(schema56.properties, key0))){
-validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+if(!(func15.call(schema52.properties, key0))){
+validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2348,30 +2743,30 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(func1(data0) > 256){
-validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
 }
 else {
 if(!pattern5.test(data0)){
-validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
 return false;
 }
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(errors === _errs2){
 if(typeof data0 === "string"){
-if(!pattern9.test(data0)){
-validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
+if(!pattern10.test(data0)){
+validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2386,13 +2781,13 @@ let data1 = data.name;
 const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data1 === "string"){
-if(!pattern10.test(data1)){
-validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+if(!pattern11.test(data1)){
+validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
 return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2408,12 +2803,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2429,13 +2824,13 @@ const _errs10 = errors;
 const _errs11 = errors;
 if(errors === _errs11){
 if(typeof data3 === "string"){
-if(!pattern11.test(data3)){
-validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+if(!pattern12.test(data3)){
+validate38.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2497,7 +2892,7 @@ else {
 vErrors.push(err2);
 }
 errors++;
-validate42.errors = vErrors;
+validate38.errors = vErrors;
 return false;
 break;
 }
@@ -2515,20 +2910,20 @@ if(errors === _errs23){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 let missing1;
 if((data6.description === undefined) && (missing1 = "description")){
-validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data6.description !== undefined){
 if(typeof data6.description !== "string"){
-validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2539,7 +2934,7 @@ break;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2547,7 +2942,7 @@ return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2562,7 +2957,7 @@ let data8 = data.output_schema;
 const _errs27 = errors;
 const _errs28 = errors;
 if((!(data8 && typeof data8 == "object" && !Array.isArray(data8))) && (data8 !== null)){
-validate42.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema60.type},message:"must be object,null"}];
+validate38.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema56.type},message:"must be object,null"}];
 return false;
 }
 if(errors === _errs28){
@@ -2613,7 +3008,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate42.errors = vErrors;
+validate38.errors = vErrors;
 return false;
 break;
 }
@@ -2628,8 +3023,8 @@ var valid0 = true;
 if(valid0){
 if(data.requirements !== undefined){
 const _errs34 = errors;
-if(!(validate43(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+if(!(validate39(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs34 === errors;
@@ -2697,7 +3092,7 @@ var valid14 = true;
 }
 var valid13 = _errs39 === errors;
 if(valid13){
-validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
+validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
 return false;
 }
 else {
@@ -2716,7 +3111,7 @@ if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 const _errs42 = errors;
 for(const key4 in data10){
 if(!(((((key4 === "title") || (key4 === "read_only")) || (key4 === "destructive")) || (key4 === "idempotent")) || (key4 === "open_world"))){
-validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2728,18 +3123,18 @@ const _errs43 = errors;
 if(errors === _errs43){
 if(typeof data13 === "string"){
 if(func1(data13) > 200){
-validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data13) < 1){
-validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2752,7 +3147,7 @@ if(valid15){
 if(data10.read_only !== undefined){
 const _errs45 = errors;
 if(typeof data10.read_only !== "boolean"){
-validate42.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs45 === errors;
@@ -2764,7 +3159,7 @@ if(valid15){
 if(data10.destructive !== undefined){
 const _errs47 = errors;
 if(typeof data10.destructive !== "boolean"){
-validate42.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs47 === errors;
@@ -2776,7 +3171,7 @@ if(valid15){
 if(data10.idempotent !== undefined){
 const _errs49 = errors;
 if(typeof data10.idempotent !== "boolean"){
-validate42.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs49 === errors;
@@ -2788,7 +3183,7 @@ if(valid15){
 if(data10.open_world !== undefined){
 const _errs51 = errors;
 if(typeof data10.open_world !== "boolean"){
-validate42.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate38.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs51 === errors;
@@ -2803,7 +3198,7 @@ var valid15 = true;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2819,22 +3214,92 @@ const _errs53 = errors;
 if(errors === _errs53){
 if(typeof data18 === "string"){
 if(func1(data18) > 1000){
-validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
 return false;
 }
 else {
 if(func1(data18) < 1){
-validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 var valid0 = _errs53 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.required_scopes !== undefined){
+let data19 = data.required_scopes;
+const _errs55 = errors;
+if(errors === _errs55){
+if(Array.isArray(data19)){
+if(data19.length > 32){
+validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"}];
+return false;
+}
+else {
+var valid16 = true;
+const len0 = data19.length;
+for(let i0=0; i0<len0; i0++){
+let data20 = data19[i0];
+const _errs57 = errors;
+if(typeof data20 !== "string"){
+validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/properties/required_scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+const _errs58 = errors;
+if(errors === _errs58){
+if(typeof data20 === "string"){
+if(!pattern13.test(data20)){
+validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
+return false;
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid16 = _errs57 === errors;
+if(!valid16){
+break;
+}
+}
+if(valid16){
+let i1 = data19.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data19[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs55 === errors;
 }
 else {
 var valid0 = true;
@@ -2850,23 +3315,24 @@ var valid0 = true;
 }
 }
 }
+}
 else {
-validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate42.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolError = validate45;
+const _ToolError = validate46;
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-error.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2877,14 +3343,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "message") || (key0 === "developer_message")) || (key0 === "can_retry")) || (key0 === "additional_prompt_content")) || (key0 === "retry_after_ms"))){
-validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2893,7 +3359,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate45.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -2905,7 +3371,7 @@ if(valid0){
 if(data.developer_message !== undefined){
 const _errs4 = errors;
 if(typeof data.developer_message !== "string"){
-validate45.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -2917,7 +3383,7 @@ if(valid0){
 if(data.can_retry !== undefined){
 const _errs6 = errors;
 if(typeof data.can_retry !== "boolean"){
-validate45.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate46.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs6 === errors;
@@ -2929,7 +3395,7 @@ if(valid0){
 if(data.additional_prompt_content !== undefined){
 const _errs8 = errors;
 if(typeof data.additional_prompt_content !== "string"){
-validate45.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs8 === errors;
@@ -2942,13 +3408,13 @@ if(data.retry_after_ms !== undefined){
 let data4 = data.retry_after_ms;
 const _errs10 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate45.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate46.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data4 == "number"){
 if(data4 < 0 || isNaN(data4)){
-validate45.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate46.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -2966,56 +3432,19 @@ var valid0 = true;
 }
 }
 else {
-validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
-}
-validate45.errors = vErrors;
-return errors === 0;
-}
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
-
-const _ToolId = validate46;
-
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-id.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate46.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(typeof data === "string"){
-if(func1(data) > 256){
-validate46.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
-return false;
-}
-else {
-if(!pattern5.test(data)){
-validate46.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
-return false;
-}
-}
-}
-else {
-validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
 validate46.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolListResponse = validate47;
-const schema67 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
+const _ToolId = validate47;
 
 function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-id.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate47.evaluated;
@@ -3026,17 +3455,54 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(errors === 0){
+if(typeof data === "string"){
+if(func1(data) > 256){
+validate47.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(!pattern5.test(data)){
+validate47.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+validate47.errors = vErrors;
+return errors === 0;
+}
+validate47.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const _ToolListResponse = validate48;
+const schema70 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
+
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate48.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.items === undefined) && (missing0 = "items")){
-validate47.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "items") || (key0 === "next_cursor"))){
-validate47.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate48.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3051,8 +3517,8 @@ var valid1 = true;
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
 const _errs4 = errors;
-if(!(validate42(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate38(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
 errors = vErrors.length;
 }
 var valid1 = _errs4 === errors;
@@ -3062,7 +3528,7 @@ break;
 }
 }
 else {
-validate47.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate48.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3078,18 +3544,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(func1(data2) > 1024){
-validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate47.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3103,52 +3569,21 @@ var valid0 = true;
 }
 }
 else {
-validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate47.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolRequirements = validate43;
+const _ToolRequirements = validate39;
 
-const _ToolVersion = validate49;
-
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
-let vErrors = null;
-let errors = 0;
-const evaluated0 = validate49.evaluated;
-if(evaluated0.dynamicProps){
-evaluated0.props = undefined;
-}
-if(evaluated0.dynamicItems){
-evaluated0.items = undefined;
-}
-if(errors === 0){
-if(typeof data === "string"){
-if(!pattern11.test(data)){
-validate49.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
-return false;
-}
-}
-else {
-validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-validate49.errors = vErrors;
-return errors === 0;
-}
-validate49.evaluated = {"dynamicProps":false,"dynamicItems":false};
-
-const _ValidationErrorResponse = validate50;
-const schema69 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+const _ToolVersion = validate50;
 
 function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate50.evaluated;
@@ -3159,17 +3594,48 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(errors === 0){
+if(typeof data === "string"){
+if(!pattern12.test(data)){
+validate50.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+return false;
+}
+}
+else {
+validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+validate50.errors = vErrors;
+return errors === 0;
+}
+validate50.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const _ValidationErrorResponse = validate51;
+const schema72 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate51.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "message") || (key0 === "parameter_errors"))){
-validate50.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate51.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3178,7 +3644,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate50.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate51.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3195,7 +3661,7 @@ if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
 const _errs7 = errors;
 if(typeof data1[key1] !== "string"){
-validate50.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate51.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid1 = _errs7 === errors;
@@ -3205,7 +3671,7 @@ break;
 }
 }
 else {
-validate50.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate51.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3219,14 +3685,14 @@ var valid0 = true;
 }
 }
 else {
-validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate50.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 /** Checks a value against the AuthorizationChallengeCheckResponse schema (formats not checked). */
@@ -3245,6 +3711,8 @@ export const validateCallToolResponse = _CallToolResponse as unknown as Validato
 export const validateCallToolResultEnvelope = _CallToolResultEnvelope as unknown as Validator<CallToolResultEnvelope>;
 /** Checks a value against the DiscoveryDocument schema (formats not checked). */
 export const validateDiscoveryDocument = _DiscoveryDocument as unknown as Validator<DiscoveryDocument>;
+/** Checks a value against the ProtectedResourceMetadata schema (formats not checked). */
+export const validateProtectedResourceMetadata = _ProtectedResourceMetadata as unknown as Validator<ProtectedResourceMetadata>;
 /** Checks a value against the ServerErrorResponse schema (formats not checked). */
 export const validateServerErrorResponse = _ServerErrorResponse as unknown as Validator<ServerErrorResponse>;
 /** Checks a value against the ToolAnnotations schema (formats not checked). */

@@ -15,6 +15,7 @@ import { ANSWER_KIND } from "../answers.js";
 import { ExchangeCallMeta } from "../call-meta.js";
 import type { Answer, Exchange } from "../exchange.js";
 import { FairnessMeter } from "../fairness.js";
+import type { OAuthGrant, OAuthResource } from "../oauth.js";
 import { checkBodyFraming, isJsonType, parseJson } from "../request-body.js";
 import { callPath } from "../routes.js";
 import { asksFor, type RouteContext, type RouteHandler } from "./context.js";
@@ -74,7 +75,8 @@ export function callRoute(context: RouteContext): RouteHandler {
     }
   };
 
-  return async (exchange, _route, principal, headers) => {
+  return async (exchange, _route, admission, headers) => {
+    const { principal, grant } = admission;
     const contentType = exchange.header("content-type");
     if (!isJsonType(contentType)) {
       throw new WireError("unsupported_media_type", "The request body must be JSON", {
@@ -131,9 +133,14 @@ export function callRoute(context: RouteContext): RouteHandler {
       throw error;
     }
     const { request, envelope } = parsed;
+    if (grant) {
+      bindUser(request, grant, context.oauth as OAuthResource);
+    }
     const meta = new ExchangeCallMeta({
       exchange,
       principal,
+      grant,
+      oauth: context.oauth,
       client,
       tracing: context.tracing,
       publicUrl: context.publicUrl,
@@ -178,4 +185,20 @@ export function callRoute(context: RouteContext): RouteHandler {
     meter?.charge();
     return done;
   };
+}
+
+/**
+ * The user of a call admitted by an access token is its subject (docs/protocol.md 9.6, `[oauth.user-is-subject]`):
+ * a call without `user_id` runs for `sub`; one naming another user is a 403, unless the token holds the delegation
+ * scope.
+ */
+function bindUser(request: CheckedCall["request"], grant: OAuthGrant, oauth: OAuthResource): void {
+  const sent = request.context?.user_id;
+  if (sent === undefined || sent === "") {
+    request.context = { ...request.context, user_id: grant.subject };
+    return;
+  }
+  if (sent !== grant.subject && !grant.delegated) {
+    throw oauth.userMismatch();
+  }
 }

@@ -5,9 +5,11 @@ import type { JsonLimits } from "../../core/json-limits.js";
 import type { OxpCore } from "../../core/oxp-core.js";
 import { checkOxpVersionHeader } from "../../core/protocol-version.js";
 import type { AnswerOf } from "../answers.js";
+import type { Admission } from "../authentication.js";
 import type { ClientBudget } from "../client-budget.js";
 import type { ClientKeys } from "../client-key.js";
 import type { Answer, Exchange } from "../exchange.js";
+import type { OAuthResource } from "../oauth.js";
 import type { Telemetry } from "../options.js";
 import type { ContractCheck } from "../pipeline.js";
 import type { ProtocolRoute, RouteName } from "../routes.js";
@@ -34,13 +36,15 @@ export interface RouteContext {
   readonly tracing: boolean;
   /** The server's public base URL, without a trailing slash. */
   readonly publicUrl: string | undefined;
+  /** The oauth extension's resource server, where it is configured. */
+  readonly oauth: OAuthResource | undefined;
 }
 
 /** A protocol route once its request is authenticated: the request, the route its path names, who sent it, the headers its answer gets. */
 export type RouteHandler = (
   exchange: Exchange,
   route: ProtocolRoute,
-  principal: string,
+  admission: Admission,
   headers: Record<string, string>,
 ) => Promise<Answer>;
 

@@ -8,7 +8,13 @@ import { checkVersion, methodNotAllowed, type RouteContext } from "./context.js"
 
 /** `/health` and discovery: the method (405), `OXP-Version`, then readiness (503 while starting) or the document. */
 export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
-  const discovery = JSON.stringify({ oxp_versions: [OXP_VERSION], extensions: [...context.offered] });
+  const offersOAuth = context.oauth !== undefined && context.offered.has("oauth");
+  const discovery = JSON.stringify({
+    oxp_versions: [OXP_VERSION],
+    extensions: [...context.offered],
+    // Where a client learns how to get an access token (docs/protocol.md 9.6, `[oauth.discovery]`).
+    ...(offersOAuth ? { extension_info: { oauth: { resource_metadata: context.oauth?.metadataUrl } } } : {}),
+  });
   return async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>): Promise<Answer> => {
     if (!route.methods.includes(exchange.method)) {
       throw methodNotAllowed(route.methods);

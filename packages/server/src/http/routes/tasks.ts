@@ -43,7 +43,7 @@ export function tasksRoute(
   const openPolls = new Map<string, number>();
 
   /** The tasks extension's routes: a call's status (GET, with long poll), its cancel (DELETE), its events. */
-  const serveTask: RouteHandler = async (exchange, route, principal, headers) => {
+  const serveTask: RouteHandler = async (exchange, route, { principal }, headers) => {
     await checkVersion(context, exchange, route.name);
     const callId = decodedSegment(route);
     const taskHeaders = { ...headers, "OXP-Extensions": "tasks" };

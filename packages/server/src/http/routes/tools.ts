@@ -7,6 +7,7 @@ import { OXP_VERSION } from "@otc/types";
 import Negotiator from "negotiator";
 import vary from "vary";
 import { appliedHeader, pageOf, requestedExtensions } from "../../core/extensions.js";
+import type { ListForm } from "../../core/tool-definitions.js";
 import { ANSWER_KIND, jsonAnswer } from "../answers.js";
 import type { Answer } from "../exchange.js";
 import { gzippedList } from "../gzip.js";
@@ -15,31 +16,38 @@ import { checkVersion, type RouteContext, type RouteHandler } from "./context.js
 /** The tool list route. */
 export function toolsRoute(context: RouteContext): RouteHandler {
   const { core, offered, answer } = context;
-  return async (exchange, route, _principal, base): Promise<Answer> => {
+  return async (exchange, route, { grant }, base): Promise<Answer> => {
     await checkVersion(context, exchange, route.name);
     // Always: a cache must keep the forms apart, also the one a request without the header got.
     const headers: Record<string, string> = {
       ...base,
       Vary: vary.append(base.Vary ?? "", "Accept-Encoding, OXP-Extensions"),
     };
+    // The list an access token gets depends on its scopes (docs/protocol.md 9.6, `[oauth.catalog-by-scope]`).
+    if (grant) {
+      headers["Cache-Control"] = "private";
+    }
     const asked = requestedExtensions(exchange.header("oxp-extensions"), offered);
-    const annotations = asked.has("annotations");
+    const form = { annotations: asked.has("annotations"), scopes: asked.has("oauth") };
     // Most requests ask for nothing: no header to name then.
     const applied = asked.size === 0 ? undefined : appliedHeader([...asked].filter((id) => id !== "tasks"));
     if (applied) {
       headers["OXP-Extensions"] = applied;
     }
+    const listFor = (shape: ListForm) => (grant ? core.toolListFor(shape, grant.scopes) : core.toolList(shape));
     if (asked.has("pagination")) {
-      const catalog = await core.toolList();
+      // Pages are cut from the list in its form, their cursors bound to the catalog this client sees.
+      const catalog = await listFor({});
       const query = new URLSearchParams(exchange.query());
-      const page = pageOf(core.registry.list({ annotations }), catalog.etag, {
+      const items = grant ? core.definitionsFor(form, grant.scopes) : core.registry.list(form);
+      const page = pageOf(items, catalog.etag, {
         limit: query.get("limit"),
         cursor: query.get("cursor"),
         toolkit: query.get("toolkit"),
       });
       return answer(200, JSON.stringify(page), ANSWER_KIND.tools, headers);
     }
-    const list = await core.toolList({ annotations });
+    const list = await listFor(form);
     const small = await gzippedList(list);
     const condition = exchange.header("if-none-match");
     for (const etag of small ? [list.etag, small.etag] : [list.etag]) {
