@@ -23,6 +23,17 @@ export {
   type StoredChallenge,
 } from "./core/challenge-store.js";
 export { type Clock, type ClockTimer, systemClock } from "./core/clock.js";
+export {
+  CONNECTION_STORE_DEFAULTS,
+  type ConnectionRecord,
+  type ConnectionStatus,
+  type ConnectionStore,
+  type ConnectionStoreBounds,
+  ConnectionStoreFullError,
+  connectionStoreBounds,
+  MemoryConnectionStore,
+  type SealedTokens,
+} from "./core/connection-store.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.js";
 export type { WireErrorDetails, WireErrorKind } from "./core/errors.js";
 export { ServerConfigError, WireError } from "./core/errors.js";
