@@ -442,6 +442,33 @@ describe("beside section 5", () => {
     }
   });
 
+  verifies(
+    "oauth.resource-metadata",
+    "writes a bare origin without its slash, and takes tokens naming it either way",
+    async () => {
+      const origin = "https://origin-only.test.example";
+      const server = await startToolServer({
+        auth: { oauth: { authorizationServers: [as.issuer], resource: `${origin}/` } },
+      });
+      try {
+        const metadata = await send(`${server.url}/.well-known/oauth-protected-resource`);
+        expect(metadata.body.resource).toBe(origin);
+        const challenge = (await send(`${server.url}/tools`)).headers.get("www-authenticate");
+        expect(challenge).toContain(`resource_metadata="${origin}/.well-known/oauth-protected-resource"`);
+        for (const aud of [origin, `${origin}/`]) {
+          const token = await as.mintAccessToken({ aud });
+          expect((await send(`${server.url}/tools`, { headers: bearer(token) })).status, aud).toBe(200);
+        }
+        expectError(
+          await send(`${server.url}/tools`, { headers: bearer(await as.mintAccessToken({ aud: `${origin}/x` })) }),
+          401,
+        );
+      } finally {
+        await server.close();
+      }
+    },
+  );
+
   verifies("oauth.resource-metadata", "needs the canonical URL and issuer URLs at start-up", () => {
     expect(() => makeServer({ tools: [], auth: { oauth: { authorizationServers: [as.issuer] } } })).toThrow(
       /canonical URL/,

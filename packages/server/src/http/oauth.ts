@@ -137,10 +137,11 @@ export class OAuthResource {
       // The issuer is compared exactly, as written: `iss` and the metadata's `issuer` must be this string.
       this.issuers.set(issuer, { url });
     }
-    const resource = canonicalResource(options.resource ?? publicUrl);
-    this.resource = resource.href;
-    this.audiences = resource.pathname === "/" ? [resource.href, `${resource.href}/`] : [resource.href];
-    const suffix = resource.pathname === "/" ? "" : resource.pathname;
+    const { url: resource, canonical } = canonicalResource(options.resource ?? publicUrl);
+    this.resource = canonical;
+    // A bare origin is written without its `/`; a token naming it with the `/` names the same resource.
+    this.audiences = resource.pathname === "/" ? [canonical, `${canonical}/`] : [canonical];
+    const suffix = resource.pathname === "/" ? "" : canonical.slice(resource.origin.length);
     this.metadataUrl = `${resource.origin}${WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH}${suffix}`;
     this.metadataPaths = new Set([
       WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH,
@@ -373,7 +374,7 @@ export class OAuthResource {
 }
 
 /** The canonical URL: absolute http(s), without credentials, query or fragment; a bare origin without its `/`. */
-function canonicalResource(raw: string | undefined): URL & { href: string } {
+function canonicalResource(raw: string | undefined): { url: URL; canonical: string } {
   if (raw === undefined) {
     throw new ServerConfigError("oauth needs the server's canonical URL: set oauth.resource or publicUrl");
   }
@@ -392,8 +393,8 @@ function canonicalResource(raw: string | undefined): URL & { href: string } {
   ) {
     throw new ServerConfigError("oauth.resource must be an http(s) URL without credentials, query or fragment");
   }
-  const href = url.pathname === "/" ? url.origin : `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
-  return Object.assign(new URL(href), { href });
+  // The URL's own href would put the `/` back on a bare origin.
+  return { url, canonical: url.pathname === "/" ? url.origin : `${url.origin}${url.pathname.replace(/\/+$/, "")}` };
 }
 
 /** The scopes a token grants: its `scope` claim (RFC 9068), else an `scp` list (as some servers send); undefined when malformed. */
