@@ -3,18 +3,24 @@ import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { loadFixture } from "./fixture.js";
 import { runConformance, summaryLine } from "./runner.js";
+import { fixedTokens } from "./scenarios/oauth.js";
 
 export const USAGE = `oxp-conformance: check an OXP Tool Server against the protocol, over HTTP only
 
 Usage: oxp-conformance --url <base> [--api-key K] [--jwt-secret S] [--jwt-audience A]
+                       [--oauth-token-read T] [--oauth-token-call T] [--oauth-token-all T]
                        [--only PREFIX[,PREFIX...]] [--fixture file.json] [--json report.json]
                        [--expected-failures file] [--timeout-ms N]
 
 Scenarios that need particular tools read a fixture (which tool exercises what). Without
 --fixture, the demo's fixture is used when the server has every tool it names; otherwise those
-scenarios are skipped. --expected-failures names scenario ids, one per line (# comments): their
-failures do not fail the run, and their passing does. Exit code: 0 when nothing failed
-unexpectedly, 1 otherwise, 2 for a usage error.
+scenarios are skipped. The oauth group sends OAuth access tokens for the server, from its
+authorization server: --oauth-token-read with the scope oxp:tools:read alone, --oauth-token-call
+with oxp:tools:call alone, --oauth-token-all with both and every scope the server's metadata
+lists; a scenario whose token is not given is skipped. Without --api-key and --jwt-secret, the
+other requests carry the --oauth-token-all one. --expected-failures names scenario ids, one per
+line (# comments): their failures do not fail the run, and their passing does. Exit code: 0 when
+nothing failed unexpectedly, 1 otherwise, 2 for a usage error.
 `;
 
 /** Runs the command; resolves with its exit code. */
@@ -31,6 +37,9 @@ export async function main(
         "api-key": { type: "string" },
         "jwt-secret": { type: "string" },
         "jwt-audience": { type: "string" },
+        "oauth-token-read": { type: "string" },
+        "oauth-token-call": { type: "string" },
+        "oauth-token-all": { type: "string" },
         only: { type: "string" },
         fixture: { type: "string" },
         json: { type: "string" },
@@ -62,11 +71,17 @@ export async function main(
         .filter(Boolean),
     );
   }
+  const tokens = {
+    read: values["oauth-token-read"] as string | undefined,
+    call: values["oauth-token-call"] as string | undefined,
+    all: values["oauth-token-all"] as string | undefined,
+  };
   const report = await runConformance({
     url,
     ...(values["api-key"] ? { apiKey: values["api-key"] as string } : {}),
     ...(values["jwt-secret"] ? { jwtSecret: values["jwt-secret"] as string } : {}),
     ...(values["jwt-audience"] ? { jwtAudience: values["jwt-audience"] as string } : {}),
+    ...(tokens.read || tokens.call || tokens.all ? { oauth: fixedTokens(tokens) } : {}),
     ...(values.only ? { only: (values.only as string).split(",").map((prefix) => prefix.trim()) } : {}),
     ...(values.fixture ? { fixture: await loadFixture(values.fixture as string) } : {}),
     ...(expectedFailures ? { expectedFailures } : {}),

@@ -20,4 +20,4 @@ export {
   scenarios,
   summaryLine,
 } from "./runner.js";
-export type { Context, Level, Scenario } from "./scenario.js";
+export type { Context, Level, OAuthTokens, Scenario } from "./scenario.js";

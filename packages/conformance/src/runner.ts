@@ -2,13 +2,14 @@
 import { type ToolDefinition, unwrapInputSchema } from "@otc/types";
 import { DEMO_FIXTURE_PATH, type Fixture, fixtureFits, loadFixture } from "./fixture.js";
 import { Http } from "./http.js";
-import { type Context, Failure, type Level, type Scenario, Skip } from "./scenario.js";
+import { type Context, Failure, type Level, type OAuthTokens, type Scenario, Skip } from "./scenario.js";
 import { authScenarios, signJwt } from "./scenarios/auth.js";
 import { callScenarios } from "./scenarios/call.js";
 import { coreScenarios } from "./scenarios/core.js";
 import { extensionScenarios, listedExtensions } from "./scenarios/extensions.js";
 import { hostileScenarios } from "./scenarios/hostile.js";
 import { interopScenarios } from "./scenarios/interop.js";
+import { CALL_SCOPE, cachedTokens, oauthScenarios, READ_SCOPE } from "./scenarios/oauth.js";
 import { requirementScenarios } from "./scenarios/requirements.js";
 import { taskScenarios } from "./scenarios/tasks.js";
 
@@ -21,6 +22,7 @@ export const scenarios: readonly Scenario[] = [
   ...interopScenarios,
   ...extensionScenarios,
   ...taskScenarios,
+  ...oauthScenarios,
   ...hostileScenarios,
 ];
 
@@ -30,6 +32,13 @@ export interface RunOptions {
   apiKey?: string;
   jwtSecret?: string;
   jwtAudience?: string;
+  /**
+   * Access tokens for the oauth group (docs/protocol.md 9.6), from the authorization server the server trusts; its
+   * scenarios that send tokens are skipped without it. Without `apiKey` and `jwtSecret`, the kit's other requests
+   * carry a token of `oxp:tools:read` and `oxp:tools:call`, so that a server taking access tokens alone is checked
+   * whole.
+   */
+  oauth?: OAuthTokens;
   /** Run only scenarios whose id starts with one of these. */
   only?: readonly string[];
   /** A fixture, or `auto` (default): the demo's when the server has every tool it names, else none. */
@@ -81,6 +90,7 @@ export function summaryLine(summary: Report["summary"]): string {
 export async function runConformance(options: RunOptions): Promise<Report> {
   const started = Date.now();
   let jwt: { token: string; until: number } | undefined;
+  const oauth = options.oauth && cachedTokens(options.oauth);
   const credentials = async (): Promise<Record<string, string>> => {
     if (options.apiKey) {
       return { "OXP-API-Key": options.apiKey };
@@ -95,6 +105,10 @@ export async function runConformance(options: RunOptions): Promise<Report> {
         jwt = { token: await signJwt(options.jwtSecret, claims), until: Date.now() + 120_000 };
       }
       return { Authorization: `Bearer ${jwt.token}` };
+    }
+    const token = await oauth?.token([READ_SCOPE, CALL_SCOPE]);
+    if (token) {
+      return { Authorization: `Bearer ${token}` };
     }
     return {};
   };
@@ -137,6 +151,7 @@ export async function runConformance(options: RunOptions): Promise<Report> {
       ...(options.jwtSecret ? { jwtSecret: options.jwtSecret } : {}),
       ...(options.jwtAudience ? { jwtAudience: options.jwtAudience } : {}),
     },
+    ...(oauth ? { oauth } : {}),
   };
   const selected = scenarios.filter(
     (scenario) => !options.only?.length || options.only.some((prefix) => scenario.id.startsWith(prefix)),

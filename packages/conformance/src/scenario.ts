@@ -21,6 +21,21 @@ export interface Context {
   extensions: readonly string[];
   /** Credentials under test; absent when the server runs without authentication. */
   auth: { apiKey?: string; jwtSecret?: string; jwtAudience?: string };
+  /** Access tokens for the oauth group (docs/protocol.md 9.6); absent when the kit was given none. */
+  oauth?: OAuthTokens;
+}
+
+/**
+ * Where the oauth group gets OAuth access tokens for the server under test: from the user's authorization server,
+ * each with the server's canonical URL as its audience.
+ */
+export interface OAuthTokens {
+  /**
+   * An access token granting exactly `scopes` (e.g. `["oxp:tools:read"]`), of a user or client whose `sub` holds no
+   * delegation scope; undefined when there is none to give (the scenarios that need it are skipped). The kit asks
+   * once per set of scopes in a run.
+   */
+  token(scopes: readonly string[]): Promise<string | undefined>;
 }
 
 /** One check of one rule. */

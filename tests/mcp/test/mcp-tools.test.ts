@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { JSONRPCMessage } from "@modelcontextprotocol/client";
 import { createClient, type OxpClient, OxpValidationError } from "@otc/client";
-import { type Fixture, runConformance } from "@otc/conformance";
+import { type Fixture, runConformance, scenarios } from "@otc/conformance";
 import { type McpTools, mcpTools } from "@otc/mcp";
 import { createServer, listen, type RunningServer } from "@otc/server";
 import { ManualClock } from "@otc/test-helpers/manual-clock";
@@ -142,6 +142,8 @@ const SKIPPED = [
   "requirements.secret.given",
   "requirements.authorization.token",
   "requirements.authorization.challenge",
+  // The server runs without the oauth extension.
+  ...scenarios.filter((scenario) => scenario.id.startsWith("oauth.")).map((scenario) => scenario.id),
 ];
 
 describe("an MCP server's tools over OXP", () => {

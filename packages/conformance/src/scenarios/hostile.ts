@@ -41,6 +41,9 @@ function schemaFor(answer: Answer): string | undefined {
   if (method === "GET" && path === WELL_KNOWN_OXP_PATH) {
     return "DiscoveryDocument";
   }
+  if (method === "GET" && path.startsWith("/.well-known/oauth-protected-resource")) {
+    return "ProtectedResourceMetadata";
+  }
   if (method === "POST" && path === "/tools/call") {
     return typeof answer.json === "object" && answer.json !== null && "result" in answer.json
       ? "CallToolResultEnvelope"
