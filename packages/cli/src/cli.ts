@@ -5,6 +5,7 @@ import {
   type ClientOptions,
   createClient,
   normalizeToolDefinition,
+  OxpAccessTokenError,
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
@@ -27,7 +28,9 @@ import {
   type ToolDefinition,
 } from "@otc/types";
 import { hintWords } from "./annotations.js";
+import { type CredentialsFile, CredentialsFileError, readCredentials, resourceKey } from "./credentials.js";
 import { EXIT, type Io } from "./io.js";
+import { storedSignInProvider } from "./oauth-session.js";
 import { callAsTask } from "./task-call.js";
 import { terminalSafe } from "./terminal-safe.js";
 
@@ -46,6 +49,9 @@ Usage:
   otc codegen --from <url | tools.json> --out <file.ts>
   otc mcp serve [--transport stdio|http] ...   the server's tools to MCP clients (otc mcp --help)
   otc inspect <url> [--port N] [--no-open]      the Inspector web page for a server (otc inspect --help)
+  otc login <url> [--client-id ID] [--scope S] [--no-browser]
+                                                sign in to a server with OAuth (otc login --help)
+  otc logout <url>                              revoke and forget that sign-in
 
 Global options:
   --url URL           the server (env OXP_URL; default http://127.0.0.1:8080)
@@ -56,6 +62,9 @@ Global options:
   --timeout-ms N      time limit of one attempt (default 60000)
   --json              print the server's JSON answers as they are
   -h, --help          this text
+
+  Without --api-key or --jwt-secret, a server signed in to with otc login gets the sign-in's
+  access token, renewed with its refresh token when it expires or is refused
 
 tools, codegen:
   where the server offers annotations, otc tools shows each tool's title, the hints it states
@@ -93,7 +102,7 @@ Exit codes:
 
 class UsageError extends Error {}
 
-const COMMANDS = ["health", "tools", "call", "calls", "codegen", "mcp", "inspect", "help"] as const;
+const COMMANDS = ["health", "tools", "call", "calls", "codegen", "mcp", "inspect", "login", "logout", "help"] as const;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -484,6 +493,10 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
   if (argv[0] === "inspect") {
     return (await import("./inspect-command.js")).inspectCommand(argv.slice(1), io);
   }
+  if (argv[0] === "login" || argv[0] === "logout") {
+    const { loginCommand, logoutCommand } = await import("./login.js");
+    return (argv[0] === "login" ? loginCommand : logoutCommand)(argv.slice(1), io);
+  }
   let values: Values;
   let positionals: string[];
   try {
@@ -500,9 +513,16 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
   const print = (value: unknown) => io.stdout(`${JSON.stringify(value, null, 2)}\n`);
   // The server a connection error is about: the client's error names it, but after undici's bare "fetch failed".
   let target = "";
+  // The sign-ins of otc login, read once when a command may need one (no other credential given).
+  let signIns: CredentialsFile | undefined;
   const connect = (from?: string) => {
     const options = clientOptions(values, io.env, from);
     target = options.baseUrl;
+    const key = resourceKey(options.baseUrl);
+    const signIn = signIns && Object.hasOwn(signIns.servers, key) ? signIns.servers[key] : undefined;
+    if (signIn) {
+      options.accessToken = storedSignInProvider({ env: io.env, signIn });
+    }
     return createClient(options);
   };
 
@@ -510,12 +530,15 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
     if (!(COMMANDS as readonly string[]).includes(command)) {
       throw new UsageError(`unknown command '${command}'${didYouMean(nearest(command, COMMANDS))}`);
     }
-    if (command === "mcp" || command === "inspect") {
+    if (command === "mcp" || command === "inspect" || command === "login" || command === "logout") {
       const example =
-        command === "mcp" ? "otc mcp serve --url http://127.0.0.1:8080" : "otc inspect http://127.0.0.1:8080";
+        command === "mcp" ? "otc mcp serve --url http://127.0.0.1:8080" : `otc ${command} http://127.0.0.1:8080`;
       throw new UsageError(`${command} takes options of its own: name it first, e.g. ${example}`);
     }
     checkArity(command, rest);
+    if (!(values["api-key"] ?? io.env.OXP_API_KEY) && !(values["jwt-secret"] ?? io.env.OXP_JWT_SECRET)) {
+      signIns = await readCredentials(io.env);
+    }
     switch (command) {
       case "health": {
         const health = await connect().health();
@@ -705,6 +728,16 @@ function report(error: unknown, io: Io, json: boolean, target = ""): number {
   if (error instanceof UsageError) {
     io.stderr(`otc: ${error.message}\nRun 'otc --help' for usage.\n`);
     return EXIT.usage;
+  }
+  if (error instanceof CredentialsFileError) {
+    io.stderr(`otc: ${error.message}\n`);
+    return EXIT.usage;
+  }
+  if (error instanceof OxpAccessTokenError) {
+    // The stored sign-in's provider says why (and to run otc login); the client's wrapping adds nothing for a user.
+    const why = error.cause instanceof Error ? error.cause.message : error.message;
+    io.stderr(`Authentication failed: ${why}\n`);
+    return EXIT.authentication;
   }
   if (json && (error instanceof OxpServerError || error instanceof OxpValidationError)) {
     io.stdout(

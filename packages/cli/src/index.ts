@@ -7,4 +7,5 @@ export { run } from "./cli.js";
 export { generateBindings, typeNameOf } from "./codegen.js";
 export { type InspectOptions, inspectCommand } from "./inspect-command.js";
 export { EXIT, type Io } from "./io.js";
+export { LOGIN_HELP, type LoginRuntime, loginCommand, logoutCommand } from "./login.js";
 export { MCP_HELP, type McpCommandRuntime, mcpCommand } from "./mcp-command.js";

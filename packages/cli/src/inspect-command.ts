@@ -1,10 +1,10 @@
 /** `otc inspect <url>`: serves the OXP Inspector on a local port, pointed at a Tool Server, and opens it in a browser. */
-import { spawn } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { inspector } from "@otc/inspector";
 import { EXIT, type Io } from "./io.js";
+import { openInBrowser } from "./open-browser.js";
 import { stopped } from "./stopped.js";
 
 /** The port `otc inspect` listens on by default: fixed, so a server's CORS settings can name the page's origin once. */
@@ -35,25 +35,9 @@ export interface InspectOptions {
   onListening?: (url: string) => void;
 }
 
-class UsageError extends Error {}
+export { openInBrowser } from "./open-browser.js";
 
-/** Opens `url` with the platform's opener, without a shell: the URL is one argument, never parsed as a command. */
-export function openInBrowser(url: string): Promise<void> {
-  const [command, args] =
-    process.platform === "darwin"
-      ? ["open", [url]]
-      : process.platform === "win32"
-        ? ["rundll32", ["url.dll,FileProtocolHandler", url]]
-        : ["xdg-open", [url]];
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: "ignore", detached: true });
-    child.once("error", reject);
-    child.once("spawn", () => {
-      child.unref();
-      resolve();
-    });
-  });
-}
+class UsageError extends Error {}
 
 const OPTIONS = {
   port: { type: "string" },

@@ -1,0 +1,136 @@
+/** The sign-ins `otc login` keeps: one JSON file, private to the user (0600 in a 0700 directory), written whole and atomically. */
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+
+/** One server's sign-in, keyed in the file by its resource URL (the server's canonical URL, RFC 9728 `resource`). */
+export interface StoredSignIn {
+  /** The server's canonical URL, as its resource metadata names it: the `resource` the tokens were asked for. */
+  resource: string;
+  /** The authorization server that issued the tokens (its issuer identifier). */
+  issuer: string;
+  /** The OAuth client the tokens were issued to. */
+  client_id: string;
+  access_token: string;
+  refresh_token?: string;
+  /** When the access token expires (ISO 8601); absent when the authorization server did not say. */
+  expires_at?: string;
+  /** The scopes granted, space-separated. */
+  scope?: string;
+}
+
+/** A client `otc login` registered at an authorization server (RFC 7591), reused by the next login there. */
+export interface RegisteredClient {
+  client_id: string;
+}
+
+/** The whole file. */
+export interface CredentialsFile {
+  version: 1;
+  /** Sign-ins by resource URL. */
+  servers: Record<string, StoredSignIn>;
+  /** Dynamically registered clients by issuer. */
+  clients: Record<string, RegisteredClient>;
+}
+
+/** The credentials file is unreadable or not one otc wrote. */
+export class CredentialsFileError extends Error {
+  override name = "CredentialsFileError";
+}
+
+/**
+ * Where the file lives: `$OTC_CONFIG_DIR/credentials.json`, else `$XDG_CONFIG_HOME/otc/credentials.json`, else
+ * `~/.config/otc/credentials.json`.
+ */
+export function credentialsPath(env: Record<string, string | undefined>): string {
+  const dir = env.OTC_CONFIG_DIR || path.join(env.XDG_CONFIG_HOME || path.join(os.homedir(), ".config"), "otc");
+  return path.join(dir, "credentials.json");
+}
+
+/** The key of a server in the file: its URL's normal form without a trailing slash, so `/oxp` and `/oxp/` are one. */
+export function resourceKey(url: string): string {
+  const href = new URL(url).href;
+  return href.endsWith("/") ? href.slice(0, -1) : href;
+}
+
+const empty = (): CredentialsFile => ({ version: 1, servers: {}, clients: {} });
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The file's content; an empty one when there is no file yet. */
+export async function readCredentials(env: Record<string, string | undefined>): Promise<CredentialsFile> {
+  const file = credentialsPath(env);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      return empty();
+    }
+    throw new CredentialsFileError(`cannot read ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new CredentialsFileError(`${file} is not valid JSON: delete it and run otc login again`);
+  }
+  if (!isRecord(parsed) || parsed.version !== 1 || !isRecord(parsed.servers)) {
+    throw new CredentialsFileError(`${file} is not an otc credentials file: delete it and run otc login again`);
+  }
+  return {
+    version: 1,
+    servers: parsed.servers as CredentialsFile["servers"],
+    clients: isRecord(parsed.clients) ? (parsed.clients as CredentialsFile["clients"]) : {},
+  };
+}
+
+/** The sign-in kept for the server at `url`, if any. */
+export async function findSignIn(
+  env: Record<string, string | undefined>,
+  url: string,
+): Promise<StoredSignIn | undefined> {
+  const { servers } = await readCredentials(env);
+  return Object.hasOwn(servers, resourceKey(url)) ? servers[resourceKey(url)] : undefined;
+}
+
+/**
+ * Reads the file, lets `change` edit it, and writes it back: to a temporary file beside it (0600), then renamed over
+ * it, so that a reader never sees half a file and a crash leaves the old one. The directory is made 0700.
+ */
+export async function updateCredentials(
+  env: Record<string, string | undefined>,
+  change: (file: CredentialsFile) => void,
+): Promise<void> {
+  const file = credentialsPath(env);
+  const content = await readCredentials(env);
+  change(content);
+  const dir = path.dirname(file);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const temporary = path.join(dir, `.credentials.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+  try {
+    await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+    // The mode given to writeFile is masked by the umask; 0600 is what the file must have whatever it is.
+    await chmod(temporary, 0o600);
+    await rename(temporary, file);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** Stores `signIn` under its resource, replacing the one kept there. */
+export function saveSignIn(env: Record<string, string | undefined>, signIn: StoredSignIn): Promise<void> {
+  return updateCredentials(env, (file) => {
+    file.servers[resourceKey(signIn.resource)] = signIn;
+  });
+}
+
+/** Forgets the sign-in kept for the server at `url`. */
+export function removeSignIn(env: Record<string, string | undefined>, url: string): Promise<void> {
+  return updateCredentials(env, (file) => {
+    delete file.servers[resourceKey(url)];
+  });
+}
