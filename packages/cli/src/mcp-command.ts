@@ -3,6 +3,7 @@ import type { Readable, Writable } from "node:stream";
 import { parseArgs } from "node:util";
 import {
   createMcpBridge,
+  type HttpOAuthOptions,
   isLoopbackHost,
   type McpBridgeOptions,
   MIN_TOKEN_LENGTH,
@@ -20,6 +21,7 @@ export const MCP_HELP = `otc mcp serve: serve an OXP server's tools to MCP clien
 Usage:
   otc mcp serve --url <oxp server> [--transport stdio|http] [--port N] [--host H]
                 [--tool-versions latest|all] [--user-id U]
+                [--oauth-issuer URL]... [--resource URL]
 
 Options:
   --url URL              the OXP server (env OXP_URL; default http://127.0.0.1:8080)
@@ -35,6 +37,13 @@ Options:
                          host needs a token
   --http-token T         http only: MCP clients must send Authorization: Bearer T
                          (env OXP_MCP_TOKEN; at least 16 characters)
+  --oauth-issuer URL     http only: MCP clients sign their users in with this OAuth
+                         authorization server (issuer URL; repeat for several) and
+                         send its access tokens; each call is made for the token's
+                         user (sub), with this command's OXP credentials
+  --resource URL         with --oauth-issuer: the URL MCP clients reach the endpoint
+                         at, which tokens must name as their audience (default the
+                         endpoint's own URL; required with another --host)
   --tool-versions V      latest (default): each tool's highest version;
                          all: older versions too, as Toolkit_Tool_v1_0_0
   --user-id U            the end user the calls are made for (env OXP_USER_ID),
@@ -47,6 +56,11 @@ flags: other users of the machine can read a command's flags in the process list
 The OXP credentials stay in this process: MCP clients never see them. Over http,
 whoever can send requests to the endpoint calls tools with them (and with the user
 id): on 127.0.0.1 that is this machine only; with a token, only clients that have it.
+With --oauth-issuer, each client's user signs in: the endpoint serves its OAuth
+protected resource metadata at /.well-known/oauth-protected-resource/mcp, and a
+user's access token stays here (the OXP server sees this command's credentials and
+the user's id). tools/list needs the scope oxp:tools:read, tools/call oxp:tools:call
+and the OXP tool's required_scopes.
 With stdio, standard output carries the protocol; messages go to standard error.
 `;
 
@@ -62,6 +76,8 @@ const OPTIONS = {
   "tool-versions": { type: "string" },
   "user-id": { type: "string" },
   "http-token": { type: "string" },
+  "oauth-issuer": { type: "string", multiple: true },
+  resource: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -119,7 +135,10 @@ function serverUrl(raw: string, origin: string): string {
 }
 
 /** The bridge's options from the command line and the environment; credentials from either, never echoed. */
-function bridgeOptions(values: Record<string, string | boolean | undefined>, env: Io["env"]): McpBridgeOptions {
+function bridgeOptions(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: Io["env"],
+): McpBridgeOptions {
   const text = (name: string) => values[name] as string | undefined;
   const url = text("url") !== undefined ? serverUrl(text("url") as string, "--url") : env.OXP_URL;
   const options: McpBridgeOptions = {
@@ -151,6 +170,30 @@ function bridgeOptions(values: Record<string, string | boolean | undefined>, env
     options.userId = userId;
   }
   return options;
+}
+
+/** The HTTP bridge's OAuth settings from --oauth-issuer and --resource; undefined without an issuer. */
+function oauthOptions(
+  issuers: readonly string[] | undefined,
+  resource: string | undefined,
+  transport: string,
+): HttpOAuthOptions | undefined {
+  if (issuers === undefined || issuers.length === 0) {
+    if (resource !== undefined) {
+      throw new McpUsageError("--resource goes with --oauth-issuer");
+    }
+    return undefined;
+  }
+  if (transport !== "http") {
+    throw new McpUsageError("--oauth-issuer needs --transport http");
+  }
+  for (const issuer of issuers) {
+    serverUrl(issuer, "--oauth-issuer");
+  }
+  return {
+    authorizationServers: issuers,
+    ...(resource === undefined ? {} : { resource: serverUrl(resource, "--resource") }),
+  };
 }
 
 /**
@@ -185,6 +228,7 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
   let options: McpBridgeOptions;
   let port = 3000;
   let token: string | undefined;
+  let oauth: HttpOAuthOptions | undefined;
   const host = values.host ?? "127.0.0.1";
   const transport = values.transport ?? "stdio";
   try {
@@ -198,6 +242,7 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
     ) {
       throw new McpUsageError("--port, --host and --http-token need --transport http");
     }
+    oauth = oauthOptions(values["oauth-issuer"], values.resource, transport);
     if (values.port !== undefined) {
       port = Number(values.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) {
@@ -209,9 +254,20 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
       if (token !== undefined && (token.length < MIN_TOKEN_LENGTH || /\s/.test(token))) {
         throw new McpUsageError(`the HTTP token must be at least ${MIN_TOKEN_LENGTH} characters, without spaces`);
       }
-      if (!isLoopbackHost(host) && token === undefined) {
+      if (oauth && token !== undefined) {
+        throw new McpUsageError("give --oauth-issuer or an HTTP token (--http-token, OXP_MCP_TOKEN), not both");
+      }
+      if (oauth && options.userId !== undefined) {
+        throw new McpUsageError("--user-id does not go with --oauth-issuer: each call is for the signed-in user");
+      }
+      if (!isLoopbackHost(host) && token === undefined && !oauth) {
         throw new McpUsageError(
-          `--host ${host} is reachable from other machines: give a token (env OXP_MCP_TOKEN or --http-token), which MCP clients send as Authorization: Bearer <token>`,
+          `--host ${host} is reachable from other machines: give a token (env OXP_MCP_TOKEN or --http-token), which MCP clients send as Authorization: Bearer <token>, or sign users in with --oauth-issuer`,
+        );
+      }
+      if (!isLoopbackHost(host) && oauth && oauth.resource === undefined) {
+        throw new McpUsageError(
+          `--host ${host}: give --resource, the URL MCP clients reach the endpoint at (e.g. https://mcp.example.com/mcp)`,
         );
       }
     }
@@ -235,12 +291,29 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
   }
   let served: Awaited<ReturnType<typeof serveHttp>>;
   try {
-    served = await serveHttp(bridge, { port, host, ...(token === undefined ? {} : { token }) });
+    served = await serveHttp(bridge, {
+      port,
+      host,
+      ...(token === undefined ? {} : { token }),
+      ...(oauth === undefined
+        ? {}
+        : {
+            oauth,
+            logger: {
+              warn: (fields, message) => io.stderr(`otc mcp: ${message ?? "warning"} ${JSON.stringify(fields)}\n`),
+            },
+          }),
+    });
   } catch (error) {
     io.stderr(`otc mcp: cannot listen: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT.usage;
   }
-  const access = token === undefined ? "no token" : "bearer token required";
+  const access =
+    served.resourceMetadataUrl !== undefined
+      ? `OAuth access tokens required; metadata at ${served.resourceMetadataUrl}`
+      : token === undefined
+        ? "no token"
+        : "bearer token required";
   io.stderr(
     `otc mcp: serving ${new URL(options.url).origin} at ${served.url} (streamable HTTP, stateless, ${access})\n`,
   );

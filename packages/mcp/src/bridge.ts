@@ -16,6 +16,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from "@modelcontextprotocol/server";
 import {
+  type AccessTokenProvider,
   type ClientOptions,
   createClient,
   type JwtOptions,
@@ -41,7 +42,9 @@ import {
   type ToolAuthorizationChallenge,
   type ToolDefinition,
 } from "@otc/types";
+import { callScopes, missingScopes } from "./auth.js";
 import { DEPRECATION_META_KEY, mcpDescription, toMcpAnnotations } from "./internal/annotations.js";
+import { askingForScopes } from "./internal/scopes-listing.js";
 import { byCodePoint, mcpToolName, uniqueMcpName } from "./names.js";
 import { toMcpInputSchema, toMcpOutput } from "./schemas.js";
 
@@ -60,6 +63,11 @@ export interface McpBridgeOptions {
   apiKey?: string;
   /** Sign HS256 JWTs (with `subject` as their `sub`) for the OXP server; never shown to the MCP client. */
   jwt?: JwtOptions;
+  /**
+   * The bridge's own OAuth access token for the OXP server, or a provider of one (@otc/client's `accessToken`); never
+   * an MCP client's token, which stays in the bridge.
+   */
+  accessToken?: string | AccessTokenProvider;
   /** `latest` (default): one MCP tool per OXP tool, its highest version. `all`: older versions too, with a `_vX_Y_Z` suffix. */
   toolVersions?: "latest" | "all";
   /** The end user every call is made for (`context.user_id`): tools that require one need it. */
@@ -106,13 +114,32 @@ interface Entry {
   wrapped: boolean;
 }
 
+/**
+ * The user an MCP request comes from, as its OAuth access token says (`serveHttp` with `oauth`). The token itself
+ * stays in the bridge: the OXP server is called with the bridge's own credentials, for this user.
+ */
+export interface McpCaller {
+  /** The token's `sub`: each call's `context.user_id`, in place of the bridge's `userId`. */
+  readonly userId: string;
+  /** The scopes the token grants: a tools/call whose OXP tool needs others is refused. */
+  readonly scopes: ReadonlySet<string>;
+}
+
 /** An OXP server seen as MCP tools; one bridge serves any number of MCP sessions. */
 export interface McpBridge {
   /**
    * A new SDK `Server` with the bridge's handlers, for one transport: one per request over HTTP, one per
-   * connection over stdio. Either protocol generation may be served by it; the SDK binds it to the first.
+   * connection over stdio. Either protocol generation may be served by it; the SDK binds it to the first. With a
+   * `caller`, its calls are made for that user and only with the scopes it holds.
    */
-  createServer(): Server;
+  createServer(caller?: McpCaller): Server;
+  /**
+   * The scopes a tools/call of the MCP tool `name` needs: `oxp:tools:call` and its OXP tool's `required_scopes`
+   * (listed by an OXP server that offers the oauth extension). Read from the catalog as a call reads it.
+   */
+  callScopes(name: string, signal?: AbortSignal): Promise<string[]>;
+  /** Every OXP tool's `required_scopes`, from a catalog at most `catalogTtlMs` old (one read for all who ask at once). */
+  catalogScopes(): Promise<string[]>;
   /** The MCP tools, read from the OXP server now. */
   listTools(): Promise<McpTool[]>;
   /** The OXP client the bridge calls through. */
@@ -330,16 +357,27 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   if (options.jwt !== undefined) {
     clientOptions.jwt = options.jwt;
   }
+  if (options.accessToken !== undefined) {
+    clientOptions.accessToken = options.accessToken;
+  }
   if (options.timeoutMs !== undefined) {
     clientOptions.timeoutMs = options.timeoutMs;
   }
   if (options.retry !== undefined) {
     clientOptions.retry = options.retry;
   }
-  if (options.fetch !== undefined) {
-    clientOptions.fetch = options.fetch;
-  }
-  const client = createClient(clientOptions);
+  // Each tool's required_scopes, for the scopes a caller needs (docs/protocol.md 9.6): asked of a server that offers them.
+  const offersScopes = () =>
+    client.discover().then(
+      ({ extensions }) => extensions.includes("oauth"),
+      () => false,
+    );
+  clientOptions.fetch = askingForScopes(
+    options.fetch ?? ((input, init) => fetch(input, init)),
+    options.url,
+    offersScopes,
+  );
+  const client: OxpClient = createClient(clientOptions);
   const toolVersions = options.toolVersions ?? "latest";
   const catalogTtlMs = options.catalogTtlMs ?? 30_000;
   const waitMs = options.authorizationWaitMs ?? 300_000;
@@ -352,6 +390,8 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   const missRefreshMs = Math.min(catalogTtlMs, 1_000);
 
   let catalog: { entries: Map<string, Entry>; readAt: number } | undefined;
+  /** The read in progress for {@link fresh}: callers that need no new read of their own share one. */
+  let reading: Promise<Map<string, Entry>> | undefined;
 
   const readCatalog = async (signal?: AbortSignal) => {
     // Asked of a server whose discovery document lists annotations; any other lists as OXP 1.0 (no hints).
@@ -360,8 +400,22 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return catalog.entries;
   };
 
+  /**
+   * The catalog if it is younger than `catalogTtlMs`, else one read shared by all who ask meanwhile (so it takes no
+   * signal: one caller going away must not fail the others' read).
+   */
+  const fresh = (): Promise<Map<string, Entry>> => {
+    if (catalog && clock.now() - catalog.readAt < catalogTtlMs) {
+      return Promise.resolve(catalog.entries);
+    }
+    reading ??= readCatalog().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+
   /** The entry of an MCP name: from the cached catalog while fresh, else a new read; an unknown name re-reads at most once per `missRefreshMs`. */
-  const lookup = async (name: string, signal: AbortSignal): Promise<Entry | undefined> => {
+  const lookup = async (name: string, signal?: AbortSignal): Promise<Entry | undefined> => {
     if (catalog) {
       const age = clock.now() - catalog.readAt;
       const found = age < catalogTtlMs ? catalog.entries.get(name) : undefined;
@@ -375,10 +429,12 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return (await readCatalog(signal)).get(name);
   };
 
-  const context = (): CallToolRequest["context"] => {
+  const context = (caller: McpCaller | undefined): CallToolRequest["context"] => {
     const out: NonNullable<CallToolRequest["context"]> = {};
-    if (options.userId) {
-      out.user_id = options.userId;
+    // A signed-in user is the call's user (the OXP server takes it on the bridge's credentials, section 5).
+    const userId = caller ? caller.userId : options.userId;
+    if (userId) {
+      out.user_id = userId;
     }
     if (options.secrets && Object.keys(options.secrets).length > 0) {
       out.secrets = Object.entries(options.secrets).map(([id, value]) => ({ id, value }));
@@ -521,15 +577,30 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   }
 
   /** One MCP tools/call: its tool looked up, then one OXP call, made again with its call_id once the user authorized it. */
-  async function callTool(server: Server, params: McpCallToolRequest["params"], extra: Extra) {
+  async function callTool(
+    server: Server,
+    params: McpCallToolRequest["params"],
+    extra: Extra,
+    caller: McpCaller | undefined,
+  ) {
     const { name, arguments: args = {} } = params;
     const progressToken = extra.mcpReq._meta?.progressToken ?? params._meta?.progressToken;
     const entry = await lookup(name, extra.mcpReq.signal);
     if (!entry) {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
     }
+    // The HTTP layer answered a token without these scopes with its 403 already, from the catalog it read then; this
+    // is the entry the call is made with, which a catalog read in between may have changed.
+    const needed = callScopes(entry.definition);
+    if (caller && missingScopes(needed, caller.scopes).length > 0) {
+      return errorResult(`This tool needs the scopes ${needed.join(" ")}: sign in again allowing them.`, {
+        status: 403,
+        can_retry: false,
+        scopes: needed,
+      });
+    }
     const request: CallToolRequest = { tool_id: entry.definition.id, call_id: randomUUID(), input: args };
-    const ctx = context();
+    const ctx = context(caller);
     if (ctx) {
       request.context = ctx;
     }
@@ -566,7 +637,19 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     async listTools() {
       return [...(await readCatalog()).values()].map((entry) => entry.tool);
     },
-    createServer() {
+    async callScopes(name, signal) {
+      return callScopes((await lookup(name, signal))?.definition);
+    },
+    async catalogScopes() {
+      const scopes = new Set<string>();
+      for (const { definition } of (await fresh()).values()) {
+        for (const scope of definition.required_scopes ?? []) {
+          scopes.add(scope);
+        }
+      }
+      return [...scopes];
+    },
+    createServer(caller) {
       const server = new Server(serverInfo, {
         // `logging`: hosts may set a level (logging/setLevel answers {}); the bridge itself sends no log
         // messages, since OXP calls report progress, not logs.
@@ -582,7 +665,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       });
       server.setRequestHandler("tools/call", async (request, extra) => {
         try {
-          return await callTool(server, request.params, extra);
+          return await callTool(server, request.params, extra, caller);
         } catch (error) {
           if (error instanceof ProtocolError || extra.mcpReq.signal.aborted) {
             throw error;

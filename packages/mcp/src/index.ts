@@ -2,6 +2,8 @@
  * @otc/mcp: a bridge both ways between OXP and the Model Context Protocol, on the official MCP SDK.
  * Every export here is public API; nothing else in src is.
  */
+
+export type { HttpOAuthOptions } from "./auth.js";
 export {
   AUTHORIZATION_META_KEY,
   catalogToMcpTools,
@@ -10,6 +12,7 @@ export {
   errorToCallToolResult,
   type McpBridge,
   type McpBridgeOptions,
+  type McpCaller,
   TOOL_ID_META_KEY,
   toCallToolResult,
 } from "./bridge.js";
