@@ -1,4 +1,9 @@
 /** What every runtime entry point exports (`@otc/server/node`, `/fetch`, and through `/node` the root): defining tools, stores, errors, options and the console logger. */
+
+export type { ConnectionsOptions } from "./connections/options.js";
+export type { ConnectionProviderOptions } from "./connections/provider.js";
+export type { VaultKey } from "./connections/seal.js";
+export type { BrowserCheck } from "./connections/vault.js";
 export type {
   AuthorizationProvider,
   ChallengeStatus,

@@ -23,6 +23,10 @@ export type {
   CallToolSuccess,
 } from "./generated/call-tool-response.js";
 export type { CallToolResultEnvelope } from "./generated/call-tool-result-envelope.js";
+export type { Connection } from "./generated/connection.js";
+export type { ConnectionFlow } from "./generated/connection-flow.js";
+export type { ConnectionListResponse } from "./generated/connection-list-response.js";
+export type { ConnectionRequest } from "./generated/connection-request.js";
 export type { DiscoveryDocument } from "./generated/discovery-document.js";
 export type { components, operations, paths } from "./generated/openapi.js";
 export { openapiDocument } from "./generated/openapi-document.js";
@@ -30,6 +34,8 @@ export type { ProtectedResourceMetadata } from "./generated/protected-resource-m
 export {
   AUTHORIZATION_CHALLENGES_PATH_TEMPLATE,
   CHALLENGE_STATUSES,
+  CONNECTIONS_PATH,
+  CONNECTIONS_PATH_TEMPLATE,
   ENVELOPE_SCHEMA_PATTERN,
   HEALTH_PATH,
   OXP_ROUTES,
@@ -51,6 +57,10 @@ export {
   CallToolRequestSchema,
   CallToolResponseSchema,
   CallToolResultEnvelopeSchema,
+  ConnectionFlowSchema,
+  ConnectionListResponseSchema,
+  ConnectionRequestSchema,
+  ConnectionSchema,
   DiscoveryDocumentSchema,
   ProtectedResourceMetadataSchema,
   ServerErrorResponseSchema,
@@ -88,6 +98,10 @@ export {
   validateCallToolRequest,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateConnection,
+  validateConnectionFlow,
+  validateConnectionListResponse,
+  validateConnectionRequest,
   validateDiscoveryDocument,
   validateProtectedResourceMetadata,
   validateServerErrorResponse,

@@ -39,11 +39,13 @@ describe("openapiDocument", () => {
     expect(componentSchemas.CallToolEnvelope?.$schema).toBeUndefined();
   });
 
-  it("serves the four 1.0 routes and the extensions' four, and every response of every operation carries OXP-Version", () => {
+  it("serves the four 1.0 routes and the extensions' six, and every response of every operation carries OXP-Version", () => {
     expect(Object.keys(document.paths).sort()).toEqual([
       "/.well-known/oauth-protected-resource",
       "/.well-known/oxp",
       "/authorization/challenges/{challenge_id}",
+      "/connections",
+      "/connections/{connection_id}",
       "/health",
       "/tools",
       "/tools/call",
@@ -56,6 +58,11 @@ describe("openapiDocument", () => {
           const header = (response.headers as Record<string, Node> | undefined)?.["OXP-Version"];
           expect(header?.required, `${method} ${route} ${status}`).toBe(true);
           expect(header?.schema).toEqual({ type: "string", const: OXP_VERSION });
+          // A 204 has no body (a deleted connection, docs/protocol.md 9.7).
+          if (status === "204") {
+            expect(response.content, `${method} ${route} 204 has no body`).toBeUndefined();
+            continue;
+          }
           // The one body that is not JSON: a call's event stream (docs/protocol.md 9.3).
           const media = route.endsWith("/events") && status === "200" ? "text/event-stream" : "application/json";
           expect(response.content, `${method} ${route} ${status} has a ${media} body`).toHaveProperty([media]);

@@ -81,11 +81,13 @@ describe("openapi-typescript and json-schema-to-typescript agree", () => {
 });
 
 describe("paths", () => {
-  it("lists the four 1.0 routes and the extensions' four", () => {
+  it("lists the four 1.0 routes and the extensions' six", () => {
     expectTypeOf<OxpPath>().toEqualTypeOf<
       | "/health"
       | "/.well-known/oxp"
       | "/.well-known/oauth-protected-resource"
+      | "/connections"
+      | "/connections/{connection_id}"
       | "/tools"
       | "/tools/call"
       | "/tools/calls/{call_id}"

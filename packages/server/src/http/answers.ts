@@ -17,6 +17,7 @@ export const ANSWER_KIND = {
   health: { route: "health", envelope: false },
   discovery: { route: "discovery", envelope: false },
   resource: { route: "resource", envelope: false },
+  connections: { route: "connections", envelope: false },
   status: { route: "status", envelope: false },
   tools: { route: "tools", envelope: false },
   check: { route: "check", envelope: false },

@@ -67,7 +67,12 @@ export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promi
  */
 export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const onWorkers = options.extensions === undefined && isWorkers();
-  const workers = () => WORKERS_EXTENSIONS.filter((id) => id !== "oauth" || options.auth?.oauth !== undefined);
+  const workers = () =>
+    WORKERS_EXTENSIONS.filter(
+      (id) =>
+        (id !== "oauth" || options.auth?.oauth !== undefined) &&
+        (id !== "connections" || options.connections !== undefined),
+    );
   const pipeline = createPipeline(onWorkers ? { ...options, extensions: workers() } : options, {
     defaultLogger: consoleLogger,
   });

@@ -1,5 +1,6 @@
 /** The options every adapter takes (node:http, Express, fetch) and the types they share; no runtime code. */
 
+import type { ConnectionsOptions } from "../connections/options.js";
 import type { Clock } from "../core/clock.js";
 import type { ExtensionId } from "../core/extensions.js";
 import type { CallEvent, CallObserver, CoreLogger, OxpCoreOptions } from "../core/oxp-core.js";
@@ -19,6 +20,11 @@ export type FetchPage = (request: Request) => Response | undefined | Promise<Res
 export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
   /** Server authentication; off when absent. */
   auth?: AuthenticationOptions;
+  /**
+   * The connections extension (docs/protocol.md 9.7): a vault of users' connections to third-party providers,
+   * whose tokens the server puts into calls itself, so that clients never hold them.
+   */
+  connections?: ConnectionsOptions;
   /** Bodies nested deeper than this are refused with a 400. Default 64. */
   maxDepth?: number;
   /** Bodies holding more values than this (object members and array items in all) are refused with a 400. Default 10,000. */

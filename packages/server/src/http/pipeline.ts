@@ -5,6 +5,10 @@
  * back. Runtime-neutral: no `node:` module.
  */
 import { OXP_VERSION } from "@otc/types";
+import { createVault } from "../connections/options.js";
+import { CALLBACK_PATH, type ConnectionVault } from "../connections/vault.js";
+import { MemoryTokenStore } from "../core/authorization.js";
+import { systemClock } from "../core/clock.js";
 import { ServerConfigError, shorten, toWireError, WireError } from "../core/errors.js";
 import { EXTENSIONS, type ExtensionId, type ExtensionSet } from "../core/extensions.js";
 import { isPending, type OrPromise } from "../core/fast-path.js";
@@ -22,12 +26,13 @@ import type { AdapterOptions, OxpLifecycle, OxpRuntime } from "./options.js";
 import { bodyLimitBytes } from "./request-body.js";
 import { callRoute } from "./routes/call.js";
 import { checkRoute } from "./routes/check.js";
+import { connectionsRoute } from "./routes/connections.js";
 import { asksFor, methodNotAllowed, type RouteContext, type RouteHandler } from "./routes/context.js";
 import { healthRoute } from "./routes/health.js";
 import { resourceMetadataRoute } from "./routes/resource-metadata.js";
 import { tasksRoute } from "./routes/tasks.js";
 import { toolsRoute } from "./routes/tools.js";
-import { type ProtocolRoute, protocolRouteOf, type RouteName, TASK_ROUTES } from "./routes.js";
+import { CONNECTION_ROUTES, type ProtocolRoute, protocolRouteOf, type RouteName, TASK_ROUTES } from "./routes.js";
 import { pathOf } from "./url.js";
 
 /**
@@ -81,8 +86,17 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const { logger: _logger, telemetry, pages: _pages, ...coreOptions } = options;
   const observer = combinedObserver(options.observer, telemetry?.observer);
   const callLine = logger && host.callLineOf?.(logger);
+  // The vault's providers are authorization providers of the core's, and its tokens are read through the core's
+  // token store (docs/protocol.md 9.7): calls meet their requirements from it as section 4 says.
+  const vault = options.connections && createVault(options.connections, options.clock ?? systemClock, logger);
   const core = new OxpCore({
     ...coreOptions,
+    ...(vault
+      ? {
+          authorizationProviders: [...(options.authorizationProviders ?? []), ...vault.authorizationProviders()],
+          tokenStore: vault.tokenStore(options.tokenStore ?? new MemoryTokenStore()),
+        }
+      : {}),
     ...(logger ? { logger } : {}),
     ...(callLine ? { callLine } : {}),
     ...(observer ? { observer } : {}),
@@ -99,7 +113,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const bodyLimit = bodyLimitBytes(options.bodyLimit);
   const cors = createCors(options.cors);
   const hostAllowed = createHostCheck(options.allowedHosts, options.publicUrl);
-  const pages = [...(telemetry?.pages ?? []), ...(options.pages ?? [])];
+  const pages = [...(vault ? [vaultCallbackPage(vault)] : []), ...(telemetry?.pages ?? []), ...(options.pages ?? [])];
   const context: RouteContext = {
     core,
     answer: checkedAnswers(options.validateResponses ?? false, logger),
@@ -107,12 +121,14 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     bodyLimit,
     budget,
     clients: new ClientKeys(),
-    offered: offeredExtensions(options.extensions, oauth !== undefined),
+    offered: offeredExtensions(options.extensions, { oauth: oauth !== undefined, connections: vault !== undefined }),
     contract: host.contract,
     telemetry,
     tracing: options.tracing ?? true,
     publicUrl: options.publicUrl?.replace(/\/+$/, ""),
     oauth,
+    vault,
+    acceptClientTokens: options.connections?.acceptClientTokens !== false,
   };
   const serveHealth = healthRoute(context, lifecycle);
   const serveResourceMetadata = oauth && resourceMetadataRoute(context, oauth);
@@ -124,6 +140,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     check: checkRoute(context),
     status: task,
     events: task,
+    ...(vault
+      ? { connections: connectionsRoute(context, vault), connection: connectionsRoute(context, vault) }
+      : { connections: noRoute, connection: noRoute }),
   };
 
   const fail: Pipeline["fail"] = (exchange, error, headers) => {
@@ -290,6 +309,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       if (route && TASK_ROUTES.has(route.name) && !asksFor(context, exchange, "tasks")) {
         route = undefined;
       }
+      // So are the connections extension's, on a server with a vault.
+      if (route && CONNECTION_ROUTES.has(route.name) && !(vault && asksFor(context, exchange, "connections"))) {
+        route = undefined;
+      }
       // The resource metadata exists on a server with the oauth extension, at the paths its canonical URL gives.
       if (route?.name === "resource" && !(oauth && path !== undefined && oauth.metadataPaths.has(trimmed(path)))) {
         route = undefined;
@@ -340,6 +363,15 @@ function requestOf(exchange: Exchange): Request | undefined {
   }
 }
 
+/** The handler of a route a server without its extension never reaches (the pipeline answers its path as unknown). */
+const noRoute: RouteHandler = () => Promise.reject(new Error("this route is not served"));
+
+/** The page a connection provider sends the user's browser back to (docs/protocol.md 9.7): GET only. */
+function vaultCallbackPage(vault: ConnectionVault) {
+  return (request: Request): Promise<Response> | undefined =>
+    request.method === "GET" && pathOf(request.url) === CALLBACK_PATH ? vault.callback(request) : undefined;
+}
+
 /** The scopes of the routes, for challenges and checks (docs/protocol.md 9.6, `[oauth.scopes]`). */
 const READ_ONLY: readonly string[] = [READ_SCOPE];
 const CALL_ONLY: readonly string[] = [CALL_SCOPE];
@@ -354,13 +386,18 @@ function trimmed(path: string): string {
  * The extensions a server offers for its `extensions` option: those implemented (`oauth` only where it is
  * configured), or none for `false`.
  */
-function offeredExtensions(option: AdapterOptions["extensions"], oauthConfigured: boolean): ExtensionSet {
+function offeredExtensions(
+  option: AdapterOptions["extensions"],
+  configured: { oauth: boolean; connections: boolean },
+): ExtensionSet {
   if (option === false) {
     return new Set();
   }
   const implemented: readonly ExtensionId[] = EXTENSIONS;
+  const available = (id: ExtensionId) =>
+    (id !== "oauth" || configured.oauth) && (id !== "connections" || configured.connections);
   if (option === undefined) {
-    return new Set(implemented.filter((id) => id !== "oauth" || oauthConfigured));
+    return new Set(implemented.filter(available));
   }
   for (const id of option) {
     if (!implemented.includes(id)) {
@@ -368,8 +405,11 @@ function offeredExtensions(option: AdapterOptions["extensions"], oauthConfigured
         `The extension '${String(id)}' is not one this server implements: ${implemented.join(", ")}`,
       );
     }
-    if (id === "oauth" && !oauthConfigured) {
+    if (id === "oauth" && !configured.oauth) {
       throw new ServerConfigError("The extension 'oauth' needs auth.oauth: the authorization servers to accept");
+    }
+    if (id === "connections" && !configured.connections) {
+      throw new ServerConfigError("The extension 'connections' needs the connections option: its providers and keys");
     }
   }
   return new Set(EXTENSIONS.filter((id) => option.includes(id)));

@@ -50,6 +50,9 @@ export function credentialsUnavailable(what: string): WireError {
   });
 }
 
+/** The statuses a Response cannot carry a body with. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
 /** Thrown by a {@link BoundedFetch} while its last failure is recent: no new request goes out. */
 export class FetchBackoff extends Error {}
 
@@ -64,8 +67,8 @@ export interface BoundedFetch {
 }
 
 /**
- * A fetch whose 200 bodies are read whole up to {@link FETCHED_MAX_BYTES} (past it: an error), whose other answers
- * come back with their status and no body, and which throws {@link FetchBackoff} while a failure is recent.
+ * A fetch whose answers are read whole up to {@link FETCHED_MAX_BYTES} (past it: an error), with their status, media
+ * type and challenge, and which throws {@link FetchBackoff} while a failure is recent.
  */
 export function boundedFetch(clock: Clock): BoundedFetch {
   let failedUntil = 0;
@@ -74,9 +77,17 @@ export function boundedFetch(clock: Clock): BoundedFetch {
       throw new FetchBackoff();
     }
     const response = await fetch(href, init);
-    if (response.status !== 200 || !response.body) {
+    // What a reader of the answer needs: its media type, and an OAuth error's challenge.
+    const headers: Record<string, string> = {};
+    for (const name of ["content-type", "www-authenticate"]) {
+      const value = response.headers.get(name);
+      if (value !== null) {
+        headers[name] = value;
+      }
+    }
+    if (!response.body || NULL_BODY_STATUSES.has(response.status)) {
       await response.body?.cancel();
-      return new Response(null, { status: response.status === 200 ? 502 : response.status });
+      return new Response(null, { status: response.status === 200 ? 502 : response.status, headers });
     }
     const chunks: Uint8Array[] = [];
     let size = 0;
@@ -96,7 +107,8 @@ export function boundedFetch(clock: Clock): BoundedFetch {
       body.set(chunk, offset);
       offset += chunk.byteLength;
     }
-    return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
+    // Error answers keep their bodies too: an OAuth server's error (invalid_grant) is JSON the client reads.
+    return new Response(body, { status: response.status, headers });
   };
   return {
     fetch: fetchBounded,

@@ -5,6 +5,8 @@ import {
   validateCallStatus,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateConnectionFlow,
+  validateConnectionListResponse,
   validateDiscoveryDocument,
   validateProtectedResourceMetadata,
   validateServerErrorResponse,
@@ -21,6 +23,9 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
   if (status === 202) {
     return validateCallStatus;
   }
+  if (status === 201) {
+    return route === "connections" ? validateConnectionFlow : undefined;
+  }
   if (status === 422) {
     return validateValidationErrorResponse;
   }
@@ -36,6 +41,8 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
       return validateDiscoveryDocument;
     case "resource":
       return validateProtectedResourceMetadata;
+    case "connections":
+      return validateConnectionListResponse;
     case "status":
       return validateCallStatus;
     case "check":

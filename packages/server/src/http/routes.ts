@@ -1,5 +1,7 @@
 /** The protocol's routes, read from the spec: which path names which route, and the methods each takes. */
 import {
+  CONNECTIONS_PATH,
+  CONNECTIONS_PATH_TEMPLATE,
   HEALTH_PATH,
   OXP_ROUTES,
   TOOLS_CALL_PATH,
@@ -22,10 +24,22 @@ export const ROUTES: readonly { path: string; methods: readonly string[] }[] = O
  * events), which exist only for a request that asks for that extension, and the oauth extension's protected
  * resource metadata, which exists only on a server configured with it.
  */
-export type RouteName = "health" | "discovery" | "resource" | "tools" | "call" | "check" | "status" | "events";
+export type RouteName =
+  | "health"
+  | "discovery"
+  | "resource"
+  | "tools"
+  | "call"
+  | "check"
+  | "status"
+  | "events"
+  | "connections"
+  | "connection";
 
 /** The routes of the tasks extension: without `OXP-Extensions: tasks`, their paths are answered as unknown ones. */
 export const TASK_ROUTES: ReadonlySet<RouteName> = new Set(["status", "events"]);
+/** The routes of the connections extension (9.7): without `OXP-Extensions: connections`, unknown paths too. */
+export const CONNECTION_ROUTES: ReadonlySet<RouteName> = new Set(["connections", "connection"]);
 
 /** A protocol route a request names: its name, the methods it takes, and (for a check_url) the raw challenge id segment. */
 export interface ProtocolRoute {
@@ -38,6 +52,8 @@ export interface ProtocolRoute {
 const methodsOf = (path: string) => ROUTES.find((route) => route.path === path)?.methods ?? [];
 const CHECK_PREFIX = `${CHALLENGE_CHECK_PATH}/`;
 const RESOURCE_PREFIX = `${WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH}/`;
+const CONNECTION_PREFIX = `${CONNECTIONS_PATH}/`;
+const CONNECTION_METHODS = methodsOf(CONNECTIONS_PATH_TEMPLATE);
 const CHECK_METHODS = methodsOf(`${CHECK_PREFIX}{challenge_id}`);
 const CALLS_PREFIX = TOOLS_CALLS_PATH_TEMPLATE.replace("{call_id}", "");
 const EVENTS_SUFFIX = TOOLS_CALLS_EVENTS_PATH_TEMPLATE.replace(TOOLS_CALLS_PATH_TEMPLATE, "");
@@ -51,6 +67,7 @@ const FIXED: ReadonlyMap<string, ProtocolRoute> = new Map(
       [HEALTH_PATH, "health"],
       [WELL_KNOWN_OXP_PATH, "discovery"],
       [WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH, "resource"],
+      [CONNECTIONS_PATH, "connections"],
     ] as const
   ).map(([path, name]) => [path, Object.freeze({ name, methods: methodsOf(path) })]),
 );
@@ -91,6 +108,12 @@ export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
   // The path-inserted form of the metadata's URL, for a canonical URL with a path (RFC 9728 section 3.1).
   if (path.startsWith(RESOURCE_PREFIX)) {
     return RESOURCE_ROUTE;
+  }
+  if (path.startsWith(CONNECTION_PREFIX)) {
+    const segment = path.slice(CONNECTION_PREFIX.length);
+    if (segment.length > 0 && !segment.includes("/")) {
+      return { name: "connection", methods: CONNECTION_METHODS, segment };
+    }
   }
   if (path.startsWith(CHECK_PREFIX)) {
     const segment = path.slice(CHECK_PREFIX.length);

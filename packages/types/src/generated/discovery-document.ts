@@ -28,6 +28,24 @@ export interface DiscoveryDocument {
        */
       resource_metadata: string;
     };
+    /**
+     * The connections extension's settings.
+     */
+    connections?: {
+      /**
+       * The providers a user can connect an account of.
+       */
+      providers: {
+        /**
+         * The provider's id, as tools name it in requirements.authorization[].id.
+         */
+        id: string;
+        /**
+         * A name for people.
+         */
+        name: string;
+      }[];
+    };
     [k: string]:
       | {}
       | {
@@ -35,6 +53,21 @@ export interface DiscoveryDocument {
            * The absolute URL of this server's protected resource metadata (ProtectedResourceMetadata, RFC 9728).
            */
           resource_metadata: string;
+        }
+      | {
+          /**
+           * The providers a user can connect an account of.
+           */
+          providers: {
+            /**
+             * The provider's id, as tools name it in requirements.authorization[].id.
+             */
+            id: string;
+            /**
+             * A name for people.
+             */
+            name: string;
+          }[];
         }
       | undefined;
   };

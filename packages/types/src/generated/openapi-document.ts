@@ -515,6 +515,41 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             "resource_metadata"
                           ],
                           additionalProperties: false
+                        },
+                        connections: {
+                          description: "The connections extension's settings.",
+                          type: "object",
+                          properties: {
+                            providers: {
+                              description: "The providers a user can connect an account of.",
+                              type: "array",
+                              items: {
+                                type: "object",
+                                properties: {
+                                  id: {
+                                    description: "The provider's id, as tools name it in requirements.authorization[].id.",
+                                    type: "string",
+                                    pattern: "^[A-Za-z0-9_-]{1,64}$"
+                                  },
+                                  name: {
+                                    description: "A name for people.",
+                                    type: "string",
+                                    minLength: 1,
+                                    maxLength: 200
+                                  }
+                                },
+                                required: [
+                                  "id",
+                                  "name"
+                                ],
+                                additionalProperties: false
+                              }
+                            }
+                          },
+                          required: [
+                            "providers"
+                          ],
+                          additionalProperties: false
                         }
                       },
                       propertyNames: {
@@ -4858,6 +4893,1585 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         }
       }
     },
+    "/connections": {
+      get: {
+        operationId: "listConnections",
+        tags: [
+          "Extensions"
+        ],
+        summary: "List the user's connections",
+        description: "With `OXP-Extensions: connections`: the connections of the caller's user to third-party providers,\nnewest first. The user is the OAuth access token's subject, else the `user_id` a trusted caller\nnames. No connection ever carries a token. Without the header, this path is answered as any path\nthe server does not serve.\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "user_id",
+            in: "query",
+            required: false,
+            description: "With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 256
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "The connections, `items` empty when there are none.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ConnectionListResponse",
+                  description: "What GET /connections answers: the caller's user's connections, newest first.",
+                  type: "object",
+                  properties: {
+                    items: {
+                      type: "array",
+                      items: {
+                        title: "Connection",
+                        description: "One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token.",
+                        type: "object",
+                        properties: {
+                          id: {
+                            description: "The connection's id, made by the server.",
+                            type: "string",
+                            minLength: 1,
+                            maxLength: 256
+                          },
+                          provider: {
+                            description: "The provider's id, as tools name it in requirements.authorization[].id.",
+                            type: "string",
+                            pattern: "^[A-Za-z0-9_-]{1,64}$"
+                          },
+                          status: {
+                            description: "active: its tokens serve calls; auth_required: a refresh failed, the user must connect again; revoked: the user or the provider ended it.",
+                            type: "string",
+                            enum: [
+                              "active",
+                              "auth_required",
+                              "revoked"
+                            ]
+                          },
+                          scopes: {
+                            description: "The scopes the provider granted.",
+                            type: "array",
+                            items: {
+                              type: "string",
+                              minLength: 1,
+                              maxLength: 256
+                            },
+                            maxItems: 256
+                          },
+                          account: {
+                            description: "A label for people: the provider account's email or name, when the provider tells it.",
+                            type: "string",
+                            minLength: 1,
+                            maxLength: 256
+                          },
+                          created_at: {
+                            description: "When the connection was made (RFC 3339).",
+                            type: "string",
+                            format: "date-time"
+                          },
+                          updated_at: {
+                            description: "When it last changed: connected again, refreshed, marked auth_required (RFC 3339).",
+                            type: "string",
+                            format: "date-time"
+                          }
+                        },
+                        required: [
+                          "id",
+                          "provider",
+                          "status",
+                          "scopes",
+                          "created_at",
+                          "updated_at"
+                        ],
+                        additionalProperties: false
+                      }
+                    }
+                  },
+                  required: [
+                    "items"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      },
+      post: {
+        operationId: "createConnection",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Start connecting an account",
+        description: "With `OXP-Extensions: connections`: starts the provider's authorization code flow (with PKCE) for the\ncaller's user. The user opens `url` in a browser; once the provider sends the browser back and the\nserver has checked that it is the user's, the connection is made and `check_url` answers `completed`.\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          }
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: {
+                title: "ConnectionRequest",
+                description: "The body of POST /connections: which provider to connect, for which user.",
+                type: "object",
+                properties: {
+                  provider: {
+                    description: "The provider's id, one of the discovery document's extension_info.connections.providers.",
+                    type: "string",
+                    pattern: "^[A-Za-z0-9_-]{1,64}$"
+                  },
+                  scopes: {
+                    description: "The scopes to ask the provider for. Default: the provider's own defaults in the server's configuration.",
+                    type: "array",
+                    items: {
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 256
+                    },
+                    maxItems: 64
+                  },
+                  user_id: {
+                    description: "The user the connection is for, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject.",
+                    type: "string",
+                    minLength: 1,
+                    maxLength: 256
+                  }
+                },
+                required: [
+                  "provider"
+                ],
+                additionalProperties: false
+              }
+            }
+          }
+        },
+        responses: {
+          "201": {
+            description: "The flow, pending.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ConnectionFlow",
+                  description: "What POST /connections answers (201): where the user connects the account, and where its progress is read.",
+                  type: "object",
+                  properties: {
+                    id: {
+                      description: "The id the connection will have once the user completes the flow.",
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 256
+                    },
+                    status: {
+                      description: "Always pending: the user has not connected yet.",
+                      type: "string",
+                      const: "pending"
+                    },
+                    url: {
+                      description: "The provider's authorization page, for the user to open in a browser.",
+                      type: "string",
+                      format: "uri"
+                    },
+                    check_url: {
+                      description: "A challenge's check_url: pending, then completed or failed.",
+                      type: "string",
+                      format: "uri"
+                    }
+                  },
+                  required: [
+                    "id",
+                    "status",
+                    "url",
+                    "check_url"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "413": {
+            description: "The body is larger than the server's limit (1 MiB by default).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "415": {
+            description: "The body is not sent as `application/json`.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
+    "/connections/{connection_id}": {
+      delete: {
+        operationId: "deleteConnection",
+        tags: [
+          "Extensions"
+        ],
+        summary: "Disconnect an account",
+        description: "With `OXP-Extensions: connections`: revokes the connection's tokens at the provider where it offers revocation (RFC 7009), then deletes the connection. Another user's connection, or an unknown id, is a 404.",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "user_id",
+            in: "query",
+            required: false,
+            description: "With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 256
+            }
+          },
+          {
+            name: "connection_id",
+            in: "path",
+            required: true,
+            description: "The connection's id.",
+            schema: {
+              type: "string",
+              minLength: 1
+            }
+          }
+        ],
+        responses: {
+          "204": {
+            description: "Deleted.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/authorization/challenges/{challenge_id}": {
       get: {
         operationId: "checkAuthorizationChallenge",
@@ -5389,6 +7003,17 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         description: "RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored.",
         schema: {
           type: "string"
+        }
+      },
+      UserId: {
+        name: "user_id",
+        in: "query",
+        required: false,
+        description: "With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope.",
+        schema: {
+          type: "string",
+          minLength: 1,
+          maxLength: 256
         }
       },
       CallId: {
@@ -7637,6 +9262,41 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                   "resource_metadata"
                 ],
                 additionalProperties: false
+              },
+              connections: {
+                description: "The connections extension's settings.",
+                type: "object",
+                properties: {
+                  providers: {
+                    description: "The providers a user can connect an account of.",
+                    type: "array",
+                    items: {
+                      type: "object",
+                      properties: {
+                        id: {
+                          description: "The provider's id, as tools name it in requirements.authorization[].id.",
+                          type: "string",
+                          pattern: "^[A-Za-z0-9_-]{1,64}$"
+                        },
+                        name: {
+                          description: "A name for people.",
+                          type: "string",
+                          minLength: 1,
+                          maxLength: 200
+                        }
+                      },
+                      required: [
+                        "id",
+                        "name"
+                      ],
+                      additionalProperties: false
+                    }
+                  }
+                },
+                required: [
+                  "providers"
+                ],
+                additionalProperties: false
               }
             },
             propertyNames: {
@@ -7762,6 +9422,211 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "bearer_methods_supported"
         ],
         additionalProperties: true
+      },
+      Connection: {
+        title: "Connection",
+        description: "One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token.",
+        type: "object",
+        properties: {
+          id: {
+            description: "The connection's id, made by the server.",
+            type: "string",
+            minLength: 1,
+            maxLength: 256
+          },
+          provider: {
+            description: "The provider's id, as tools name it in requirements.authorization[].id.",
+            type: "string",
+            pattern: "^[A-Za-z0-9_-]{1,64}$"
+          },
+          status: {
+            description: "active: its tokens serve calls; auth_required: a refresh failed, the user must connect again; revoked: the user or the provider ended it.",
+            type: "string",
+            enum: [
+              "active",
+              "auth_required",
+              "revoked"
+            ]
+          },
+          scopes: {
+            description: "The scopes the provider granted.",
+            type: "array",
+            items: {
+              type: "string",
+              minLength: 1,
+              maxLength: 256
+            },
+            maxItems: 256
+          },
+          account: {
+            description: "A label for people: the provider account's email or name, when the provider tells it.",
+            type: "string",
+            minLength: 1,
+            maxLength: 256
+          },
+          created_at: {
+            description: "When the connection was made (RFC 3339).",
+            type: "string",
+            format: "date-time"
+          },
+          updated_at: {
+            description: "When it last changed: connected again, refreshed, marked auth_required (RFC 3339).",
+            type: "string",
+            format: "date-time"
+          }
+        },
+        required: [
+          "id",
+          "provider",
+          "status",
+          "scopes",
+          "created_at",
+          "updated_at"
+        ],
+        additionalProperties: false
+      },
+      ConnectionListResponse: {
+        title: "ConnectionListResponse",
+        description: "What GET /connections answers: the caller's user's connections, newest first.",
+        type: "object",
+        properties: {
+          items: {
+            type: "array",
+            items: {
+              title: "Connection",
+              description: "One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token.",
+              type: "object",
+              properties: {
+                id: {
+                  description: "The connection's id, made by the server.",
+                  type: "string",
+                  minLength: 1,
+                  maxLength: 256
+                },
+                provider: {
+                  description: "The provider's id, as tools name it in requirements.authorization[].id.",
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_-]{1,64}$"
+                },
+                status: {
+                  description: "active: its tokens serve calls; auth_required: a refresh failed, the user must connect again; revoked: the user or the provider ended it.",
+                  type: "string",
+                  enum: [
+                    "active",
+                    "auth_required",
+                    "revoked"
+                  ]
+                },
+                scopes: {
+                  description: "The scopes the provider granted.",
+                  type: "array",
+                  items: {
+                    type: "string",
+                    minLength: 1,
+                    maxLength: 256
+                  },
+                  maxItems: 256
+                },
+                account: {
+                  description: "A label for people: the provider account's email or name, when the provider tells it.",
+                  type: "string",
+                  minLength: 1,
+                  maxLength: 256
+                },
+                created_at: {
+                  description: "When the connection was made (RFC 3339).",
+                  type: "string",
+                  format: "date-time"
+                },
+                updated_at: {
+                  description: "When it last changed: connected again, refreshed, marked auth_required (RFC 3339).",
+                  type: "string",
+                  format: "date-time"
+                }
+              },
+              required: [
+                "id",
+                "provider",
+                "status",
+                "scopes",
+                "created_at",
+                "updated_at"
+              ],
+              additionalProperties: false
+            }
+          }
+        },
+        required: [
+          "items"
+        ],
+        additionalProperties: false
+      },
+      ConnectionRequest: {
+        title: "ConnectionRequest",
+        description: "The body of POST /connections: which provider to connect, for which user.",
+        type: "object",
+        properties: {
+          provider: {
+            description: "The provider's id, one of the discovery document's extension_info.connections.providers.",
+            type: "string",
+            pattern: "^[A-Za-z0-9_-]{1,64}$"
+          },
+          scopes: {
+            description: "The scopes to ask the provider for. Default: the provider's own defaults in the server's configuration.",
+            type: "array",
+            items: {
+              type: "string",
+              minLength: 1,
+              maxLength: 256
+            },
+            maxItems: 64
+          },
+          user_id: {
+            description: "The user the connection is for, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject.",
+            type: "string",
+            minLength: 1,
+            maxLength: 256
+          }
+        },
+        required: [
+          "provider"
+        ],
+        additionalProperties: false
+      },
+      ConnectionFlow: {
+        title: "ConnectionFlow",
+        description: "What POST /connections answers (201): where the user connects the account, and where its progress is read.",
+        type: "object",
+        properties: {
+          id: {
+            description: "The id the connection will have once the user completes the flow.",
+            type: "string",
+            minLength: 1,
+            maxLength: 256
+          },
+          status: {
+            description: "Always pending: the user has not connected yet.",
+            type: "string",
+            const: "pending"
+          },
+          url: {
+            description: "The provider's authorization page, for the user to open in a browser.",
+            type: "string",
+            format: "uri"
+          },
+          check_url: {
+            description: "A challenge's check_url: pending, then completed or failed.",
+            type: "string",
+            format: "uri"
+          }
+        },
+        required: [
+          "id",
+          "status",
+          "url",
+          "check_url"
+        ],
+        additionalProperties: false
       },
       CallProgress: {
         title: "CallProgress",

@@ -184,6 +184,55 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the user's connections
+         * @description With `OXP-Extensions: connections`: the connections of the caller's user to third-party providers,
+         *     newest first. The user is the OAuth access token's subject, else the `user_id` a trusted caller
+         *     names. No connection ever carries a token. Without the header, this path is answered as any path
+         *     the server does not serve.
+         */
+        get: operations["listConnections"];
+        put?: never;
+        /**
+         * Start connecting an account
+         * @description With `OXP-Extensions: connections`: starts the provider's authorization code flow (with PKCE) for the
+         *     caller's user. The user opens `url` in a browser; once the provider sends the browser back and the
+         *     server has checked that it is the user's, the connection is made and `check_url` answers `completed`.
+         */
+        post: operations["createConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/connections/{connection_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect an account
+         * @description With `OXP-Extensions: connections`: revokes the connection's tokens at the provider where it offers revocation (RFC 7009), then deletes the connection. Another user's connection, or an unknown id, is a 404.
+         */
+        delete: operations["deleteConnection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/authorization/challenges/{challenge_id}": {
         parameters: {
             query?: never;
@@ -399,6 +448,16 @@ export interface components {
                      */
                     resource_metadata: string;
                 };
+                /** @description The connections extension's settings. */
+                connections?: {
+                    /** @description The providers a user can connect an account of. */
+                    providers: {
+                        /** @description The provider's id, as tools name it in requirements.authorization[].id. */
+                        id: string;
+                        /** @description A name for people. */
+                        name: string;
+                    }[];
+                };
             } & {
                 [key: string]: Record<string, unknown>;
             };
@@ -439,6 +498,77 @@ export interface components {
             resource_name?: string;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * Connection
+         * @description One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token.
+         */
+        Connection: {
+            /** @description The connection's id, made by the server. */
+            id: string;
+            /** @description The provider's id, as tools name it in requirements.authorization[].id. */
+            provider: string;
+            /**
+             * @description active: its tokens serve calls; auth_required: a refresh failed, the user must connect again; revoked: the user or the provider ended it.
+             * @enum {string}
+             */
+            status: "active" | "auth_required" | "revoked";
+            /** @description The scopes the provider granted. */
+            scopes: string[];
+            /** @description A label for people: the provider account's email or name, when the provider tells it. */
+            account?: string;
+            /**
+             * Format: date-time
+             * @description When the connection was made (RFC 3339).
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When it last changed: connected again, refreshed, marked auth_required (RFC 3339).
+             */
+            updated_at: string;
+        };
+        /**
+         * ConnectionListResponse
+         * @description What GET /connections answers: the caller's user's connections, newest first.
+         */
+        ConnectionListResponse: {
+            items: components["schemas"]["Connection"][];
+        };
+        /**
+         * ConnectionRequest
+         * @description The body of POST /connections: which provider to connect, for which user.
+         */
+        ConnectionRequest: {
+            /** @description The provider's id, one of the discovery document's extension_info.connections.providers. */
+            provider: string;
+            /** @description The scopes to ask the provider for. Default: the provider's own defaults in the server's configuration. */
+            scopes?: string[];
+            /** @description The user the connection is for, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject. */
+            user_id?: string;
+        };
+        /**
+         * ConnectionFlow
+         * @description What POST /connections answers (201): where the user connects the account, and where its progress is read.
+         */
+        ConnectionFlow: {
+            /** @description The id the connection will have once the user completes the flow. */
+            id: string;
+            /**
+             * @description Always pending: the user has not connected yet.
+             * @constant
+             */
+            status: "pending";
+            /**
+             * Format: uri
+             * @description The provider's authorization page, for the user to open in a browser.
+             */
+            url: string;
+            /**
+             * Format: uri
+             * @description A challenge's check_url: pending, then completed or failed.
+             */
+            check_url: string;
         };
         /**
          * CallProgress
@@ -723,6 +853,8 @@ export interface components {
         OxpExtensions: string;
         /** @description RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored. */
         Prefer: string;
+        /** @description With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope. */
+        UserId: string;
         /** @description The call's `call_id`. */
         CallId: string;
     };
@@ -994,6 +1126,112 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listConnections: {
+        parameters: {
+            query?: {
+                /** @description With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope. */
+                user_id?: components["parameters"]["UserId"];
+            };
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connections, `items` empty when there are none. */
+            200: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionListResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createConnection: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConnectionRequest"];
+            };
+        };
+        responses: {
+            /** @description The flow, pending. */
+            201: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionFlow"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteConnection: {
+        parameters: {
+            query?: {
+                /** @description With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope. */
+                user_id?: components["parameters"]["UserId"];
+            };
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+            };
+            path: {
+                /** @description The connection's id. */
+                connection_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

@@ -34,6 +34,12 @@ export const TOOLS_CALLS_PATH_TEMPLATE = "/tools/calls/{call_id}" as const;
 /** `GET /tools/calls/{call_id}/events`: Stream a call's progress and result. */
 export const TOOLS_CALLS_EVENTS_PATH_TEMPLATE = "/tools/calls/{call_id}/events" as const;
 
+/** `GET /connections`, `POST /connections`: List the user's connections; Start connecting an account. */
+export const CONNECTIONS_PATH = "/connections" as const;
+
+/** `DELETE /connections/{connection_id}`: Disconnect an account. */
+export const CONNECTIONS_PATH_TEMPLATE = "/connections/{connection_id}" as const;
+
 /** `GET /authorization/challenges/{challenge_id}`: Check an authorization challenge. */
 export const AUTHORIZATION_CHALLENGES_PATH_TEMPLATE = "/authorization/challenges/{challenge_id}" as const;
 
@@ -46,5 +52,7 @@ export const OXP_ROUTES = [
   { path: TOOLS_CALL_PATH, methods: ["POST"] },
   { path: TOOLS_CALLS_PATH_TEMPLATE, methods: ["GET","DELETE"] },
   { path: TOOLS_CALLS_EVENTS_PATH_TEMPLATE, methods: ["GET"] },
+  { path: CONNECTIONS_PATH, methods: ["GET","POST"] },
+  { path: CONNECTIONS_PATH_TEMPLATE, methods: ["DELETE"] },
   { path: AUTHORIZATION_CHALLENGES_PATH_TEMPLATE, methods: ["GET"] },
 ] as const;

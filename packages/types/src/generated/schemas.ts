@@ -347,6 +347,168 @@ export const CallToolResultEnvelopeSchema = {
   additionalProperties: false
 } as const;
 
+/** JSON Schema of ConnectionFlow: What POST /connections answers (201): where the user connects the account, and where its progress is read. */
+export const ConnectionFlowSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/connection-flow.json",
+  title: "ConnectionFlow",
+  description: "What POST /connections answers (201): where the user connects the account, and where its progress is read.",
+  type: "object",
+  properties: {
+    id: {
+      description: "The id the connection will have once the user completes the flow.",
+      type: "string",
+      minLength: 1,
+      maxLength: 256
+    },
+    status: {
+      description: "Always pending: the user has not connected yet.",
+      type: "string",
+      const: "pending"
+    },
+    url: {
+      description: "The provider's authorization page, for the user to open in a browser.",
+      type: "string",
+      format: "uri"
+    },
+    check_url: {
+      description: "A challenge's check_url: pending, then completed or failed.",
+      type: "string",
+      format: "uri"
+    }
+  },
+  required: [
+    "id",
+    "status",
+    "url",
+    "check_url"
+  ],
+  additionalProperties: false
+} as const;
+
+/** JSON Schema of ConnectionListResponse: What GET /connections answers: the caller's user's connections, newest first. */
+export const ConnectionListResponseSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/connection-list-response.json",
+  title: "ConnectionListResponse",
+  description: "What GET /connections answers: the caller's user's connections, newest first.",
+  type: "object",
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        "$ref": "connection.json"
+      }
+    }
+  },
+  required: [
+    "items"
+  ],
+  additionalProperties: false
+} as const;
+
+/** JSON Schema of ConnectionRequest: The body of POST /connections: which provider to connect, for which user. */
+export const ConnectionRequestSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/connection-request.json",
+  title: "ConnectionRequest",
+  description: "The body of POST /connections: which provider to connect, for which user.",
+  type: "object",
+  properties: {
+    provider: {
+      description: "The provider's id, one of the discovery document's extension_info.connections.providers.",
+      type: "string",
+      pattern: "^[A-Za-z0-9_-]{1,64}$"
+    },
+    scopes: {
+      description: "The scopes to ask the provider for. Default: the provider's own defaults in the server's configuration.",
+      type: "array",
+      items: {
+        type: "string",
+        minLength: 1,
+        maxLength: 256
+      },
+      maxItems: 64
+    },
+    user_id: {
+      description: "The user the connection is for, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject.",
+      type: "string",
+      minLength: 1,
+      maxLength: 256
+    }
+  },
+  required: [
+    "provider"
+  ],
+  additionalProperties: false
+} as const;
+
+/** JSON Schema of Connection: One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token. */
+export const ConnectionSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/connection.json",
+  title: "Connection",
+  description: "One of a user's connections to a third-party provider, as the server's vault keeps it (the connections extension). Never carries a token.",
+  type: "object",
+  properties: {
+    id: {
+      description: "The connection's id, made by the server.",
+      type: "string",
+      minLength: 1,
+      maxLength: 256
+    },
+    provider: {
+      description: "The provider's id, as tools name it in requirements.authorization[].id.",
+      type: "string",
+      pattern: "^[A-Za-z0-9_-]{1,64}$"
+    },
+    status: {
+      description: "active: its tokens serve calls; auth_required: a refresh failed, the user must connect again; revoked: the user or the provider ended it.",
+      type: "string",
+      enum: [
+        "active",
+        "auth_required",
+        "revoked"
+      ]
+    },
+    scopes: {
+      description: "The scopes the provider granted.",
+      type: "array",
+      items: {
+        type: "string",
+        minLength: 1,
+        maxLength: 256
+      },
+      maxItems: 256
+    },
+    account: {
+      description: "A label for people: the provider account's email or name, when the provider tells it.",
+      type: "string",
+      minLength: 1,
+      maxLength: 256
+    },
+    created_at: {
+      description: "When the connection was made (RFC 3339).",
+      type: "string",
+      format: "date-time"
+    },
+    updated_at: {
+      description: "When it last changed: connected again, refreshed, marked auth_required (RFC 3339).",
+      type: "string",
+      format: "date-time"
+    }
+  },
+  required: [
+    "id",
+    "provider",
+    "status",
+    "scopes",
+    "created_at",
+    "updated_at"
+  ],
+  additionalProperties: false
+} as const;
+
 /** JSON Schema of DiscoveryDocument: What GET /.well-known/oxp answers: the OXP versions this server speaks and the extensions a client may ask for with the OXP-Extensions header. */
 export const DiscoveryDocumentSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -391,6 +553,41 @@ export const DiscoveryDocumentSchema = {
           },
           required: [
             "resource_metadata"
+          ],
+          additionalProperties: false
+        },
+        connections: {
+          description: "The connections extension's settings.",
+          type: "object",
+          properties: {
+            providers: {
+              description: "The providers a user can connect an account of.",
+              type: "array",
+              items: {
+                type: "object",
+                properties: {
+                  id: {
+                    description: "The provider's id, as tools name it in requirements.authorization[].id.",
+                    type: "string",
+                    pattern: "^[A-Za-z0-9_-]{1,64}$"
+                  },
+                  name: {
+                    description: "A name for people.",
+                    type: "string",
+                    minLength: 1,
+                    maxLength: 200
+                  }
+                },
+                required: [
+                  "id",
+                  "name"
+                ],
+                additionalProperties: false
+              }
+            }
+          },
+          required: [
+            "providers"
           ],
           additionalProperties: false
         }
@@ -926,4 +1123,4 @@ export const ValidationErrorResponseSchema = {
 } as const;
 
 /** Every schema above: add them all to one Ajv instance so that their `$ref`s between files resolve. */
-export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, DiscoveryDocumentSchema, ProtectedResourceMetadataSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;
+export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, ConnectionFlowSchema, ConnectionListResponseSchema, ConnectionRequestSchema, ConnectionSchema, DiscoveryDocumentSchema, ProtectedResourceMetadataSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;

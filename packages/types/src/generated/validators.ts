@@ -9,6 +9,10 @@ import type { CallToolEnvelope } from "./call-tool-envelope.js";
 import type { CallToolRequest } from "./call-tool-request.js";
 import type { CallToolResponse } from "./call-tool-response.js";
 import type { CallToolResultEnvelope } from "./call-tool-result-envelope.js";
+import type { ConnectionFlow } from "./connection-flow.js";
+import type { ConnectionListResponse } from "./connection-list-response.js";
+import type { ConnectionRequest } from "./connection-request.js";
+import type { Connection } from "./connection.js";
 import type { DiscoveryDocument } from "./discovery-document.js";
 import type { ProtectedResourceMetadata } from "./protected-resource-metadata.js";
 import type { ServerErrorResponse } from "./server-error-response.js";
@@ -1371,13 +1375,11 @@ return errors === 0;
 }
 validate34.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _DiscoveryDocument = validate36;
-const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true},"extension_info":{"type":"object","properties":{"oauth":{"type":"object","properties":{"resource_metadata":{"type":"string","format":"uri","maxLength":2048}},"required":["resource_metadata"],"additionalProperties":false}},"propertyNames":{"pattern":"^[a-z][a-z0-9-]{0,63}$"},"additionalProperties":{"type":"object"}}},"required":["oxp_versions","extensions"],"additionalProperties":false};
-const pattern6 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
-const pattern7 = new RegExp("^[a-z][a-z0-9-]{0,63}$", "u");
+const _ConnectionFlow = validate36;
+const schema50 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/connection-flow.json","type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":256},"status":{"type":"string","const":"pending"},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","status","url","check_url"],"additionalProperties":false};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/discovery-document.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/connection-flow.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate36.evaluated;
@@ -1390,15 +1392,780 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.oxp_versions === undefined) && (missing0 = "oxp_versions")) || ((data.extensions === undefined) && (missing0 = "extensions"))){
+if(((((data.id === undefined) && (missing0 = "id")) || ((data.status === undefined) && (missing0 = "status"))) || ((data.url === undefined) && (missing0 = "url"))) || ((data.check_url === undefined) && (missing0 = "check_url"))){
 validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((key0 === "oxp_versions") || (key0 === "extensions")) || (key0 === "extension_info"))){
+if(!((((key0 === "id") || (key0 === "status")) || (key0 === "url")) || (key0 === "check_url"))){
 validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.id !== undefined){
+let data0 = data.id;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate36.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate36.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.status !== undefined){
+let data1 = data.status;
+const _errs4 = errors;
+if(typeof data1 !== "string"){
+validate36.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if("pending" !== data1){
+validate36.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/const",keyword:"const",params:{allowedValue: "pending"},message:"must be equal to constant"}];
+return false;
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.url !== undefined){
+const _errs6 = errors;
+if(errors === _errs6){
+if(errors === _errs6){
+if(!(typeof data.url === "string")){
+validate36.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.check_url !== undefined){
+const _errs8 = errors;
+if(errors === _errs8){
+if(errors === _errs8){
+if(!(typeof data.check_url === "string")){
+validate36.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ConnectionListResponse = validate37;
+const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/connection-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"connection.json"}}},"required":["items"],"additionalProperties":false};
+const schema52 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/connection.json","type":"object","properties":{"id":{"type":"string","minLength":1,"maxLength":256},"provider":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"status":{"type":"string","enum":["active","auth_required","revoked"]},"scopes":{"type":"array","items":{"type":"string","minLength":1,"maxLength":256},"maxItems":256},"account":{"type":"string","minLength":1,"maxLength":256},"created_at":{"type":"string","format":"date-time"},"updated_at":{"type":"string","format":"date-time"}},"required":["id","provider","status","scopes","created_at","updated_at"],"additionalProperties":false};
+const pattern6 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/connection-list-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate37.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.items === undefined) && (missing0 = "items")){
+validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "items")){
+validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.items !== undefined){
+let data0 = data.items;
+const _errs2 = errors;
+if(errors === _errs2){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs4 = errors;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((((((data1.id === undefined) && (missing1 = "id")) || ((data1.provider === undefined) && (missing1 = "provider"))) || ((data1.status === undefined) && (missing1 = "status"))) || ((data1.scopes === undefined) && (missing1 = "scopes"))) || ((data1.created_at === undefined) && (missing1 = "created_at"))) || ((data1.updated_at === undefined) && (missing1 = "updated_at"))){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"connection.json/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+const _errs7 = errors;
+for(const key1 in data1){
+if(!(((((((key1 === "id") || (key1 === "provider")) || (key1 === "status")) || (key1 === "scopes")) || (key1 === "account")) || (key1 === "created_at")) || (key1 === "updated_at"))){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"connection.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs7 === errors){
+if(data1.id !== undefined){
+let data2 = data1.id;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"connection.json/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"connection.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/id",schemaPath:"connection.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs8 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.provider !== undefined){
+let data3 = data1.provider;
+const _errs10 = errors;
+if(errors === _errs10){
+if(typeof data3 === "string"){
+if(!pattern6.test(data3)){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/provider",schemaPath:"connection.json/properties/provider/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/provider",schemaPath:"connection.json/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs10 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.status !== undefined){
+let data4 = data1.status;
+const _errs12 = errors;
+if(typeof data4 !== "string"){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/status",schemaPath:"connection.json/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data4 === "active") || (data4 === "auth_required")) || (data4 === "revoked"))){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/status",schemaPath:"connection.json/properties/status/enum",keyword:"enum",params:{allowedValues: schema52.properties.status.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid3 = _errs12 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.scopes !== undefined){
+let data5 = data1.scopes;
+const _errs14 = errors;
+if(errors === _errs14){
+if(Array.isArray(data5)){
+if(data5.length > 256){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/scopes",schemaPath:"connection.json/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"}];
+return false;
+}
+else {
+var valid4 = true;
+const len1 = data5.length;
+for(let i1=0; i1<len1; i1++){
+let data6 = data5[i1];
+const _errs16 = errors;
+if(errors === _errs16){
+if(typeof data6 === "string"){
+if(func1(data6) > 256){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/scopes/" + i1,schemaPath:"connection.json/properties/scopes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data6) < 1){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/scopes/" + i1,schemaPath:"connection.json/properties/scopes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/scopes/" + i1,schemaPath:"connection.json/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid4 = _errs16 === errors;
+if(!valid4){
+break;
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/scopes",schemaPath:"connection.json/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid3 = _errs14 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.account !== undefined){
+let data7 = data1.account;
+const _errs18 = errors;
+if(errors === _errs18){
+if(typeof data7 === "string"){
+if(func1(data7) > 256){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/account",schemaPath:"connection.json/properties/account/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data7) < 1){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/account",schemaPath:"connection.json/properties/account/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/account",schemaPath:"connection.json/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs18 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.created_at !== undefined){
+const _errs20 = errors;
+if(errors === _errs20){
+if(errors === _errs20){
+if(!(typeof data1.created_at === "string")){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/created_at",schemaPath:"connection.json/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid3 = _errs20 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.updated_at !== undefined){
+const _errs22 = errors;
+if(errors === _errs22){
+if(errors === _errs22){
+if(!(typeof data1.updated_at === "string")){
+validate37.errors = [{instancePath:instancePath+"/items/" + i0+"/updated_at",schemaPath:"connection.json/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid3 = _errs22 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"connection.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate37.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate37.errors = vErrors;
+return errors === 0;
+}
+validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ConnectionRequest = validate38;
+const schema53 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/connection-request.json","type":"object","properties":{"provider":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"scopes":{"type":"array","items":{"type":"string","minLength":1,"maxLength":256},"maxItems":64},"user_id":{"type":"string","minLength":1,"maxLength":256}},"required":["provider"],"additionalProperties":false};
+
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/connection-request.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate38.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.provider === undefined) && (missing0 = "provider")){
+validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "provider") || (key0 === "scopes")) || (key0 === "user_id"))){
+validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.provider !== undefined){
+let data0 = data.provider;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!pattern6.test(data0)){
+validate38.errors = [{instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.scopes !== undefined){
+let data1 = data.scopes;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 64){
+validate38.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 64},message:"must NOT have more than 64 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data2 === "string"){
+if(func1(data2) > 256){
+validate38.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate38.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.user_id !== undefined){
+let data3 = data.user_id;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data3 === "string"){
+if(func1(data3) > 256){
+validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data3) < 1){
+validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate38.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate38.errors = vErrors;
+return errors === 0;
+}
+validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _Connection = validate39;
+
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/connection.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate39.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((((((data.id === undefined) && (missing0 = "id")) || ((data.provider === undefined) && (missing0 = "provider"))) || ((data.status === undefined) && (missing0 = "status"))) || ((data.scopes === undefined) && (missing0 = "scopes"))) || ((data.created_at === undefined) && (missing0 = "created_at"))) || ((data.updated_at === undefined) && (missing0 = "updated_at"))){
+validate39.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((((key0 === "id") || (key0 === "provider")) || (key0 === "status")) || (key0 === "scopes")) || (key0 === "account")) || (key0 === "created_at")) || (key0 === "updated_at"))){
+validate39.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.id !== undefined){
+let data0 = data.id;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate39.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data0) < 1){
+validate39.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.provider !== undefined){
+let data1 = data.provider;
+const _errs4 = errors;
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(!pattern6.test(data1)){
+validate39.errors = [{instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/provider",schemaPath:"#/properties/provider/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.status !== undefined){
+let data2 = data.status;
+const _errs6 = errors;
+if(typeof data2 !== "string"){
+validate39.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!(((data2 === "active") || (data2 === "auth_required")) || (data2 === "revoked"))){
+validate39.errors = [{instancePath:instancePath+"/status",schemaPath:"#/properties/status/enum",keyword:"enum",params:{allowedValues: schema52.properties.status.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.scopes !== undefined){
+let data3 = data.scopes;
+const _errs8 = errors;
+if(errors === _errs8){
+if(Array.isArray(data3)){
+if(data3.length > 256){
+validate39.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data3.length;
+for(let i0=0; i0<len0; i0++){
+let data4 = data3[i0];
+const _errs10 = errors;
+if(errors === _errs10){
+if(typeof data4 === "string"){
+if(func1(data4) > 256){
+validate39.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data4) < 1){
+validate39.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/scopes/" + i0,schemaPath:"#/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid1 = _errs10 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/scopes",schemaPath:"#/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.account !== undefined){
+let data5 = data.account;
+const _errs12 = errors;
+if(errors === _errs12){
+if(typeof data5 === "string"){
+if(func1(data5) > 256){
+validate39.errors = [{instancePath:instancePath+"/account",schemaPath:"#/properties/account/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(func1(data5) < 1){
+validate39.errors = [{instancePath:instancePath+"/account",schemaPath:"#/properties/account/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate39.errors = [{instancePath:instancePath+"/account",schemaPath:"#/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.created_at !== undefined){
+const _errs14 = errors;
+if(errors === _errs14){
+if(errors === _errs14){
+if(!(typeof data.created_at === "string")){
+validate39.errors = [{instancePath:instancePath+"/created_at",schemaPath:"#/properties/created_at/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.updated_at !== undefined){
+const _errs16 = errors;
+if(errors === _errs16){
+if(errors === _errs16){
+if(!(typeof data.updated_at === "string")){
+validate39.errors = [{instancePath:instancePath+"/updated_at",schemaPath:"#/properties/updated_at/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+var valid0 = _errs16 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate39.errors = vErrors;
+return errors === 0;
+}
+validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _DiscoveryDocument = validate40;
+const schema55 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true},"extension_info":{"type":"object","properties":{"oauth":{"type":"object","properties":{"resource_metadata":{"type":"string","format":"uri","maxLength":2048}},"required":["resource_metadata"],"additionalProperties":false},"connections":{"type":"object","properties":{"providers":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"name":{"type":"string","minLength":1,"maxLength":200}},"required":["id","name"],"additionalProperties":false}}},"required":["providers"],"additionalProperties":false}},"propertyNames":{"pattern":"^[a-z][a-z0-9-]{0,63}$"},"additionalProperties":{"type":"object"}}},"required":["oxp_versions","extensions"],"additionalProperties":false};
+const pattern9 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
+const pattern10 = new RegExp("^[a-z][a-z0-9-]{0,63}$", "u");
+
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/discovery-document.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate40.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.oxp_versions === undefined) && (missing0 = "oxp_versions")) || ((data.extensions === undefined) && (missing0 = "extensions"))){
+validate40.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "oxp_versions") || (key0 === "extensions")) || (key0 === "extension_info"))){
+validate40.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1410,7 +2177,7 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(Array.isArray(data0)){
 if(data0.length < 1){
-validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate40.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -1421,13 +2188,13 @@ let data1 = data0[i0];
 const _errs4 = errors;
 if(errors === _errs4){
 if(typeof data1 === "string"){
-if(!pattern6.test(data1)){
-validate36.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\""}];
+if(!pattern9.test(data1)){
+validate40.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/pattern",keyword:"pattern",params:{pattern: "^[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"^[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate40.errors = [{instancePath:instancePath+"/oxp_versions/" + i0,schemaPath:"#/properties/oxp_versions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1448,7 +2215,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate40.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -1459,7 +2226,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate40.errors = [{instancePath:instancePath+"/oxp_versions",schemaPath:"#/properties/oxp_versions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1481,13 +2248,13 @@ let data3 = data2[i2];
 const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data3 === "string"){
-if(!pattern7.test(data3)){
-validate36.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]{0,63}$"},message:"must match pattern \""+"^[a-z][a-z0-9-]{0,63}$"+"\""}];
+if(!pattern10.test(data3)){
+validate40.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]{0,63}$"},message:"must match pattern \""+"^[a-z][a-z0-9-]{0,63}$"+"\""}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate40.errors = [{instancePath:instancePath+"/extensions/" + i2,schemaPath:"#/properties/extensions/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1508,7 +2275,7 @@ continue;
 }
 if(typeof indices1[item1] == "number"){
 j1 = indices1[item1];
-validate36.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+validate40.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
 return false;
 break;
 }
@@ -1518,7 +2285,7 @@ indices1[item1] = i3;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate40.errors = [{instancePath:instancePath+"/extensions",schemaPath:"#/properties/extensions/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1536,7 +2303,7 @@ if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 for(const key1 in data4){
 const _errs12 = errors;
 if(typeof key1 === "string"){
-if(!pattern7.test(key1)){
+if(!pattern10.test(key1)){
 const err0 = {instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9-]{0,63}$"},message:"must match pattern \""+"^[a-z][a-z0-9-]{0,63}$"+"\"",propertyName:key1};
 if(vErrors === null){
 vErrors = [err0];
@@ -1557,7 +2324,7 @@ else {
 vErrors.push(err1);
 }
 errors++;
-validate36.errors = vErrors;
+validate40.errors = vErrors;
 return false;
 break;
 }
@@ -1565,11 +2332,11 @@ break;
 if(valid5){
 const _errs13 = errors;
 for(const key2 in data4){
-if(!(key2 === "oauth")){
+if(!((key2 === "oauth") || (key2 === "connections"))){
 let data5 = data4[key2];
 const _errs14 = errors;
 if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
-validate36.errors = [{instancePath:instancePath+"/extension_info/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/extension_info/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/extension_info/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 var valid6 = _errs14 === errors;
@@ -1586,14 +2353,14 @@ if(errors === _errs16){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 let missing1;
 if((data6.resource_metadata === undefined) && (missing1 = "resource_metadata")){
-validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 const _errs18 = errors;
 for(const key3 in data6){
 if(!(key3 === "resource_metadata")){
-validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1606,22 +2373,12 @@ if(errors === _errs19){
 if(errors === _errs19){
 if(typeof data7 === "string"){
 if(func1(data7) > 2048){
-validate36.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-}
-}
-}
-}
-}
-}
-else {
-validate36.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/oauth/resource_metadata",schemaPath:"#/properties/extension_info/properties/oauth/properties/resource_metadata/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1629,8 +2386,152 @@ return false;
 }
 }
 }
+}
 else {
-validate36.errors = [{instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate40.errors = [{instancePath:instancePath+"/extension_info/oauth",schemaPath:"#/properties/extension_info/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid7 = _errs16 === errors;
+}
+else {
+var valid7 = true;
+}
+if(valid7){
+if(data4.connections !== undefined){
+let data8 = data4.connections;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+let missing2;
+if((data8.providers === undefined) && (missing2 = "providers")){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections",schemaPath:"#/properties/extension_info/properties/connections/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+const _errs23 = errors;
+for(const key4 in data8){
+if(!(key4 === "providers")){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections",schemaPath:"#/properties/extension_info/properties/connections/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs23 === errors){
+if(data8.providers !== undefined){
+let data9 = data8.providers;
+const _errs24 = errors;
+if(errors === _errs24){
+if(Array.isArray(data9)){
+var valid10 = true;
+const len2 = data9.length;
+for(let i4=0; i4<len2; i4++){
+let data10 = data9[i4];
+const _errs26 = errors;
+if(errors === _errs26){
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+let missing3;
+if(((data10.id === undefined) && (missing3 = "id")) || ((data10.name === undefined) && (missing3 = "name"))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4,schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/required",keyword:"required",params:{missingProperty: missing3},message:"must have required property '"+missing3+"'"}];
+return false;
+}
+else {
+const _errs28 = errors;
+for(const key5 in data10){
+if(!((key5 === "id") || (key5 === "name"))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4,schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs28 === errors){
+if(data10.id !== undefined){
+let data11 = data10.id;
+const _errs29 = errors;
+if(errors === _errs29){
+if(typeof data11 === "string"){
+if(!pattern6.test(data11)){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4+"/id",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/properties/id/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4+"/id",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid11 = _errs29 === errors;
+}
+else {
+var valid11 = true;
+}
+if(valid11){
+if(data10.name !== undefined){
+let data12 = data10.name;
+const _errs31 = errors;
+if(errors === _errs31){
+if(typeof data12 === "string"){
+if(func1(data12) > 200){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4+"/name",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/properties/name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(func1(data12) < 1){
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4+"/name",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4+"/name",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid11 = _errs31 === errors;
+}
+else {
+var valid11 = true;
+}
+}
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers/" + i4,schemaPath:"#/properties/extension_info/properties/connections/properties/providers/items/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid10 = _errs26 === errors;
+if(!valid10){
+break;
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections/providers",schemaPath:"#/properties/extension_info/properties/connections/properties/providers/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+}
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/connections",schemaPath:"#/properties/extension_info/properties/connections/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid7 = _errs21 === errors;
+}
+else {
+var valid7 = true;
+}
+}
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info",schemaPath:"#/properties/extension_info/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -1645,25 +2546,25 @@ var valid0 = true;
 }
 }
 else {
-validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate40.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate36.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
-validate36.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate40.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ProtectedResourceMetadata = validate37;
-const schema51 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json","type":"object","properties":{"resource":{"type":"string","format":"uri","maxLength":2048},"authorization_servers":{"type":"array","items":{"type":"string","format":"uri","maxLength":2048},"minItems":1,"uniqueItems":true},"scopes_supported":{"type":"array","items":{"$ref":"tool-definition.json#/$defs/ScopeToken","type":"string"},"uniqueItems":true},"bearer_methods_supported":{"type":"array","items":{"type":"string","enum":["header"]},"minItems":1,"uniqueItems":true},"resource_name":{"type":"string","minLength":1,"maxLength":200}},"required":["resource","authorization_servers","scopes_supported","bearer_methods_supported"],"additionalProperties":true};
-const schema61 = {"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"};
-const pattern13 = new RegExp("^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$", "u");
+const _ProtectedResourceMetadata = validate41;
+const schema56 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json","type":"object","properties":{"resource":{"type":"string","format":"uri","maxLength":2048},"authorization_servers":{"type":"array","items":{"type":"string","format":"uri","maxLength":2048},"minItems":1,"uniqueItems":true},"scopes_supported":{"type":"array","items":{"$ref":"tool-definition.json#/$defs/ScopeToken","type":"string"},"uniqueItems":true},"bearer_methods_supported":{"type":"array","items":{"type":"string","enum":["header"]},"minItems":1,"uniqueItems":true},"resource_name":{"type":"string","minLength":1,"maxLength":200}},"required":["resource","authorization_servers","scopes_supported","bearer_methods_supported"],"additionalProperties":true};
+const schema66 = {"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"};
+const pattern17 = new RegExp("^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$", "u");
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/protected-resource-metadata.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate37.evaluated;
+const evaluated0 = validate41.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1674,7 +2575,7 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((data.resource === undefined) && (missing0 = "resource")) || ((data.authorization_servers === undefined) && (missing0 = "authorization_servers"))) || ((data.scopes_supported === undefined) && (missing0 = "scopes_supported"))) || ((data.bearer_methods_supported === undefined) && (missing0 = "bearer_methods_supported"))){
-validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
@@ -1685,12 +2586,12 @@ if(errors === _errs2){
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) > 2048){
-validate37.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+validate41.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/resource",schemaPath:"#/properties/resource/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1707,7 +2608,7 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(Array.isArray(data1)){
 if(data1.length < 1){
-validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate41.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -1720,12 +2621,12 @@ if(errors === _errs6){
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 2048){
-validate37.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
+validate41.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/authorization_servers/" + i0,schemaPath:"#/properties/authorization_servers/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1747,7 +2648,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate41.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -1758,7 +2659,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate41.errors = [{instancePath:instancePath+"/authorization_servers",schemaPath:"#/properties/authorization_servers/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1779,19 +2680,19 @@ for(let i2=0; i2<len1; i2++){
 let data4 = data3[i2];
 const _errs10 = errors;
 if(typeof data4 !== "string"){
-validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"#/properties/scopes_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"#/properties/scopes_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 const _errs11 = errors;
 if(errors === _errs11){
 if(typeof data4 === "string"){
-if(!pattern13.test(data4)){
-validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
+if(!pattern17.test(data4)){
+validate41.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
 return false;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/scopes_supported/" + i2,schemaPath:"tool-definition.json#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1812,7 +2713,7 @@ continue;
 }
 if(typeof indices1[item1] == "number"){
 j1 = indices1[item1];
-validate37.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
+validate41.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"}];
 return false;
 break;
 }
@@ -1822,7 +2723,7 @@ indices1[item1] = i3;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate41.errors = [{instancePath:instancePath+"/scopes_supported",schemaPath:"#/properties/scopes_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1838,7 +2739,7 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(Array.isArray(data5)){
 if(data5.length < 1){
-validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
+validate41.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"}];
 return false;
 }
 else {
@@ -1848,11 +2749,11 @@ for(let i4=0; i4<len2; i4++){
 let data6 = data5[i4];
 const _errs16 = errors;
 if(typeof data6 !== "string"){
-validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 if(!(data6 === "header")){
-validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/enum",keyword:"enum",params:{allowedValues: schema51.properties.bearer_methods_supported.items.enum},message:"must be equal to one of the allowed values"}];
+validate41.errors = [{instancePath:instancePath+"/bearer_methods_supported/" + i4,schemaPath:"#/properties/bearer_methods_supported/items/enum",keyword:"enum",params:{allowedValues: schema56.properties.bearer_methods_supported.items.enum},message:"must be equal to one of the allowed values"}];
 return false;
 }
 var valid6 = _errs16 === errors;
@@ -1872,7 +2773,7 @@ continue;
 }
 if(typeof indices2[item2] == "number"){
 j2 = indices2[item2];
-validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)"}];
+validate41.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/uniqueItems",keyword:"uniqueItems",params:{i: i5, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i5+" are identical)"}];
 return false;
 break;
 }
@@ -1883,7 +2784,7 @@ indices2[item2] = i5;
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate41.errors = [{instancePath:instancePath+"/bearer_methods_supported",schemaPath:"#/properties/bearer_methods_supported/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -1899,18 +2800,18 @@ const _errs18 = errors;
 if(errors === _errs18){
 if(typeof data7 === "string"){
 if(func1(data7) > 200){
-validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate41.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data7) < 1){
-validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate41.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate37.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate41.errors = [{instancePath:instancePath+"/resource_name",schemaPath:"#/properties/resource_name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -1926,24 +2827,24 @@ var valid0 = true;
 }
 }
 else {
-validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate37.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
-validate37.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ServerErrorResponse = validate41;
-const schema63 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
-const schema64 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
-const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
+const _ServerErrorResponse = validate45;
+const schema68 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/server-error-response.json","type":"object","properties":{"message":{"type":"string"},"developer_message":{"type":"string"},"missing_requirements":{"$ref":"#/$defs/MissingRequirements"}},"required":["message"],"additionalProperties":false,"$defs":{"MissingRequirements":{"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false}}};
+const schema69 = {"type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"tool-authorization-challenge.json"}},"user_id":{"type":"boolean"}},"additionalProperties":false};
+const schema70 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json","type":"object","properties":{"id":{"type":"string","minLength":1},"url":{"type":"string","format":"uri"},"check_url":{"type":"string","format":"uri"}},"required":["id","url"],"additionalProperties":false};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate42.evaluated;
+const evaluated0 = validate46.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -1955,7 +2856,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "authorization") || (key0 === "user_id"))){
-validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1976,14 +2877,14 @@ if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
 if(((data1.id === undefined) && (missing0 = "id")) || ((data1.url === undefined) && (missing0 = "url"))){
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
 for(const key1 in data1){
 if(!(((key1 === "id") || (key1 === "url")) || (key1 === "check_url"))){
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -1995,12 +2896,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"tool-authorization-challenge.json/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2015,7 +2916,7 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(errors === _errs10){
 if(!(typeof data1.url === "string")){
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0+"/url",schemaPath:"tool-authorization-challenge.json/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2031,7 +2932,7 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(errors === _errs12){
 if(!(typeof data1.check_url === "string")){
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0+"/check_url",schemaPath:"tool-authorization-challenge.json/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2047,7 +2948,7 @@ var valid3 = true;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate46.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"tool-authorization-challenge.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2058,7 +2959,7 @@ break;
 }
 }
 else {
-validate42.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate46.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2071,7 +2972,7 @@ if(valid0){
 if(data.user_id !== undefined){
 const _errs14 = errors;
 if(typeof data.user_id !== "boolean"){
-validate42.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate46.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs14 === errors;
@@ -2083,21 +2984,21 @@ var valid0 = true;
 }
 }
 else {
-validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate42.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
-validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/server-error-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate41.evaluated;
+const evaluated0 = validate45.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2108,14 +3009,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate41.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "message") || (key0 === "developer_message")) || (key0 === "missing_requirements"))){
-validate41.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2124,7 +3025,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate41.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate45.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -2136,7 +3037,7 @@ if(valid0){
 if(data.developer_message !== undefined){
 const _errs4 = errors;
 if(typeof data.developer_message !== "string"){
-validate41.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate45.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -2147,8 +3048,8 @@ var valid0 = true;
 if(valid0){
 if(data.missing_requirements !== undefined){
 const _errs6 = errors;
-if(!(validate42(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
+if(!(validate46(data.missing_requirements, {instancePath:instancePath+"/missing_requirements",parentData:data,parentDataProperty:"missing_requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate46.errors : vErrors.concat(validate46.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs6 === errors;
@@ -2162,23 +3063,23 @@ var valid0 = true;
 }
 }
 else {
-validate41.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate41.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
-validate41.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolAnnotations = validate44;
-const schema60 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-annotations.json","type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"read_only":{"type":"boolean"},"destructive":{"type":"boolean"},"idempotent":{"type":"boolean"},"open_world":{"type":"boolean"}},"additionalProperties":false,"not":{"required":["read_only","destructive"],"properties":{"read_only":{"const":true},"destructive":{"const":true}}}};
+const _ToolAnnotations = validate48;
+const schema65 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-annotations.json","type":"object","properties":{"title":{"type":"string","minLength":1,"maxLength":200},"read_only":{"type":"boolean"},"destructive":{"type":"boolean"},"idempotent":{"type":"boolean"},"open_world":{"type":"boolean"}},"additionalProperties":false,"not":{"required":["read_only","destructive"],"properties":{"read_only":{"const":true},"destructive":{"const":true}}}};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-annotations.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate44.evaluated;
+const evaluated0 = validate48.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2240,7 +3141,7 @@ var valid1 = true;
 }
 var valid0 = _errs2 === errors;
 if(valid0){
-validate44.errors = [{instancePath,schemaPath:"#/not",keyword:"not",params:{},message:"must NOT be valid"}];
+validate48.errors = [{instancePath,schemaPath:"#/not",keyword:"not",params:{},message:"must NOT be valid"}];
 return false;
 }
 else {
@@ -2259,7 +3160,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs5 = errors;
 for(const key0 in data){
 if(!(((((key0 === "title") || (key0 === "read_only")) || (key0 === "destructive")) || (key0 === "idempotent")) || (key0 === "open_world"))){
-validate44.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate48.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2271,18 +3172,18 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data2 === "string"){
 if(func1(data2) > 200){
-validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate48.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate48.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate44.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate48.errors = [{instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2295,7 +3196,7 @@ if(valid2){
 if(data.read_only !== undefined){
 const _errs8 = errors;
 if(typeof data.read_only !== "boolean"){
-validate44.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate48.errors = [{instancePath:instancePath+"/read_only",schemaPath:"#/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs8 === errors;
@@ -2307,7 +3208,7 @@ if(valid2){
 if(data.destructive !== undefined){
 const _errs10 = errors;
 if(typeof data.destructive !== "boolean"){
-validate44.errors = [{instancePath:instancePath+"/destructive",schemaPath:"#/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate48.errors = [{instancePath:instancePath+"/destructive",schemaPath:"#/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs10 === errors;
@@ -2319,7 +3220,7 @@ if(valid2){
 if(data.idempotent !== undefined){
 const _errs12 = errors;
 if(typeof data.idempotent !== "boolean"){
-validate44.errors = [{instancePath:instancePath+"/idempotent",schemaPath:"#/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate48.errors = [{instancePath:instancePath+"/idempotent",schemaPath:"#/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs12 === errors;
@@ -2331,7 +3232,7 @@ if(valid2){
 if(data.open_world !== undefined){
 const _errs14 = errors;
 if(typeof data.open_world !== "boolean"){
-validate44.errors = [{instancePath:instancePath+"/open_world",schemaPath:"#/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate48.errors = [{instancePath:instancePath+"/open_world",schemaPath:"#/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid2 = _errs14 === errors;
@@ -2346,22 +3247,22 @@ var valid2 = true;
 }
 }
 else {
-validate44.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate44.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
-validate44.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolAuthorizationChallenge = validate45;
+const _ToolAuthorizationChallenge = validate49;
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-authorization-challenge.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate45.evaluated;
+const evaluated0 = validate49.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2372,14 +3273,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((data.id === undefined) && (missing0 = "id")) || ((data.url === undefined) && (missing0 = "url"))){
-validate45.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate49.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "id") || (key0 === "url")) || (key0 === "check_url"))){
-validate45.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate49.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2391,12 +3292,12 @@ const _errs2 = errors;
 if(errors === _errs2){
 if(typeof data0 === "string"){
 if(func1(data0) < 1){
-validate45.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate49.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate45.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate49.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2411,7 +3312,7 @@ const _errs4 = errors;
 if(errors === _errs4){
 if(errors === _errs4){
 if(!(typeof data.url === "string")){
-validate45.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate49.errors = [{instancePath:instancePath+"/url",schemaPath:"#/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2427,7 +3328,7 @@ const _errs6 = errors;
 if(errors === _errs6){
 if(errors === _errs6){
 if(!(typeof data.check_url === "string")){
-validate45.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate49.errors = [{instancePath:instancePath+"/check_url",schemaPath:"#/properties/check_url/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2443,33 +3344,32 @@ var valid0 = true;
 }
 }
 else {
-validate45.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate49.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate45.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
-validate45.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate49.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolDefinition = validate38;
-const schema52 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000},"required_scopes":{"type":"array","items":{"$ref":"#/$defs/ScopeToken","type":"string"},"maxItems":32,"uniqueItems":true}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true},"ScopeToken":{"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"}}};
-const schema54 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
-const schema55 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
-const schema56 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
-const func15 = Object.prototype.hasOwnProperty;
-const pattern10 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
-const pattern11 = new RegExp("^[A-Za-z0-9_-]{1,64}$", "u");
-const pattern12 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
-const schema57 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
-const schema58 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
-const schema59 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
+const _ToolDefinition = validate42;
+const schema57 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-definition.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"version":{"$ref":"tool-version.json"},"input_schema":{"$ref":"#/$defs/InputSchema"},"output_schema":{"$ref":"#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000},"required_scopes":{"type":"array","items":{"$ref":"#/$defs/ScopeToken","type":"string"},"maxItems":32,"uniqueItems":true}},"required":["id","name","description","version","input_schema","output_schema"],"additionalProperties":false,"$defs":{"InputSchema":{"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true},"OutputSchema":{"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true},"ScopeToken":{"type":"string","pattern":"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"}}};
+const schema59 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-version.json","type":"string","pattern":"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"};
+const schema60 = {"type":"object","properties":{"properties":{"type":"object","additionalProperties":{"type":"object","properties":{"description":{"type":"string"}},"required":["description"]}}},"propertyNames":{"not":{"enum":["$ref","$defs","definitions","parameters"]}},"additionalProperties":true};
+const schema61 = {"type":["object","null"],"propertyNames":{"not":{"enum":["$ref","$defs","definitions"]}},"additionalProperties":true};
+const func35 = Object.prototype.hasOwnProperty;
+const pattern14 = new RegExp("@[0-9]+\\.[0-9]+\\.[0-9]+$", "u");
+const pattern16 = new RegExp("^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$", "u");
+const schema62 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-requirements.json","type":"object","properties":{"authorization":{"type":"array","items":{"$ref":"#/$defs/AuthorizationRequirement"}},"secrets":{"type":"array","items":{"$ref":"#/$defs/SecretRequirement"}},"user_id":{"type":"boolean"}},"additionalProperties":false,"$defs":{"AuthorizationRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false},"SecretRequirement":{"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false}}};
+const schema63 = {"type":"object","properties":{"id":{"type":"string","minLength":1},"oauth2":{"type":"object","properties":{"scopes":{"type":"array","items":{"type":"string"}}},"additionalProperties":false}},"required":["id"],"additionalProperties":false};
+const schema64 = {"type":"object","properties":{"id":{"type":"string","minLength":1}},"required":["id"],"additionalProperties":false};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-requirements.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate39.evaluated;
+const evaluated0 = validate43.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2481,7 +3381,7 @@ if(data && typeof data == "object" && !Array.isArray(data)){
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((key0 === "authorization") || (key0 === "secrets")) || (key0 === "user_id"))){
-validate39.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2502,14 +3402,14 @@ if(errors === _errs5){
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 let missing0;
 if((data1.id === undefined) && (missing0 = "id")){
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs7 = errors;
 for(const key1 in data1){
 if(!((key1 === "id") || (key1 === "oauth2"))){
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2521,12 +3421,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/id",schemaPath:"#/$defs/AuthorizationRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2544,7 +3444,7 @@ if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 const _errs12 = errors;
 for(const key2 in data3){
 if(!(key2 === "scopes")){
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2560,7 +3460,7 @@ const len1 = data4.length;
 for(let i1=0; i1<len1; i1++){
 const _errs15 = errors;
 if(typeof data4[i1] !== "string"){
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes/" + i1,schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid5 = _errs15 === errors;
@@ -2570,7 +3470,7 @@ break;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2/scopes",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/properties/scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2578,7 +3478,7 @@ return false;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0+"/oauth2",schemaPath:"#/$defs/AuthorizationRequirement/properties/oauth2/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2592,7 +3492,7 @@ var valid3 = true;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/authorization/" + i0,schemaPath:"#/$defs/AuthorizationRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2603,7 +3503,7 @@ break;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/authorization",schemaPath:"#/properties/authorization/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2628,14 +3528,14 @@ if(errors === _errs20){
 if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
 let missing1;
 if((data7.id === undefined) && (missing1 = "id")){
-validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 const _errs22 = errors;
 for(const key3 in data7){
 if(!(key3 === "id")){
-validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2647,12 +3547,12 @@ const _errs23 = errors;
 if(errors === _errs23){
 if(typeof data8 === "string"){
 if(func1(data8) < 1){
-validate39.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2+"/id",schemaPath:"#/$defs/SecretRequirement/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2661,7 +3561,7 @@ return false;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath:instancePath+"/secrets/" + i2,schemaPath:"#/$defs/SecretRequirement/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2672,7 +3572,7 @@ break;
 }
 }
 else {
-validate39.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate43.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -2685,7 +3585,7 @@ if(valid0){
 if(data.user_id !== undefined){
 const _errs25 = errors;
 if(typeof data.user_id !== "boolean"){
-validate39.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate43.errors = [{instancePath:instancePath+"/user_id",schemaPath:"#/properties/user_id/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs25 === errors;
@@ -2698,21 +3598,21 @@ var valid0 = true;
 }
 }
 else {
-validate39.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate43.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate39.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
-validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate43.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-definition.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate38.evaluated;
+const evaluated0 = validate42.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -2723,14 +3623,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if(((((((data.id === undefined) && (missing0 = "id")) || ((data.name === undefined) && (missing0 = "name"))) || ((data.description === undefined) && (missing0 = "description"))) || ((data.version === undefined) && (missing0 = "version"))) || ((data.input_schema === undefined) && (missing0 = "input_schema"))) || ((data.output_schema === undefined) && (missing0 = "output_schema"))){
-validate38.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate42.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(func15.call(schema52.properties, key0))){
-validate38.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+if(!(func35.call(schema57.properties, key0))){
+validate42.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -2743,30 +3643,30 @@ const _errs3 = errors;
 if(errors === _errs3){
 if(typeof data0 === "string"){
 if(func1(data0) > 256){
-validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
 }
 else {
 if(!pattern5.test(data0)){
-validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
 return false;
 }
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 if(errors === _errs2){
 if(typeof data0 === "string"){
-if(!pattern10.test(data0)){
-validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
+if(!pattern14.test(data0)){
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2781,13 +3681,13 @@ let data1 = data.name;
 const _errs6 = errors;
 if(errors === _errs6){
 if(typeof data1 === "string"){
-if(!pattern11.test(data1)){
-validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+if(!pattern6.test(data1)){
+validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2803,12 +3703,12 @@ const _errs8 = errors;
 if(errors === _errs8){
 if(typeof data2 === "string"){
 if(func1(data2) < 1){
-validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2824,13 +3724,13 @@ const _errs10 = errors;
 const _errs11 = errors;
 if(errors === _errs11){
 if(typeof data3 === "string"){
-if(!pattern12.test(data3)){
-validate38.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+if(!pattern16.test(data3)){
+validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -2892,7 +3792,7 @@ else {
 vErrors.push(err2);
 }
 errors++;
-validate38.errors = vErrors;
+validate42.errors = vErrors;
 return false;
 break;
 }
@@ -2910,20 +3810,20 @@ if(errors === _errs23){
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 let missing1;
 if((data6.description === undefined) && (missing1 = "description")){
-validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
 return false;
 }
 else {
 if(data6.description !== undefined){
 if(typeof data6.description !== "string"){
-validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2934,7 +3834,7 @@ break;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2942,7 +3842,7 @@ return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -2957,7 +3857,7 @@ let data8 = data.output_schema;
 const _errs27 = errors;
 const _errs28 = errors;
 if((!(data8 && typeof data8 == "object" && !Array.isArray(data8))) && (data8 !== null)){
-validate38.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema56.type},message:"must be object,null"}];
+validate42.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"#/$defs/OutputSchema/type",keyword:"type",params:{type: schema61.type},message:"must be object,null"}];
 return false;
 }
 if(errors === _errs28){
@@ -3008,7 +3908,7 @@ else {
 vErrors.push(err5);
 }
 errors++;
-validate38.errors = vErrors;
+validate42.errors = vErrors;
 return false;
 break;
 }
@@ -3023,8 +3923,8 @@ var valid0 = true;
 if(valid0){
 if(data.requirements !== undefined){
 const _errs34 = errors;
-if(!(validate39(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate39.errors : vErrors.concat(validate39.errors);
+if(!(validate43(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
 errors = vErrors.length;
 }
 var valid0 = _errs34 === errors;
@@ -3092,7 +3992,7 @@ var valid14 = true;
 }
 var valid13 = _errs39 === errors;
 if(valid13){
-validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
 return false;
 }
 else {
@@ -3111,7 +4011,7 @@ if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
 const _errs42 = errors;
 for(const key4 in data10){
 if(!(((((key4 === "title") || (key4 === "read_only")) || (key4 === "destructive")) || (key4 === "idempotent")) || (key4 === "open_world"))){
-validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3123,18 +4023,18 @@ const _errs43 = errors;
 if(errors === _errs43){
 if(typeof data13 === "string"){
 if(func1(data13) > 200){
-validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
 return false;
 }
 else {
 if(func1(data13) < 1){
-validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3147,7 +4047,7 @@ if(valid15){
 if(data10.read_only !== undefined){
 const _errs45 = errors;
 if(typeof data10.read_only !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs45 === errors;
@@ -3159,7 +4059,7 @@ if(valid15){
 if(data10.destructive !== undefined){
 const _errs47 = errors;
 if(typeof data10.destructive !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs47 === errors;
@@ -3171,7 +4071,7 @@ if(valid15){
 if(data10.idempotent !== undefined){
 const _errs49 = errors;
 if(typeof data10.idempotent !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs49 === errors;
@@ -3183,7 +4083,7 @@ if(valid15){
 if(data10.open_world !== undefined){
 const _errs51 = errors;
 if(typeof data10.open_world !== "boolean"){
-validate38.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate42.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid15 = _errs51 === errors;
@@ -3198,7 +4098,7 @@ var valid15 = true;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3214,18 +4114,18 @@ const _errs53 = errors;
 if(errors === _errs53){
 if(typeof data18 === "string"){
 if(func1(data18) > 1000){
-validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
 return false;
 }
 else {
 if(func1(data18) < 1){
-validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3241,7 +4141,7 @@ const _errs55 = errors;
 if(errors === _errs55){
 if(Array.isArray(data19)){
 if(data19.length > 32){
-validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"}];
+validate42.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"}];
 return false;
 }
 else {
@@ -3251,19 +4151,19 @@ for(let i0=0; i0<len0; i0++){
 let data20 = data19[i0];
 const _errs57 = errors;
 if(typeof data20 !== "string"){
-validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/properties/required_scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/properties/required_scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 const _errs58 = errors;
 if(errors === _errs58){
 if(typeof data20 === "string"){
-if(!pattern13.test(data20)){
-validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
+if(!pattern17.test(data20)){
+validate42.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
 return false;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate42.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3284,7 +4184,7 @@ continue;
 }
 if(typeof indices0[item0] == "number"){
 j0 = indices0[item0];
-validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+validate42.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
 return false;
 break;
 }
@@ -3295,7 +4195,7 @@ indices0[item0] = i1;
 }
 }
 else {
-validate38.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate42.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3317,22 +4217,22 @@ var valid0 = true;
 }
 }
 else {
-validate38.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate42.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate38.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
-validate38.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate42.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolError = validate46;
+const _ToolError = validate50;
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-error.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate46.evaluated;
+const evaluated0 = validate50.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3343,14 +4243,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate46.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate50.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!(((((key0 === "message") || (key0 === "developer_message")) || (key0 === "can_retry")) || (key0 === "additional_prompt_content")) || (key0 === "retry_after_ms"))){
-validate46.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate50.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3359,7 +4259,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate46.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate50.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3371,7 +4271,7 @@ if(valid0){
 if(data.developer_message !== undefined){
 const _errs4 = errors;
 if(typeof data.developer_message !== "string"){
-validate46.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate50.errors = [{instancePath:instancePath+"/developer_message",schemaPath:"#/properties/developer_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs4 === errors;
@@ -3383,7 +4283,7 @@ if(valid0){
 if(data.can_retry !== undefined){
 const _errs6 = errors;
 if(typeof data.can_retry !== "boolean"){
-validate46.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+validate50.errors = [{instancePath:instancePath+"/can_retry",schemaPath:"#/properties/can_retry/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
 return false;
 }
 var valid0 = _errs6 === errors;
@@ -3395,7 +4295,7 @@ if(valid0){
 if(data.additional_prompt_content !== undefined){
 const _errs8 = errors;
 if(typeof data.additional_prompt_content !== "string"){
-validate46.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate50.errors = [{instancePath:instancePath+"/additional_prompt_content",schemaPath:"#/properties/additional_prompt_content/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs8 === errors;
@@ -3408,13 +4308,13 @@ if(data.retry_after_ms !== undefined){
 let data4 = data.retry_after_ms;
 const _errs10 = errors;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
-validate46.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate50.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs10){
 if(typeof data4 == "number"){
 if(data4 < 0 || isNaN(data4)){
-validate46.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+validate50.errors = [{instancePath:instancePath+"/retry_after_ms",schemaPath:"#/properties/retry_after_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -3432,22 +4332,22 @@ var valid0 = true;
 }
 }
 else {
-validate46.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate46.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
-validate46.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate50.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolId = validate47;
+const _ToolId = validate51;
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-id.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate47.evaluated;
+const evaluated0 = validate51.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3457,34 +4357,34 @@ evaluated0.items = undefined;
 if(errors === 0){
 if(typeof data === "string"){
 if(func1(data) > 256){
-validate47.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+validate51.errors = [{instancePath,schemaPath:"#/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
 return false;
 }
 else {
 if(!pattern5.test(data)){
-validate47.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+validate51.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
 return false;
 }
 }
 }
 else {
-validate47.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-validate47.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
-validate47.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate51.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const _ToolListResponse = validate48;
-const schema70 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
+const _ToolListResponse = validate52;
+const schema75 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate48.evaluated;
+const evaluated0 = validate52.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3495,14 +4395,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.items === undefined) && (missing0 = "items")){
-validate48.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate52.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "items") || (key0 === "next_cursor"))){
-validate48.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate52.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3517,8 +4417,8 @@ var valid1 = true;
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
 const _errs4 = errors;
-if(!(validate38(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
-vErrors = vErrors === null ? validate38.errors : vErrors.concat(validate38.errors);
+if(!(validate42(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate42.errors : vErrors.concat(validate42.errors);
 errors = vErrors.length;
 }
 var valid1 = _errs4 === errors;
@@ -3528,7 +4428,7 @@ break;
 }
 }
 else {
-validate48.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate52.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -3544,18 +4444,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data2 === "string"){
 if(func1(data2) > 1024){
-validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+validate52.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
 return false;
 }
 else {
 if(func1(data2) < 1){
-validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+validate52.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
 return false;
 }
 }
 }
 else {
-validate48.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate52.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
@@ -3569,24 +4469,24 @@ var valid0 = true;
 }
 }
 else {
-validate48.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate52.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate48.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
-validate48.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ToolRequirements = validate39;
+const _ToolRequirements = validate43;
 
-const _ToolVersion = validate50;
+const _ToolVersion = validate54;
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate50.evaluated;
+const evaluated0 = validate54.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3595,29 +4495,29 @@ evaluated0.items = undefined;
 }
 if(errors === 0){
 if(typeof data === "string"){
-if(!pattern12.test(data)){
-validate50.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+if(!pattern16.test(data)){
+validate54.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
 return false;
 }
 }
 else {
-validate50.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 }
-validate50.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
-validate50.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
-const _ValidationErrorResponse = validate51;
-const schema72 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+const _ValidationErrorResponse = validate55;
+const schema77 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate51.evaluated;
+const evaluated0 = validate55.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -3628,14 +4528,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate51.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate55.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "message") || (key0 === "parameter_errors"))){
-validate51.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate55.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -3644,7 +4544,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate51.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate55.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -3661,7 +4561,7 @@ if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
 const _errs7 = errors;
 if(typeof data1[key1] !== "string"){
-validate51.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate55.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid1 = _errs7 === errors;
@@ -3671,7 +4571,7 @@ break;
 }
 }
 else {
-validate51.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate55.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -3685,14 +4585,14 @@ var valid0 = true;
 }
 }
 else {
-validate51.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate55.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate51.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }
-validate51.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 /** Checks a value against the AuthorizationChallengeCheckResponse schema (formats not checked). */
@@ -3709,6 +4609,14 @@ export const validateCallToolRequest = _CallToolRequest as unknown as Validator<
 export const validateCallToolResponse = _CallToolResponse as unknown as Validator<CallToolResponse>;
 /** Checks a value against the CallToolResultEnvelope schema (formats not checked). */
 export const validateCallToolResultEnvelope = _CallToolResultEnvelope as unknown as Validator<CallToolResultEnvelope>;
+/** Checks a value against the ConnectionFlow schema (formats not checked). */
+export const validateConnectionFlow = _ConnectionFlow as unknown as Validator<ConnectionFlow>;
+/** Checks a value against the ConnectionListResponse schema (formats not checked). */
+export const validateConnectionListResponse = _ConnectionListResponse as unknown as Validator<ConnectionListResponse>;
+/** Checks a value against the ConnectionRequest schema (formats not checked). */
+export const validateConnectionRequest = _ConnectionRequest as unknown as Validator<ConnectionRequest>;
+/** Checks a value against the Connection schema (formats not checked). */
+export const validateConnection = _Connection as unknown as Validator<Connection>;
 /** Checks a value against the DiscoveryDocument schema (formats not checked). */
 export const validateDiscoveryDocument = _DiscoveryDocument as unknown as Validator<DiscoveryDocument>;
 /** Checks a value against the ProtectedResourceMetadata schema (formats not checked). */

@@ -136,6 +136,14 @@ export function callRoute(context: RouteContext): RouteHandler {
     if (grant) {
       bindUser(request, grant, context.oauth as OAuthResource);
     }
+    if (context.vault && !context.acceptClientTokens && request.context?.authorization) {
+      // The vault is the only source of its providers' tokens (docs/protocol.md 9.7, `[connections.client-tokens]`).
+      const vault = context.vault;
+      request.context = {
+        ...request.context,
+        authorization: request.context.authorization.filter((token) => !vault.providers.has(token.id)),
+      };
+    }
     const meta = new ExchangeCallMeta({
       exchange,
       principal,

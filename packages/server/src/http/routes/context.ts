@@ -1,4 +1,6 @@
 /** What the protocol routes share: the {@link RouteContext} the pipeline makes once, and the checks every route makes the same way. */
+
+import type { ConnectionVault } from "../../connections/vault.js";
 import { toWireError, WireError } from "../../core/errors.js";
 import { type ExtensionId, type ExtensionSet, requestedExtensions } from "../../core/extensions.js";
 import type { JsonLimits } from "../../core/json-limits.js";
@@ -38,6 +40,10 @@ export interface RouteContext {
   readonly publicUrl: string | undefined;
   /** The oauth extension's resource server, where it is configured. */
   readonly oauth: OAuthResource | undefined;
+  /** The connections extension's vault, where it is configured. */
+  readonly vault: ConnectionVault | undefined;
+  /** Whether calls may send tokens for the vault's providers (`connections.acceptClientTokens`). */
+  readonly acceptClientTokens: boolean;
 }
 
 /** A protocol route once its request is authenticated: the request, the route its path names, who sent it, the headers its answer gets. */

@@ -13,7 +13,7 @@ export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
     oxp_versions: [OXP_VERSION],
     extensions: [...context.offered],
     // Where a client learns how to get an access token (docs/protocol.md 9.6, `[oauth.discovery]`).
-    ...(offersOAuth ? { extension_info: { oauth: { resource_metadata: context.oauth?.metadataUrl } } } : {}),
+    ...extensionInfo(context, offersOAuth),
   });
   return async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>): Promise<Answer> => {
     if (!route.methods.includes(exchange.method)) {
@@ -26,4 +26,20 @@ export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
     const [status, body] = lifecycle.ready ? [200, { status: "ok" }] : [503, { message: "The server is starting" }];
     return context.answer(status, JSON.stringify(body), ANSWER_KIND.health, headers);
   };
+}
+
+/** The settings of the extensions that have some a client needs first (docs/protocol.md 9.1): oauth's, connections'. */
+function extensionInfo(context: RouteContext, offersOAuth: boolean): { extension_info?: Record<string, unknown> } {
+  const info: Record<string, unknown> = {};
+  if (offersOAuth) {
+    // Where a client learns how to get an access token (9.6, `[oauth.discovery]`).
+    info.oauth = { resource_metadata: context.oauth?.metadataUrl };
+  }
+  if (context.vault && context.offered.has("connections")) {
+    // What a user can connect (9.7, `[connections.discovery]`).
+    info.connections = {
+      providers: [...context.vault.providers.values()].map((provider) => ({ id: provider.id, name: provider.name })),
+    };
+  }
+  return Object.keys(info).length > 0 ? { extension_info: info } : {};
 }

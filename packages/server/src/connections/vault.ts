@@ -1,0 +1,512 @@
+/**
+ * The connections vault (docs/protocol.md 9.7): users' connections to third-party providers, made through each
+ * provider's authorization code flow with PKCE, their tokens sealed in a {@link ConnectionStore}, refreshed
+ * single-flight, revoked on delete; and the tokens put into calls through the requirement checks of section 4.
+ */
+import { type Connection, constantTimeEqual } from "@otc/types";
+import * as base64url from "jose/base64url";
+import { generateRandomCodeVerifier } from "oauth4webapi";
+import type {
+  AuthorizationProvider,
+  ChallengeStatus,
+  StartChallengeInput,
+  StoredToken,
+  TokenOwner,
+  TokenStore,
+} from "../core/authorization.js";
+import type { CoreLogger } from "../core/call-log.js";
+import { type ChallengeStore, ChallengeStoreFullError, MemoryChallengeStore } from "../core/challenge-store.js";
+import type { Clock } from "../core/clock.js";
+import {
+  CONNECTION_STORE_DEFAULTS,
+  type ConnectionRecord,
+  type ConnectionStore,
+  ConnectionStoreFullError,
+  MemoryConnectionStore,
+} from "../core/connection-store.js";
+import { ServerConfigError, WireError } from "../core/errors.js";
+import { type ConnectionProvider, ProviderRefusal } from "./provider.js";
+import type { TokenSeal } from "./seal.js";
+
+/** Where a provider sends the browser back, below the server's public URL. */
+export const CALLBACK_PATH = "/connections/callback";
+/** A token this close to its expiry is refreshed before a call uses it. */
+const REFRESH_MARGIN_MS = 60_000;
+/** The longest a refresh may hold a connection's lock. */
+const REFRESH_LOCK_MS = 15_000;
+
+/** The tokens a connection holds, as sealed. */
+interface HeldTokens {
+  access_token: string;
+  refresh_token?: string;
+}
+
+/**
+ * Whether the browser that came back from the provider belongs to the flow's user (`[connections.browser-bound]`):
+ * the host application's check of its own signed-in session (a cookie it set), given the callback request.
+ */
+export type BrowserCheck = (request: Request, owner: TokenOwner) => boolean | Promise<boolean>;
+
+/** What the vault needs besides its providers. */
+export interface VaultParts {
+  providers: readonly ConnectionProvider[];
+  seal: TokenSeal;
+  store: ConnectionStore | undefined;
+  challenges: ChallengeStore | undefined;
+  verifyBrowser: BrowserCheck;
+  /** The most connections one user holds; the default store is made with it. Default 50. */
+  maxPerUser?: number | undefined;
+  clock: Clock;
+  logger: Pick<CoreLogger, "warn" | "error"> | undefined;
+}
+
+/** The vault. */
+export class ConnectionVault {
+  readonly providers: ReadonlyMap<string, ConnectionProvider>;
+  private readonly seal: TokenSeal;
+  private readonly store: ConnectionStore;
+  private readonly challenges: ChallengeStore;
+  private readonly verifyBrowser: BrowserCheck;
+  private readonly clock: Clock;
+  private readonly logger: VaultParts["logger"];
+  private readonly maxPerUser: number;
+
+  constructor(parts: VaultParts) {
+    const providers = new Map<string, ConnectionProvider>();
+    for (const provider of parts.providers) {
+      if (providers.has(provider.id)) {
+        throw new ServerConfigError(`connections.providers: the id ${provider.id} is given twice`);
+      }
+      providers.set(provider.id, provider);
+    }
+    if (providers.size === 0) {
+      throw new ServerConfigError("connections.providers must name at least one provider");
+    }
+    if (typeof parts.verifyBrowser !== "function") {
+      throw new ServerConfigError(
+        "connections.verifyBrowser is required: it tells that the browser finishing a connection is its user's (your app's signed-in session)",
+      );
+    }
+    this.providers = providers;
+    this.seal = parts.seal;
+    this.maxPerUser = parts.maxPerUser ?? CONNECTION_STORE_DEFAULTS.maxPerUser;
+    this.store = parts.store ?? new MemoryConnectionStore({ maxPerUser: this.maxPerUser });
+    this.challenges = parts.challenges ?? new MemoryChallengeStore({ now: () => parts.clock.now() });
+    this.verifyBrowser = parts.verifyBrowser;
+    this.clock = parts.clock;
+    this.logger = parts.logger;
+  }
+
+  /** The 1.0 authorization providers of the vault's providers: a call missing a token starts a connection flow. */
+  authorizationProviders(): AuthorizationProvider[] {
+    return [...this.providers.values()].map((provider) => ({
+      id: provider.id,
+      startChallenge: async (input: StartChallengeInput) => ({
+        url: (await this.startFlow(provider, input)).url,
+      }),
+      checkChallenge: async (challengeId: string): Promise<ChallengeStatus | undefined> =>
+        (await this.challenges.get(challengeId))?.status,
+    }));
+  }
+
+  /** The token store calls read: the vault's providers' tokens from the vault, every other one from `others`. */
+  tokenStore(others: TokenStore): TokenStore {
+    return {
+      get: (owner, providerId) =>
+        this.providers.has(providerId) ? this.tokenFor(owner, providerId) : others.get(owner, providerId),
+      set: (owner, providerId, token) =>
+        this.providers.has(providerId) ? Promise.resolve() : others.set(owner, providerId, token),
+      delete: (owner, providerId) =>
+        this.providers.has(providerId) ? Promise.resolve() : others.delete(owner, providerId),
+    };
+  }
+
+  /** `GET /connections`: the owner's connections, newest first, without a token. */
+  async list(owner: TokenOwner): Promise<Connection[]> {
+    return (await this.store.list(owner.principal, owner.userId))
+      .filter((record) => record.status !== "pending")
+      .map(wireConnection);
+  }
+
+  /** `POST /connections`: a new flow for the owner; its connection's id, the provider's page, its challenge id. */
+  async create(
+    owner: TokenOwner,
+    providerId: string,
+    scopes: readonly string[] | undefined,
+    baseUrl: string,
+  ): Promise<{ id: string; url: string; challengeId: string }> {
+    const provider = this.providers.get(providerId);
+    if (!provider) {
+      throw new WireError("bad_request", `No provider '${providerId.slice(0, 64)}' can be connected here`, {
+        developerMessage: `The providers are ${[...this.providers.keys()].join(", ")} (discovery's extension_info.connections).`,
+      });
+    }
+    const owned = await this.store.list(owner.principal, owner.userId);
+    const reconnects = owned.some((record) => record.provider === providerId && record.status === "auth_required");
+    if (owned.length >= this.maxPerUser && !reconnects) {
+      // The store enforces its bound when the flow completes; this says so before the user signs in for nothing.
+      throw new WireError("bad_request", "This user holds the most connections allowed", {
+        developerMessage: "Delete a connection (DELETE /connections/{id}) before making another.",
+      });
+    }
+    const challengeId = `${provider.id}.${crypto.randomUUID()}`;
+    const flow = await this.startFlow(provider, {
+      owner,
+      scopes: scopes ?? provider.defaultScopes,
+      baseUrl,
+      challengeId,
+    });
+    return { ...flow, challengeId };
+  }
+
+  /**
+   * Starts a flow under `challengeId`: its state, PKCE verifier and the connection it makes kept with the challenge
+   * (bounded and expiring as challenges are); answers the provider's authorization page.
+   */
+  private async startFlow(
+    provider: ConnectionProvider,
+    { owner, scopes, baseUrl, challengeId }: Pick<StartChallengeInput, "owner" | "scopes" | "baseUrl" | "challengeId">,
+  ): Promise<{ id: string; url: string }> {
+    const existing = (await this.store.list(owner.principal, owner.userId)).find(
+      (record) => record.provider === provider.id && record.status === "auth_required",
+    );
+    // A flow started because a refresh failed connects the same connection again.
+    const id = existing?.id ?? `c_${base64url.encode(crypto.getRandomValues(new Uint8Array(16)))}`;
+    const secret = base64url.encode(crypto.getRandomValues(new Uint8Array(32)));
+    const codeVerifier = generateRandomCodeVerifier();
+    const redirectUri = `${baseUrl}${CALLBACK_PATH}`;
+    try {
+      await this.challenges.add(challengeId, {
+        owner,
+        scopes,
+        data: { secret, codeVerifier, redirectUri, connection: id, kind: "connection" },
+      });
+    } catch (error) {
+      if (!(error instanceof ChallengeStoreFullError)) {
+        throw error;
+      }
+      throw new WireError("unavailable", "Too many connections are being made right now", {
+        developerMessage: `The server holds its maximum of ${error.maxChallenges} pending flows; retry shortly.`,
+        headers: { "Retry-After": String(Math.max(1, Math.ceil(error.retryAfterMs / 1000))) },
+      });
+    }
+    const url = await unavailableOnFailure(provider, () =>
+      provider.authorizationUrl({ state: `${challengeId}~${secret}`, codeVerifier, scopes, redirectUri }),
+    );
+    return { id, url };
+  }
+
+  /**
+   * The callback of a flow (`GET /connections/callback`, from the user's browser): the state checked and spent, the
+   * browser checked to be the flow's user's, the code exchanged, the tokens sealed and stored. Answers a page.
+   */
+  async callback(request: Request): Promise<Response> {
+    const parameters = new URL(request.url).searchParams;
+    const state = parameters.get("state") ?? "";
+    const cut = state.lastIndexOf("~");
+    const challengeId = cut > 0 ? state.slice(0, cut) : "";
+    const challenge = challengeId === "" ? undefined : await this.challenges.get(challengeId);
+    const secret = challenge?.data.secret;
+    if (
+      challenge?.data.kind !== "connection" ||
+      typeof secret !== "string" ||
+      !constantTimeEqual(state.slice(cut + 1), secret)
+    ) {
+      return page(
+        400,
+        "This link is not valid",
+        "It is unknown, has expired, or was used already. Start again from your app.",
+      );
+    }
+    if (challenge.status !== "pending") {
+      return page(400, "This link was used already", "Start again from your app.");
+    }
+    const provider = this.providers.get(challengeId.split(".")[0] ?? "") as ConnectionProvider;
+    if (!(await this.verifyBrowser(request, challenge.owner))) {
+      // Spent: whoever was sent the link cannot try again, and the user who started it starts over.
+      await this.challenges.decide(challengeId, "failed");
+      return page(
+        403,
+        "This connection is not yours to finish",
+        "Sign in to the app as the user who started it, then start again.",
+      );
+    }
+    // The first decision stands: a second callback racing this one finds the flow decided.
+    const flow = {
+      state,
+      codeVerifier: challenge.data.codeVerifier as string,
+      redirectUri: challenge.data.redirectUri as string,
+    };
+    let tokens: Awaited<ReturnType<ConnectionProvider["exchange"]>>;
+    try {
+      tokens = await provider.exchange(parameters, flow);
+    } catch (error) {
+      await this.challenges.decide(challengeId, "failed");
+      if (error instanceof ProviderRefusal) {
+        return page(
+          400,
+          `${provider.name} did not connect`,
+          `It answered ${error.error.slice(0, 64)}. Start again from your app.`,
+        );
+      }
+      this.logger?.warn({ provider: provider.id, err: describe(error) }, "a connection's code could not be exchanged");
+      return page(502, `${provider.name} could not be reached`, "Start again from your app in a moment.");
+    }
+    try {
+      await this.saveConnection(challenge.data.connection as string, challenge, provider, tokens);
+    } catch (error) {
+      await this.challenges.decide(challengeId, "failed");
+      if (error instanceof ConnectionStoreFullError) {
+        return page(400, "No room for another connection", "Remove a connection in your app, then start again.");
+      }
+      this.logger?.error({ provider: provider.id, err: describe(error) }, "a connection could not be stored");
+      return page(503, "The connection could not be saved", "Start again from your app in a moment.");
+    }
+    await this.challenges.decide(challengeId, "completed");
+    return page(200, `${provider.name} is connected`, "You can close this window and go back to your app.");
+  }
+
+  /** `DELETE /connections/{id}`: revoked at the provider where it can be (failures logged), then deleted; a 404 for another owner's. */
+  async delete(owner: TokenOwner, id: string): Promise<void> {
+    const record = await this.store.get(id);
+    if (!record || record.principal !== owner.principal || record.userId !== owner.userId) {
+      throw new WireError("not_found", "No such connection", {
+        developerMessage: "The id is unknown, or the connection is another user's.",
+      });
+    }
+    const provider = this.providers.get(record.provider);
+    if (provider && record.tokens) {
+      try {
+        const held = (await this.seal.open(record.tokens, sealContext(record))) as HeldTokens;
+        await provider.revoke(
+          held.refresh_token ?? held.access_token,
+          held.refresh_token ? "refresh_token" : "access_token",
+        );
+      } catch (error) {
+        this.logger?.warn(
+          { provider: record.provider, err: describe(error) },
+          "a connection could not be revoked at its provider",
+        );
+      }
+    }
+    await this.store.delete(id);
+  }
+
+  /**
+   * A call's token from the vault (`[connections.at-call-time]`): the owner's newest active connection to the
+   * provider, refreshed first when it expires soon, once across every instance sharing the store.
+   */
+  async tokenFor(owner: TokenOwner, providerId: string): Promise<StoredToken | undefined> {
+    const record = (await this.store.list(owner.principal, owner.userId)).find(
+      (candidate) => candidate.provider === providerId && candidate.status === "active",
+    );
+    if (!record?.tokens) {
+      return undefined;
+    }
+    if (!this.expiresSoon(record)) {
+      return this.storedToken(record);
+    }
+    return this.store.withLock(record.id, REFRESH_LOCK_MS, async () => {
+      // Another caller may have refreshed it while this one waited for the lock.
+      const fresh = await this.store.get(record.id);
+      if (!fresh?.tokens || fresh.status !== "active") {
+        return undefined;
+      }
+      return this.expiresSoon(fresh) ? this.refreshed(fresh) : this.storedToken(fresh);
+    });
+  }
+
+  private expiresSoon(record: ConnectionRecord): boolean {
+    return record.expiresAt !== undefined && record.expiresAt - REFRESH_MARGIN_MS <= this.clock.now();
+  }
+
+  private async storedToken(record: ConnectionRecord): Promise<StoredToken | undefined> {
+    const held = await this.opened(record);
+    if (!held) {
+      return undefined;
+    }
+    return {
+      token: held.access_token,
+      scopes: record.scopes,
+      ...(record.expiresAt === undefined ? {} : { expiresAt: record.expiresAt }),
+    };
+  }
+
+  /** Refreshes a connection under its lock; a refusal marks it `auth_required` and answers nothing. */
+  private async refreshed(record: ConnectionRecord): Promise<StoredToken | undefined> {
+    const provider = this.providers.get(record.provider);
+    const held = await this.opened(record);
+    if (!held) {
+      return undefined;
+    }
+    if (!provider || !held.refresh_token) {
+      await this.markAuthRequired(record);
+      return undefined;
+    }
+    let tokens: Awaited<ReturnType<ConnectionProvider["refresh"]>>;
+    try {
+      tokens = await provider.refresh(held.refresh_token);
+    } catch (error) {
+      if (error instanceof ProviderRefusal) {
+        // Who and why, for the operator: the user is asked to connect again.
+        this.logger?.warn(
+          { connection: record.id, provider: record.provider, err: error.error },
+          "the provider refused a connection's refresh",
+        );
+        await this.markAuthRequired(record);
+        return undefined;
+      }
+      this.logger?.warn({ provider: record.provider, err: describe(error) }, "a connection could not be refreshed");
+      throw new WireError("unavailable", `${provider.name} cannot be reached to refresh the user's connection`, {
+        developerMessage: "The provider did not answer the refresh; retry shortly.",
+        headers: { "Retry-After": "5" },
+      });
+    }
+    const next: ConnectionRecord = {
+      ...record,
+      scopes: tokens.scopes ?? record.scopes,
+      updatedAt: this.clock.now(),
+      version: record.version + 1,
+      tokens: await this.seal.seal(
+        // A provider that does not rotate refresh tokens keeps the one it gave.
+        { access_token: tokens.accessToken, refresh_token: tokens.refreshToken ?? held.refresh_token },
+        sealContext(record),
+      ),
+    };
+    if (tokens.expiresAt === undefined) {
+      delete next.expiresAt;
+    } else {
+      next.expiresAt = tokens.expiresAt;
+    }
+    if (!(await this.store.update(next, record.version))) {
+      throw new WireError("unavailable", "The user's connection changed while it was refreshed", {
+        developerMessage: "Retry the call.",
+        headers: { "Retry-After": "1" },
+      });
+    }
+    return this.storedToken(next);
+  }
+
+  /**
+   * A record's tokens; undefined (and logged) when they do not open: sealed for another connection, or with a key no
+   * longer configured. Such a connection serves no call, and the user is asked to connect again.
+   */
+  private async opened(record: ConnectionRecord): Promise<HeldTokens | undefined> {
+    try {
+      return (await this.seal.open(
+        record.tokens as NonNullable<ConnectionRecord["tokens"]>,
+        sealContext(record),
+      )) as HeldTokens;
+    } catch (error) {
+      this.logger?.error(
+        { connection: record.id, provider: record.provider, err: describe(error) },
+        "a connection's tokens do not open",
+      );
+      return undefined;
+    }
+  }
+
+  private async markAuthRequired(record: ConnectionRecord): Promise<void> {
+    const next: ConnectionRecord = {
+      ...record,
+      status: "auth_required",
+      updatedAt: this.clock.now(),
+      version: record.version + 1,
+    };
+    // The tokens are of no use any more: none is kept.
+    delete next.tokens;
+    delete next.expiresAt;
+    await this.store.update(next, record.version);
+  }
+
+  /** Stores a completed flow's connection: a new one, or the same one connected again. */
+  private async saveConnection(
+    id: string,
+    { owner, scopes: asked }: { owner: TokenOwner; scopes: readonly string[] },
+    provider: ConnectionProvider,
+    tokens: Awaited<ReturnType<ConnectionProvider["exchange"]>>,
+  ): Promise<void> {
+    const now = this.clock.now();
+    const existing = await this.store.get(id);
+    const record: ConnectionRecord = {
+      id,
+      principal: owner.principal,
+      userId: owner.userId,
+      provider: provider.id,
+      status: "active",
+      scopes: tokens.scopes ?? [...asked],
+      createdAt: existing?.createdAt ?? now,
+      updatedAt: now,
+      version: (existing?.version ?? 0) + 1,
+      ...(tokens.account ? { account: tokens.account } : {}),
+      ...(tokens.expiresAt === undefined ? {} : { expiresAt: tokens.expiresAt }),
+    };
+    record.tokens = await this.seal.seal(
+      { access_token: tokens.accessToken, ...(tokens.refreshToken ? { refresh_token: tokens.refreshToken } : {}) },
+      sealContext(record),
+    );
+    if (existing && existing.principal === owner.principal && existing.userId === owner.userId) {
+      if (!(await this.store.update(record, existing.version))) {
+        throw new Error("the connection changed while it was connected again");
+      }
+      return;
+    }
+    await this.store.insert(record);
+  }
+}
+
+/** What a sealed value is bound to: the connection's id, owner and provider. */
+function sealContext(record: Pick<ConnectionRecord, "id" | "principal" | "userId" | "provider">): string {
+  return JSON.stringify([record.id, record.principal, record.userId, record.provider]);
+}
+
+/** A record as `GET /connections` lists it: no token, times in RFC 3339. */
+function wireConnection(record: ConnectionRecord): Connection {
+  return {
+    id: record.id,
+    provider: record.provider,
+    status: record.status as Connection["status"],
+    scopes: record.scopes,
+    ...(record.account ? { account: record.account } : {}),
+    created_at: new Date(record.createdAt).toISOString(),
+    updated_at: new Date(record.updatedAt).toISOString(),
+  };
+}
+
+/** A provider's metadata that cannot be read is a 503: the fault is the provider's, not the client's. */
+async function unavailableOnFailure<T>(provider: ConnectionProvider, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new WireError("unavailable", `${provider.name} cannot be reached right now`, {
+      developerMessage: "The provider's metadata could not be read; retry shortly.",
+      headers: { "Retry-After": "5" },
+      cause: error,
+    });
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
+  );
+
+/** A plain page for the person at the browser, never framed. */
+function page(status: number, title: string, text: string): Response {
+  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
+  return new Response(body, {
+    status,
+    headers: {
+      "Content-Type": "text/html; charset=utf-8",
+      "Cache-Control": "no-store",
+      "X-Frame-Options": "DENY",
+      "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+      "Referrer-Policy": "no-referrer",
+    },
+  });
+}
