@@ -28,6 +28,7 @@ import {
   SCENARIOS,
 } from "./lib/scenarios.mjs";
 import { LARGE_CATALOG, wireToolList } from "./stacks/catalog.mjs";
+import { OAUTH_RESOURCE, startIssuer } from "./stacks/oauth-issuer.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values: opts } = parseArgs({
@@ -151,6 +152,7 @@ const serverConfig = (stack, server) => {
     ...(stack.sdk ? { sdk: stack.sdk } : {}),
     catalog,
     ...(server === "auth" ? { auth: AUTH } : {}),
+    ...(server.startsWith("oauth") ? { auth: AUTH, oauth: { issuer: issuer.url, resource: OAUTH_RESOURCE } } : {}),
     // Ours build their own list; so does the fetch handler on Node (the bench's catalog module).
     ...(stack.ours || stack.partial ? {} : { listFile: listFile(catalog) }),
   };
@@ -166,6 +168,8 @@ for (const scenario of selected) {
     }
   }
 }
+// The oauth rows' authorization server, in this process: the servers read its metadata and key set once.
+const issuer = [...needed].some((key) => key.split("/")[1].startsWith("oauth")) ? await startIssuer() : undefined;
 log(`bench: starting ${needed.size} server processes`);
 await Promise.all(
   [...needed].map(async (key) => {
@@ -189,6 +193,8 @@ const names = (catalog) => (lists[catalog] ? new Set(lists[catalog].items.map((i
 const ctx = {
   apiKey: AUTH.apiKey,
   jwt: "",
+  accessToken: "",
+  freshAccessToken: () => issuer?.freshToken() ?? "",
   etags: new Map(),
   oxpTools: { demo: (lists.demo ?? wireToolList("demo")).items.length, large: LARGE_CATALOG },
   mcpTools: { demo: names("demo"), large: names("large") },
@@ -206,6 +212,16 @@ async function refreshJwt() {
     .sign(new TextEncoder().encode(AUTH.jwtSecret));
 }
 await refreshJwt();
+/** An OAuth access token as an agent holds one: issued once for an hour, reused; a new one after 45 minutes. */
+let accessTokenIssuedAt = 0;
+async function refreshAccessToken() {
+  if (!issuer || Date.now() - accessTokenIssuedAt < 45 * 60_000) {
+    return;
+  }
+  accessTokenIssuedAt = Date.now();
+  ctx.accessToken = await issuer.accessToken(3_600);
+}
+await refreshAccessToken();
 // The ETag rows run once the server sends one.
 for (const [key, server] of servers) {
   const etag = (await fetch(`${server.url}/tools`)).headers.get("etag");
@@ -268,6 +284,10 @@ for (let round = 0; round < ROUNDS; round++) {
       const row = group[(i + round) % group.length];
       if (row.scenario.id === "jwt") {
         await refreshJwt();
+        row.spec = requestOf(row.stack, row.scenario, ctx);
+      }
+      if (row.scenario.id === "oauthToken") {
+        await refreshAccessToken();
         row.spec = requestOf(row.stack, row.scenario, ctx);
       }
       if (PRIME > 0) {
@@ -379,7 +399,8 @@ if (!opts["no-cold"]) {
   }
 }
 const buildTimes = [];
-if (!QUICK) {
+// With the cold starts: `--no-cold` runs no build either (a narrowed run in a tree that others are editing).
+if (!QUICK && !opts["no-cold"]) {
   const env = { ...process.env, TURBO_TELEMETRY_DISABLED: "1" };
   for (const [label, command, args] of [
     ["`npm run generate`", "npm", ["run", "generate"]],
@@ -397,6 +418,7 @@ if (!QUICK) {
 for (const server of servers.values()) {
   await server.stop();
 }
+await issuer?.stop();
 
 // ---- figures --------------------------------------------------------------------------------------------------------
 const results = rows.map((row) => {
@@ -463,6 +485,11 @@ const lines = [
   `- Load: autocannon on 127.0.0.1, ${CONNECTIONS} connections; warm-up ${WARMUP} s per row, then ${ROUNDS} interleaved round(s) x ${SECONDS} s${PRIME > 0 ? `, each window right after ${PRIME} s of the same load, unmeasured` : ""}; medians over rounds`,
   `- Pinning: ${pinning.why}`,
   "- Native adapter: `createHandler` + `listen` from @otc/server",
+  ...(issuer
+    ? [
+        `- OAuth rows: ES256 access tokens (RFC 9068) from an authorization server in the bench's process; over the run the servers read its metadata ${issuer.fetches.metadata} time(s) and its key set ${issuer.fetches.jwks} time(s); the worst-case row's tokens are minted in the load generator, one per request`,
+      ]
+    : []),
   `- ETag on GET /tools: ${ctx.etags.size > 0 ? `sent by ${[...new Set([...ctx.etags.keys()].map((key) => key.split("/")[0]))].join(", ")}` : "not sent yet, so no 304 row"}`,
   "- CPU/req: the server's own process.cpuUsage() (user + system) over the window, read in the server over IPC, divided by the answers; peak RSS: the server process's maxRSS. Bun and Deno: the process's utime + stime and VmHWM from /proc (10 ms ticks)",
   "- Catalogs: the demo's (" +

@@ -142,8 +142,20 @@ export async function measure(server, request, { seconds, connections, expectSta
     method: request.method,
     headers: request.headers,
     body: request.body,
-    // A request that must differ each time (a fresh call_id) makes its body per request.
-    ...(request.bodyFor ? { requests: [{ setupRequest: (sent) => ({ ...sent, body: request.bodyFor() }) }] } : {}),
+    // A request that must differ each time (a fresh call_id, a new token) makes its body or headers per request.
+    ...(request.bodyFor || request.headersFor
+      ? {
+          requests: [
+            {
+              setupRequest: (sent) => ({
+                ...sent,
+                ...(request.bodyFor ? { body: request.bodyFor() } : {}),
+                ...(request.headersFor ? { headers: request.headersFor() } : {}),
+              }),
+            },
+          ],
+        }
+      : {}),
     connections,
     duration: seconds,
     // autocannon stops on its sampling tick (1 s by default): a short tick ends the window on time.

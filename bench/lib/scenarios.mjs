@@ -30,7 +30,8 @@ const FETCH = STACKS.filter((stack) => stack.partial).map((stack) => stack.id);
 
 /**
  * Every scenario: `server` names the server process it runs against (`plain`: demo catalog; `large`: 1,000
- * tools; `auth`: demo catalog with API key + JWT authentication), `stacks` who runs it.
+ * tools; `auth`: demo catalog with API key + JWT authentication; `oauth` and `oauth-fresh`: demo catalog with API
+ * key + OAuth access tokens, the oauth extension, from the bench's own authorization server), `stacks` who runs it.
  */
 export const SCENARIOS = [
   { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog", ...FETCH] },
@@ -53,6 +54,19 @@ export const SCENARIOS = [
   { id: "jwt", label: "call, JWT HS256", server: "auth", stacks: OURS },
   { id: "replay", label: "call, idempotent replay", server: "plain", stacks: OURS },
   { id: "fresh", label: "call, a fresh call_id each time", server: "plain", stacks: OURS },
+  // The oauth extension (docs/protocol.md 9.6). The API key row is the baseline, on the same server process with the
+  // same options as the reused token's. An agent reuses its access token until it expires: the server verifies it
+  // once (the issuer's metadata and key set read once too) and remembers it, so the reused row is the steady state.
+  { id: "oauthApiKey", label: "call, API key (server with oauth)", server: "oauth", stacks: OURS },
+  { id: "oauthToken", label: "call, OAuth access token (ES256), reused", server: "oauth", stacks: OURS },
+  // Worst case: a token never seen before on every request, each verified in full (signature, claims, scopes). On a
+  // process of its own: the 10,000 tokens it leaves remembered, and their garbage, would weigh on the two rows above.
+  {
+    id: "oauthFresh",
+    label: "call, a new OAuth access token (ES256) every request: worst case",
+    server: "oauth-fresh",
+    stacks: OURS,
+  },
 ];
 
 /** `--quick`: every stack's call, and what our ratios need (not the fetch handler's rows: no Bun or Deno in `npm test`). */
@@ -189,6 +203,20 @@ export function requestFor(stack, scenario, ctx) {
         status: 200,
         check: isSum,
       };
+    case "oauthApiKey":
+      return { request: json("/tools/call", ADD, { "oxp-api-key": ctx.apiKey }), status: 200, check: isSum };
+    case "oauthToken":
+      return {
+        request: json("/tools/call", ADD, { authorization: `Bearer ${ctx.accessToken}` }),
+        status: 200,
+        check: isSum,
+      };
+    case "oauthFresh": {
+      // A new token for every request, minted as the request is built (`headersFor`, in the load generator).
+      const request = json("/tools/call", ADD, { authorization: `Bearer ${ctx.freshAccessToken()}` });
+      const headersFor = () => ({ ...request.headers, authorization: `Bearer ${ctx.freshAccessToken()}` });
+      return { request: { ...request, headersFor }, status: 200, check: isSum };
+    }
     case "fresh": {
       // A new call_id for every request: the call runs, and its record is claimed and kept.
       let next = 0;
@@ -274,6 +302,23 @@ export const RATIOS = [
   },
   ...OURS.flatMap((id) => [
     { label: `JWT vs no auth, ${id}, CPU/call`, a: [id, "jwt"], b: [id, "call"], metric: "cpu", op: "<=", target: 1.1 },
+    // Not in `--quick` (`npm test`): the oauth rows start a server process per adapter and an authorization server.
+    {
+      label: `OAuth access token (reused) vs API key, ${id}, CPU/call`,
+      a: [id, "oauthToken"],
+      b: [id, "oauthApiKey"],
+      metric: "cpu",
+      op: "<=",
+      target: 1.15,
+      fullOnly: true,
+    },
+    {
+      label: `worst case: a new OAuth access token every call vs API key, ${id}, CPU/call`,
+      a: [id, "oauthFresh"],
+      b: [id, "oauthApiKey"],
+      metric: "cpu",
+      fullOnly: true,
+    },
     {
       label: `1,000-tool vs demo list, ${id}, CPU/request`,
       a: [id, "list1000"],

@@ -2,10 +2,18 @@
 import { createServer, listen } from "@otc/server";
 import { catalogTools } from "./catalog.mjs";
 
-/** Server options shared by our two adapters: the catalog, and API key + JWT authentication when asked. */
-export function ourOptions({ catalog, auth }) {
+/**
+ * Server options shared by our two adapters: the catalog, and when asked, API key + JWT authentication (`auth`), or
+ * API key + OAuth access tokens from `oauth.issuer` for `oauth.resource` (`auth` and `oauth`).
+ */
+export function ourOptions({ catalog, auth, oauth }) {
   const options = { tools: catalogTools(catalog) };
-  if (auth) {
+  if (auth && oauth) {
+    options.auth = {
+      apiKeys: [auth.apiKey],
+      oauth: { authorizationServers: [oauth.issuer], resource: oauth.resource },
+    };
+  } else if (auth) {
     options.auth = { apiKeys: [auth.apiKey], jwt: { secret: auth.jwtSecret } };
   }
   return options;
