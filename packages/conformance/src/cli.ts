@@ -9,6 +9,7 @@ export const USAGE = `oxp-conformance: check an OXP Tool Server against the prot
 
 Usage: oxp-conformance --url <base> [--api-key K] [--jwt-secret S] [--jwt-audience A]
                        [--oauth-token-read T] [--oauth-token-call T] [--oauth-token-all T]
+                       [--connections-user U]
                        [--only PREFIX[,PREFIX...]] [--fixture file.json] [--json report.json]
                        [--expected-failures file] [--timeout-ms N]
 
@@ -18,7 +19,9 @@ scenarios are skipped. The oauth group sends OAuth access tokens for the server,
 authorization server: --oauth-token-read with the scope oxp:tools:read alone, --oauth-token-call
 with oxp:tools:call alone, --oauth-token-all with both and every scope the server's metadata
 lists; a scenario whose token is not given is skipped. Without --api-key and --jwt-secret, the
-other requests carry the --oauth-token-all one. --expected-failures names scenario ids, one per
+other requests carry the --oauth-token-all one. --connections-user names a user who already
+holds a connection: the connections group reads their list and deletes their connections as
+another user (which must fail). --expected-failures names scenario ids, one per
 line (# comments): their failures do not fail the run, and their passing does. Exit code: 0 when
 nothing failed unexpectedly, 1 otherwise, 2 for a usage error.
 `;
@@ -40,6 +43,7 @@ export async function main(
         "oauth-token-read": { type: "string" },
         "oauth-token-call": { type: "string" },
         "oauth-token-all": { type: "string" },
+        "connections-user": { type: "string" },
         only: { type: "string" },
         fixture: { type: "string" },
         json: { type: "string" },
@@ -82,6 +86,7 @@ export async function main(
     ...(values["jwt-secret"] ? { jwtSecret: values["jwt-secret"] as string } : {}),
     ...(values["jwt-audience"] ? { jwtAudience: values["jwt-audience"] as string } : {}),
     ...(tokens.read || tokens.call || tokens.all ? { oauth: fixedTokens(tokens) } : {}),
+    ...(values["connections-user"] ? { connectionsUser: values["connections-user"] as string } : {}),
     ...(values.only ? { only: (values.only as string).split(",").map((prefix) => prefix.trim()) } : {}),
     ...(values.fixture ? { fixture: await loadFixture(values.fixture as string) } : {}),
     ...(expectedFailures ? { expectedFailures } : {}),

@@ -5,6 +5,7 @@ import { Http } from "./http.js";
 import { type Context, Failure, type Level, type OAuthTokens, type Scenario, Skip } from "./scenario.js";
 import { authScenarios, signJwt } from "./scenarios/auth.js";
 import { callScenarios } from "./scenarios/call.js";
+import { connectionScenarios } from "./scenarios/connections.js";
 import { coreScenarios } from "./scenarios/core.js";
 import { extensionScenarios, listedExtensions } from "./scenarios/extensions.js";
 import { hostileScenarios } from "./scenarios/hostile.js";
@@ -23,6 +24,7 @@ export const scenarios: readonly Scenario[] = [
   ...extensionScenarios,
   ...taskScenarios,
   ...oauthScenarios,
+  ...connectionScenarios,
   ...hostileScenarios,
 ];
 
@@ -39,6 +41,12 @@ export interface RunOptions {
    * whole.
    */
   oauth?: OAuthTokens;
+  /**
+   * A user who already holds a connection (made in a browser beforehand), for the connections group: the kit reads
+   * their list for tokens and tries deleting their connections as another user. Without it the kit's own user, who
+   * holds none, is used. Ignored where the kit's requests carry an access token alone (the user is its subject).
+   */
+  connectionsUser?: string;
   /** Run only scenarios whose id starts with one of these. */
   only?: readonly string[];
   /** A fixture, or `auto` (default): the demo's when the server has every tool it names, else none. */
@@ -152,6 +160,7 @@ export async function runConformance(options: RunOptions): Promise<Report> {
       ...(options.jwtAudience ? { jwtAudience: options.jwtAudience } : {}),
     },
     ...(oauth ? { oauth } : {}),
+    ...(options.connectionsUser ? { connectionsUser: options.connectionsUser } : {}),
   };
   const selected = scenarios.filter(
     (scenario) => !options.only?.length || options.only.some((prefix) => scenario.id.startsWith(prefix)),

@@ -23,6 +23,12 @@ export interface Context {
   auth: { apiKey?: string; jwtSecret?: string; jwtAudience?: string };
   /** Access tokens for the oauth group (docs/protocol.md 9.6); absent when the kit was given none. */
   oauth?: OAuthTokens;
+  /**
+   * A user (a `user_id` the kit names) who already holds a connection, for the connections group (docs/protocol.md
+   * 9.7): its list is read for tokens and its connections are deleted as another user. Absent: a user of the kit's
+   * own, who holds none.
+   */
+  connectionsUser?: string;
 }
 
 /**

@@ -8,6 +8,10 @@ export const JWT_SECRET = "conformance-jwt-secret-0123456789abcdef";
 export const JWT_AUDIENCE = "oxp-demo";
 /** The oauth group's scenarios: the demo runs without the oauth extension, so each is skipped. */
 const OAUTH = scenarios.filter((scenario) => scenario.id.startsWith("oauth.")).map((scenario) => scenario.id);
+/** The connections group's scenarios: the demo configures no connection providers, so each is skipped. */
+const CONNECTIONS = scenarios
+  .filter((scenario) => scenario.id.startsWith("connections."))
+  .map((scenario) => scenario.id);
 
 /** One mode: the demo's options, the kit's, and the scenarios the kit skips in it (nothing to test them with). */
 export interface ConformanceMode {
@@ -34,6 +38,7 @@ export const CONFORMANCE_MODES: [string, ConformanceMode][] = [
         "auth.jwt.subject",
         "tasks.principals",
         ...OAUTH,
+        ...CONNECTIONS,
       ],
     },
   ],
@@ -44,7 +49,7 @@ export const CONFORMANCE_MODES: [string, ConformanceMode][] = [
       kit: { apiKey: API_KEY },
       env: { API_KEY },
       // One API key is one principal: no second one to keep a task from.
-      skipped: ["auth.jwt.valid", "auth.jwt.refused", "auth.jwt.subject", "tasks.principals", ...OAUTH],
+      skipped: ["auth.jwt.valid", "auth.jwt.refused", "auth.jwt.subject", "tasks.principals", ...OAUTH, ...CONNECTIONS],
     },
   ],
   [
@@ -57,6 +62,7 @@ export const CONFORMANCE_MODES: [string, ConformanceMode][] = [
         "auth.api-key",
         ...scenarios.filter((scenario) => scenario.id.startsWith("interop.")).map((scenario) => scenario.id),
         ...OAUTH,
+        ...CONNECTIONS,
       ],
     },
   ],

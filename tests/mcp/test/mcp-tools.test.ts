@@ -144,6 +144,8 @@ const SKIPPED = [
   "requirements.authorization.challenge",
   // The server runs without the oauth extension.
   ...scenarios.filter((scenario) => scenario.id.startsWith("oauth.")).map((scenario) => scenario.id),
+  // Nor with connection providers.
+  ...scenarios.filter((scenario) => scenario.id.startsWith("connections.")).map((scenario) => scenario.id),
 ];
 
 describe("an MCP server's tools over OXP", () => {
