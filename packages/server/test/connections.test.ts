@@ -10,9 +10,11 @@ import { TokenSeal } from "../src/connections/seal.js";
 import {
   type ConnectionsOptions,
   createLogger,
+  createTelemetry,
   defineTool,
   listen,
   MemoryConnectionStore,
+  MemoryIdempotencyStore,
   type ServerOptions,
 } from "../src/index.js";
 import { callTool, expectError, makeServer, send } from "./harness.js";
@@ -144,7 +146,7 @@ async function connect(base: string, user: string) {
 }
 
 beforeAll(async () => {
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 5; i++) {
     ports.push(await freePort());
   }
   provider = await startAuthorizationServer({
@@ -270,16 +272,69 @@ describe("connecting an account", () => {
 });
 
 describe("tokens", () => {
-  verifies("connections.write-only", "never appear in answers, logs or the store's plain fields", async () => {
-    await call(server.url, "alice");
-    const token = handedToTools.at(-1) as string;
-    expect(token.length).toBeGreaterThan(10);
-    const listed = await list(server.url, "alice");
-    expect(listed.text).not.toContain(token);
-    expect(server.lines.join("\n")).not.toContain(token);
-    const records = await server.store.list("api-key:0", "alice");
-    expect(JSON.stringify(records)).not.toContain(token);
-  });
+  verifies(
+    "connections.write-only",
+    "never appear in answers, logs, idempotency or task records, metrics, or the store's plain fields",
+    async () => {
+      // Everything the server hands its idempotency and task store, as it hands it.
+      const recorded: string[] = [];
+      const records = new MemoryIdempotencyStore();
+      const recording = new Proxy(records, {
+        get(target, name, receiver) {
+          const value = Reflect.get(target, name, receiver);
+          return typeof value === "function"
+            ? (...args: unknown[]) => {
+                recorded.push(JSON.stringify(args, (_key, item) => (typeof item === "function" ? undefined : item)));
+                return value.apply(target, args);
+              }
+            : value;
+        },
+      });
+      const telemetry = await createTelemetry({ metrics: true, logger: false });
+      const watched = await startToolServer(
+        ports[4] as number,
+        { store: server.store },
+        { idempotencyStore: recording, telemetry },
+      );
+      try {
+        const synchronous = await callTool(
+          watched.url,
+          { tool_id: "Example.WhoAmI", input: {}, call_id: "canary-1", context: { user_id: "alice" } },
+          { "OXP-API-Key": API_KEY },
+        );
+        expect(synchronous.body.value).toEqual({ status: 200, sub: "alice" });
+        const asynchronous = await callTool(
+          watched.url,
+          { tool_id: "Example.WhoAmI", input: {}, call_id: "canary-2", context: { user_id: "alice" } },
+          { "OXP-API-Key": API_KEY, "OXP-Extensions": "tasks", Prefer: "respond-async, wait=5" },
+        );
+        expect([200, 202]).toContain(asynchronous.status);
+        const status = await send(`${watched.url}/tools/calls/canary-2`, {
+          headers: { "OXP-API-Key": API_KEY, "OXP-Extensions": "tasks", Prefer: "wait=5" },
+        });
+        const token = handedToTools.at(-1) as string;
+        expect(token.length).toBeGreaterThan(10);
+        const metrics = await send(`${watched.url}/metrics`);
+        expect(metrics.status).toBe(200);
+        const listed = await list(watched.url, "alice");
+        for (const [where, text] of Object.entries({
+          "the synchronous answer": synchronous.text,
+          "the asynchronous answer": asynchronous.text,
+          "the task's status": status.text,
+          "the list": listed.text,
+          "the metrics": metrics.text,
+          "the log": watched.lines.join("\n"),
+          "the idempotency and task store": recorded.join("\n"),
+          "the connection store's records": JSON.stringify(await server.store.list("api-key:0", "alice")),
+        })) {
+          expect(text.length, where).toBeGreaterThan(0);
+          expect(text.includes(token), where).toBe(false);
+        }
+      } finally {
+        await watched.close();
+      }
+    },
+  );
 
   verifies("connections.sealed", "are sealed under the key's id, and open nowhere else", async () => {
     const [record] = await server.store.list("api-key:0", "alice");
