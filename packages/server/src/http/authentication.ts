@@ -107,6 +107,32 @@ export interface Admission {
 /** The admission of a request when authentication is off. */
 export const ANONYMOUS: Admission = Object.freeze({ principal: "anonymous" });
 
+/**
+ * The payload when `key` signed the token and its claims hold under `options`; undefined when another key signed it
+ * (the caller tries the next); a 401 naming what failed otherwise. `kind` names the token in messages.
+ */
+export async function verifiedPayload(
+  token: string,
+  key: CryptoKey,
+  options: JWTVerifyOptions,
+  kind: "JWT" | "access token",
+): Promise<JWTPayload | undefined> {
+  try {
+    return (await jwtVerify(token, key, options)).payload;
+  } catch (error) {
+    if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
+      return undefined;
+    }
+    throw unauthorized(
+      error instanceof joseErrors.JWTExpired
+        ? `the ${kind} has expired`
+        : error instanceof joseErrors.JWTClaimValidationFailed
+          ? `the ${kind}'s ${error.claim} claim is missing or not acceptable`
+          : `the bearer token is not a valid ${kind}`,
+    );
+  }
+}
+
 /** The 401 of refused credentials (docs/protocol.md 5, `[auth.401-response]`). */
 export function unauthorized(developerMessage: string): WireError {
   return new WireError("unauthorized", "Authentication required", {
@@ -257,27 +283,8 @@ export function createAuthenticator(
     throw unauthorized("the JWT has expired");
   };
 
-  /** The payload when `key` signed the token and its claims hold; undefined when another key signed it. */
-  const verifyWith = async (
-    token: string,
-    key: CryptoKey,
-    options: JWTVerifyOptions,
-  ): Promise<JWTPayload | undefined> => {
-    try {
-      return (await jwtVerify(token, key, { ...options, currentDate: new Date(clock.now()) })).payload;
-    } catch (error) {
-      if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-        return undefined;
-      }
-      throw unauthorized(
-        error instanceof joseErrors.JWTExpired
-          ? "the JWT has expired"
-          : error instanceof joseErrors.JWTClaimValidationFailed
-            ? `the JWT's ${error.claim} claim is missing or not acceptable`
-            : "the bearer token is not a valid JWT",
-      );
-    }
-  };
+  const verifyWith = (token: string, key: CryptoKey, options: JWTVerifyOptions) =>
+    verifiedPayload(token, key, { ...options, currentDate: new Date(clock.now()) }, "JWT");
 
   /** The verified payload of a public-key token: this server's PEM keys of its `alg` first, then the key set's. */
   const verifyWithPublicKey = async (

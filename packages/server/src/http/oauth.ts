@@ -9,8 +9,6 @@ import {
   decodeJwt,
   decodeProtectedHeader,
   type JWTPayload,
-  errors as joseErrors,
-  jwtVerify,
   type ProtectedHeaderParameters,
 } from "jose";
 import {
@@ -23,7 +21,7 @@ import {
 import type { CoreLogger } from "../core/call-log.js";
 import type { Clock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
-import { unauthorized } from "./authentication.js";
+import { unauthorized, verifiedPayload } from "./authentication.js";
 import {
   boundedFetch,
   credentialsUnavailable,
@@ -290,36 +288,18 @@ export class OAuthResource {
   }
 
   /** The payload when `key` signed the token and its claims hold; undefined when another key signed it. */
-  private async verifyWith(
-    token: string,
-    key: CryptoKey,
-    alg: string,
-    issuer: string,
-  ): Promise<JWTPayload | undefined> {
-    try {
-      const verified = await jwtVerify(token, key, {
-        algorithms: [alg],
-        issuer,
-        audience: this.audiences,
-        // RFC 9068: an ID token or any other JWT of the same issuer is never taken for an access token.
-        typ: "at+jwt",
-        requiredClaims: REQUIRED_CLAIMS,
-        clockTolerance: this.tolerance,
-        currentDate: new Date(this.clock.now()),
-      });
-      return verified.payload;
-    } catch (error) {
-      if (error instanceof joseErrors.JWSSignatureVerificationFailed) {
-        return undefined;
-      }
-      throw unauthorized(
-        error instanceof joseErrors.JWTExpired
-          ? "the access token has expired"
-          : error instanceof joseErrors.JWTClaimValidationFailed
-            ? `the access token's ${error.claim} is missing or not acceptable`
-            : "the bearer token is not a valid access token",
-      );
-    }
+  private verifyWith(token: string, key: CryptoKey, alg: string, issuer: string): Promise<JWTPayload | undefined> {
+    const options = {
+      algorithms: [alg],
+      issuer,
+      audience: this.audiences,
+      // RFC 9068: an ID token or any other JWT of the same issuer is never taken for an access token.
+      typ: "at+jwt",
+      requiredClaims: REQUIRED_CLAIMS,
+      clockTolerance: this.tolerance,
+      currentDate: new Date(this.clock.now()),
+    };
+    return verifiedPayload(token, key, options, "access token");
   }
 
   /** The key set of an issuer, from its metadata, read once (again after a failure, once its pause is over). */
