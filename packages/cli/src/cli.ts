@@ -2,6 +2,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import {
+  type ClientClock,
   type ClientOptions,
   createClient,
   normalizeToolDefinition,
@@ -46,6 +47,9 @@ Usage:
                      [--async]
   otc calls get <call_id> [--wait-seconds N]
   otc calls cancel <call_id>
+  otc connections list [--user-id U]
+  otc connections add <provider> [--scope S]... [--no-browser] [--wait] [--user-id U]
+  otc connections remove <connection_id> [--user-id U]
   otc codegen --from <url | tools.json> --out <file.ts>
   otc mcp serve [--transport stdio|http] ...   the server's tools to MCP clients (otc mcp --help)
   otc inspect <url> [--port N] [--no-open]      the Inspector web page for a server (otc inspect --help)
@@ -85,6 +89,16 @@ calls (the tasks extension; only the credentials that started a call see it):
                       changes)
   cancel              cancel a running call and print its final status as JSON
 
+connections (the connections extension: the server keeps the user's tokens for third-party
+providers and gives them to that user's tool calls; the user is the otc login sign-in's, else
+--user-id, which a caller with an API key or a JWT must give):
+  list                the user's connections: id, provider, status, account, last update
+  add <provider>      start connecting an account at the provider: prints the URL to open, and
+                      opens it in a browser (not with --no-browser); --scope S asks for a scope
+                      (repeat it; default the server's); --wait waits until the account is
+                      connected (exit 5 if it failed)
+  remove <id>         disconnect: the server revokes the tokens and forgets them
+
 What the server sends is printed with control characters (escape sequences, carriage returns)
 and bidi controls written as visible \\uXXXX escapes.
 
@@ -102,7 +116,19 @@ Exit codes:
 
 class UsageError extends Error {}
 
-const COMMANDS = ["health", "tools", "call", "calls", "codegen", "mcp", "inspect", "login", "logout", "help"] as const;
+const COMMANDS = [
+  "health",
+  "tools",
+  "call",
+  "calls",
+  "connections",
+  "codegen",
+  "mcp",
+  "inspect",
+  "login",
+  "logout",
+  "help",
+] as const;
 
 const OPTIONS = {
   url: { type: "string" },
@@ -120,6 +146,9 @@ const OPTIONS = {
   "wait-auth": { type: "boolean" },
   async: { type: "boolean" },
   "wait-seconds": { type: "string" },
+  scope: { type: "string", multiple: true },
+  "no-browser": { type: "boolean" },
+  wait: { type: "boolean" },
   from: { type: "string" },
   out: { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -276,6 +305,10 @@ function inputExample(args: readonly string[]): string {
 
 /** Refuses the arguments a command does not take, saying how to pass what they were probably meant for. */
 function checkArity(command: string, args: readonly string[]): void {
+  if (command === "connections") {
+    // Its arguments depend on its action: parseConnections counts them.
+    return;
+  }
   const extra = args.slice(command === "call" ? 1 : command === "calls" ? 2 : 0);
   if (extra.length === 0) {
     return;
@@ -475,12 +508,23 @@ function sourceOf(from: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
 }
 
+/** What tests (and embedders) may replace when running `otc` in process. */
+export interface RunRuntime {
+  /**
+   * The clock the commands' clients wait on between attempts and polls (`otc connections add --wait`, `otc call
+   * --wait-auth`); default the runtime's timers. A test passes one it moves by hand.
+   */
+  clock?: ClientClock;
+  /** Opens a URL in a browser (`otc connections add`); default the platform's opener. */
+  openUrl?: (url: string) => Promise<void>;
+}
+
 /**
  * Runs the command; resolves with its exit code. Everything it writes goes through terminalSafe: the
  * server's strings (descriptions, values, messages) reach the output in many places, and none may
  * steer the terminal.
  */
-export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
+export async function run(argv: readonly string[], rawIo: Io, runtime: RunRuntime = {}): Promise<number> {
   const io: Io = {
     ...rawIo,
     stdout: (text) => rawIo.stdout(terminalSafe(text)),
@@ -517,6 +561,9 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
   let signIns: CredentialsFile | undefined;
   const connect = (from?: string) => {
     const options = clientOptions(values, io.env, from);
+    if (runtime.clock) {
+      options.clock = runtime.clock;
+    }
     target = options.baseUrl;
     const key = resourceKey(options.baseUrl);
     const signIn = signIns && Object.hasOwn(signIns.servers, key) ? signIns.servers[key] : undefined;
@@ -563,6 +610,14 @@ export async function run(argv: readonly string[], rawIo: Io): Promise<number> {
         return await call(rest[0], values, { io, raw: rawIo.stderr }, { connect, server: () => target });
       case "calls":
         return await calls(rest, values, io, connect);
+      case "connections": {
+        const { connectionsCommand, parseConnections } = await import("./connections-command.js");
+        const action = parseConnections(rest, values);
+        if (typeof action === "string") {
+          throw new UsageError(action);
+        }
+        return await connectionsCommand(action, { client: connect(), io, json, openUrl: runtime.openUrl });
+      }
       default: {
         // codegen: the only command left.
         if (!values.from || !values.out) {

@@ -3,7 +3,7 @@
  * that build on them. Every export here is public API; nothing else in src is.
  */
 
-export { run } from "./cli.js";
+export { type RunRuntime, run } from "./cli.js";
 export { generateBindings, typeNameOf } from "./codegen.js";
 export { type InspectOptions, inspectCommand } from "./inspect-command.js";
 export { EXIT, type Io } from "./io.js";

@@ -7,6 +7,8 @@ import {
   validateCallStatus,
   validateCallToolResponse,
   validateCallToolResultEnvelope,
+  validateConnectionFlow,
+  validateConnectionListResponse,
   validateDiscoveryDocument,
   validateServerErrorResponse,
   validateToolListResponse,
@@ -37,4 +39,6 @@ export const answers = {
   discoveryDocument: check(validateDiscoveryDocument),
   callStatus: check(validateCallStatus),
   callProgress: check(validateCallProgress),
+  connectionList: check(validateConnectionListResponse),
+  connectionFlow: check(validateConnectionFlow),
 };

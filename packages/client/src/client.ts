@@ -1,10 +1,14 @@
-/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, tasks, authorization polling. */
+/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, tasks, authorization polling, connections. */
 import {
   type CallStatus,
   type CallToolRequest,
   type CallToolResponse,
   type CallToolResultEnvelope,
   type ChallengeStatus,
+  type Connection,
+  type ConnectionFlow,
+  type ConnectionListResponse,
+  type ConnectionRequest,
   type DiscoveryDocument,
   ENVELOPE_SCHEMA,
   OXP_VERSION,
@@ -25,6 +29,14 @@ import {
   settledCall,
   type TaskRequests,
 } from "./async-call.js";
+import {
+  type ConnectionOptions,
+  type ConnectOptions,
+  DEFAULT_POLL_INTERVAL_MS,
+  pollIntervalOf,
+  userQuery,
+  type WaitForConnectionOptions,
+} from "./connections.js";
 import {
   errorFromResponse,
   OxpConnectionError,
@@ -98,8 +110,8 @@ export interface ClientOptions {
   discovery?: DiscoveryDocument;
   /**
    * The clock the client waits on between attempts and between polls (a retry's backoff or `Retry-After`,
-   * `waitForAuthorization`'s interval, an asynchronous call's reposts, reopened streams and polls). Default: the
-   * runtime's timers and `Date.now()`. A test passes a clock it moves by hand instead of waiting those out
+   * `waitForAuthorization`'s and `waitForConnection`'s intervals, an asynchronous call's reposts, reopened streams
+   * and polls). Default: the runtime's timers and `Date.now()`. A test passes a clock it moves by hand instead of waiting those out
    * (`@otc/test-helpers`' ManualClock, or the one given to `@otc/server`). Time limits (`timeoutMs`, a quiet event
    * stream's) stay on the runtime's timers.
    *
@@ -248,6 +260,45 @@ export interface OxpClient {
     challenge: ToolAuthorizationChallenge,
     options?: CallOptions & { intervalMs?: number },
   ): Promise<Exclude<ChallengeStatus, "pending">>;
+  /**
+   * GET /connections (the connections extension, docs/protocol.md 9.7): the user's connections to third-party
+   * providers, newest first, none with a token. The user is the OAuth access token's subject, else `userId`, which a
+   * trusted caller must give (an OxpServerError, 400, without). A server whose discovery document does not list
+   * `connections`: an OxpExtensionUnavailableError, nothing sent. Retried as listTools is.
+   *
+   * @example
+   * const connections = await client.listConnections({ userId: "alice" });
+   * const active = connections.filter((connection) => connection.status === "active");
+   */
+  listConnections(options?: ConnectionOptions): Promise<Connection[]>;
+  /**
+   * POST /connections: starts connecting the user's account at `provider`, resolving with the pending flow. The user
+   * opens its `url` (the provider's authorization page) in a browser that the server recognises as theirs; the flow's
+   * check_url says when it is done (waitForConnection). An unknown provider, too many connections or no user: an
+   * OxpServerError (400). Retried only after a 429 or 503 (the server started nothing): a request that may have
+   * reached the server is not sent again, since each one starts a flow. Throws as listConnections does otherwise.
+   *
+   * @example
+   * const flow = await client.connect({ provider: "google", scopes: ["gmail.readonly"], userId: "alice" });
+   * sendToUser(flow.url);
+   * if ((await client.waitForConnection(flow)) === "completed") console.log(`connected as ${flow.id}`);
+   */
+  connect(options: ConnectOptions): Promise<ConnectionFlow>;
+  /**
+   * Polls a flow's check_url, as waitForAuthorization polls a challenge's, until the user completed the connection
+   * or it failed (denied at the provider, another user's browser, expired); rejects when the signal aborts. The
+   * check_url must be on the server's origin (an OxpCrossOriginError, never requested, otherwise).
+   */
+  waitForConnection(
+    flow: ConnectionFlow,
+    options?: WaitForConnectionOptions,
+  ): Promise<Exclude<ChallengeStatus, "pending">>;
+  /**
+   * DELETE /connections/{connection_id}: revokes the connection's tokens at the provider (where it can) and deletes
+   * it. An unknown id, or another user's connection: an OxpServerError (404), except on a retry after an answer that
+   * was lost (that attempt may have deleted it). Throws as listConnections does.
+   */
+  disconnect(connectionId: string, options?: ConnectionOptions): Promise<void>;
 }
 
 /** What one attempt ended in: an answer to return, or a reason to try again after a wait. */
@@ -260,7 +311,7 @@ const MAX_DISCOVERY_BYTES = 64 * 1024;
 const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
 
 /** The extensions this client can ask for, in no particular order: a request names them in the server's. */
-type ClientExtension = "annotations" | "pagination" | "tasks";
+type ClientExtension = "annotations" | "connections" | "pagination" | "tasks";
 
 /** The longest `Prefer: wait=N` the protocol allows, in seconds (docs/protocol.md 9.3). */
 export const MAX_WAIT_SECONDS = 30;
@@ -280,12 +331,12 @@ function waitSecondsOf(value: number | undefined, name = "waitSeconds"): number 
 }
 
 /**
- * A call_id that a path can name. `.` and `..` cannot: URLs resolve them (escaped too) as dot segments, and the
- * request would reach another path.
+ * An id that a path can name (`what` says which in the error: `call_id` by default). `.` and `..` cannot: URLs resolve
+ * them (escaped too) as dot segments, and the request would reach another path.
  */
-function checkedCallId(callId: string): string {
+function checkedCallId(callId: string, what = "call_id"): string {
   if (typeof callId !== "string" || callId === "" || callId === "." || callId === "..") {
-    throw new RangeError(`call_id ${JSON.stringify(callId)} cannot be named in a URL path`);
+    throw new RangeError(`${what} ${JSON.stringify(callId)} cannot be named in a URL path`);
   }
   return callId;
 }
@@ -434,17 +485,23 @@ export function createClient(options: ClientOptions): OxpClient {
     }
   }
 
-  /** Repeats `attempt` while it asks to, up to maxAttempts, waiting as told or backing off. */
+  /**
+   * Repeats `attempt` while it asks to, up to maxAttempts, waiting as told or backing off. A connection failure or a
+   * timeout is retried too, unless `unanswered` is false: a request that is not safe to repeat may have reached the
+   * server.
+   */
   async function withRetries<T>(
     attempt: (signal: AbortSignal | undefined) => Promise<Attempt<T>>,
     signal?: AbortSignal,
+    unanswered = true,
   ) {
     for (let n = 1; ; n++) {
       let outcome: Attempt<T>;
       try {
         outcome = await attempt(signal);
       } catch (error) {
-        if (!(error instanceof OxpConnectionError || error instanceof OxpTimeoutError) || n >= maxAttempts) {
+        const lost = error instanceof OxpConnectionError || error instanceof OxpTimeoutError;
+        if (!lost || !unanswered || n >= maxAttempts) {
           throw error;
         }
         outcome = { retry: error };
@@ -708,10 +765,191 @@ export function createClient(options: ClientOptions): OxpClient {
     return streamFetch(request);
   }
 
+  /** Throws an OxpExtensionUnavailableError unless the server's discovery document lists `extension`. */
+  async function requireExtension(
+    extension: ClientExtension,
+    signal: AbortSignal | undefined,
+    what: string,
+  ): Promise<void> {
+    if (!(await negotiate([extension], signal)).includes(extension)) {
+      throw new OxpExtensionUnavailableError(extension, what);
+    }
+  }
+
   /** Throws an OxpExtensionUnavailableError unless the server's discovery document lists `tasks`. */
-  async function requireTasks(signal: AbortSignal | undefined, what: string): Promise<void> {
-    if (!(await negotiate(["tasks"], signal)).includes("tasks")) {
-      throw new OxpExtensionUnavailableError("tasks", what);
+  const requireTasks = (signal: AbortSignal | undefined, what: string) => requireExtension("tasks", signal, what);
+
+  /** The client's headers, asking for the connections extension. */
+  const connectionHeaders = async (): Promise<Record<string, string>> => ({
+    ...(await headers()),
+    "OXP-Extensions": "connections",
+  });
+
+  /** GET /connections, after discovery said the server offers them; retried as the client retries. */
+  async function getConnections(connectionOptions: ConnectionOptions): Promise<Connection[]> {
+    const { signal } = connectionOptions;
+    await requireExtension("connections", signal, "listConnections (GET /connections)");
+    const query = userQuery(connectionOptions.userId);
+    return withRetries(async (retrySignal) => {
+      const { data, error, response } = await send(
+        async (attemptSignal) =>
+          api.GET("/connections", {
+            params: { query },
+            headers: await connectionHeaders(),
+            signal: attemptSignal,
+            parseAs: "text",
+          }),
+        retrySignal,
+      );
+      if (!response.ok) {
+        return failure(response, error);
+      }
+      const body = json(data, response, "GET /connections");
+      if (!answers.connectionList(body)) {
+        throw new OxpProtocolError(
+          "GET /connections answered a body that is not a ConnectionListResponse",
+          response.status,
+          answers.connectionList.why(),
+        );
+      }
+      return { done: (body as ConnectionListResponse).items };
+    }, signal);
+  }
+
+  /** POST /connections: a flow started. Sent again only after a 429 or 503: each request that arrives starts one. */
+  async function postConnection(connectOptions: ConnectOptions): Promise<ConnectionFlow> {
+    const { signal, provider, scopes, userId } = connectOptions;
+    await requireExtension("connections", signal, "connect (POST /connections)");
+    const body: ConnectionRequest = {
+      provider,
+      ...(scopes !== undefined ? { scopes } : {}),
+      ...(userId !== undefined ? { user_id: userId } : {}),
+    };
+    return withRetries(
+      async (retrySignal) => {
+        const { data, error, response } = await send(
+          async (attemptSignal) =>
+            api.POST("/connections", {
+              body,
+              headers: await connectionHeaders(),
+              signal: attemptSignal,
+              parseAs: "text",
+            }),
+          retrySignal,
+        );
+        if (!response.ok) {
+          return failure(response, error);
+        }
+        const flow = json(data, response, "POST /connections");
+        if (!answers.connectionFlow(flow)) {
+          throw new OxpProtocolError(
+            "POST /connections answered a body that is not a ConnectionFlow",
+            response.status,
+            answers.connectionFlow.why(),
+          );
+        }
+        return { done: flow as ConnectionFlow };
+      },
+      signal,
+      false,
+    );
+  }
+
+  /**
+   * DELETE /connections/{connection_id}; retried as the client retries. A 404 after an attempt whose answer was lost
+   * counts as done: that attempt may have deleted it, and the connection is gone either way.
+   */
+  async function deleteConnection(connectionId: string, connectionOptions: ConnectionOptions): Promise<void> {
+    const { signal } = connectionOptions;
+    const path = { connection_id: checkedCallId(connectionId, "connection id") };
+    await requireExtension("connections", signal, "disconnect (DELETE /connections/{connection_id})");
+    const query = userQuery(connectionOptions.userId);
+    let lostOne = false;
+    await withRetries(async (retrySignal) => {
+      let answer: { error?: unknown; response: Response };
+      try {
+        answer = await send(
+          async (attemptSignal) =>
+            api.DELETE("/connections/{connection_id}", {
+              params: { path, query },
+              headers: await connectionHeaders(),
+              signal: attemptSignal,
+              parseAs: "text",
+            }),
+          retrySignal,
+        );
+      } catch (error) {
+        lostOne ||= error instanceof OxpConnectionError || error instanceof OxpTimeoutError;
+        throw error;
+      }
+      const { error, response } = answer;
+      if (response.ok || (response.status === 404 && lostOne)) {
+        return { done: undefined };
+      }
+      return failure<undefined>(response, error);
+    }, signal);
+  }
+
+  /**
+   * GET a check_url once (a challenge's, a connection flow's). One on another origin than the server's is an
+   * OxpCrossOriginError and is never requested: polling sends the server's credentials.
+   */
+  async function checkChallenge(
+    checkUrl: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<ChallengeStatus> {
+    if (!checkUrl) {
+      throw new OxpProtocolError("The challenge has no check_url to poll", 0);
+    }
+    if (!sameOrigin(checkUrl, baseUrl)) {
+      const serverOrigin = originOf(baseUrl) ?? baseUrl;
+      const other = originOf(checkUrl, `${baseUrl}/`);
+      throw new OxpCrossOriginError(
+        `The challenge's check_url is on ${other ?? "no origin"}, not on the server's origin ${serverOrigin}: the client does not poll it, since polling sends the server's credentials`,
+        0,
+        serverOrigin,
+        other,
+      );
+    }
+    const url = new URL(checkUrl, `${baseUrl}/`).toString();
+    return withRetries<ChallengeStatus>(async (retrySignal) => {
+      const { response, text } = await send(async (attemptSignal) => {
+        const request = new Request(url, { headers: await headers(), signal: attemptSignal, redirect: "manual" });
+        const answer = await guarded(request);
+        return { response: answer, text: await answer.text() };
+      }, retrySignal);
+      let body: unknown;
+      try {
+        body = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        body = text;
+      }
+      if (!response.ok) {
+        return failure(response, body);
+      }
+      if (!answers.challengeStatus(body)) {
+        throw new OxpProtocolError(
+          "check_url answered a body that is not a challenge status",
+          response.status,
+          answers.challengeStatus.why(),
+        );
+      }
+      return { done: (body as { status: ChallengeStatus }).status };
+    }, signal);
+  }
+
+  /** Reads a check_url every `intervalMs` on the client's clock until it is no longer pending. */
+  async function waitForChallenge(
+    checkUrl: string | undefined,
+    intervalMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<Exclude<ChallengeStatus, "pending">> {
+    for (;;) {
+      const status = await checkChallenge(checkUrl, signal);
+      if (status !== "pending") {
+        return status;
+      }
+      await sleepOn(clock, intervalMs, signal);
     }
   }
 
@@ -886,55 +1124,32 @@ export function createClient(options: ClientOptions): OxpClient {
     },
 
     async checkAuthorization(challenge, callOptions = {}) {
-      if (!challenge.check_url) {
-        throw new OxpProtocolError("The challenge has no check_url to poll", 0);
-      }
-      if (!sameOrigin(challenge.check_url, baseUrl)) {
-        const serverOrigin = originOf(baseUrl) ?? baseUrl;
-        const other = originOf(challenge.check_url, `${baseUrl}/`);
-        throw new OxpCrossOriginError(
-          `The challenge's check_url is on ${other ?? "no origin"}, not on the server's origin ${serverOrigin}: the client does not poll it, since polling sends the server's credentials`,
-          0,
-          serverOrigin,
-          other,
-        );
-      }
-      const url = new URL(challenge.check_url, `${baseUrl}/`).toString();
-      return withRetries(async (signal) => {
-        const { response, text } = await send(async (attemptSignal) => {
-          const request = new Request(url, { headers: await headers(), signal: attemptSignal, redirect: "manual" });
-          const answer = await guarded(request);
-          return { response: answer, text: await answer.text() };
-        }, signal);
-        let body: unknown;
-        try {
-          body = text === "" ? undefined : JSON.parse(text);
-        } catch {
-          body = text;
-        }
-        if (!response.ok) {
-          return failure(response, body);
-        }
-        if (!answers.challengeStatus(body)) {
-          throw new OxpProtocolError(
-            "check_url answered a body that is not a challenge status",
-            response.status,
-            answers.challengeStatus.why(),
-          );
-        }
-        return { done: (body as { status: ChallengeStatus }).status };
-      }, callOptions.signal);
+      return checkChallenge(challenge.check_url, callOptions.signal);
     },
 
     async waitForAuthorization(challenge, waitOptions = {}) {
-      const interval = waitOptions.intervalMs ?? 1_000;
-      for (;;) {
-        const status = await this.checkAuthorization(challenge, waitOptions);
-        if (status !== "pending") {
-          return status;
-        }
-        await sleepOn(clock, interval, waitOptions.signal);
-      }
+      return waitForChallenge(
+        challenge.check_url,
+        waitOptions.intervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+        waitOptions.signal,
+      );
+    },
+
+    async listConnections(connectionOptions = {}) {
+      return getConnections(connectionOptions);
+    },
+
+    async connect(connectOptions) {
+      return postConnection(connectOptions);
+    },
+
+    async waitForConnection(flow, waitOptions = {}) {
+      const intervalMs = pollIntervalOf(waitOptions.pollIntervalMs);
+      return waitForChallenge(flow.check_url, intervalMs, waitOptions.signal);
+    },
+
+    async disconnect(connectionId, connectionOptions = {}) {
+      return deleteConnection(connectionId, connectionOptions);
     },
   };
 }

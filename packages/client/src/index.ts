@@ -34,6 +34,7 @@ export {
   type OxpClient,
   type RetryOptions,
 } from "./client.js";
+export type { ConnectionOptions, ConnectOptions, WaitForConnectionOptions } from "./connections.js";
 export {
   errorFromResponse,
   OxpAccessTokenError,
