@@ -20,6 +20,7 @@ const READMES = [
   "apps/demo/README.md",
   "packages/mcp/README.md",
   "packages/redis/README.md",
+  "packages/postgres/README.md",
   "packages/inspector/README.md",
 ];
 

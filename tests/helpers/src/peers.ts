@@ -1,17 +1,20 @@
-// Real peers the tests start (redis-server, Chromium, the Node 22 of the MCP conformance suite): provisioned in one step before any suite runs (apt-get where the machine allows it, else a failure naming the one command), and only checked by the suites.
+// Real peers the tests start (redis-server, PostgreSQL, Chromium, the Node 22 of the MCP conformance suite): provisioned in one step before any suite runs (apt-get where the machine allows it, else a failure naming the one command), and only checked by the suites.
 import { spawn, spawnSync } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, readdirSync, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The one command that gives a Debian or Ubuntu machine every peer the tests need. */
-export const INSTALL_COMMAND = "sudo apt-get install redis-server chromium";
+export const INSTALL_COMMAND = "sudo apt-get install redis-server postgresql chromium";
 
 /** A program the tests run. */
 export interface Peer {
   /** Its name in messages, e.g. `redis-server`. */
   name: string;
-  /** The command (looked up on PATH) or the absolute path the tests run. */
+  /**
+   * The command (looked up on PATH) or the absolute path the tests run. May be a getter, read again after an
+   * install, for a program whose path is known only once it is installed ({@link POSTGRES}).
+   */
   binary: string;
   /** The Debian package that provides `binary`. */
   package: string;
@@ -57,11 +60,48 @@ export const REDIS_SERVER: Peer = process.env.REDIS_SERVER
   ? { name: "redis-server", binary: process.env.REDIS_SERVER, package: "redis-server", chosenBy: "REDIS_SERVER" }
   : { name: "redis-server", binary: "redis-server", package: "redis-server" };
 
+/** Where Debian keeps the server programs of each PostgreSQL major, in `<major>/bin`: not on PATH. */
+export const POSTGRES_LIB_DIR = "/usr/lib/postgresql";
+
+/** The bin folder of the newest PostgreSQL major under `root` that has a `postgres` program, if any. */
+export function postgresBinDir(root = POSTGRES_LIB_DIR): string | undefined {
+  let majors: string[];
+  try {
+    majors = readdirSync(root).filter((name) => /^\d+(\.\d+)?$/.test(name));
+  } catch {
+    return undefined;
+  }
+  return majors
+    .sort((a, b) => Number(b) - Number(a))
+    .map((major) => join(root, major, "bin"))
+    .find((dir) => runs(join(dir, "postgres")));
+}
+
+/**
+ * Debian's PostgreSQL server (`postgres`, beside its `initdb`), for the stores kept in PostgreSQL: in
+ * `POSTGRES_BINDIR` if set, else the newest major in {@link POSTGRES_LIB_DIR}, looked up whenever it is asked for,
+ * since the major is known only once apt-get has installed one.
+ */
+export const POSTGRES: Peer = process.env.POSTGRES_BINDIR
+  ? {
+      name: "postgres",
+      binary: join(process.env.POSTGRES_BINDIR, "postgres"),
+      package: "postgresql",
+      chosenBy: "POSTGRES_BINDIR",
+    }
+  : {
+      name: "postgres",
+      package: "postgresql",
+      get binary() {
+        return join(postgresBinDir() ?? join(POSTGRES_LIB_DIR, "<major>", "bin"), "postgres");
+      },
+    };
+
 /** Debian's Chromium, for the browser tests (driven by playwright-core). */
 export const CHROMIUM: Peer = { name: "chromium", binary: "/usr/bin/chromium", package: "chromium" };
 
 /** Every program the suites start. */
-export const PEERS: readonly Peer[] = [REDIS_SERVER, CHROMIUM];
+export const PEERS: readonly Peer[] = [REDIS_SERVER, POSTGRES, CHROMIUM];
 
 /** The oldest Node major the official MCP conformance suite runs on. */
 export const NODE22_MAJOR = 22;

@@ -1,0 +1,83 @@
+// The connections vault for one process with no server: the same SQL and migrations on PGlite (PostgreSQL compiled to WebAssembly), in memory or in a folder.
+import { PGlite, type Transaction } from "@electric-sql/pglite";
+import type { Database, Queryable, QueryResult } from "./database.js";
+import { LocalLocks } from "./internal/local-locks.js";
+import { SqlConnectionStore, type SqlStoreOptions } from "./sql-connection-store.js";
+
+/** The options of {@link createEmbeddedConnectionStore}. */
+export interface EmbeddedConnectionStoreOptions extends SqlStoreOptions {
+  /** The folder the database lives in, made when missing; in memory (lost on `close`) when absent. */
+  dataDir?: string;
+}
+
+const result = <Row>(answer: { rows: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
+  rows: answer.rows as Row[],
+  written: answer.affectedRows ?? 0,
+});
+
+function pgliteDatabase(db: PGlite): Database {
+  const on = (session: PGlite | Transaction): Queryable => ({
+    query: async (text, params) => result(await session.query(text, params as unknown[] | undefined)),
+  });
+  return { ...on(db), transaction: (work) => db.transaction((tx) => work(on(tx))) };
+}
+
+/**
+ * A connections vault on PGlite: made by {@link createEmbeddedConnectionStore}. Its lock is the process's own (a
+ * queue per connection): PGlite is one session, which one process opens, so there is no other instance to exclude,
+ * and a transaction held for the lock would stop `work`'s own queries, which share that session.
+ */
+export class EmbeddedConnectionStore extends SqlConnectionStore {
+  /** The PGlite database. */
+  readonly db: PGlite;
+  readonly #local: LocalLocks;
+
+  constructor(db: PGlite, options: SqlStoreOptions = {}) {
+    const local = new LocalLocks();
+    super(
+      pgliteDatabase(db),
+      async (id, timeoutMs, work) => {
+        const release = await local.acquire(id, timeoutMs);
+        try {
+          return await work();
+        } finally {
+          release();
+        }
+      },
+      options,
+    );
+    this.db = db;
+    this.#local = local;
+  }
+
+  /** Callers waiting for a lock another caller holds (a gauge for metrics). */
+  get waitingForLock(): number {
+    return this.#local.waiting;
+  }
+
+  /** Closes the database: one in memory is gone, one in a folder is written out. */
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/**
+ * A connections vault for a single instance, with no database server: migrated before it is answered.
+ *
+ * @example
+ * const store = await createEmbeddedConnectionStore({ dataDir: "./data/connections" });
+ * // createServer({ ..., connectionStore: store }); on shutdown: await store.close();
+ */
+export async function createEmbeddedConnectionStore(
+  options: EmbeddedConnectionStoreOptions = {},
+): Promise<EmbeddedConnectionStore> {
+  const db = await PGlite.create(options.dataDir);
+  const store = new EmbeddedConnectionStore(db, options);
+  try {
+    await store.migrate();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
+}
