@@ -3,6 +3,7 @@ import { inspectorPage, readInspectorFiles } from "@otc/inspector";
 import { createServer, type OxpApp } from "@otc/server";
 import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
 
+export { createExampleAccounts, type ExampleAccounts, type ExampleAccountsOptions } from "./accounts.js";
 export type { DemoOptions } from "./demo.js";
 
 /** The demo app and the parts tests reach into. */
@@ -13,11 +14,15 @@ export interface DemoApp extends DemoParts {
 /**
  * The demo server: the OXP routes plus the consent pages at /demo/authorize and the Inspector at
  * /inspector and /docs, which need no server authentication (a browser opens them) and share the
- * server's headers and JSON errors.
+ * server's headers and JSON errors. With `accounts`, Example Accounts at /accounts and the sign-in at /demo/signin.
  */
 export function createDemoApp(options: DemoOptions = {}): DemoApp {
-  const { google, counter, serverOptions } = demoParts(options);
+  const { google, counter, session, serverOptions, pages, nodePages } = demoParts(options);
   const files = options.inspectorFiles ?? readInspectorFiles;
-  const app = createServer({ ...serverOptions, pages: [google.page(), inspectorPage({ files })] });
-  return { app, google, counter };
+  const app = createServer({
+    ...serverOptions,
+    nodePages,
+    pages: [google.page(), ...pages, inspectorPage({ files })],
+  });
+  return { app, google, counter, ...(session ? { session } : {}) };
 }

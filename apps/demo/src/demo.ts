@@ -1,6 +1,16 @@
-/** What every demo server is made of, whichever adapter serves it: the catalog, the demo Google provider, the stores they share. */
+/** What every demo server is made of, whichever adapter serves it: the catalog, the demo Google provider, the stores they share; with Example Accounts, the oauth extension, the connections vault and the demo's sign-in. */
 import type { InspectorFilesLoader } from "@otc/inspector/fetch";
-import { type AdapterOptions, type ChallengeStore, MemoryTokenStore } from "@otc/server/fetch";
+import {
+  type AdapterOptions,
+  type ChallengeStore,
+  type FetchPage,
+  MemoryTokenStore,
+  type VaultKey,
+} from "@otc/server/fetch";
+import type { PageHandler } from "@otc/server/node";
+import type { ExampleAccounts } from "./accounts.js";
+import { DemoSession } from "./demo-session.js";
+import { EXAMPLE_PROVIDER_ID, exampleProfileTool } from "./example-profile.js";
 import { DemoGoogleProvider } from "./google-provider.js";
 import { demoTools } from "./tools.js";
 
@@ -12,24 +22,94 @@ export type DemoOptions = Omit<AdapterOptions, "tools" | "authorizationProviders
   challengeStore?: ChallengeStore;
   /** Where the Inspector's built files come from. Default: read from its package on Node; not served on a fetch host unless given. */
   inspectorFiles?: InspectorFilesLoader;
+  /**
+   * Example Accounts (accounts.ts, Node only), made for this server's `publicUrl`: its access tokens are accepted
+   * (the oauth extension, beside `auth`'s API keys and JWTs), it is the connections provider `example`, the demo's
+   * sign-in at /demo/signin goes through it, and the catalog gains Example.Profile.
+   */
+  accounts?: ExampleAccounts;
+  /** The connections vault's keys with `accounts`. Default: one made at start (connections then last one run). */
+  vaultKeys?: readonly VaultKey[];
 };
 
 /** The parts of a demo server that tests reach into. */
 export interface DemoParts {
   google: DemoGoogleProvider;
   counter: { value: number };
+  /** The demo's sign-in, with `accounts`. */
+  session?: DemoSession;
 }
 
-/** The demo's parts, and the adapter options that serve them. */
-export function demoParts(options: DemoOptions): DemoParts & { serverOptions: AdapterOptions } {
-  const { challengeStore, inspectorFiles: _files, ...serverOptions } = options;
+/** The demo's parts, the adapter options that serve them, and the pages its Example Accounts adds. */
+export function demoParts(options: DemoOptions): DemoParts & {
+  serverOptions: AdapterOptions;
+  pages: FetchPage[];
+  nodePages: PageHandler[];
+} {
+  const { challengeStore, inspectorFiles: _files, accounts, vaultKeys, ...serverOptions } = options;
   // One token store for the server and the provider: a challenge completed here may have started on another instance.
   const tokenStore = serverOptions.tokenStore ?? new MemoryTokenStore();
   const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
   const counter = { value: 0 };
+  const tools = demoTools(counter);
+  if (!accounts) {
+    return {
+      google,
+      counter,
+      serverOptions: { ...serverOptions, tokenStore, tools, authorizationProviders: [google] },
+      pages: [],
+      nodePages: [],
+    };
+  }
+  const session = new DemoSession({
+    publicUrl: accounts.resource,
+    issuer: accounts.issuer,
+    client: accounts.signIn,
+    endpoints: accounts.endpoints,
+  });
   return {
     google,
     counter,
-    serverOptions: { ...serverOptions, tokenStore, tools: demoTools(counter), authorizationProviders: [google] },
+    session,
+    serverOptions: {
+      ...serverOptions,
+      publicUrl: serverOptions.publicUrl ?? accounts.resource,
+      tokenStore,
+      tools: [...tools, exampleProfileTool(accounts.endpoints.userinfo)],
+      authorizationProviders: [google],
+      auth: {
+        ...serverOptions.auth,
+        oauth: {
+          authorizationServers: [accounts.issuer],
+          resource: accounts.resource,
+          resourceName: "OXP demo Tool Server",
+        },
+      },
+      connections: {
+        providers: [
+          {
+            id: EXAMPLE_PROVIDER_ID,
+            name: "Example Accounts",
+            issuer: accounts.issuer,
+            clientId: accounts.connections.clientId,
+            clientSecret: accounts.connections.clientSecret,
+            scopes: ["openid", "profile", "email"],
+          },
+        ],
+        keys: vaultKeys ?? [{ id: "demo", key: randomKey() }],
+        verifyBrowser: session.verifyBrowser,
+      },
+    },
+    pages: [session.page()],
+    nodePages: [accounts.page],
   };
+}
+
+/** 32 random bytes, base64url: a vault key for one run. */
+function randomKey(): string {
+  let text = "";
+  for (const byte of crypto.getRandomValues(new Uint8Array(32))) {
+    text += String.fromCharCode(byte);
+  }
+  return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }

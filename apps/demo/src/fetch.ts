@@ -21,6 +21,10 @@ export interface DemoFetchHandler extends DemoParts {
  * Bun.serve({ fetch: handler });
  */
 export function createDemoFetchHandler(options: DemoOptions = {}): DemoFetchHandler {
+  if (options.accounts) {
+    // oidc-provider is a Koa app on node:http: the fetch handler has nowhere to mount it.
+    throw new Error("Example Accounts runs on Node: serve the demo with app.ts or handler.ts to use it");
+  }
   const { google, counter, serverOptions } = demoParts(options);
   const files = options.inspectorFiles;
   const handler = createFetchHandler({

@@ -10,8 +10,12 @@ export interface DemoHandler extends DemoParts {
 
 /** The demo server on plain node:http: its consent pages and the Inspector are fetch pages, as on every adapter. */
 export function createDemoHandler(options: DemoOptions = {}): DemoHandler {
-  const { google, counter, serverOptions } = demoParts(options);
+  const { google, counter, session, serverOptions, pages, nodePages } = demoParts(options);
   const files = options.inspectorFiles ?? readInspectorFiles;
-  const app = createHandler({ ...serverOptions, pages: [google.page(), inspectorPage({ files })] });
-  return { app, google, counter };
+  const app = createHandler({
+    ...serverOptions,
+    nodePages,
+    pages: [google.page(), ...pages, inspectorPage({ files })],
+  });
+  return { app, google, counter, ...(session ? { session } : {}) };
 }

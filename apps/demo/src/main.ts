@@ -1,6 +1,7 @@
 /** `npm start`: runs the demo Tool Server, configured from the environment. */
 // biome-ignore-all lint/suspicious/noConsole: the demo is a program: its start-up messages and refusals go to the terminal
 import { readFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { createLogger, listen } from "@otc/server/node";
 import type { DemoOptions } from "./demo.js";
 
@@ -76,6 +77,57 @@ if (apiKeys.length > 0 || jwtOn) {
   }
 }
 
+// Example Accounts: an OAuth sign-in (otc login), a connected account and the tool using it, all in this process.
+const accountsOn = ["1", "on", "true"].includes((env.OXP_EXAMPLE_ACCOUNTS ?? "").toLowerCase());
+const host = env.HOST || "127.0.0.1";
+let port = number("PORT", 8080);
+let accountsUser: { id: string; password: string } | undefined;
+if (accountsOn) {
+  // Its issuer and the resource its tokens name are this server's public URL, known before it listens.
+  if (port === 0 && !env.OXP_PUBLIC_URL) {
+    port = await freePort(host);
+  }
+  const local = /^(0\.0\.0\.0|::)$/.test(host) ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  const publicUrl = (env.OXP_PUBLIC_URL || `http://${local}:${port}`).replace(/\/+$/, "");
+  // The demo fetches Example Accounts' metadata and tokens at this URL itself: https, or http on this machine.
+  const parsed = URL.parse(publicUrl);
+  const loopback = /^(127\.\d+\.\d+\.\d+|\[::1\]|localhost)$/.test(parsed?.hostname ?? "");
+  if (!parsed || !(parsed.protocol === "https:" || (parsed.protocol === "http:" && loopback))) {
+    console.error(
+      `OXP_EXAMPLE_ACCOUNTS needs a public URL on https, or on http at a loopback address; got '${publicUrl.slice(0, 100)}' (set OXP_PUBLIC_URL)`,
+    );
+    process.exit(2);
+  }
+  const vaultKey = env.OXP_VAULT_KEY;
+  if (vaultKey !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(vaultKey)) {
+    console.error("OXP_VAULT_KEY must be 32 random bytes, base64url (e.g. openssl rand 32 | basenc --base64url)");
+    process.exit(2);
+  }
+  const { createExampleAccounts } = await import("./accounts.js");
+  const accounts = await createExampleAccounts({
+    publicUrl,
+    ...(env.OXP_EXAMPLE_PASSWORD ? { password: env.OXP_EXAMPLE_PASSWORD } : {}),
+  });
+  options.publicUrl = publicUrl;
+  options.accounts = accounts;
+  if (vaultKey) {
+    options.vaultKeys = [{ id: "env", key: vaultKey }];
+  }
+  accountsUser = accounts.user;
+}
+
+/** A port free on `host` now, for a server whose URL must be known before it listens. */
+async function freePort(on: string): Promise<number> {
+  const probe = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", reject);
+    probe.listen(0, on, resolve);
+  });
+  const { port: free } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return free;
+}
+
 // Shared state for several instances behind one address; without it, each process keeps its own in memory.
 let state = "memory";
 if (env.OXP_REDIS_URL) {
@@ -135,8 +187,6 @@ const { app } =
   adapter === "node"
     ? (await import("./handler.js")).createDemoHandler(options)
     : (await import("./app.js")).createDemoApp(options);
-const host = env.HOST || "127.0.0.1";
-const port = number("PORT", 8080);
 const { url } = await listen(app, { host, port, handleSignals: true }).catch((error: NodeJS.ErrnoException) => {
   // The usual first-run mistakes get one line that says what to do, not a stack.
   if (error.code === "EADDRINUSE") {
@@ -150,8 +200,25 @@ const { url } = await listen(app, { host, port, handleSignals: true }).catch((er
   }
   process.exit(1);
 });
-const auth = [apiKeys.length > 0 && "API key", jwtOn && "JWT"].filter(Boolean).join(" + ") || "off";
-console.log(`OXP demo Tool Server listening on ${url} (authentication: ${auth}; adapter: ${adapter}; state: ${state})`);
-console.log(`  GET  ${url}/tools        lists the tools`);
-console.log(`  POST ${url}/tools/call   calls one`);
-console.log(`  Inspector: ${url}/inspector   API reference: ${url}/docs`);
+const auth =
+  [accountsUser && "OAuth", apiKeys.length > 0 && "API key", jwtOn && "JWT"].filter(Boolean).join(" + ") || "off";
+// One write: whoever reads the output finds every line once it finds the first.
+const lines = [
+  `OXP demo Tool Server listening on ${url} (authentication: ${auth}; adapter: ${adapter}; state: ${state})`,
+  `  GET  ${url}/tools        lists the tools`,
+  `  POST ${url}/tools/call   calls one`,
+  `  Inspector: ${url}/inspector   API reference: ${url}/docs`,
+];
+if (accountsUser) {
+  const base = options.publicUrl as string;
+  lines.push(
+    `Example Accounts: ${base}/accounts   sign in as ${accountsUser.id}, password ${accountsUser.password}`,
+    `  Sign in to the demo in your browser first (connections are bound to it): ${base}/demo/signin`,
+    `  npx otc login ${base}`,
+    "  npx otc connections add example",
+    "  npx otc call Example.Profile",
+  );
+} else {
+  lines.push("  OAuth sign-in and connected accounts: OXP_EXAMPLE_ACCOUNTS=1 npm start");
+}
+console.log(lines.join("\n"));
