@@ -18,12 +18,21 @@ import {
 let server: PostgresServer;
 let admin: pg.Pool;
 let schemas = 0;
+/**
+ * A pool of the test's own, told what to do with an idle client's error: the server's shutdown at the end of the
+ * file ends its sessions (57P01), which a pool without a listener throws as an unhandled error.
+ */
+function quiet(pool: pg.Pool): pg.Pool {
+  pool.on("error", () => {});
+  return pool;
+}
+
 /** A schema no test used yet: each test starts from an empty store. */
 const freshSchema = () => `contract_${++schemas}`;
 
 beforeAll(async () => {
   server = await startPostgresServer();
-  admin = new pg.Pool({ connectionString: server.url, max: 2 });
+  admin = quiet(new pg.Pool({ connectionString: server.url, max: 2 }));
 });
 
 afterAll(async () => {
@@ -119,7 +128,7 @@ describe("PostgresConnectionStore: migrations", () => {
 
 describe("PostgresConnectionStore: a pool of yours", () => {
   it("queries through the pool it is given, and leaves it open on close", async () => {
-    const pool = new pg.Pool({ connectionString: server.url, max: 3 });
+    const pool = quiet(new pg.Pool({ connectionString: server.url, max: 3 }));
     const store = await createPostgresConnectionStore({ pool, schema: freshSchema() });
     await store.insert(record());
     await store.close();
@@ -128,7 +137,7 @@ describe("PostgresConnectionStore: a pool of yours", () => {
   });
 
   it("holds one client of the pool per connection locked, however many callers wait for it", async () => {
-    const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+    const pool = quiet(new pg.Pool({ connectionString: server.url, max: 2 }));
     const store = await createPostgresConnectionStore({ pool, schema: freshSchema() });
     try {
       await store.insert(record());
@@ -155,7 +164,7 @@ describe("PostgresConnectionStore: a pool of yours", () => {
   });
 
   it("gives up within timeoutMs when the pool has no client free for the lock", async () => {
-    const pool = new pg.Pool({ connectionString: server.url, max: 1 });
+    const pool = quiet(new pg.Pool({ connectionString: server.url, max: 1 }));
     const store = await createPostgresConnectionStore({ pool, schema: freshSchema() });
     const held = gate();
     try {
