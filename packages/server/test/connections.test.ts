@@ -345,6 +345,15 @@ describe("tokens", () => {
     expectError(called, 400);
     expect(called.body.missing_requirements.authorization).toHaveLength(1);
     await server.store.delete("c_moved");
+    // Nor under the same id given to another owner, once the tokens were opened (and kept opened) for alice.
+    const original = record as NonNullable<typeof record>;
+    expect((await call(server.url, "alice")).body.value).toEqual({ status: 200, sub: "alice" });
+    await server.store.delete(original.id);
+    await server.store.insert({ ...original, userId: "bob" });
+    const stolen = await call(server.url, "bob");
+    expectError(stolen, 400);
+    await server.store.delete(original.id);
+    await server.store.insert(original);
   });
 
   verifies(
