@@ -140,6 +140,18 @@ describe("on a plain node:http server", () => {
     }
   });
 
+  it("lets the page call the authorization server its ?auth= names (its Sign in), held to the same origins as ?url=", async () => {
+    const both = await fetch(
+      `${plain.url}/inspector?url=${encodeURIComponent("http://tools.example:8080")}&auth=${encodeURIComponent("https://login.example/tenant")}`,
+    );
+    expect(policyOf(both)["connect-src"]).toBe("'self' http://tools.example:8080 https://login.example");
+    expect(await both.text()).toContain('"connectOrigins":["http://tools.example:8080","https://login.example"]');
+    for (const hostile of ["http://*", "http://a;sandbox", "javascript:alert(1)", "https://a.example,b.example"]) {
+      const response = await fetch(`${plain.url}/inspector?auth=${encodeURIComponent(hostile)}`);
+      expect(policyOf(response)["connect-src"], hostile).toBe("'self'");
+    }
+  });
+
   it("serves /docs: Scalar from the package, the project's OpenAPI document, nothing from elsewhere", async () => {
     const response = await fetch(`${plain.url}/docs`);
     expect(response.status).toBe(200);

@@ -1,11 +1,30 @@
 /** The Inspector page: connection form, tool list (paged, by toolkit), the selected tool (definition and call) and the session's history. */
 import { type OxpClient, OxpConnectionError } from "@otc/client";
-import type { ToolDefinition } from "@otc/types";
+import type { DiscoveryDocument, ToolDefinition } from "@otc/types";
 import { type FormEvent, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { deprecationOf, isDestructive, titleOf } from "./annotations.js";
+import { ConnectionsView } from "./ConnectionsView.js";
 import { type Catalog, openCatalog } from "./catalog.js";
 import { type HistoryEntry, HistoryView } from "./History.js";
+import {
+  type AuthorizationResponse,
+  authorizationUrl,
+  codeChallengeOf,
+  codeOf,
+  exchangeCode,
+  type PendingSignIn,
+  randomToken,
+  readAuthorizationResponse,
+  readAuthorizationServer,
+  readResourceMetadata,
+  redirectUriOf,
+  savePendingSignIn,
+  takePendingSignIn,
+  withAuthOrigin,
+  withoutResponse,
+} from "./oauth.js";
 import { fromError } from "./outcome.js";
+import { type SignInState, SignInView } from "./SignInView.js";
 import {
   type Credentials,
   canConnect,
@@ -13,12 +32,13 @@ import {
   DEFAULT_JWT_SUBJECT,
   defaultServerUrl,
   type PageConfig,
+  readExtensionInfo,
   readPageConfig,
 } from "./session.js";
 import { ToolView } from "./ToolView.js";
 
 /** The extensions the page knows how to use (docs/protocol.md 9), as discovery documents name them. */
-const KNOWN_EXTENSIONS = ["annotations", "tasks", "pagination"];
+const KNOWN_EXTENSIONS = ["annotations", "tasks", "pagination", "oauth", "connections"];
 
 /** The tools loaded so far, and how the list was asked for. */
 interface ToolsState {
@@ -43,6 +63,8 @@ type Connection =
       extensions: string[];
       /** Why the page uses none of the extensions the server lists, when it had to give them up. */
       note?: string;
+      /** The server's discovery document; undefined for an OXP 1.0 server. */
+      discovery?: DiscoveryDocument;
       list: ToolsState;
     }
   | { state: "error"; message: string };
@@ -51,7 +73,7 @@ type Connection =
 function listingError(error: unknown, serverUrl: string): string {
   const outcome = fromError(error, serverUrl);
   if (outcome.kind === "unauthenticated") {
-    return `Authentication failed: ${outcome.message}${outcome.developerMessage ? ` (${outcome.developerMessage})` : ""}. Enter an API key or a JWT secret.`;
+    return `Authentication failed: ${outcome.message}${outcome.developerMessage ? ` (${outcome.developerMessage})` : ""}. Enter an API key, a bearer token or a JWT secret, or sign in where the server offers it.`;
   }
   return "message" in outcome ? `Could not list the tools: ${outcome.message}` : "Could not list the tools";
 }
@@ -94,7 +116,10 @@ function ConnectionForm(props: {
     onChange: (event: { target: { value: string } }) => setCredentials({ ...credentials, [name]: event.target.value }),
   });
   // Secrets are uncontrolled: React mirrors a controlled input's value into its `value` attribute, into the DOM.
-  const secret = (name: "apiKey" | "jwtSecret") => ({ defaultValue: "", onChange: field(name).onChange });
+  const secret = (name: "apiKey" | "jwtSecret" | "accessToken") => ({
+    defaultValue: "",
+    onChange: field(name).onChange,
+  });
   const needsReload = !canConnect(credentials.serverUrl, props.config, window.location);
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -119,6 +144,10 @@ function ConnectionForm(props: {
         <input type="password" autoComplete="off" {...secret("apiKey")} />
       </label>
       <label>
+        Bearer token
+        <input type="password" autoComplete="off" {...secret("accessToken")} />
+      </label>
+      <label>
         JWT secret
         <input type="password" autoComplete="off" {...secret("jwtSecret")} />
       </label>
@@ -140,6 +169,11 @@ function ConnectionForm(props: {
         {connection.state === "idle" && "Not connected"}
       </p>
       {connection.state === "connected" && connection.note && <p className="hint">{connection.note}</p>}
+      <p className="hint">
+        Bearer token: an OAuth access token you already hold, sent as it is (in place of a JWT). JWT secret: the
+        server's shared HS256 secret, for local demos only: whoever holds it can sign in as any user, so never type a
+        production server's secret into a web page.
+      </p>
       {needsReload && (
         <p className="hint">
           This page may only call the servers it was opened for: it reloads with this URL, then asks for credentials
@@ -317,6 +351,38 @@ function CatalogControls(props: { list: ToolsState; onFilter: (toolkit: string) 
   );
 }
 
+/** What the page's address and sessionStorage held at load: an authorization response to finish, a sign-in to go on with. */
+interface Startup {
+  response?: AuthorizationResponse;
+  pending?: PendingSignIn;
+}
+
+let startup: Startup | undefined;
+
+/**
+ * Reads the page's start once: the authorization response leaves the address bar and the history at once (the page's
+ * own address takes its place), and the pending sign-in leaves sessionStorage, whatever becomes of them.
+ */
+function readStartup(): Startup {
+  if (startup) {
+    return startup;
+  }
+  const response = readAuthorizationResponse(window.location.href);
+  if (response) {
+    window.history.replaceState(window.history.state, "", withoutResponse(window.location.href));
+  }
+  let pending: PendingSignIn | undefined;
+  try {
+    pending = takePendingSignIn(window.sessionStorage);
+  } catch {
+    // No sessionStorage (a sandboxed or private page): there is no sign-in to finish.
+  }
+  startup = { ...(response ? { response } : {}), ...(pending ? { pending } : {}) };
+  return startup;
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 export function App() {
   const config = useMemo(readPageConfig, []);
   const initial = useMemo<Credentials>(
@@ -326,6 +392,7 @@ export function App() {
       jwtSecret: "",
       jwtAudience: "",
       jwtSubject: DEFAULT_JWT_SUBJECT,
+      accessToken: "",
     }),
     [config],
   );
@@ -335,7 +402,21 @@ export function App() {
   const [history, setHistory] = useState<HistoryEntry[]>([]);
   const attempt = useRef(0);
   /** The connection's client and the catalog being read: a page that comes for another one is dropped. */
-  const reading = useRef<{ client: OxpClient; catalog: Catalog; serverUrl: string; extensions: string[] }>(undefined);
+  const reading = useRef<{
+    client: OxpClient;
+    catalog: Catalog;
+    serverUrl: string;
+    extensions: string[];
+  }>(undefined);
+  const [signIn, setSignIn] = useState<SignInState>({ state: "idle" });
+  /**
+   * The discovery document of the server last connected to, kept even when its tools could not be listed: a server
+   * that wants a token answers its list with a 401, and its document is where Sign in starts.
+   */
+  const [discovered, setDiscovered] = useState<{ serverUrl: string; discovery: DiscoveryDocument | undefined }>();
+  const discoveredRef = useRef(discovered);
+  /** The access token of the page's Sign in, and the server it is for: sent to that server only, kept in memory only. */
+  const signedIn = useRef<{ accessToken: string; serverUrl: string }>(undefined);
 
   const connect = useCallback(async (next: Credentials) => {
     const mine = ++attempt.current;
@@ -343,13 +424,26 @@ export function App() {
     reading.current = undefined;
     setCredentials(next);
     setConnection({ state: "connecting" });
+    discoveredRef.current = undefined;
+    setDiscovered(undefined);
     const client = clientFor(next);
     try {
       // Served without credentials; a server without it (404), or that answers it with an error, is an OXP 1.0 server.
-      const offered = await client.discover().then(
-        (document) => document.extensions,
-        () => [],
+      const discovery = await client.discover().then(
+        (document) => document,
+        () => undefined,
       );
+      const offered = discovery?.extensions ?? [];
+      if (discovery && offered.some((id) => id === "oauth" || id === "connections")) {
+        const info = await readExtensionInfo(next.serverUrl);
+        if (info) {
+          discovery.extension_info = info;
+        }
+      }
+      if (mine === attempt.current) {
+        discoveredRef.current = { serverUrl: next.serverUrl, discovery };
+        setDiscovered(discoveredRef.current);
+      }
       let extensions = offered.filter((id) => KNOWN_EXTENSIONS.includes(id));
       let note: string | undefined;
       let catalog = openCatalog(client, { extensions });
@@ -364,8 +458,10 @@ export function App() {
         // A CORS policy that predates the extensions refuses the OXP-Extensions header: list as OXP 1.0 does.
         catalog = openCatalog(client, { extensions: [] });
         page = await catalog.next();
-        note = `The server offers ${extensions.join(", ")}, but its CORS policy does not let this page ask for them (the OXP-Extensions header): the page uses OXP 1.0 alone.`;
-        extensions = [];
+        const dropped = extensions.filter((id) => id !== "oauth");
+        note = `The server offers ${dropped.join(", ")}, but its CORS policy does not let this page ask for them (the OXP-Extensions header): the page uses OXP 1.0 alone.`;
+        // oauth shapes authentication, not the requests' header: its Sign in still works.
+        extensions = extensions.filter((id) => id === "oauth");
       }
       if (mine !== attempt.current) {
         catalog.close();
@@ -377,6 +473,7 @@ export function App() {
         session: mine,
         serverUrl: next.serverUrl,
         extensions,
+        ...(discovery ? { discovery } : {}),
         ...(note ? { note } : {}),
         list: { tools: page.tools, toolkit: "", done: page.done, loading: false },
       });
@@ -448,11 +545,153 @@ export function App() {
     [updateList],
   );
 
-  useEffect(() => {
-    if (canConnect(initial.serverUrl, config, window.location)) {
-      void connect(initial);
+  /** The form's credentials, with the Sign in's token when they have none of their own and are for its server. */
+  const connectWith = useCallback(
+    (next: Credentials) => {
+      const token = signedIn.current;
+      const withToken = !next.accessToken && token?.serverUrl === next.serverUrl;
+      return connect(withToken ? { ...next, accessToken: token.accessToken } : next);
+    },
+    [connect],
+  );
+
+  /**
+   * Starts the authorization code flow with PKCE: the server's resource metadata, its first authorization server's
+   * metadata, then the page goes to the authorization endpoint. The page's policy lets it call only the origins it
+   * was opened for, so the first time it reloads with `?auth=` naming the authorization server's, then goes on.
+   */
+  const startSignIn = useCallback(
+    async (clientId: string) => {
+      const current = discoveredRef.current;
+      const metadataUrl = current?.discovery?.extension_info?.oauth?.resource_metadata;
+      if (!current || !metadataUrl) {
+        return;
+      }
+      try {
+        if (!canConnect(metadataUrl, config, window.location)) {
+          throw new Error(`The server's resource metadata is at ${metadataUrl}, an origin this page may not call`);
+        }
+        setSignIn({ state: "working", step: "Reading the server's resource metadata…" });
+        const resource = await readResourceMetadata(metadataUrl);
+        const issuer = resource.authorizationServers[0] as string;
+        if (!canConnect(issuer, config, window.location)) {
+          const next = new URL(withAuthOrigin(window.location.href, new URL(issuer).origin));
+          if (current.serverUrl !== defaultServerUrl(config, window.location)) {
+            next.searchParams.set("url", current.serverUrl);
+          }
+          savePendingSignIn(window.sessionStorage, { phase: "reload", serverUrl: current.serverUrl, clientId });
+          setSignIn({ state: "working", step: `Reloading so that the page may call ${new URL(issuer).origin}…` });
+          window.location.assign(next.href);
+          return;
+        }
+        setSignIn({ state: "working", step: `Reading the metadata of ${issuer}…` });
+        const server = await readAuthorizationServer(issuer);
+        const state = randomToken();
+        const codeVerifier = randomToken();
+        const redirectUri = redirectUriOf(window.location.href);
+        const codeChallenge = await codeChallengeOf(codeVerifier);
+        savePendingSignIn(window.sessionStorage, {
+          phase: "authorize",
+          serverUrl: current.serverUrl,
+          clientId,
+          state,
+          codeVerifier,
+          redirectUri,
+          resource: resource.resource,
+          issuer,
+          tokenEndpoint: server.tokenEndpoint,
+        });
+        setSignIn({ state: "working", step: `Going to ${issuer} to sign in…` });
+        window.location.assign(
+          authorizationUrl({
+            authorizationEndpoint: server.authorizationEndpoint,
+            clientId,
+            redirectUri,
+            resource: resource.resource,
+            state,
+            codeChallenge,
+          }),
+        );
+      } catch (error) {
+        setSignIn({ state: "error", message: `Sign in failed: ${messageOf(error)}` });
+      }
+    },
+    [config],
+  );
+
+  /** Back from the authorization server: the state checked, the code exchanged, then the server listed with the token. */
+  const finishSignIn = useCallback(
+    async (response: AuthorizationResponse, pending: PendingSignIn | undefined) => {
+      const server = pending && canConnect(pending.serverUrl, config, window.location) ? pending.serverUrl : undefined;
+      setSignIn({ state: "working", step: "Exchanging the code at the token endpoint…" });
+      try {
+        const code = codeOf(response, pending);
+        const flow = pending as PendingSignIn;
+        if (!server || !flow.tokenEndpoint || !flow.redirectUri || !flow.codeVerifier || !flow.issuer) {
+          throw new Error("this page's sign-in record is incomplete: sign in again");
+        }
+        const tokens = await exchangeCode({
+          tokenEndpoint: flow.tokenEndpoint,
+          clientId: flow.clientId,
+          code,
+          redirectUri: flow.redirectUri,
+          codeVerifier: flow.codeVerifier,
+          ...(flow.resource ? { resource: flow.resource } : {}),
+          origin: window.location.origin,
+        });
+        signedIn.current = { accessToken: tokens.accessToken, serverUrl: server };
+        setSignIn({ state: "signed-in", issuer: flow.issuer, ...(tokens.scope ? { scope: tokens.scope } : {}) });
+        await connect({ ...initial, serverUrl: server, accessToken: tokens.accessToken });
+      } catch (error) {
+        setSignIn({ state: "error", message: `Sign in failed: ${messageOf(error)}` });
+        const first = server ? { ...initial, serverUrl: server } : initial;
+        if (canConnect(first.serverUrl, config, window.location)) {
+          await connect(first);
+        }
+      }
+    },
+    [config, connect, initial],
+  );
+
+  const signOut = useCallback(() => {
+    const token = signedIn.current;
+    signedIn.current = undefined;
+    setSignIn({ state: "idle" });
+    if (token && credentials.accessToken === token.accessToken) {
+      void connect({ ...credentials, accessToken: "" });
     }
-  }, [config, connect, initial]);
+  }, [connect, credentials]);
+
+  const started = useRef(false);
+  useEffect(() => {
+    if (started.current) {
+      return;
+    }
+    started.current = true;
+    const { response, pending } = readStartup();
+    if (response && pending?.phase === "authorize" && pending.tokenEndpoint) {
+      const tokenOrigin = new URL(pending.tokenEndpoint).origin;
+      if (!canConnect(pending.tokenEndpoint, config, window.location)) {
+        // The redirect URI has no `auth=`: the page reloads once more to be let call the token endpoint.
+        savePendingSignIn(window.sessionStorage, { ...pending, phase: "exchange", response });
+        window.location.replace(withAuthOrigin(window.location.href, tokenOrigin));
+        return;
+      }
+    }
+    const answered = response ?? (pending?.phase === "exchange" ? pending.response : undefined);
+    if (answered) {
+      void finishSignIn(answered, pending);
+      return;
+    }
+    const resumed = pending?.phase === "reload" ? pending : undefined;
+    const first =
+      resumed && canConnect(resumed.serverUrl, config, window.location)
+        ? { ...initial, serverUrl: resumed.serverUrl }
+        : initial;
+    if (canConnect(first.serverUrl, config, window.location)) {
+      void connect(first).then(() => (resumed ? startSignIn(resumed.clientId) : undefined));
+    }
+  }, [config, connect, finishSignIn, initial, startSignIn]);
 
   const connected = connection.state === "connected" ? connection : undefined;
   const tools = connected?.list.tools ?? [];
@@ -467,7 +706,22 @@ export function App() {
         <h1>OXP Inspector</h1>
         <a href={docsUrl}>API reference</a>
       </header>
-      <ConnectionForm config={config} initial={initial} connection={connection} onConnect={connect} />
+      <ConnectionForm config={config} initial={initial} connection={connection} onConnect={connectWith} />
+      {(discovered?.discovery?.extensions.includes("oauth") || signIn.state !== "idle") && (
+        <SignInView
+          signIn={signIn}
+          redirectUri={redirectUriOf(window.location.href)}
+          onSignIn={(clientId) => void startSignIn(clientId)}
+          onSignOut={signOut}
+        />
+      )}
+      {connected?.extensions.includes("connections") && (
+        <ConnectionsView
+          key={`${connected.session}`}
+          credentials={credentials}
+          providers={connected.discovery?.extension_info?.connections?.providers ?? []}
+        />
+      )}
       <div className="workspace">
         <div className="sidebar">
           {connected && (

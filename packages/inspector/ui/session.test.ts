@@ -100,6 +100,7 @@ const credentials = (serverUrl: string): Credentials => ({
   jwtSecret: "",
   jwtAudience: "",
   jwtSubject: "",
+  accessToken: "",
 });
 
 describe("an asynchronous call through clientFor", () => {

@@ -1,6 +1,6 @@
 /** The page's link to a server: clients of @otc/client with a fetch that records each exchange, masked, for the history. */
 import { type ClientOptions, createClient, type OxpClient, sameOrigin } from "@otc/client";
-import { OXP_VERSION } from "@otc/types";
+import { type DiscoveryDocument, OXP_VERSION } from "@otc/types";
 
 /** What the user typed to reach a server. Kept in React state only: never stored, never sent elsewhere. */
 export interface Credentials {
@@ -10,6 +10,8 @@ export interface Credentials {
   jwtAudience: string;
   /** The JWT's `sub`: servers key a caller's stored results and held tokens by it, and refuse JWTs without one. */
   jwtSubject: string;
+  /** An OAuth access token, pasted or from the page's Sign in; sent in place of a JWT when both are there. */
+  accessToken: string;
 }
 
 /** The JWT subject the form starts with. */
@@ -315,7 +317,10 @@ function clientOptions(credentials: Credentials, doFetch: typeof fetch): ClientO
   if (credentials.apiKey) {
     options.apiKey = credentials.apiKey;
   }
-  if (credentials.jwtSecret) {
+  if (credentials.accessToken) {
+    // The client sends one bearer token: the access token, when there is one, rather than a JWT.
+    options.accessToken = credentials.accessToken;
+  } else if (credentials.jwtSecret) {
     options.jwt = {
       secret: credentials.jwtSecret,
       // An emptied field falls back to the default: a JWT without a sub is refused.
@@ -347,4 +352,30 @@ export function clientFor(
     options.discovery = { oxp_versions: [OXP_VERSION], extensions: [...extensions] };
   }
   return createClient(options);
+}
+
+/** The settings the discovery document gives for the extensions the page uses beyond the header (9.6, 9.7). */
+export type ExtensionInfo = NonNullable<DiscoveryDocument["extension_info"]>;
+
+/** The most bytes of a discovery document the page reads: a few ids and settings. */
+const MAX_DISCOVERY_BYTES = 64 * 1024;
+
+/**
+ * The `extension_info` of the server's discovery document (`GET /.well-known/oxp`, never authenticated), or undefined
+ * when it has none or cannot be read. The client's `discover()` answers the versions and extensions only; the page
+ * needs the oauth extension's resource metadata URL and the connections extension's providers too.
+ */
+export async function readExtensionInfo(
+  serverUrl: string,
+  doFetch: typeof fetch = fetch,
+): Promise<ExtensionInfo | undefined> {
+  try {
+    const base = serverUrl.endsWith("/") ? serverUrl : `${serverUrl}/`;
+    const response = await doFetch(new URL(".well-known/oxp", base), { headers: { accept: "application/json" } });
+    const text = response.ok ? await headOf(response, MAX_DISCOVERY_BYTES) : "";
+    const info = (JSON.parse(text || "{}") as { extension_info?: unknown }).extension_info;
+    return info && typeof info === "object" && !Array.isArray(info) ? (info as ExtensionInfo) : undefined;
+  } catch {
+    return undefined;
+  }
 }

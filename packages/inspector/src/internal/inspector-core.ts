@@ -81,7 +81,8 @@ const NO_CACHE = "no-cache";
  * The Inspector's policy. `'unsafe-eval'`: the form's validator (Ajv, inside @rjsf/validator-ajv8)
  * compiles each tool's input schema to a function at run time; there is no other way to validate a
  * schema the page only learns when it lists tools. `connect-src` names the servers the page may call:
- * its own origin, the `?url=` it was opened with and the configured one, nothing else.
+ * its own origin, the `?url=` it was opened with and the configured one, and the authorization server
+ * of `?auth=` (where its Sign in reads metadata and exchanges the code), nothing else.
  */
 function inspectorPolicy(connect: readonly string[]): string {
   return [
@@ -311,7 +312,9 @@ export function createInspectorCore(options: InspectorCoreOptions) {
 
   const inspectorPage = (built: Built, request: InspectorRequest, links: string) => {
     const presetOrigin = originOf(request.url.searchParams.get("url"));
-    const connect = [...new Set([configuredOrigin, presetOrigin].filter((origin) => origin !== undefined))];
+    // The page's Sign in reloads it with `?auth=` once it has learned the server's authorization server.
+    const authOrigin = originOf(request.url.searchParams.get("auth"));
+    const connect = [...new Set([configuredOrigin, presetOrigin, authOrigin].filter((origin) => origin !== undefined))];
     const config = { serverUrl: options.serverUrl ?? null, connectOrigins: connect };
     const html = cachedPage(JSON.stringify(["inspector", links, connect]), () =>
       built.inspectorHtml
