@@ -20,6 +20,8 @@ import {
 import { callTool, expectError, makeServer, send } from "./harness.js";
 
 const API_KEY = "key-of-the-agent-platform";
+/** A second principal on the same server, naming the same user ids. */
+const OTHER_KEY = "key-of-another-platform";
 const SESSION = "session";
 const key = () => randomBytes(32).toString("base64url");
 
@@ -80,7 +82,7 @@ async function startToolServer(
     validateResponses: true,
     clock,
     publicUrl: `http://127.0.0.1:${port}`,
-    auth: { apiKeys: [API_KEY] },
+    auth: { apiKeys: [API_KEY, OTHER_KEY] },
     logger: createLogger({
       level: "debug",
       destination: new Writable({
@@ -423,6 +425,30 @@ describe("tokens", () => {
       }
     },
   );
+});
+
+describe("another principal", () => {
+  verifies("connections.user", "naming the same user reaches none of the first principal's connections", async () => {
+    const other = { ...asked, "OXP-API-Key": OTHER_KEY };
+    const [alices] = await server.store.list("api-key:0", "alice");
+    expect(alices?.status).toBe("active");
+    const listed = await send(`${server.url}/connections?user_id=alice`, { headers: other });
+    expect(listed.status).toBe(200);
+    expect(listed.body.items).toEqual([]);
+    const deleted = await send(`${server.url}/connections/${alices?.id}?user_id=alice`, {
+      method: "DELETE",
+      headers: other,
+    });
+    expectError(deleted, 404);
+    const called = await callTool(
+      server.url,
+      { tool_id: "Example.WhoAmI", input: {}, context: { user_id: "alice" } },
+      { "OXP-API-Key": OTHER_KEY },
+    );
+    expectError(called, 400);
+    expect(called.body.missing_requirements.authorization).toHaveLength(1);
+    expect((await server.store.list("api-key:0", "alice"))[0]?.status).toBe("active");
+  });
 });
 
 describe("client tokens", () => {
