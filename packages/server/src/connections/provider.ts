@@ -1,6 +1,5 @@
 /** One third-party OAuth provider of the connections vault (docs/protocol.md 9.7): the server as its OAuth client, through oauth4webapi (discovery, PKCE, code exchange, refresh, revocation). */
 import {
-  type AuthorizationServer,
   allowInsecureRequests,
   authorizationCodeGrantRequest,
   type Client,
@@ -9,12 +8,10 @@ import {
   ClientSecretPost,
   calculatePKCECodeChallenge,
   customFetch,
-  discoveryRequest,
   getValidatedIdTokenClaims,
   type HttpRequestOptions,
   None,
   processAuthorizationCodeResponse,
-  processDiscoveryResponse,
   processRefreshTokenResponse,
   processRevocationResponse,
   ResponseBodyError,
@@ -25,7 +22,7 @@ import {
 } from "oauth4webapi";
 import type { Clock } from "../core/clock.js";
 import { ServerConfigError } from "../core/errors.js";
-import { boundedFetch, isLoopbackHost, outboundUrlOf } from "../http/remote-keys.js";
+import { boundedFetch, isLoopbackHost, issuerMetadata, keptUnlessFailed, outboundUrlOf } from "../http/remote-keys.js";
 
 /** A provider users connect accounts of, as the server's configuration names it. */
 export interface ConnectionProviderOptions {
@@ -78,7 +75,6 @@ export class ConnectionProvider {
   private readonly auth: ClientAuth;
   private readonly timeoutMs: number;
   private readonly fetch: ReturnType<typeof boundedFetch>;
-  private metadata: Promise<AuthorizationServer> | undefined;
 
   constructor(
     private readonly options: ConnectionProviderOptions,
@@ -216,31 +212,7 @@ export class ConnectionProvider {
   }
 
   /** The provider's metadata, read once (again after a failure). */
-  private server(): Promise<AuthorizationServer> {
-    if (!this.metadata) {
-      const options = {
-        [customFetch]: this.fetch.fetch,
-        [allowInsecureRequests]: this.issuer.protocol === "http:" && isLoopbackHost(this.issuer),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      };
-      const read = (async () => {
-        let response = await discoveryRequest(this.issuer, { ...options, algorithm: "oauth2" });
-        if (response.status === 404) {
-          response = await discoveryRequest(this.issuer, { ...options, algorithm: "oidc" });
-        }
-        const metadata = await processDiscoveryResponse(this.issuer, response);
-        if (metadata.issuer !== this.options.issuer) {
-          throw new Error(`${this.id}'s metadata names the issuer ${metadata.issuer}, not ${this.options.issuer}`);
-        }
-        return metadata;
-      })();
-      this.metadata = read;
-      read.catch(() => {
-        if (this.metadata === read) {
-          this.metadata = undefined;
-        }
-      });
-    }
-    return this.metadata;
-  }
+  private readonly server = keptUnlessFailed(() =>
+    issuerMetadata(this.options.issuer, this.issuer, this.fetch.fetch, this.timeoutMs),
+  );
 }

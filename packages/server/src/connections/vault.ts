@@ -107,7 +107,8 @@ export class ConnectionVault {
     return [...this.providers.values()].map((provider) => ({
       id: provider.id,
       startChallenge: async (input: StartChallengeInput) => ({
-        url: (await this.startFlow(provider, input)).url,
+        url: (await this.startFlow(provider, input, await this.store.list(input.owner.principal, input.owner.userId)))
+          .url,
       }),
       checkChallenge: async (challengeId: string): Promise<ChallengeStatus | undefined> =>
         (await this.challenges.get(challengeId))?.status,
@@ -155,26 +156,24 @@ export class ConnectionVault {
       });
     }
     const challengeId = `${provider.id}.${crypto.randomUUID()}`;
-    const flow = await this.startFlow(provider, {
-      owner,
-      scopes: scopes ?? provider.defaultScopes,
-      baseUrl,
-      challengeId,
-    });
+    const flow = await this.startFlow(
+      provider,
+      { owner, scopes: scopes ?? provider.defaultScopes, baseUrl, challengeId },
+      owned,
+    );
     return { ...flow, challengeId };
   }
 
   /**
-   * Starts a flow under `challengeId`: its state, PKCE verifier and the connection it makes kept with the challenge
+   * Starts a flow under `challengeId` for an owner holding `owned`: its state, PKCE verifier and the connection it makes kept with the challenge
    * (bounded and expiring as challenges are); answers the provider's authorization page.
    */
   private async startFlow(
     provider: ConnectionProvider,
     { owner, scopes, baseUrl, challengeId }: Pick<StartChallengeInput, "owner" | "scopes" | "baseUrl" | "challengeId">,
+    owned: readonly ConnectionRecord[],
   ): Promise<{ id: string; url: string }> {
-    const existing = (await this.store.list(owner.principal, owner.userId)).find(
-      (record) => record.provider === provider.id && record.status === "auth_required",
-    );
+    const existing = owned.find((record) => record.provider === provider.id && record.status === "auth_required");
     // A flow started because a refresh failed connects the same connection again.
     const id = existing?.id ?? `c_${base64url.encode(crypto.getRandomValues(new Uint8Array(16)))}`;
     const secret = base64url.encode(crypto.getRandomValues(new Uint8Array(32)));

@@ -166,10 +166,13 @@ export class OxpCore {
    * The lists of tools an OAuth access token's scopes allow, by form and by the scopes that matter (those some
    * tool requires): few distinct sets in practice, and bounded all the same.
    */
-  private readonly grantedListCache = new Map<string, ToolList>();
+  private readonly grantedListCache = new Map<string, { list: ToolList; items: readonly ToolDefinition[] }>();
+  /** Every scope some tool requires, sorted: the part of a token's scopes its tool list depends on. */
+  private readonly requiredScopes: readonly string[];
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
+    this.requiredScopes = [...this.registry.requiredScopes].sort();
     const clock = options.clock ?? systemClock;
     this.clock = clock;
     const logger = options.logger ?? silentLogger;
@@ -257,26 +260,38 @@ export class OxpCore {
    * token lacks.
    */
   toolListFor(form: ListForm, granted: ReadonlySet<string>): Promise<ToolList> {
-    const relevant = [...this.registry.requiredScopes].filter((scope) => granted.has(scope)).sort();
-    if (relevant.length === this.registry.requiredScopes.size) {
-      return this.toolList(form);
-    }
-    const key = `${formSlot(form)} ${relevant.join(" ")}`;
-    let list = this.grantedListCache.get(key);
-    if (!list) {
-      list = listOf(this.definitionsFor(form, granted));
-      setBounded(this.grantedListCache, key, list, GRANTED_LISTS_KEPT);
-    }
-    return Promise.resolve(list);
+    return Promise.resolve(this.grantedCatalog(form, granted).list);
   }
 
-  /** The definitions of the tools an access token with `granted` scopes may call, in `form`. */
+  /** The definitions of the tools an access token with `granted` scopes may call, in `form` (for pages of them). */
   definitionsFor(form: ListForm, granted: ReadonlySet<string>): readonly ToolDefinition[] {
-    // The form may leave `required_scopes` out: the full form, in the same order, says what each tool needs.
-    const full = this.registry.list({ annotations: true, scopes: true });
-    return this.registry
-      .list(form)
-      .filter((_definition, index) => (full[index]?.required_scopes ?? []).every((scope) => granted.has(scope)));
+    return this.grantedCatalog(form, granted).items;
+  }
+
+  /** The catalog `granted` scopes allow in `form`, made once per form and set of the scopes that matter. */
+  private grantedCatalog(
+    form: ListForm,
+    granted: ReadonlySet<string>,
+  ): { list: ToolList; items: readonly ToolDefinition[] } {
+    // Only the scopes some tool requires decide the list: the registry's are fixed, and kept sorted.
+    const relevant = this.requiredScopes.filter((scope) => granted.has(scope));
+    const key = `${formSlot(form)} ${relevant.join(" ")}`;
+    let catalog = this.grantedListCache.get(key);
+    if (!catalog) {
+      // The form may leave `required_scopes` out: the full form, in the same order, says what each tool needs.
+      const full = this.registry.list({ annotations: true, scopes: true });
+      const items =
+        relevant.length === this.requiredScopes.length
+          ? this.registry.list(form)
+          : this.registry
+              .list(form)
+              .filter((_definition, index) =>
+                (full[index]?.required_scopes ?? []).every((scope) => granted.has(scope)),
+              );
+      catalog = { list: listOf(items), items };
+      setBounded(this.grantedListCache, key, catalog, GRANTED_LISTS_KEPT);
+    }
+    return catalog;
   }
 
   /** A challenge's status for its check_url; a 404 when no provider knows it, a 503 when the provider fails. */

@@ -19,7 +19,7 @@ import type { OrPromise } from "../core/fast-path.js";
 import type { CoreLogger } from "../core/oxp-core.js";
 import type { OAuthGrant, OAuthOptions, OAuthResource } from "./oauth.js";
 import { PUBLIC_KEY_ALGORITHMS, type PublicKeyAlgorithm, publicKeyOf } from "./public-key.js";
-import { outboundUrlOf, remoteKeySet } from "./remote-keys.js";
+import { keySetTiming, outboundUrlOf, remoteKeySet } from "./remote-keys.js";
 
 /** The JWT algorithms a server can accept: HS256 with the shared secret, the others with public keys. */
 export type JwtAlgorithm = "HS256" | "RS256" | "ES256" | "EdDSA";
@@ -141,16 +141,6 @@ export function unauthorized(developerMessage: string): WireError {
   });
 }
 
-function nonNegative(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) {
-    return fallback;
-  }
-  if (!Number.isFinite(value) || value < 0) {
-    throw new ServerConfigError(`jwt.${name} must be a non-negative number`);
-  }
-  return value;
-}
-
 /**
  * Builds the check run on every authenticated request; undefined when authentication is off. Throws a
  * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched. A JWT's `exp`, `nbf`
@@ -238,11 +228,18 @@ export function createAuthenticator(
     jwksUrl &&
     remoteKeySet(
       jwksUrl,
-      {
-        cooldownMs: nonNegative(jwt?.jwksCooldownSeconds, 30, "jwksCooldownSeconds") * 1000,
-        maxAgeMs: nonNegative(jwt?.jwksMaxAgeSeconds, 600, "jwksMaxAgeSeconds") * 1000,
-        timeoutMs: Math.ceil(nonNegative(jwt?.jwksTimeoutMs, 3_000, "jwksTimeoutMs")),
-      },
+      keySetTiming(
+        {
+          cooldownSeconds: jwt?.jwksCooldownSeconds,
+          maxAgeSeconds: jwt?.jwksMaxAgeSeconds,
+          timeoutMs: jwt?.jwksTimeoutMs,
+        },
+        {
+          cooldownSeconds: "jwt.jwksCooldownSeconds",
+          maxAgeSeconds: "jwt.jwksMaxAgeSeconds",
+          timeoutMs: "jwt.jwksTimeoutMs",
+        },
+      ),
       logger,
       clock,
     );

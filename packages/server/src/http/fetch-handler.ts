@@ -6,7 +6,7 @@ import type { OrPromise } from "../core/fast-path.js";
 import type { Answer, Exchange } from "./exchange.js";
 import { isIPv4, isIPv6 } from "./ip.js";
 import type { AdapterOptions, OxpRuntime } from "./options.js";
-import { createPipeline } from "./pipeline.js";
+import { configuredExtension, createPipeline } from "./pipeline.js";
 import { bodyLimitBytes, bodyTooLarge } from "./request-body.js";
 import { pathOf, queryOf } from "./url.js";
 
@@ -67,12 +67,7 @@ export type FetchHandler = ((request: Request, info?: FetchHandlerInfo) => Promi
  */
 export function createFetchHandler(options: FetchHandlerOptions): FetchHandler {
   const onWorkers = options.extensions === undefined && isWorkers();
-  const workers = () =>
-    WORKERS_EXTENSIONS.filter(
-      (id) =>
-        (id !== "oauth" || options.auth?.oauth !== undefined) &&
-        (id !== "connections" || options.connections !== undefined),
-    );
+  const workers = () => WORKERS_EXTENSIONS.filter(configuredExtension(options));
   const pipeline = createPipeline(onWorkers ? { ...options, extensions: workers() } : options, {
     defaultLogger: consoleLogger,
   });

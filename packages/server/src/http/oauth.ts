@@ -11,13 +11,6 @@ import {
   type JWTPayload,
   type ProtectedHeaderParameters,
 } from "jose";
-import {
-  allowInsecureRequests,
-  customFetch,
-  discoveryRequest,
-  type HttpRequestOptions,
-  processDiscoveryResponse,
-} from "oauth4webapi";
 import type { CoreLogger } from "../core/call-log.js";
 import type { Clock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
@@ -26,7 +19,10 @@ import {
   boundedFetch,
   credentialsUnavailable,
   FetchBackoff,
-  isLoopbackHost,
+  issuerMetadata,
+  keptUnlessFailed,
+  keySetTiming,
+  nonNegativeOption,
   outboundUrlOf,
   remoteKeySet,
 } from "./remote-keys.js";
@@ -87,8 +83,7 @@ export interface OAuthGrant {
 
 /** One authorization server: its metadata's key set, found when a token first needs it. */
 interface Issuer {
-  readonly url: URL;
-  keys?: Promise<ReturnType<typeof remoteKeySet>>;
+  readonly keys: () => Promise<ReturnType<typeof remoteKeySet>>;
 }
 
 /** The most scopes read from a token: a token with more is refused rather than read at any length. */
@@ -133,7 +128,7 @@ export class OAuthResource {
         throw new ServerConfigError(`oauth.authorizationServers: ${issuer} must have no query or fragment`);
       }
       // The issuer is compared exactly, as written: `iss` and the metadata's `issuer` must be this string.
-      this.issuers.set(issuer, { url });
+      this.issuers.set(issuer, { keys: keptUnlessFailed(() => this.keySetAt(issuer, url)) });
     }
     const { url: resource, canonical } = canonicalResource(options.resource ?? publicUrl);
     this.resource = canonical;
@@ -157,12 +152,19 @@ export class OAuthResource {
       throw new ServerConfigError("oauth.algorithms must not be empty");
     }
     this.algorithms = new Set(algorithms);
-    this.tolerance = nonNegative(options.clockToleranceSeconds, 60, "clockToleranceSeconds");
-    this.timing = {
-      cooldownMs: nonNegative(options.keyCooldownSeconds, 30, "keyCooldownSeconds") * 1000,
-      maxAgeMs: nonNegative(options.keyMaxAgeSeconds, 600, "keyMaxAgeSeconds") * 1000,
-      timeoutMs: Math.ceil(nonNegative(options.fetchTimeoutMs, 3_000, "fetchTimeoutMs")),
-    };
+    this.tolerance = nonNegativeOption(options.clockToleranceSeconds, 60, "oauth.clockToleranceSeconds");
+    this.timing = keySetTiming(
+      {
+        cooldownSeconds: options.keyCooldownSeconds,
+        maxAgeSeconds: options.keyMaxAgeSeconds,
+        timeoutMs: options.fetchTimeoutMs,
+      },
+      {
+        cooldownSeconds: "oauth.keyCooldownSeconds",
+        maxAgeSeconds: "oauth.keyMaxAgeSeconds",
+        timeoutMs: "oauth.fetchTimeoutMs",
+      },
+    );
     for (const scope of [
       ...(options.scopesSupported ?? []),
       ...(options.delegationScope ? [options.delegationScope] : []),
@@ -304,42 +306,18 @@ export class OAuthResource {
 
   /** The key set of an issuer, from its metadata, read once (again after a failure, once its pause is over). */
   private keySetOf(issuer: string): Promise<ReturnType<typeof remoteKeySet>> {
-    const entry = this.issuers.get(issuer) as Issuer;
-    if (!entry.keys) {
-      const keys = this.discover(issuer, entry.url).then((jwksUri) =>
-        remoteKeySet(jwksUri, this.timing, this.logger, this.clock),
-      );
-      entry.keys = keys;
-      keys.catch(() => {
-        if (entry.keys === keys) {
-          entry.keys = undefined;
-        }
-      });
-    }
-    return entry.keys;
+    return (this.issuers.get(issuer) as Issuer).keys();
   }
 
-  /** An issuer's `jwks_uri`, from its RFC 8414 metadata, else its OpenID Connect discovery document. */
-  private async discover(name: string, issuer: URL): Promise<URL> {
-    const options: HttpRequestOptions<"GET"> = {
-      [customFetch]: this.metadataFetch.fetch,
-      [allowInsecureRequests]: issuer.protocol === "http:" && isLoopbackHost(issuer),
-      signal: AbortSignal.timeout(this.timing.timeoutMs),
-    };
+  /** An issuer's key set, at the `jwks_uri` of its metadata; a metadata failure is a 503, logged once per pause. */
+  private async keySetAt(name: string, issuer: URL): Promise<ReturnType<typeof remoteKeySet>> {
+    let jwksUri: URL;
     try {
-      let response = await discoveryRequest(issuer, { ...options, algorithm: "oauth2" });
-      if (response.status === 404) {
-        response = await discoveryRequest(issuer, { ...options, algorithm: "oidc" });
-      }
-      const metadata = await processDiscoveryResponse(issuer, response);
-      // oauth4webapi compares the two as URLs; the rule is exact, as `iss` is compared.
-      if (metadata.issuer !== name) {
-        throw new Error(`the metadata names the issuer ${metadata.issuer}, not ${name}`);
-      }
+      const metadata = await issuerMetadata(name, issuer, this.metadataFetch.fetch, this.timing.timeoutMs);
       if (typeof metadata.jwks_uri !== "string") {
         throw new Error("the metadata has no jwks_uri");
       }
-      return outboundUrlOf(metadata.jwks_uri, "the authorization server's jwks_uri");
+      jwksUri = outboundUrlOf(metadata.jwks_uri, "the authorization server's jwks_uri");
     } catch (error) {
       if (!(error instanceof FetchBackoff) && this.metadataFetch.failed()) {
         const reason = error instanceof Error ? error.message : String(error);
@@ -350,6 +328,7 @@ export class OAuthResource {
       }
       throw credentialsUnavailable("the metadata of the authorization server that issued the access token");
     }
+    return remoteKeySet(jwksUri, this.timing, this.logger, this.clock);
   }
 }
 
@@ -397,14 +376,4 @@ function scopesOf(payload: JWTPayload): Set<string> | undefined {
 /** Whether a string is one RFC 6749 scope token. */
 export function isScopeToken(value: string): boolean {
   return /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/.test(value);
-}
-
-function nonNegative(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) {
-    return fallback;
-  }
-  if (!Number.isFinite(value) || value < 0) {
-    throw new ServerConfigError(`oauth.${name} must be a non-negative number`);
-  }
-  return value;
 }

@@ -32,7 +32,14 @@ import { healthRoute } from "./routes/health.js";
 import { resourceMetadataRoute } from "./routes/resource-metadata.js";
 import { tasksRoute } from "./routes/tasks.js";
 import { toolsRoute } from "./routes/tools.js";
-import { CONNECTION_ROUTES, type ProtocolRoute, protocolRouteOf, type RouteName, TASK_ROUTES } from "./routes.js";
+import {
+  CONNECTION_ROUTES,
+  type ProtocolRoute,
+  protocolRouteOf,
+  type RouteName,
+  TASK_ROUTES,
+  withoutTrailingSlash,
+} from "./routes.js";
 import { pathOf } from "./url.js";
 
 /**
@@ -121,7 +128,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     bodyLimit,
     budget,
     clients: new ClientKeys(),
-    offered: offeredExtensions(options.extensions, { oauth: oauth !== undefined, connections: vault !== undefined }),
+    offered: offeredExtensions(options.extensions, configuredExtension(options)),
     contract: host.contract,
     telemetry,
     tracing: options.tracing ?? true,
@@ -133,6 +140,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const serveHealth = healthRoute(context, lifecycle);
   const serveResourceMetadata = oauth && resourceMetadataRoute(context, oauth);
   const task = tasksRoute(context, options);
+  const connections = vault ? connectionsRoute(context, vault) : noRoute;
   /** Steps 6-8 and the tasks extension's routes, by name. */
   const routes: Record<Exclude<RouteName, "health" | "discovery" | "resource">, RouteHandler> = {
     call: callRoute(context),
@@ -140,9 +148,8 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     check: checkRoute(context),
     status: task,
     events: task,
-    ...(vault
-      ? { connections: connectionsRoute(context, vault), connection: connectionsRoute(context, vault) }
-      : { connections: noRoute, connection: noRoute }),
+    connections,
+    connection: connections,
   };
 
   const fail: Pipeline["fail"] = (exchange, error, headers) => {
@@ -314,7 +321,10 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
         route = undefined;
       }
       // The resource metadata exists on a server with the oauth extension, at the paths its canonical URL gives.
-      if (route?.name === "resource" && !(oauth && path !== undefined && oauth.metadataPaths.has(trimmed(path)))) {
+      if (
+        route?.name === "resource" &&
+        !(oauth && path !== undefined && oauth.metadataPaths.has(withoutTrailingSlash(path)))
+      ) {
         route = undefined;
       }
       if (!route) {
@@ -377,27 +387,30 @@ const READ_ONLY: readonly string[] = [READ_SCOPE];
 const CALL_ONLY: readonly string[] = [CALL_SCOPE];
 const EVERY_SCOPE: readonly string[] = [READ_SCOPE, CALL_SCOPE];
 
-/** A path without the one trailing slash routes tolerate. */
-function trimmed(path: string): string {
-  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+/**
+ * Whether the options configure what an extension needs: `oauth` its authorization servers, `connections` its
+ * vault; the others need nothing.
+ */
+export function configuredExtension(options: Pick<AdapterOptions, "auth" | "connections">) {
+  return (id: ExtensionId): boolean =>
+    (id !== "oauth" || options.auth?.oauth !== undefined) &&
+    (id !== "connections" || options.connections !== undefined);
 }
 
 /**
- * The extensions a server offers for its `extensions` option: those implemented (`oauth` only where it is
- * configured), or none for `false`.
+ * The extensions a server offers for its `extensions` option: those implemented and `configured`, or none for
+ * `false`. An extension named in the option but not configured is a ServerConfigError.
  */
 function offeredExtensions(
   option: AdapterOptions["extensions"],
-  configured: { oauth: boolean; connections: boolean },
+  configured: (id: ExtensionId) => boolean,
 ): ExtensionSet {
   if (option === false) {
     return new Set();
   }
   const implemented: readonly ExtensionId[] = EXTENSIONS;
-  const available = (id: ExtensionId) =>
-    (id !== "oauth" || configured.oauth) && (id !== "connections" || configured.connections);
   if (option === undefined) {
-    return new Set(implemented.filter(available));
+    return new Set(implemented.filter(configured));
   }
   for (const id of option) {
     if (!implemented.includes(id)) {
@@ -405,10 +418,10 @@ function offeredExtensions(
         `The extension '${String(id)}' is not one this server implements: ${implemented.join(", ")}`,
       );
     }
-    if (id === "oauth" && !configured.oauth) {
+    if (id === "oauth" && !configured(id)) {
       throw new ServerConfigError("The extension 'oauth' needs auth.oauth: the authorization servers to accept");
     }
-    if (id === "connections" && !configured.connections) {
+    if (id === "connections" && !configured(id)) {
       throw new ServerConfigError("The extension 'connections' needs the connections option: its providers and keys");
     }
   }

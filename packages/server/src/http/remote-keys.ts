@@ -6,6 +6,13 @@ import {
   errors as joseErrors,
   type ProtectedHeaderParameters,
 } from "jose";
+import {
+  type AuthorizationServer,
+  allowInsecureRequests,
+  discoveryRequest,
+  customFetch as oauthFetch,
+  processDiscoveryResponse,
+} from "oauth4webapi";
 import type { CoreLogger } from "../core/call-log.js";
 import type { Clock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
@@ -33,6 +40,32 @@ export function outboundUrlOf(raw: string, name: string): URL {
     throw new ServerConfigError(`${name} must not carry credentials`);
   }
   return url;
+}
+
+/** A non-negative number from the option `name`, or its default; anything else is a ServerConfigError. */
+export function nonNegativeOption(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) {
+    return fallback;
+  }
+  if (!Number.isFinite(value) || value < 0) {
+    throw new ServerConfigError(`${name} must be a non-negative number`);
+  }
+  return value;
+}
+
+/**
+ * The timing of a {@link remoteKeySet} from its options (each named as the caller's configuration names it): the
+ * refetch cooldown (default 30 s), the most a set is kept (600 s) and a fetch's time limit (3 s).
+ */
+export function keySetTiming(
+  options: { cooldownSeconds?: number | undefined; maxAgeSeconds?: number | undefined; timeoutMs?: number | undefined },
+  names: { cooldownSeconds: string; maxAgeSeconds: string; timeoutMs: string },
+): { cooldownMs: number; maxAgeMs: number; timeoutMs: number } {
+  return {
+    cooldownMs: nonNegativeOption(options.cooldownSeconds, 30, names.cooldownSeconds) * 1000,
+    maxAgeMs: nonNegativeOption(options.maxAgeSeconds, 600, names.maxAgeSeconds) * 1000,
+    timeoutMs: Math.ceil(nonNegativeOption(options.timeoutMs, 3_000, names.timeoutMs)),
+  };
 }
 
 /** Whether a URL's host is this machine's loopback (`localhost`, 127.x, `::1`). */
@@ -167,5 +200,52 @@ export function remoteKeySet(
         throw credentialsUnavailable("the JSON Web Key Set its JWTs are verified with");
       }
     },
+  };
+}
+
+/**
+ * An authorization server's metadata: RFC 8414's `/.well-known/oauth-authorization-server`, else OpenID Connect's
+ * `/.well-known/openid-configuration`, read with oauth4webapi through `fetch`. Its `issuer` must be `name` exactly
+ * (oauth4webapi compares the two as URLs; the rule is exact, as `iss` is compared).
+ */
+export async function issuerMetadata(
+  name: string,
+  issuer: URL,
+  fetch: FetchLike,
+  timeoutMs: number,
+): Promise<AuthorizationServer> {
+  const options = {
+    [oauthFetch]: fetch,
+    [allowInsecureRequests]: issuer.protocol === "http:" && isLoopbackHost(issuer),
+    signal: AbortSignal.timeout(timeoutMs),
+  };
+  let response = await discoveryRequest(issuer, { ...options, algorithm: "oauth2" });
+  if (response.status === 404) {
+    response = await discoveryRequest(issuer, { ...options, algorithm: "oidc" });
+  }
+  const metadata = await processDiscoveryResponse(issuer, response);
+  if (metadata.issuer !== name) {
+    throw new Error(`the metadata names the issuer ${metadata.issuer}, not ${name}`);
+  }
+  return metadata;
+}
+
+/**
+ * `make`'s promise, made on the first call and kept while it holds; one that rejects is dropped, so that a later call
+ * makes it again (a document fetched once, fetched again after a failure).
+ */
+export function keptUnlessFailed<T>(make: () => Promise<T>): () => Promise<T> {
+  let kept: Promise<T> | undefined;
+  return () => {
+    if (!kept) {
+      const made = make();
+      kept = made;
+      made.catch(() => {
+        if (kept === made) {
+          kept = undefined;
+        }
+      });
+    }
+    return kept;
   };
 }

@@ -95,12 +95,17 @@ export function requestPath(target: string): string | undefined {
   return query === -1 ? path : path.slice(0, query);
 }
 
+/** A path without the one trailing slash protocol routes tolerate (as Express routes match). */
+export function withoutTrailingSlash(path: string): string {
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
 /**
  * The protocol route a path names, or undefined: case-sensitive, one trailing slash tolerated (as
  * Express routes match). The challenge id stays encoded: it is decoded after authentication.
  */
 export function protocolRouteOf(rawPath: string): ProtocolRoute | undefined {
-  const path = rawPath.length > 1 && rawPath.endsWith("/") ? rawPath.slice(0, -1) : rawPath;
+  const path = withoutTrailingSlash(rawPath);
   const fixed = FIXED.get(path);
   if (fixed) {
     return fixed;

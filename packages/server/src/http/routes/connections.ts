@@ -34,8 +34,8 @@ export function connectionsRoute(context: RouteContext, vault: ConnectionVault):
     if (exchange.method === "POST") {
       const body = await readRequest(context, exchange);
       const owner = ownerOf(admission, body.user_id, context);
-      const flow = await vault.create(owner, body.provider, body.scopes, baseUrlOf(exchange));
       const base = baseUrlOf(exchange);
+      const flow = await vault.create(owner, body.provider, body.scopes, base);
       const answer = {
         id: flow.id,
         status: "pending",

@@ -8,12 +8,10 @@ import { checkVersion, methodNotAllowed, type RouteContext } from "./context.js"
 
 /** `/health` and discovery: the method (405), `OXP-Version`, then readiness (503 while starting) or the document. */
 export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
-  const offersOAuth = context.oauth !== undefined && context.offered.has("oauth");
   const discovery = JSON.stringify({
     oxp_versions: [OXP_VERSION],
     extensions: [...context.offered],
-    // Where a client learns how to get an access token (docs/protocol.md 9.6, `[oauth.discovery]`).
-    ...extensionInfo(context, offersOAuth),
+    ...extensionInfo(context),
   });
   return async (exchange: Exchange, route: ProtocolRoute, headers: Record<string, string>): Promise<Answer> => {
     if (!route.methods.includes(exchange.method)) {
@@ -29,9 +27,9 @@ export function healthRoute(context: RouteContext, lifecycle: OxpLifecycle) {
 }
 
 /** The settings of the extensions that have some a client needs first (docs/protocol.md 9.1): oauth's, connections'. */
-function extensionInfo(context: RouteContext, offersOAuth: boolean): { extension_info?: Record<string, unknown> } {
+function extensionInfo(context: RouteContext): { extension_info?: Record<string, unknown> } {
   const info: Record<string, unknown> = {};
-  if (offersOAuth) {
+  if (context.oauth && context.offered.has("oauth")) {
     // Where a client learns how to get an access token (9.6, `[oauth.discovery]`).
     info.oauth = { resource_metadata: context.oauth?.metadataUrl };
   }
