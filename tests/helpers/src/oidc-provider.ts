@@ -10,6 +10,11 @@ export interface ResourceOptions {
   url: string;
   /** The scopes it defines, e.g. `oxp:tools:read`; a token for it carries only these. */
   scopes: string[];
+  /**
+   * The form of its access tokens: `jwt` (RFC 9068, the default) or `opaque`, a random string that says nothing
+   * itself, which the resource server asks about at the introspection endpoint (RFC 7662).
+   */
+  accessTokenFormat?: "jwt" | "opaque";
 }
 
 /** The grant types a client may use. */
@@ -74,7 +79,13 @@ export interface AuthorizationServerRequest {
   endpoint: string | undefined;
   /** The `grant_type` of a token request. */
   grantType: string | undefined;
+  /** The `redirect_uri` an authorization or token request carried. */
+  redirectUri: string | undefined;
+  /** The `code_verifier` a token request carried (PKCE, RFC 7636). */
+  codeVerifier: string | undefined;
   status: number;
+  /** The OAuth error code of an error answer (`invalid_grant`, `invalid_redirect_uri`, ...), or undefined. */
+  error: string | undefined;
 }
 
 /** What the token endpoint answered, in TypeScript's words. */
@@ -220,6 +231,7 @@ interface KoaContext {
   status: number;
   type: string;
   body: unknown;
+  state: Record<string, unknown>;
   oidc?: { route?: string; params?: Record<string, unknown> };
 }
 interface ProviderClient {
@@ -571,7 +583,8 @@ const ENDPOINTS = {
 
 /**
  * Starts oidc-provider on a free loopback port as an OAuth 2.1 authorization server: JWT access tokens (RFC 9068,
- * `typ: at+jwt`) for each resource with that resource's URL as audience, signed ES256 (or RS256); authorization
+ * `typ: at+jwt`) for each resource with that resource's URL as audience, signed ES256 (or RS256), or opaque ones
+ * for a resource that asks for them (`accessTokenFormat: "opaque"`); authorization
  * code with PKCE S256 required of every client; refresh tokens for `offline_access`, rotated on each use (a used one
  * is refused and revokes its grant); client credentials; introspection and revocation. Login and consent are plain
  * HTML forms (`#login`, `#password`, `#submit`; `#deny` on consent) served by this module.
@@ -674,6 +687,8 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
     clientBasedCORS: (_ctx: unknown, origin: string, client: ProviderClient) =>
       origin !== "null" && client.redirectUris.some((uri) => URL.parse(uri)?.origin === origin),
     async renderError(ctx: KoaContext, out: Record<string, string>) {
+      // For the request log: an error page's code is not in a JSON body.
+      ctx.state.oauthError = out.error;
       ctx.type = "html";
       ctx.body = page(
         "Error",
@@ -707,8 +722,17 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
           // Here rather than as the client's `scope` metadata, which oidc-provider holds to its own (OpenID) scopes.
           const scope = registered.get(client.clientId)?.scope;
           const allowed = scope ? new Set(scope.split(" ")) : undefined;
+          const scopes = resource.scopes.filter((scope) => !allowed || allowed.has(scope)).join(" ");
+          if (resource.accessTokenFormat === "opaque") {
+            return {
+              scope: scopes,
+              audience: resource.url,
+              accessTokenTTL: accessTokenTtl,
+              accessTokenFormat: "opaque",
+            };
+          }
           return {
-            scope: resource.scopes.filter((scope) => !allowed || allowed.has(scope)).join(" "),
+            scope: scopes,
             audience: resource.url,
             accessTokenTTL: accessTokenTtl,
             accessTokenFormat: "jwt",
@@ -737,13 +761,21 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
         await next();
       }
     } finally {
-      const grantType = ctx.oidc?.params?.grant_type;
+      const parameter = (name: string) => {
+        const value = ctx.oidc?.params?.[name];
+        return typeof value === "string" ? value : undefined;
+      };
+      const answered = ctx.body as { error?: unknown } | undefined;
+      const error = typeof answered?.error === "string" ? answered.error : ctx.state?.oauthError;
       requests.push({
         method: ctx.method,
         path: ctx.path,
         endpoint: interaction ? "interaction" : ctx.oidc?.route,
-        grantType: typeof grantType === "string" ? grantType : undefined,
+        grantType: parameter("grant_type"),
+        redirectUri: parameter("redirect_uri"),
+        codeVerifier: parameter("code_verifier"),
         status: ctx.res.headersSent ? ctx.res.statusCode : ctx.status,
+        error: typeof error === "string" ? error : undefined,
       });
     }
   });

@@ -133,6 +133,16 @@ export async function verifiedPayload(
   }
 }
 
+/** Whether a bearer token is shaped as a JWS JWT (its header reads), without verifying anything. */
+function isJwt(token: string): boolean {
+  try {
+    decodeProtectedHeader(token);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The 401 of refused credentials (docs/protocol.md 5, `[auth.401-response]`). */
 export function unauthorized(developerMessage: string): WireError {
   return new WireError("unauthorized", "Authentication required", {
@@ -358,6 +368,16 @@ export function createAuthenticator(
     return remember(token, admission, payload.exp as number);
   };
 
+  /**
+   * An opaque access token, asked about at the authorization server (docs/protocol.md 9.6, `[oauth.introspection]`):
+   * the same principal and grant as a JWT of that issuer and subject. Never remembered here: the introspection cache
+   * keeps it for a short while only, so that a revoked token stops working.
+   */
+  const introspectAccessToken = async (resource: OAuthResource, token: string): Promise<Admission> => {
+    const { subject, grant } = await resource.introspect(token);
+    return Object.freeze({ principal: principalOf({ iss: grant.issuer, sub: subject }, true, "sub"), grant });
+  };
+
   const verifyNewJwt = async (token: string): Promise<Admission> => {
     let header: ProtectedHeaderParameters;
     try {
@@ -428,6 +448,11 @@ export function createAuthenticator(
       const issuer = oauth?.issuerOf(bearer);
       if (oauth && issuer !== undefined) {
         return verifyAccessToken(oauth, bearer, issuer);
+      }
+      // Any other token goes to introspection where it is on, but a JWT that section 5 checks: a secret holder's
+      // tokens are never sent to the authorization server.
+      if (oauth?.introspects && !(jwt && isJwt(bearer))) {
+        return introspectAccessToken(oauth, bearer);
       }
       if (jwt) {
         return verifyNewJwt(bearer);

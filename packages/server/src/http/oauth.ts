@@ -1,7 +1,8 @@
 /**
  * The oauth extension (docs/protocol.md 9.6): the Tool Server as an OAuth 2.1 resource server. Its protected
  * resource metadata (RFC 9728), access tokens (RFC 9068 JWTs) checked against their issuer's metadata (RFC 8414)
- * and key set, scopes, and the `WWW-Authenticate` challenges that tell a client where to sign in. Web APIs only.
+ * and key set, opaque ones through introspection (RFC 7662) where configured, scopes, and the `WWW-Authenticate`
+ * challenges that tell a client where to sign in. Web APIs only.
  */
 import { WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH } from "@otc/types";
 import {
@@ -11,10 +12,12 @@ import {
   type JWTPayload,
   type ProtectedHeaderParameters,
 } from "jose";
+import type { AuthorizationServer } from "oauth4webapi";
 import type { CoreLogger } from "../core/call-log.js";
 import type { Clock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
 import { unauthorized, verifiedPayload } from "./authentication.js";
+import { type IntrospectionOptions, TokenIntrospection } from "./introspection.js";
 import {
   boundedFetch,
   credentialsUnavailable,
@@ -65,10 +68,16 @@ export interface OAuthOptions {
   keyCooldownSeconds?: number;
   /** How long a fetched key set is used before it is fetched again, in seconds. Default 600. */
   keyMaxAgeSeconds?: number;
-  /** How long a fetch of metadata or a key set may take, in milliseconds. Default 3000. */
+  /** How long a fetch of metadata or a key set, or an introspection request, may take, in milliseconds. Default 3000. */
   fetchTimeoutMs?: number;
   /** Clock skew allowed on `exp`, `nbf` and `iat`, in seconds. Default 60. */
   clockToleranceSeconds?: number;
+  /**
+   * Opaque access tokens (`[oauth.introspection]`): a bearer token that is not a JWT this server checks itself is
+   * asked about at this authorization server's introspection endpoint (RFC 7662). Default: off, and such a token is
+   * a 401.
+   */
+  introspection?: IntrospectionOptions;
 }
 
 /** What an access token grants: who, for which issuer, with which scopes. */
@@ -81,8 +90,9 @@ export interface OAuthGrant {
   readonly delegated: boolean;
 }
 
-/** One authorization server: its metadata's key set, found when a token first needs it. */
+/** One authorization server: its metadata and its key set, each read when a token first needs it. */
 interface Issuer {
+  readonly metadata: () => Promise<AuthorizationServer>;
   readonly keys: () => Promise<ReturnType<typeof remoteKeySet>>;
 }
 
@@ -108,6 +118,7 @@ export class OAuthResource {
   private readonly extraScopes: readonly string[];
   private readonly resourceName: string | undefined;
   private readonly metadataFetch: ReturnType<typeof boundedFetch>;
+  private readonly introspection: TokenIntrospection | undefined;
 
   constructor(
     options: OAuthOptions,
@@ -128,7 +139,8 @@ export class OAuthResource {
         throw new ServerConfigError(`oauth.authorizationServers: ${issuer} must have no query or fragment`);
       }
       // The issuer is compared exactly, as written: `iss` and the metadata's `issuer` must be this string.
-      this.issuers.set(issuer, { keys: keptUnlessFailed(() => this.keySetAt(issuer, url)) });
+      const metadata = keptUnlessFailed(() => this.metadataAt(issuer, url));
+      this.issuers.set(issuer, { metadata, keys: keptUnlessFailed(() => this.keySetAt(metadata)) });
     }
     const { url: resource, canonical } = canonicalResource(options.resource ?? publicUrl);
     this.resource = canonical;
@@ -186,6 +198,24 @@ export class OAuthResource {
     }
     this.resourceName = options.resourceName;
     this.metadataFetch = boundedFetch(clock);
+    this.introspection =
+      options.introspection === undefined
+        ? undefined
+        : new TokenIntrospection(options.introspection, {
+            issuers: [...this.issuers.keys()],
+            audiences: this.audiences,
+            toleranceSeconds: this.tolerance,
+            timeoutMs: this.timing.timeoutMs,
+            clock,
+            logger,
+            metadata: (issuer) => (this.issuers.get(issuer) as Issuer).metadata(),
+            scopesOf: (scope) => scopesOf({ scope }),
+          });
+  }
+
+  /** Whether opaque tokens are asked about at an introspection endpoint (`[oauth.introspection]`). */
+  get introspects(): boolean {
+    return this.introspection !== undefined;
   }
 
   /** The metadata document's JSON text (ProtectedResourceMetadata), with the tools' `required_scopes`. */
@@ -260,6 +290,25 @@ export class OAuthResource {
     return { payload, grant };
   }
 
+  /**
+   * Checks an opaque access token through introspection (`[oauth.introspection]`): its issuer (the configured one),
+   * subject and grant, or a 401, or a 503 when the authorization server cannot be asked.
+   */
+  async introspect(token: string): Promise<{ subject: string; grant: OAuthGrant }> {
+    const introspection = this.introspection;
+    if (!introspection) {
+      throw unauthorized("the bearer token is not a JWT, and this server does not introspect tokens");
+    }
+    const { issuer, subject, scopes } = await introspection.introspect(token);
+    const grant: OAuthGrant = {
+      issuer,
+      subject,
+      scopes,
+      delegated: this.delegationScope !== undefined && scopes.has(this.delegationScope),
+    };
+    return { subject, grant };
+  }
+
   /** `WWW-Authenticate` of a 401: where to sign in and what to ask for; `invalid_token` when a token was refused. */
   unauthorizedChallenge(scopes: readonly string[], tokenSent: boolean): string {
     const error = tokenSent ? 'error="invalid_token", ' : "";
@@ -309,26 +358,38 @@ export class OAuthResource {
     return (this.issuers.get(issuer) as Issuer).keys();
   }
 
-  /** An issuer's key set, at the `jwks_uri` of its metadata; a metadata failure is a 503, logged once per pause. */
-  private async keySetAt(name: string, issuer: URL): Promise<ReturnType<typeof remoteKeySet>> {
+  /** An issuer's metadata; a failure is a 503, logged once per pause. */
+  private async metadataAt(name: string, issuer: URL): Promise<AuthorizationServer> {
+    try {
+      return await issuerMetadata(name, issuer, this.metadataFetch.fetch, this.timing.timeoutMs);
+    } catch (error) {
+      this.metadataFailed(issuer, error);
+      throw credentialsUnavailable("the metadata of the authorization server that issued the access token");
+    }
+  }
+
+  /** An issuer's key set, at the `jwks_uri` of its metadata; metadata without a usable one is a 503 as well. */
+  private async keySetAt(metadata: () => Promise<AuthorizationServer>): Promise<ReturnType<typeof remoteKeySet>> {
+    const document = await metadata();
     let jwksUri: URL;
     try {
-      const metadata = await issuerMetadata(name, issuer, this.metadataFetch.fetch, this.timing.timeoutMs);
-      if (typeof metadata.jwks_uri !== "string") {
+      if (typeof document.jwks_uri !== "string") {
         throw new Error("the metadata has no jwks_uri");
       }
-      jwksUri = outboundUrlOf(metadata.jwks_uri, "the authorization server's jwks_uri");
+      jwksUri = outboundUrlOf(document.jwks_uri, "the authorization server's jwks_uri");
     } catch (error) {
-      if (!(error instanceof FetchBackoff) && this.metadataFetch.failed()) {
-        const reason = error instanceof Error ? error.message : String(error);
-        this.logger?.warn(
-          { issuer: issuer.href, err: reason },
-          "the authorization server's metadata could not be read",
-        );
-      }
+      this.metadataFailed(new URL(document.issuer), error);
       throw credentialsUnavailable("the metadata of the authorization server that issued the access token");
     }
     return remoteKeySet(jwksUri, this.timing, this.logger, this.clock);
+  }
+
+  /** Logs that an issuer's metadata is unusable, once per pause. */
+  private metadataFailed(issuer: URL, error: unknown): void {
+    if (!(error instanceof FetchBackoff) && this.metadataFetch.failed()) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.logger?.warn({ issuer: issuer.href, err: reason }, "the authorization server's metadata could not be read");
+    }
   }
 }
 
@@ -357,7 +418,7 @@ function canonicalResource(raw: string | undefined): { url: URL; canonical: stri
 }
 
 /** The scopes a token grants: its `scope` claim (RFC 9068), else an `scp` list (as some servers send); undefined when malformed. */
-function scopesOf(payload: JWTPayload): Set<string> | undefined {
+function scopesOf(payload: object): Set<string> | undefined {
   const { scope, scp } = payload as { scope?: unknown; scp?: unknown };
   const list =
     typeof scope === "string"
