@@ -17,6 +17,11 @@ export interface ContractSubject {
    * store with no way to count them resolves once every caller that is not blocked would have run.
    */
   lockWaiters(count: number): Promise<void>;
+  /**
+   * Moves the clock the store's lock time limit follows, for a store whose limit is a test clock's (the memory
+   * store's); a store without it waits out its time limit for real.
+   */
+  advance?(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -248,8 +253,9 @@ export function lockTimeoutContract(
   isTimeout: (error: unknown) => boolean,
 ): void {
   describe(`${name}: the lock's time limit`, () => {
-    // The one real time limit of these suites: a lock's timeout is the store's (PostgreSQL's lock_timeout), and no
-    // test clock reaches it. Short, and only ever waited out by a caller meant to give up.
+    // The one real time limit of these suites, for the SQL stores: their lock's timeout is PostgreSQL's lock_timeout
+    // (or their process's timers), which no test clock reaches. Short, and only ever waited out by a caller meant to
+    // give up. A store on a test clock has it moved instead.
     const GIVE_UP_MS = 50;
 
     it("gives up on a lock held past timeoutMs, on one instance and across two, and the lock still works after", async () => {
@@ -269,10 +275,12 @@ export function lockTimeoutContract(
           const waited = instance.withLock("conn-1", GIVE_UP_MS, async () => {
             ran = true;
           });
-          const error = await waited.then(
+          const outcome = waited.then(
             () => undefined,
             (thrown: unknown) => thrown,
           );
+          await it.advance?.(GIVE_UP_MS);
+          const error = await outcome;
           expect(isTimeout(error), String(error)).toBe(true);
           expect(ran).toBe(false);
         }

@@ -1,14 +1,29 @@
-// The contract against @otc/server's MemoryConnectionStore: the reference the SQL stores are held to.
-import { setImmediate } from "node:timers/promises";
-import { MemoryConnectionStore } from "@otc/server";
-import { connectionStoreContract } from "./connection-store-contract.js";
+// The contract against @otc/server's MemoryConnectionStore: the reference the SQL stores are held to, its lock's time limit on a test clock.
+import { ConnectionLockTimeoutError, MemoryConnectionStore } from "@otc/server";
+import { ManualClock } from "@otc/test-helpers/manual-clock";
+import { until } from "@otc/test-helpers/until";
+import { connectionStoreContract, lockTimeoutContract } from "./connection-store-contract.js";
 
-connectionStoreContract("MemoryConnectionStore", async (bounds) => ({
-  store: new MemoryConnectionStore(bounds),
-  // No I/O: once the pending callbacks have run, a caller the lock does not hold back would be in its work.
-  lockWaiters: async () => {
-    await setImmediate();
-    await setImmediate();
+connectionStoreContract("MemoryConnectionStore", async (bounds) => {
+  const store = new MemoryConnectionStore(bounds);
+  return {
+    store,
+    lockWaiters: (count) => until(() => store.waitingForLock >= count, { what: `${count} callers waiting for a lock` }),
+    close: async () => {},
+  };
+});
+
+lockTimeoutContract(
+  "MemoryConnectionStore",
+  async () => {
+    const clock = new ManualClock();
+    const store = new MemoryConnectionStore({ clock });
+    return {
+      store,
+      lockWaiters: (count) => until(() => store.waitingForLock >= count),
+      advance: (ms) => clock.advance(ms),
+      close: async () => {},
+    };
   },
-  close: async () => {},
-}));
+  (error) => error instanceof ConnectionLockTimeoutError,
+);

@@ -30,6 +30,7 @@ export {
 export { type Clock, type ClockTimer, systemClock } from "./core/clock.js";
 export {
   CONNECTION_STORE_DEFAULTS,
+  ConnectionLockTimeoutError,
   type ConnectionRecord,
   type ConnectionStatus,
   type ConnectionStore,
@@ -37,6 +38,7 @@ export {
   ConnectionStoreFullError,
   connectionStoreBounds,
   MemoryConnectionStore,
+  type MemoryConnectionStoreOptions,
   type SealedTokens,
 } from "./core/connection-store.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./core/console-logger.js";
@@ -67,6 +69,7 @@ export type {
 } from "./core/tool.js";
 export { defineTool, OxpToolError } from "./core/tool.js";
 export type { Admission, AuthenticationOptions, Principal } from "./http/authentication.js";
+export type { IntrospectionOptions } from "./http/introspection.js";
 export {
   ACCESS_TOKEN_ALGORITHMS,
   type AccessTokenAlgorithm,

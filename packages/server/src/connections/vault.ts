@@ -20,6 +20,7 @@ import { type ChallengeStore, ChallengeStoreFullError, MemoryChallengeStore } fr
 import type { Clock } from "../core/clock.js";
 import {
   CONNECTION_STORE_DEFAULTS,
+  ConnectionLockTimeoutError,
   type ConnectionRecord,
   type ConnectionStore,
   ConnectionStoreFullError,
@@ -35,8 +36,13 @@ export const CALLBACK_PATH = "/connections/callback";
 const REFRESH_MARGIN_MS = 60_000;
 /** How many connections' opened tokens are kept, the least recently opened going first. */
 const OPENED_KEPT = 1_000;
-/** The longest a refresh may hold a connection's lock. */
+/** The longest a refresh waits for a connection's lock. */
 const REFRESH_LOCK_MS = 15_000;
+/**
+ * The longest a callback waits for its connection's lock, which a callback for the same flow holds while it checks the
+ * browser, exchanges the code and stores the tokens: longer than two of the provider's requests may take.
+ */
+export const CALLBACK_LOCK_MS = 30_000;
 
 /** The tokens a connection holds, as sealed. */
 interface HeldTokens {
@@ -95,7 +101,7 @@ export class ConnectionVault {
     this.providers = providers;
     this.seal = parts.seal;
     this.maxPerUser = parts.maxPerUser ?? CONNECTION_STORE_DEFAULTS.maxPerUser;
-    this.store = parts.store ?? new MemoryConnectionStore({ maxPerUser: this.maxPerUser });
+    this.store = parts.store ?? new MemoryConnectionStore({ maxPerUser: this.maxPerUser, clock: parts.clock });
     this.challenges = parts.challenges ?? new MemoryChallengeStore({ now: () => parts.clock.now() });
     this.verifyBrowser = parts.verifyBrowser;
     this.clock = parts.clock;
@@ -223,9 +229,46 @@ export class ConnectionVault {
       );
     }
     if (challenge.status !== "pending") {
-      return page(400, "This link was used already", "Start again from your app.");
+      return usedAlready();
     }
     const provider = this.providers.get(challengeId.split(".")[0] ?? "") as ConnectionProvider;
+    // A state is good once, and a code is exchanged once: callbacks for one flow (a browser sending it twice, a
+    // link replayed) take turns under the connection's lock, which every instance sharing the store respects, and
+    // each one after the first finds the flow decided. Checking and deciding outside the lock would let a second
+    // callback exchange the code again (the provider then revokes what the first got), or fail a flow the first
+    // completes.
+    try {
+      return await this.store.withLock(challenge.data.connection as string, CALLBACK_LOCK_MS, () =>
+        this.finishFlow(request, { parameters, state, challengeId, provider }),
+      );
+    } catch (error) {
+      if (!(error instanceof ConnectionLockTimeoutError)) {
+        throw error;
+      }
+      return page(
+        409,
+        "This link is being used already",
+        "Wait for that window to finish, or start again from your app.",
+      );
+    }
+  }
+
+  /** The rest of a callback, under the connection's lock: the flow read again, the browser checked, the code exchanged. */
+  private async finishFlow(
+    request: Request,
+    {
+      parameters,
+      state,
+      challengeId,
+      provider,
+    }: { parameters: URLSearchParams; state: string; challengeId: string; provider: ConnectionProvider },
+  ): Promise<Response> {
+    const challenge = await this.challenges.get(challengeId);
+    if (challenge?.status !== "pending") {
+      return challenge
+        ? usedAlready()
+        : page(400, "This link is not valid", "It has expired. Start again from your app.");
+    }
     if (!(await this.verifyBrowser(request, challenge.owner))) {
       // Spent: whoever was sent the link cannot try again, and the user who started it starts over.
       await this.challenges.decide(challengeId, "failed");
@@ -235,7 +278,6 @@ export class ConnectionVault {
         "Sign in to the app as the user who started it, then start again.",
       );
     }
-    // The first decision stands: a second callback racing this one finds the flow decided.
     const flow = {
       state,
       codeVerifier: challenge.data.codeVerifier as string,
@@ -498,6 +540,8 @@ async function unavailableOnFailure<T>(provider: ConnectionProvider, work: () =>
     });
   }
 }
+
+const usedAlready = () => page(400, "This link was used already", "Start again from your app.");
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

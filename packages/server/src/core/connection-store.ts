@@ -3,6 +3,7 @@
  * tokens sealed (AES-256-GCM) before they reach a store, and the lock that makes a refresh single-flight across every
  * instance sharing the store. {@link MemoryConnectionStore} serves one process; `@otc/postgres` serves many.
  */
+import { type Clock, type ClockTimer, systemClock } from "./clock.js";
 import { ServerConfigError } from "./errors.js";
 
 /** Where a connection stands. */
@@ -58,6 +59,19 @@ export class ConnectionStoreFullError extends Error {
   }
 }
 
+/** Thrown by {@link ConnectionStore.withLock} when another caller held the connection's lock for longer than `timeoutMs`. */
+export class ConnectionLockTimeoutError extends Error {
+  constructor(
+    /** The connection whose lock was not had. */
+    readonly connectionId: string,
+    readonly timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`The lock of connection ${connectionId} was not free within ${timeoutMs} ms`, options);
+    this.name = "ConnectionLockTimeoutError";
+  }
+}
+
 /** The bounds every store enforces. */
 export interface ConnectionStoreBounds {
   /** Connections per (principal, user), any status. Default 50. */
@@ -90,8 +104,8 @@ export interface ConnectionStore {
   /**
    * Runs `work` while holding the connection's lock, which every instance sharing the store respects: a second
    * caller waits for the first to finish, then runs its own `work` (which re-reads the connection and usually finds
-   * the refresh done). Resolves with what `work` resolves with; a lock held longer than `timeoutMs` is given up with
-   * an error rather than waited on for ever.
+   * the refresh done). Resolves with what `work` resolves with; a caller that waits longer than `timeoutMs` for a lock
+   * another caller holds gives up with a {@link ConnectionLockTimeoutError} rather than wait for ever.
    */
   withLock<T>(id: string, timeoutMs: number, work: () => Promise<T>): Promise<T>;
 }
@@ -115,15 +129,30 @@ export function connectionStoreBounds(options: ConnectionStoreBounds = {}): Requ
 
 const ownerKey = (principal: string, userId: string) => JSON.stringify([principal, userId]);
 
+/** The options of {@link MemoryConnectionStore}. */
+export interface MemoryConnectionStoreOptions extends ConnectionStoreBounds {
+  /** The clock a lock's time limit follows. Default the system clock; a server's own vault passes the server's. */
+  clock?: Clock;
+}
+
 /** Connections in this process's memory: for one instance (tests, a single server). Lost when the process ends. */
 export class MemoryConnectionStore implements ConnectionStore {
   private readonly records = new Map<string, ConnectionRecord>();
   private readonly byOwner = new Map<string, Set<string>>();
-  private readonly locks = new Map<string, Promise<unknown>>();
+  /** Per id, the turn of the last caller to queue for the lock: it settles once that caller lets go. */
+  private readonly tails = new Map<string, Promise<void>>();
   private readonly bounds: Required<ConnectionStoreBounds>;
+  private readonly clock: Clock;
+  private waiting = 0;
 
-  constructor(options: ConnectionStoreBounds = {}) {
+  constructor(options: MemoryConnectionStoreOptions = {}) {
     this.bounds = connectionStoreBounds(options);
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /** Callers waiting for a lock another caller holds (a gauge for metrics, as the SQL stores have). */
+  get waitingForLock(): number {
+    return this.waiting;
   }
 
   async list(principal: string, userId: string): Promise<ConnectionRecord[]> {
@@ -180,21 +209,50 @@ export class MemoryConnectionStore implements ConnectionStore {
     }
   }
 
-  async withLock<T>(id: string, _timeoutMs: number, work: () => Promise<T>): Promise<T> {
-    // One process: a chain of promises per id is the lock. Nothing here can hold it but `work` itself.
-    const before = this.locks.get(id) ?? Promise.resolve();
-    const mine = before.then(work, work);
-    const settled = mine.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.locks.set(id, settled);
-    try {
-      return await mine;
-    } finally {
-      if (this.locks.get(id) === settled) {
-        this.locks.delete(id);
+  async withLock<T>(id: string, timeoutMs: number, work: () => Promise<T>): Promise<T> {
+    if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+      throw new TypeError("timeoutMs must be a positive number of milliseconds");
+    }
+    // One process: a queue of promises per id is the lock. A caller that gives up keeps its place until the one
+    // before it lets go, then passes the turn on at once, so the queue never breaks.
+    const previous = this.tails.get(id);
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tail = (previous ?? Promise.resolve()).then(() => mine);
+    this.tails.set(id, tail);
+    void tail.then(() => {
+      if (this.tails.get(id) === tail) {
+        this.tails.delete(id);
       }
+    });
+    if (previous) {
+      await this.turnWithin(id, previous, timeoutMs, release);
+    }
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  /** Waits for `previous` to let go, on the store's clock for at most `timeoutMs`; gives the turn on if it does not. */
+  private async turnWithin(id: string, previous: Promise<void>, timeoutMs: number, release: () => void): Promise<void> {
+    this.waiting++;
+    let timer: ClockTimer | undefined;
+    try {
+      const gotIt = await new Promise<boolean>((resolve) => {
+        timer = this.clock.setTimeout(() => resolve(false), timeoutMs);
+        void previous.then(() => resolve(true));
+      });
+      if (!gotIt) {
+        void previous.then(release);
+        throw new ConnectionLockTimeoutError(id, timeoutMs);
+      }
+    } finally {
+      this.clock.clearTimeout(timer);
+      this.waiting--;
     }
   }
 }
