@@ -38,9 +38,17 @@ export interface OxpToolsOptions {
    * does not list is an error.
    */
   toolkits?: readonly string[];
-  /** Sent as `context.user_id` on every call: tools that act for a user need it. */
+  /**
+   * Sent as `context.user_id` on every call: tools that act for a user need it, and a server holding connections
+   * finds the user's by it.
+   */
   userId?: string;
-  /** The rest of every call's `context`: authorization tokens and secrets the tools require. */
+  /**
+   * The rest of every call's `context`: secrets the tools require, and authorization tokens where the application
+   * holds them. A server that holds its users' connections (docs/protocol.md 9.7) needs no token here: it puts the
+   * user's token into each call itself, and a user not yet connected gets an authorization challenge (the provider's
+   * link), which each framework's adapter stops the run at as for any challenge.
+   */
   context?: Omit<OxpCallContext, "user_id">;
   /**
    * Which tools ask the user before they run, where the framework can ask (its own approval): `"destructive"`
