@@ -180,8 +180,8 @@ describe("discovery and the routes", () => {
     async () => {
       const discovery = await send(`${server.url}/.well-known/oxp`);
       expect(discovery.body.extensions).toContain("connections");
-      expect(discovery.body.extension_info).toEqual({
-        connections: { providers: [{ id: "example", name: "Example Accounts" }] },
+      expect(discovery.body.extension_info.connections).toEqual({
+        providers: [{ id: "example", name: "Example Accounts" }],
       });
       const unasked = await send(`${server.url}/connections?user_id=alice`, { headers: { "OXP-API-Key": API_KEY } });
       expectError(unasked, 404);

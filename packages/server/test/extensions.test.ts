@@ -30,7 +30,11 @@ describe("discovery", () => {
     expect(reply.status).toBe(200);
     expect(reply.headers.get("oxp-version")).toBe("1.0");
     expectSchema("DiscoveryDocument", reply.body);
-    expect(reply.body).toEqual({ oxp_versions: ["1.0"], extensions: ["annotations", "tasks", "pagination"] });
+    expect(reply.body).toEqual({
+      oxp_versions: ["1.0"],
+      extensions: ["annotations", "tasks", "pagination", "search", "cache"],
+      extension_info: { search: { max_limit: 50, max_query_length: 256, max_terms: 32, max_ids: 100 } },
+    });
     const none = await send(`${plain.baseUrl}/.well-known/oxp`);
     expect(none.body).toEqual({ oxp_versions: ["1.0"], extensions: [] });
   });
@@ -41,7 +45,7 @@ describe("discovery", () => {
       expect((await send(`${guarded.baseUrl}/tools`)).status).toBe(401);
       const reply = await send(`${guarded.baseUrl}/.well-known/oxp`);
       expect(reply.status).toBe(200);
-      expect(reply.body.extensions).toEqual(["annotations", "tasks", "pagination"]);
+      expect(reply.body.extensions).toEqual(["annotations", "tasks", "pagination", "search", "cache"]);
       expect((await send(`${guarded.baseUrl}/.well-known/oxp`, { method: "HEAD" })).status).toBe(200);
       expectError(await send(`${guarded.baseUrl}/.well-known/oxp`, { method: "POST" }), 405);
     } finally {

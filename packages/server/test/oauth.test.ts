@@ -147,7 +147,7 @@ describe("the protected resource metadata", () => {
       expectError(reply, 404);
       const discovery = await send(`${plain.url}/.well-known/oxp`);
       expect(discovery.body.extensions).not.toContain("oauth");
-      expect(discovery.body.extension_info).toBeUndefined();
+      expect(discovery.body.extension_info?.oauth).toBeUndefined();
     } finally {
       await plain.close();
     }
@@ -157,7 +157,7 @@ describe("the protected resource metadata", () => {
     const reply = await send(`${baseUrl}/.well-known/oxp`);
     expect(reply.status).toBe(200);
     expect(reply.body.extensions).toContain("oauth");
-    expect(reply.body.extension_info).toEqual({ oauth: { resource_metadata: METADATA_URL } });
+    expect(reply.body.extension_info.oauth).toEqual({ resource_metadata: METADATA_URL });
   });
 });
 
@@ -381,6 +381,37 @@ describe("the catalog", () => {
       const byKey = await send(`${baseUrl}/tools`, { headers: { "OXP-API-Key": API_KEY } });
       expect(byKey.body.items).toHaveLength(2);
       expect(byKey.headers.get("cache-control")).toBeNull();
+    },
+  );
+
+  verifies(
+    ["search.catalog-by-scope", "cache.control"],
+    "a search, ids and /toolkits see only what the token can call, privately",
+    async () => {
+      const readOnly = await agentToken("oxp:tools:read");
+      const asked = (extensions: string) => ({ "OXP-Extensions": extensions });
+      const found = await send(`${baseUrl}/tools?q=send%20email`, { headers: bearer(readOnly, asked("search")) });
+      expect(found.status).toBe(200);
+      expect(found.body.items.map((tool: { id: string }) => tool.id)).not.toContain("Mail.Send@1.0.0");
+      expect(found.headers.get("cache-control")).toBe("private");
+      const withMail = await agentToken("oxp:tools:read mail:send");
+      const mail = await send(`${baseUrl}/tools?q=send%20email`, { headers: bearer(withMail, asked("search")) });
+      expect(mail.body.items[0].id).toBe("Mail.Send@1.0.0");
+      // An id the token cannot call is one that names no tool.
+      const named = await send(`${baseUrl}/tools?ids=Mail.Send`, { headers: bearer(readOnly, asked("search")) });
+      expectError(named, 400);
+      expect(named.body.developer_message).toContain("'Mail.Send'");
+      const toolkits = await send(`${baseUrl}/toolkits`, { headers: bearer(readOnly, asked("search, cache")) });
+      expect(toolkits.body).toEqual({
+        items: [{ name: "Account", tool_count: 1 }],
+        ttl_ms: 60_000,
+        cache_scope: "private",
+      });
+      expect(toolkits.headers.get("cache-control")).toBe("private, max-age=60");
+      // A server with authentication keeps its lists private for every caller, an API key's too.
+      const byKey = await send(`${baseUrl}/tools`, { headers: { "OXP-API-Key": API_KEY, ...asked("cache") } });
+      expect(byKey.headers.get("cache-control")).toBe("private, max-age=60");
+      expect(byKey.body.cache_scope).toBe("private");
     },
   );
 });

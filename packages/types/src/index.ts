@@ -41,6 +41,7 @@ export {
   OXP_ROUTES,
   OXP_VERSION,
   SUPPORTED_OXP_VERSIONS,
+  TOOLKITS_PATH,
   TOOLS_CALL_PATH,
   TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
   TOOLS_CALLS_PATH_TEMPLATE,
@@ -69,8 +70,11 @@ export {
   ToolDefinitionSchema,
   ToolErrorSchema,
   ToolIdSchema,
+  ToolkitListResponseSchema,
   ToolListResponseSchema,
   ToolRequirementsSchema,
+  ToolSearchItemSchema,
+  ToolSearchResponseSchema,
   ToolVersionSchema,
   ValidationErrorResponseSchema,
 } from "./generated/schemas.js";
@@ -80,14 +84,17 @@ export type { ToolAuthorizationChallenge } from "./generated/tool-authorization-
 export type { ScopeToken, ToolDefinition, ToolInputSchema, ToolOutputSchema } from "./generated/tool-definition.js";
 export type { ToolError } from "./generated/tool-error.js";
 export type { ToolId } from "./generated/tool-id.js";
-export type { ToolListResponse } from "./generated/tool-list-response.js";
+export type { CacheScope, CacheTtlMs, ToolListResponse } from "./generated/tool-list-response.js";
 export type {
   ToolAuthorizationRequirement,
   ToolOAuth2Requirement,
   ToolRequirements,
   ToolSecretRequirement,
 } from "./generated/tool-requirements.js";
+export type { ToolSearchItem } from "./generated/tool-search-item.js";
+export type { ToolSearchResponse } from "./generated/tool-search-response.js";
 export type { ToolVersion } from "./generated/tool-version.js";
+export type { Toolkit, ToolkitListResponse } from "./generated/toolkit-list-response.js";
 export type { ValidationErrorResponse } from "./generated/validation-error-response.js";
 export {
   type Validator,
@@ -110,8 +117,11 @@ export {
   validateToolDefinition,
   validateToolError,
   validateToolId,
+  validateToolkitListResponse,
   validateToolListResponse,
   validateToolRequirements,
+  validateToolSearchItem,
+  validateToolSearchResponse,
   validateToolVersion,
   validateValidationErrorResponse,
 } from "./generated/validators.js";

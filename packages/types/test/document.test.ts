@@ -39,7 +39,7 @@ describe("openapiDocument", () => {
     expect(componentSchemas.CallToolEnvelope?.$schema).toBeUndefined();
   });
 
-  it("serves the four 1.0 routes and the extensions' six, and every response of every operation carries OXP-Version", () => {
+  it("serves the four 1.0 routes and the extensions' seven, and every response of every operation carries OXP-Version", () => {
     expect(Object.keys(document.paths).sort()).toEqual([
       "/.well-known/oauth-protected-resource",
       "/.well-known/oxp",
@@ -47,6 +47,7 @@ describe("openapiDocument", () => {
       "/connections",
       "/connections/{connection_id}",
       "/health",
+      "/toolkits",
       "/tools",
       "/tools/call",
       "/tools/calls/{call_id}",
@@ -58,9 +59,9 @@ describe("openapiDocument", () => {
           const header = (response.headers as Record<string, Node> | undefined)?.["OXP-Version"];
           expect(header?.required, `${method} ${route} ${status}`).toBe(true);
           expect(header?.schema).toEqual({ type: "string", const: OXP_VERSION });
-          // A 204 has no body (a deleted connection, docs/protocol.md 9.7).
-          if (status === "204") {
-            expect(response.content, `${method} ${route} 204 has no body`).toBeUndefined();
+          // A 204 has no body (a deleted connection, docs/protocol.md 9.7), nor a 304 (docs/protocol.md 9.9).
+          if (status === "204" || status === "304") {
+            expect(response.content, `${method} ${route} ${status} has no body`).toBeUndefined();
             continue;
           }
           // The one body that is not JSON: a call's event stream (docs/protocol.md 9.3).

@@ -81,7 +81,7 @@ describe("openapi-typescript and json-schema-to-typescript agree", () => {
 });
 
 describe("paths", () => {
-  it("lists the four 1.0 routes and the extensions' six", () => {
+  it("lists the four 1.0 routes and the extensions' seven", () => {
     expectTypeOf<OxpPath>().toEqualTypeOf<
       | "/health"
       | "/.well-known/oxp"
@@ -89,6 +89,7 @@ describe("paths", () => {
       | "/connections"
       | "/connections/{connection_id}"
       | "/tools"
+      | "/toolkits"
       | "/tools/call"
       | "/tools/calls/{call_id}"
       | "/tools/calls/{call_id}/events"
@@ -114,8 +115,16 @@ describe("paths", () => {
     expectTypeOf<JsonBody<Call["responses"][401]>>().toEqualTypeOf<ServerErrorResponse>();
   });
 
-  it("GET /tools answers a ToolListResponse", () => {
-    expectTypeOf<JsonBody<paths["/tools"]["get"]["responses"][200]>>().toEqualTypeOf<Schemas["ToolListResponse"]>();
+  it("GET /tools answers a ToolListResponse, or a ToolSearchResponse for a search", () => {
+    expectTypeOf<JsonBody<paths["/tools"]["get"]["responses"][200]>>().toEqualTypeOf<
+      Schemas["ToolListResponse"] | Schemas["ToolSearchResponse"]
+    >();
+  });
+
+  it("GET /toolkits answers a ToolkitListResponse", () => {
+    expectTypeOf<JsonBody<paths["/toolkits"]["get"]["responses"][200]>>().toEqualTypeOf<
+      Schemas["ToolkitListResponse"]
+    >();
   });
 
   it("the OXP-Version header is typed from the spec", () => {

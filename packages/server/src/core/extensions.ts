@@ -4,7 +4,7 @@ import * as base64url from "jose/base64url";
 import { WireError } from "./errors.js";
 
 /** The extensions this server implements, in the order an answer names them. */
-export const EXTENSIONS = ["annotations", "tasks", "pagination", "oauth", "connections"] as const;
+export const EXTENSIONS = ["annotations", "tasks", "pagination", "search", "cache", "oauth", "connections"] as const;
 
 /** One extension's id. */
 export type ExtensionId = (typeof EXTENSIONS)[number];

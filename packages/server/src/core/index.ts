@@ -10,6 +10,7 @@
  * const answer = wrapResponse(await core.call(request, { principal: "anonymous", baseUrl }), envelope);
  */
 export { type CallBody, checkDepth, isEnvelope, parseCallBody, unwrapCallBody, wrapResponse } from "./call-body.js";
+export { CatalogSearch, type SearchQuery, type SearchScope, type ToolkitDescriptions } from "./catalog-search.js";
 export { type Clock, type ClockTimer, everyOn, sleepOn, systemClock, unrefTimer } from "./clock.js";
 export { type ConsoleLoggerOptions, consoleLogger } from "./console-logger.js";
 export { WIRE_ERROR_STATUS } from "./errors.js";
@@ -21,3 +22,4 @@ export type {
   SchemaValidators,
 } from "./input-validation.js";
 export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions, type ToolList } from "./oxp-core.js";
+export { searchTokens, type ToolMatch, ToolSearchIndex, type ToolSearchOptions } from "./tool-search.js";

@@ -17,6 +17,7 @@ import {
 } from "./call-log.js";
 import type { CallMeta } from "./call-meta.js";
 import { CallRunner } from "./call-runner.js";
+import { CatalogSearch, type ToolkitDescriptions } from "./catalog-search.js";
 import { type Clock, type ClockTimer, systemClock } from "./clock.js";
 import { ServerConfigError, WireError } from "./errors.js";
 import { type OrPromise, settledAsPromise } from "./fast-path.js";
@@ -48,6 +49,11 @@ export { InProcessTaskStore } from "./task-board.js";
 /** Options of {@link OxpCore}. */
 export interface OxpCoreOptions {
   tools: readonly Tool[];
+  /**
+   * What each toolkit is for, by toolkit name, as the search extension's `GET /toolkits` lists it (docs/protocol.md
+   * 9.5). A toolkit described here must have tools.
+   */
+  toolkits?: ToolkitDescriptions;
   /**
    * What validates tool inputs and outputs: `ajvValidators()` from `@otc/server/validation/ajv` (compiles each schema
    * to code: the fastest) or `cfworkerValidators()` from `@otc/server/validation/cfworker` (@cfworker/json-schema
@@ -169,10 +175,19 @@ export class OxpCore {
   private readonly grantedListCache = new Map<string, { list: ToolList; items: readonly ToolDefinition[] }>();
   /** Every scope some tool requires, sorted: the part of a token's scopes its tool list depends on. */
   private readonly requiredScopes: readonly string[];
+  private readonly toolkitDescriptions: ToolkitDescriptions | undefined;
+  private searchIndex: CatalogSearch | undefined;
+  /** The ids each granted catalog shows, for searches made with an access token. */
+  private readonly visibleIds = new WeakMap<readonly ToolDefinition[], ReadonlySet<string>>();
 
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
     this.requiredScopes = [...this.registry.requiredScopes].sort();
+    this.toolkitDescriptions = options.toolkits;
+    if (options.toolkits !== undefined) {
+      // A mistake in the descriptions is one of the catalog's: found at start-up whether or not search is offered.
+      this.catalogSearch();
+    }
     const clock = options.clock ?? systemClock;
     this.clock = clock;
     const logger = options.logger ?? silentLogger;
@@ -266,6 +281,29 @@ export class OxpCore {
   /** The definitions of the tools an access token with `granted` scopes may call, in `form` (for pages of them). */
   definitionsFor(form: ListForm, granted: ReadonlySet<string>): readonly ToolDefinition[] {
     return this.grantedCatalog(form, granted).items;
+  }
+
+  /**
+   * The search extension's index and answers (docs/protocol.md 9.5), built on first use; a server offering search
+   * asks for it when it starts, so that no request pays for the index.
+   */
+  catalogSearch(): CatalogSearch {
+    this.searchIndex ??= new CatalogSearch(this.registry, this.toolkitDescriptions);
+    return this.searchIndex;
+  }
+
+  /** The ids of the tools an access token with `granted` scopes may call; undefined when it may call every tool. */
+  visibleTo(granted: ReadonlySet<string>): ReadonlySet<string> | undefined {
+    if (this.requiredScopes.every((scope) => granted.has(scope))) {
+      return undefined;
+    }
+    const items = this.grantedCatalog({}, granted).items;
+    let ids = this.visibleIds.get(items);
+    if (!ids) {
+      ids = new Set(items.map((definition) => definition.id));
+      this.visibleIds.set(items, ids);
+    }
+    return ids;
   }
 
   /** The catalog `granted` scopes allow in `form`, made once per form and set of the scopes that matter. */

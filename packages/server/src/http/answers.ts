@@ -10,6 +10,8 @@ import type { RouteName } from "./routes.js";
 export interface AnswerKind {
   readonly route: RouteName;
   readonly envelope: boolean;
+  /** A search's answer (a ToolSearchResponse) rather than a list's. */
+  readonly search?: boolean;
 }
 
 /** Every kind of answer, made once. */
@@ -20,6 +22,8 @@ export const ANSWER_KIND = {
   connections: { route: "connections", envelope: false },
   status: { route: "status", envelope: false },
   tools: { route: "tools", envelope: false },
+  search: { route: "tools", envelope: false, search: true },
+  toolkits: { route: "toolkits", envelope: false },
   check: { route: "check", envelope: false },
   call: { route: "call", envelope: false },
   callEnvelope: { route: "call", envelope: true },
@@ -58,7 +62,7 @@ export function checkedAnswers(validateResponses: boolean, logger: CoreLogger | 
   };
   return (status, text, kind, headers) => {
     if (validateResponses) {
-      const validate = responseValidator(kind.route, status, kind.envelope);
+      const validate = responseValidator(kind.route, status, kind.envelope, kind.search === true);
       if (validate && !validate(JSON.parse(text))) {
         return offSpec(status, validate);
       }

@@ -71,6 +71,11 @@ export interface AdapterOptions extends Omit<OxpCoreOptions, "logger"> {
    * document lists none), or a list of ids.
    */
   extensions?: false | readonly ExtensionId[];
+  /** The cache extension (docs/protocol.md 9.9). */
+  cache?: {
+    /** How long a list or the discovery document may be kept: `max-age` and `ttl_ms`, in seconds. Default 60. */
+    maxAgeSeconds?: number;
+  };
   /** Bounds of the tasks extension's event streams (`GET /tools/calls/{call_id}/events`). */
   eventStreams?: {
     /** The most streams one client keeps open; past it, 429. Default 16. */

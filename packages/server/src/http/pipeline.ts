@@ -31,12 +31,14 @@ import { asksFor, methodNotAllowed, type RouteContext, type RouteHandler } from 
 import { healthRoute } from "./routes/health.js";
 import { resourceMetadataRoute } from "./routes/resource-metadata.js";
 import { tasksRoute } from "./routes/tasks.js";
+import { toolkitsRoute } from "./routes/toolkits.js";
 import { toolsRoute } from "./routes/tools.js";
 import {
   CONNECTION_ROUTES,
   type ProtocolRoute,
   protocolRouteOf,
   type RouteName,
+  SEARCH_ROUTES,
   TASK_ROUTES,
   withoutTrailingSlash,
 } from "./routes.js";
@@ -136,7 +138,16 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     oauth,
     vault,
     acceptClientTokens: options.connections?.acceptClientTokens !== false,
+    cache: {
+      maxAgeSeconds: cacheMaxAge(options.cache?.maxAgeSeconds),
+      // A shared cache must never hand a list to a caller the server did not admit (9.9, `[cache.control]`).
+      listScope: authenticate ? "private" : "public",
+    },
   };
+  if (context.offered.has("search")) {
+    // The index is built with the server, not by the first search (9.5, `[search.bounds]`).
+    core.catalogSearch();
+  }
   const serveHealth = healthRoute(context, lifecycle);
   const serveResourceMetadata = oauth && resourceMetadataRoute(context, oauth);
   const task = tasksRoute(context, options);
@@ -145,6 +156,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const routes: Record<Exclude<RouteName, "health" | "discovery" | "resource">, RouteHandler> = {
     call: callRoute(context),
     tools: toolsRoute(context),
+    toolkits: toolkitsRoute(context),
     check: checkRoute(context),
     status: task,
     events: task,
@@ -270,7 +282,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     if (route.name === "resource") {
       return (serveResourceMetadata as NonNullable<typeof serveResourceMetadata>)(exchange, route, headers);
     }
-    const found = admissionOf(exchange, route.name === "tools" ? READ_ONLY : CALL_ONLY);
+    const found = admissionOf(exchange, READ_ROUTES.has(route.name) ? READ_ONLY : CALL_ONLY);
     return isPending(found)
       ? found.then((admission) => serveAuthenticated(exchange, route, admission, headers))
       : serveAuthenticated(exchange, route, found, headers);
@@ -285,7 +297,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       throw methodNotAllowed(route.methods);
     }
     if (admission.grant && route.name !== "call") {
-      const needed = route.name === "tools" ? READ_ONLY : CALL_ONLY;
+      const needed = READ_ROUTES.has(route.name) ? READ_ONLY : CALL_ONLY;
       if (!needed.every((scope) => admission.grant?.scopes.has(scope))) {
         throw (oauth as OAuthResource).insufficientScope(needed);
       }
@@ -315,6 +327,14 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
       // The tasks extension's paths exist only for a request that asks for it: for any other, they are unknown.
       if (route && TASK_ROUTES.has(route.name) && !asksFor(context, exchange, "tasks")) {
         route = undefined;
+      }
+      // So is the search extension's.
+      if (route && SEARCH_ROUTES.has(route.name) && !asksFor(context, exchange, "search")) {
+        route = undefined;
+      }
+      // A call's answers are never kept by a cache that was told of them (9.9, `[cache.no-store]`).
+      if (route?.name === "call" && asksFor(context, exchange, "cache")) {
+        headers = { ...headers, "Cache-Control": "no-store" };
       }
       // So are the connections extension's, on a server with a vault.
       if (route && CONNECTION_ROUTES.has(route.name) && !(vault && asksFor(context, exchange, "connections"))) {
@@ -386,6 +406,19 @@ function vaultCallbackPage(vault: ConnectionVault) {
 const READ_ONLY: readonly string[] = [READ_SCOPE];
 const CALL_ONLY: readonly string[] = [CALL_SCOPE];
 const EVERY_SCOPE: readonly string[] = [READ_SCOPE, CALL_SCOPE];
+/** The routes that need only `oxp:tools:read`: the catalog's. */
+const READ_ROUTES: ReadonlySet<RouteName> = new Set(["tools", "toolkits"]);
+
+/** The cache extension's `max-age`, in whole seconds (default 60). */
+function cacheMaxAge(seconds: number | undefined): number {
+  if (seconds === undefined) {
+    return 60;
+  }
+  if (!Number.isSafeInteger(seconds) || seconds < 0) {
+    throw new ServerConfigError("cache.maxAgeSeconds must be a whole number of seconds, 0 or more");
+  }
+  return seconds;
+}
 
 /**
  * Whether the options configure what an extension needs: `oauth` its authorization servers, `connections` its

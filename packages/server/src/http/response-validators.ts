@@ -10,13 +10,20 @@ import {
   validateDiscoveryDocument,
   validateProtectedResourceMetadata,
   validateServerErrorResponse,
+  validateToolkitListResponse,
   validateToolListResponse,
+  validateToolSearchResponse,
   validateValidationErrorResponse,
 } from "@otc/types";
 import type { RouteName } from "./routes.js";
 
 /** The validator (precompiled from the spec) of a route's answer with `status`; undefined when the spec gives it no body. */
-export function responseValidator(route: RouteName, status: number, envelope: boolean): Validator<unknown> | undefined {
+export function responseValidator(
+  route: RouteName,
+  status: number,
+  envelope: boolean,
+  search = false,
+): Validator<unknown> | undefined {
   if (status === 304 || status === 204) {
     return undefined;
   }
@@ -36,7 +43,9 @@ export function responseValidator(route: RouteName, status: number, envelope: bo
     case "call":
       return envelope ? validateCallToolResultEnvelope : validateCallToolResponse;
     case "tools":
-      return validateToolListResponse;
+      return search ? validateToolSearchResponse : validateToolListResponse;
+    case "toolkits":
+      return validateToolkitListResponse;
     case "discovery":
       return validateDiscoveryDocument;
     case "resource":

@@ -4,6 +4,7 @@ import {
   CONNECTIONS_PATH_TEMPLATE,
   HEALTH_PATH,
   OXP_ROUTES,
+  TOOLKITS_PATH,
   TOOLS_CALL_PATH,
   TOOLS_CALLS_EVENTS_PATH_TEMPLATE,
   TOOLS_CALLS_PATH_TEMPLATE,
@@ -29,6 +30,7 @@ export type RouteName =
   | "discovery"
   | "resource"
   | "tools"
+  | "toolkits"
   | "call"
   | "check"
   | "status"
@@ -38,6 +40,8 @@ export type RouteName =
 
 /** The routes of the tasks extension: without `OXP-Extensions: tasks`, their paths are answered as unknown ones. */
 export const TASK_ROUTES: ReadonlySet<RouteName> = new Set(["status", "events"]);
+/** The search extension's own route (9.5): without `OXP-Extensions: search`, its path is answered as an unknown one. */
+export const SEARCH_ROUTES: ReadonlySet<RouteName> = new Set(["toolkits"]);
 /** The routes of the connections extension (9.7): without `OXP-Extensions: connections`, unknown paths too. */
 export const CONNECTION_ROUTES: ReadonlySet<RouteName> = new Set(["connections", "connection"]);
 
@@ -64,6 +68,7 @@ const FIXED: ReadonlyMap<string, ProtocolRoute> = new Map(
     [
       [TOOLS_CALL_PATH, "call"],
       [TOOLS_PATH, "tools"],
+      [TOOLKITS_PATH, "toolkits"],
       [HEALTH_PATH, "health"],
       [WELL_KNOWN_OXP_PATH, "discovery"],
       [WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH, "resource"],

@@ -46,6 +46,27 @@ export interface DiscoveryDocument {
         name: string;
       }[];
     };
+    /**
+     * The search extension's bounds.
+     */
+    search?: {
+      /**
+       * The largest 'limit' of a search.
+       */
+      max_limit: number;
+      /**
+       * The most characters of 'q'.
+       */
+      max_query_length: number;
+      /**
+       * The most terms of 'q'.
+       */
+      max_terms: number;
+      /**
+       * The most ids of one 'ids' request.
+       */
+      max_ids: number;
+    };
     [k: string]:
       | {}
       | {
@@ -68,6 +89,24 @@ export interface DiscoveryDocument {
              */
             name: string;
           }[];
+        }
+      | {
+          /**
+           * The largest 'limit' of a search.
+           */
+          max_limit: number;
+          /**
+           * The most characters of 'q'.
+           */
+          max_query_length: number;
+          /**
+           * The most terms of 'q'.
+           */
+          max_terms: number;
+          /**
+           * The most ids of one 'ids' request.
+           */
+          max_ids: number;
         }
       | undefined;
   };

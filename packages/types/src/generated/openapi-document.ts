@@ -455,11 +455,29 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 "1.0.0"
               ]
             }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "If-None-Match",
+            in: "header",
+            required: false,
+            description: "An `ETag` this client holds; when it is the current one the answer is 304 without a body.",
+            schema: {
+              type: "string"
+            }
           }
         ],
         responses: {
           "200": {
-            description: "What the server supports.",
+            description: "What the server supports. With `OXP-Extensions: cache`, with a strong `ETag` and `Cache-Control: public, max-age=N`.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -467,6 +485,20 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 schema: {
                   type: "string",
                   const: "1.0"
+                }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              "Cache-Control": {
+                description: "With the cache extension, `public, max-age=N` when every caller gets this answer, else `private, max-age=N`; `private` alone for a list an OAuth access token's scopes shaped.",
+                required: false,
+                schema: {
+                  type: "string"
                 }
               }
             },
@@ -550,6 +582,39 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                             "providers"
                           ],
                           additionalProperties: false
+                        },
+                        search: {
+                          description: "The search extension's bounds.",
+                          type: "object",
+                          properties: {
+                            max_limit: {
+                              description: "The largest 'limit' of a search.",
+                              type: "integer",
+                              minimum: 1
+                            },
+                            max_query_length: {
+                              description: "The most characters of 'q'.",
+                              type: "integer",
+                              minimum: 1
+                            },
+                            max_terms: {
+                              description: "The most terms of 'q'.",
+                              type: "integer",
+                              minimum: 1
+                            },
+                            max_ids: {
+                              description: "The most ids of one 'ids' request.",
+                              type: "integer",
+                              minimum: 1
+                            }
+                          },
+                          required: [
+                            "max_limit",
+                            "max_query_length",
+                            "max_terms",
+                            "max_ids"
+                          ],
+                          additionalProperties: false
                         }
                       },
                       propertyNames: {
@@ -565,6 +630,26 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                     "extensions"
                   ],
                   additionalProperties: false
+                }
+              }
+            }
+          },
+          "304": {
+            description: "The `If-None-Match` of the request names the current `ETag`; no body.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
                 }
               }
             }
@@ -990,7 +1075,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           "Tools"
         ],
         summary: "List tools",
-        description: "Lists every version of every tool the server offers.\n\nWith `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`\nwhere it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,\n`next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:\na request that does not ask for it has them ignored, as every unknown parameter is, and one that\ndoes has them checked (400). With `OXP-Extensions: oauth`, each tool lists its `required_scopes`.\n\nA request admitted by an OAuth access token needs the scope `oxp:tools:read` (else 403) and is\nanswered only the tools whose `required_scopes` its token holds, with `Cache-Control: private`.\n",
+        description: "Lists every version of every tool the server offers.\n\nWith `OXP-Extensions: annotations`, each tool carries its `annotations` and `deprecation_message`\nwhere it has them. With `OXP-Extensions: pagination`, the list comes in pages (`limit`, `cursor`,\n`next_cursor`) and `toolkit` keeps one toolkit's tools. The query parameters are that extension's:\na request that does not ask for it has them ignored, as every unknown parameter is, and one that\ndoes has them checked (400). With `OXP-Extensions: oauth`, each tool lists its `required_scopes`.\n\nWith `OXP-Extensions: search`, `q` answers the tools that match a text, best first, each with its\n`score` (a ToolSearchResponse; `limit` 1 to 50, default 10; `view=summary` leaves out schemas and\nrequirements; `toolkit` and `cursor` compose with it), and `ids` answers exactly the tools named,\nin that order (a ToolListResponse). With `OXP-Extensions: cache`, the answer carries a strong\n`ETag` and `Cache-Control`, and its body `ttl_ms` and `cache_scope`.\n\nA request admitted by an OAuth access token needs the scope `oxp:tools:read` (else 403) and is\nanswered only the tools whose `required_scopes` its token holds, with `Cache-Control: private`.\n",
         parameters: [
           {
             name: "OXP-Version",
@@ -1041,17 +1126,61 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             name: "toolkit",
             in: "query",
             required: false,
-            description: "With the pagination extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly).",
+            description: "With the pagination or search extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly).",
             schema: {
               type: "string",
               pattern: "^[A-Za-z0-9_]+$",
               maxLength: 128
             }
+          },
+          {
+            name: "q",
+            in: "query",
+            required: false,
+            description: "With the search extension, the text to find tools for, 1 to 256 characters and at most 32 terms. Matched as words, never as a pattern.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 256
+            }
+          },
+          {
+            name: "view",
+            in: "query",
+            required: false,
+            description: "With the search extension and `q`, `full` (the default) for whole definitions, `summary` to leave out `input_schema`, `output_schema` and `requirements`.",
+            schema: {
+              type: "string",
+              enum: [
+                "summary",
+                "full"
+              ]
+            }
+          },
+          {
+            name: "ids",
+            in: "query",
+            required: false,
+            description: "With the search extension, the tools to answer, comma-separated, each resolved as a call's `tool_id` (`Gmail.SendEmail`, `Gmail.SendEmail@2`, `Gmail.SendEmail@2.1.0`); at most 100. Not with `q`.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 16384
+            }
+          },
+          {
+            name: "If-None-Match",
+            in: "header",
+            required: false,
+            description: "An `ETag` this client holds; when it is the current one the answer is 304 without a body.",
+            schema: {
+              type: "string"
+            }
           }
         ],
         responses: {
           "200": {
-            description: "The tools, `items` empty when there are none.",
+            description: "The tools, `items` empty when there are none; with the search extension and `q`, the tools that match.",
             headers: {
               "OXP-Version": {
                 description: "The OXP version the server speaks.",
@@ -1074,270 +1203,610 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 schema: {
                   type: "string"
                 }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              "Cache-Control": {
+                description: "With the cache extension, `public, max-age=N` when every caller gets this answer, else `private, max-age=N`; `private` alone for a list an OAuth access token's scopes shaped.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
               }
             },
             content: {
               "application/json": {
                 schema: {
-                  title: "ToolListResponse",
-                  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
-                  type: "object",
-                  properties: {
-                    items: {
-                      type: "array",
-                      items: {
-                        title: "ToolDefinition",
-                        description: "Describes one version of one tool, as a Tool Server lists it at GET /tools.",
-                        type: "object",
-                        properties: {
-                          id: {
-                            description: "The tool's unique id on this server, always with its full version: 'Toolkit.Tool@x.y.z'.",
-                            type: "string",
-                            pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$",
-                            allOf: [
-                              {
-                                title: "ToolId",
-                                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
+                  oneOf: [
+                    {
+                      title: "ToolListResponse",
+                      description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named.",
+                      type: "object",
+                      properties: {
+                        items: {
+                          type: "array",
+                          items: {
+                            title: "ToolDefinition",
+                            description: "Describes one version of one tool, as a Tool Server lists it at GET /tools.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The tool's unique id on this server, always with its full version: 'Toolkit.Tool@x.y.z'.",
                                 type: "string",
-                                maxLength: 256,
-                                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
+                                pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$",
+                                allOf: [
+                                  {
+                                    title: "ToolId",
+                                    description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
+                                    type: "string",
+                                    maxLength: 256,
+                                    pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
+                                    examples: [
+                                      "Calculator.Add",
+                                      "Calculator.Add@1",
+                                      "Calculator.Add@1.0.0"
+                                    ]
+                                  }
+                                ]
+                              },
+                              name: {
+                                description: "A name for models and people: letters, digits, '_' and '-', 1 to 64 characters. By convention 'Toolkit_Tool'.",
+                                type: "string",
+                                pattern: "^[A-Za-z0-9_-]{1,64}$"
+                              },
+                              description: {
+                                description: "What the tool does and when to use it, written for both people and models.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              version: {
+                                title: "ToolVersion",
+                                description: "The same x.y.z version that ends the tool's id.",
+                                type: "string",
+                                pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
                                 examples: [
-                                  "Calculator.Add",
-                                  "Calculator.Add@1",
-                                  "Calculator.Add@1.0.0"
+                                  "1.0.0",
+                                  "0.1.2",
+                                  "1.10.0"
                                 ]
-                              }
-                            ]
-                          },
-                          name: {
-                            description: "A name for models and people: letters, digits, '_' and '-', 1 to 64 characters. By convention 'Toolkit_Tool'.",
-                            type: "string",
-                            pattern: "^[A-Za-z0-9_-]{1,64}$"
-                          },
-                          description: {
-                            description: "What the tool does and when to use it, written for both people and models.",
-                            type: "string",
-                            minLength: 1
-                          },
-                          version: {
-                            title: "ToolVersion",
-                            description: "The same x.y.z version that ends the tool's id.",
-                            type: "string",
-                            pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
-                            examples: [
-                              "1.0.0",
-                              "0.1.2",
-                              "1.10.0"
-                            ]
-                          },
-                          input_schema: {
-                            title: "ToolInputSchema",
-                            description: "A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{\"type\": \"object\"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.",
-                            type: "object",
-                            properties: {
-                              properties: {
+                              },
+                              input_schema: {
+                                title: "ToolInputSchema",
+                                description: "A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{\"type\": \"object\"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.",
                                 type: "object",
-                                additionalProperties: {
-                                  type: "object",
+                                properties: {
                                   properties: {
-                                    description: {
-                                      type: "string"
-                                    }
-                                  },
-                                  required: [
-                                    "description"
-                                  ]
-                                }
-                              }
-                            },
-                            propertyNames: {
-                              not: {
-                                enum: [
-                                  "$ref",
-                                  "$defs",
-                                  "definitions",
-                                  "parameters"
-                                ]
-                              }
-                            },
-                            additionalProperties: true
-                          },
-                          output_schema: {
-                            title: "ToolOutputSchema",
-                            description: "A JSON Schema for the tool's result value: an object schema, '{}' for any JSON value, or null when the tool returns nothing.",
-                            type: [
-                              "object",
-                              "null"
-                            ],
-                            propertyNames: {
-                              not: {
-                                enum: [
-                                  "$ref",
-                                  "$defs",
-                                  "definitions"
-                                ]
-                              }
-                            },
-                            additionalProperties: true
-                          },
-                          requirements: {
-                            title: "ToolRequirements",
-                            description: "What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization.",
-                            type: "object",
-                            properties: {
-                              authorization: {
-                                description: "Authorization providers whose token the tool needs.",
-                                type: "array",
-                                items: {
-                                  title: "ToolAuthorizationRequirement",
-                                  description: "One authorization provider the tool needs a token from.",
-                                  type: "object",
-                                  properties: {
-                                    id: {
-                                      description: "The authorization provider's id, e.g. 'google'.",
-                                      type: "string",
-                                      minLength: 1
-                                    },
-                                    oauth2: {
-                                      title: "ToolOAuth2Requirement",
-                                      description: "OAuth 2.0 details of the requirement.",
+                                    type: "object",
+                                    additionalProperties: {
                                       type: "object",
                                       properties: {
-                                        scopes: {
-                                          description: "Scopes the token must grant.",
-                                          type: "array",
-                                          items: {
-                                            type: "string"
-                                          }
+                                        description: {
+                                          type: "string"
                                         }
                                       },
+                                      required: [
+                                        "description"
+                                      ]
+                                    }
+                                  }
+                                },
+                                propertyNames: {
+                                  not: {
+                                    enum: [
+                                      "$ref",
+                                      "$defs",
+                                      "definitions",
+                                      "parameters"
+                                    ]
+                                  }
+                                },
+                                additionalProperties: true
+                              },
+                              output_schema: {
+                                title: "ToolOutputSchema",
+                                description: "A JSON Schema for the tool's result value: an object schema, '{}' for any JSON value, or null when the tool returns nothing.",
+                                type: [
+                                  "object",
+                                  "null"
+                                ],
+                                propertyNames: {
+                                  not: {
+                                    enum: [
+                                      "$ref",
+                                      "$defs",
+                                      "definitions"
+                                    ]
+                                  }
+                                },
+                                additionalProperties: true
+                              },
+                              requirements: {
+                                title: "ToolRequirements",
+                                description: "What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization.",
+                                type: "object",
+                                properties: {
+                                  authorization: {
+                                    description: "Authorization providers whose token the tool needs.",
+                                    type: "array",
+                                    items: {
+                                      title: "ToolAuthorizationRequirement",
+                                      description: "One authorization provider the tool needs a token from.",
+                                      type: "object",
+                                      properties: {
+                                        id: {
+                                          description: "The authorization provider's id, e.g. 'google'.",
+                                          type: "string",
+                                          minLength: 1
+                                        },
+                                        oauth2: {
+                                          title: "ToolOAuth2Requirement",
+                                          description: "OAuth 2.0 details of the requirement.",
+                                          type: "object",
+                                          properties: {
+                                            scopes: {
+                                              description: "Scopes the token must grant.",
+                                              type: "array",
+                                              items: {
+                                                type: "string"
+                                              }
+                                            }
+                                          },
+                                          additionalProperties: false
+                                        }
+                                      },
+                                      required: [
+                                        "id"
+                                      ],
                                       additionalProperties: false
                                     }
                                   },
-                                  required: [
-                                    "id"
-                                  ],
-                                  additionalProperties: false
-                                }
-                              },
-                              secrets: {
-                                description: "Secrets the tool needs, each by id.",
-                                type: "array",
-                                items: {
-                                  title: "ToolSecretRequirement",
-                                  description: "One secret the tool needs.",
-                                  type: "object",
-                                  properties: {
-                                    id: {
-                                      description: "The secret's id, e.g. 'TWILIO_API_KEY'.",
-                                      type: "string",
-                                      minLength: 1
+                                  secrets: {
+                                    description: "Secrets the tool needs, each by id.",
+                                    type: "array",
+                                    items: {
+                                      title: "ToolSecretRequirement",
+                                      description: "One secret the tool needs.",
+                                      type: "object",
+                                      properties: {
+                                        id: {
+                                          description: "The secret's id, e.g. 'TWILIO_API_KEY'.",
+                                          type: "string",
+                                          minLength: 1
+                                        }
+                                      },
+                                      required: [
+                                        "id"
+                                      ],
+                                      additionalProperties: false
                                     }
                                   },
+                                  user_id: {
+                                    description: "True when the call must name the end user in context.user_id.",
+                                    type: "boolean"
+                                  }
+                                },
+                                additionalProperties: false
+                              },
+                              annotations: {
+                                title: "ToolAnnotations",
+                                description: "What the tool does to the world. Listed only when the request asked for the annotations extension.",
+                                type: "object",
+                                properties: {
+                                  title: {
+                                    description: "A short name for people, shown in place of the tool's name.",
+                                    type: "string",
+                                    minLength: 1,
+                                    maxLength: 200
+                                  },
+                                  read_only: {
+                                    description: "True when the tool changes nothing outside itself. Default false.",
+                                    type: "boolean"
+                                  },
+                                  destructive: {
+                                    description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                                    type: "boolean"
+                                  },
+                                  idempotent: {
+                                    description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                                    type: "boolean"
+                                  },
+                                  open_world: {
+                                    description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                                    type: "boolean"
+                                  }
+                                },
+                                additionalProperties: false,
+                                not: {
+                                  description: "A read-only tool cannot also be destructive.",
                                   required: [
-                                    "id"
+                                    "read_only",
+                                    "destructive"
                                   ],
-                                  additionalProperties: false
+                                  properties: {
+                                    read_only: {
+                                      const: true
+                                    },
+                                    destructive: {
+                                      const: true
+                                    }
+                                  }
                                 }
                               },
-                              user_id: {
-                                description: "True when the call must name the end user in context.user_id.",
-                                type: "boolean"
-                              }
-                            },
-                            additionalProperties: false
-                          },
-                          annotations: {
-                            title: "ToolAnnotations",
-                            description: "What the tool does to the world. Listed only when the request asked for the annotations extension.",
-                            type: "object",
-                            properties: {
-                              title: {
-                                description: "A short name for people, shown in place of the tool's name.",
+                              deprecation_message: {
+                                description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
                                 type: "string",
                                 minLength: 1,
-                                maxLength: 200
+                                maxLength: 1000
                               },
-                              read_only: {
-                                description: "True when the tool changes nothing outside itself. Default false.",
-                                type: "boolean"
-                              },
-                              destructive: {
-                                description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
-                                type: "boolean"
-                              },
-                              idempotent: {
-                                description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
-                                type: "boolean"
-                              },
-                              open_world: {
-                                description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
-                                type: "boolean"
-                              }
-                            },
-                            additionalProperties: false,
-                            not: {
-                              description: "A read-only tool cannot also be destructive.",
-                              required: [
-                                "read_only",
-                                "destructive"
-                              ],
-                              properties: {
-                                read_only: {
-                                  const: true
-                                },
-                                destructive: {
-                                  const: true
-                                }
-                              }
-                            }
-                          },
-                          deprecation_message: {
-                            description: "Set when the tool is deprecated: what to use instead. Listed only when the request asked for the annotations extension.",
-                            type: "string",
-                            minLength: 1,
-                            maxLength: 1000
-                          },
-                          required_scopes: {
-                            description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
-                            type: "array",
-                            items: {
-                              type: "string",
-                              allOf: [
-                                {
-                                  title: "ScopeToken",
-                                  description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                              required_scopes: {
+                                description: "The OAuth scopes a caller's access token must hold, beside oxp:tools:call, to call this tool (the oauth extension). Listed only when the request asked for the oauth extension.",
+                                type: "array",
+                                items: {
                                   type: "string",
-                                  pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
-                                }
-                              ]
+                                  allOf: [
+                                    {
+                                      title: "ScopeToken",
+                                      description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                                      type: "string",
+                                      pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                                    }
+                                  ]
+                                },
+                                maxItems: 32,
+                                uniqueItems: true
+                              }
                             },
-                            maxItems: 32,
-                            uniqueItems: true
+                            required: [
+                              "id",
+                              "name",
+                              "description",
+                              "version",
+                              "input_schema",
+                              "output_schema"
+                            ],
+                            additionalProperties: false
                           }
                         },
-                        required: [
-                          "id",
-                          "name",
-                          "description",
-                          "version",
-                          "input_schema",
-                          "output_schema"
-                        ],
-                        additionalProperties: false
-                      }
+                        next_cursor: {
+                          description: "Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.",
+                          type: "string",
+                          minLength: 1,
+                          maxLength: 1024
+                        },
+                        ttl_ms: {
+                          title: "CacheTtlMs",
+                          description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+                          type: "integer",
+                          minimum: 0
+                        },
+                        cache_scope: {
+                          title: "CacheScope",
+                          description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+                          type: "string",
+                          enum: [
+                            "public",
+                            "private"
+                          ]
+                        }
+                      },
+                      required: [
+                        "items"
+                      ],
+                      additionalProperties: false
                     },
-                    next_cursor: {
-                      description: "Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.",
-                      type: "string",
-                      minLength: 1,
-                      maxLength: 1024
+                    {
+                      title: "ToolSearchResponse",
+                      description: "What GET /tools?q= answers with the search extension: the tools that match, best first, 'items' empty when none does.",
+                      type: "object",
+                      properties: {
+                        items: {
+                          type: "array",
+                          items: {
+                            title: "ToolSearchItem",
+                            description: "One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The tool's id with its full version, as ToolDefinition.id.",
+                                type: "string",
+                                pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$",
+                                allOf: [
+                                  {
+                                    title: "ToolId",
+                                    description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
+                                    type: "string",
+                                    maxLength: 256,
+                                    pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
+                                    examples: [
+                                      "Calculator.Add",
+                                      "Calculator.Add@1",
+                                      "Calculator.Add@1.0.0"
+                                    ]
+                                  }
+                                ]
+                              },
+                              name: {
+                                description: "The tool's name, as ToolDefinition.name.",
+                                type: "string",
+                                pattern: "^[A-Za-z0-9_-]{1,64}$"
+                              },
+                              description: {
+                                description: "What the tool does and when to use it.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              toolkit: {
+                                description: "The toolkit: the part of the id before the dot.",
+                                type: "string",
+                                pattern: "^[A-Za-z0-9_]+$"
+                              },
+                              version: {
+                                title: "ToolVersion",
+                                description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.",
+                                type: "string",
+                                pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
+                                examples: [
+                                  "1.0.0",
+                                  "0.1.2",
+                                  "1.10.0"
+                                ]
+                              },
+                              score: {
+                                description: "How well the tool matches the query: higher is better. Comparable within one answer only.",
+                                type: "number",
+                                exclusiveMinimum: 0
+                              },
+                              input_schema: {
+                                title: "ToolInputSchema",
+                                description: "A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{\"type\": \"object\"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.",
+                                type: "object",
+                                properties: {
+                                  properties: {
+                                    type: "object",
+                                    additionalProperties: {
+                                      type: "object",
+                                      properties: {
+                                        description: {
+                                          type: "string"
+                                        }
+                                      },
+                                      required: [
+                                        "description"
+                                      ]
+                                    }
+                                  }
+                                },
+                                propertyNames: {
+                                  not: {
+                                    enum: [
+                                      "$ref",
+                                      "$defs",
+                                      "definitions",
+                                      "parameters"
+                                    ]
+                                  }
+                                },
+                                additionalProperties: true
+                              },
+                              output_schema: {
+                                title: "ToolOutputSchema",
+                                description: "A JSON Schema for the tool's result value: an object schema, '{}' for any JSON value, or null when the tool returns nothing.",
+                                type: [
+                                  "object",
+                                  "null"
+                                ],
+                                propertyNames: {
+                                  not: {
+                                    enum: [
+                                      "$ref",
+                                      "$defs",
+                                      "definitions"
+                                    ]
+                                  }
+                                },
+                                additionalProperties: true
+                              },
+                              requirements: {
+                                title: "ToolRequirements",
+                                description: "What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization.",
+                                type: "object",
+                                properties: {
+                                  authorization: {
+                                    description: "Authorization providers whose token the tool needs.",
+                                    type: "array",
+                                    items: {
+                                      title: "ToolAuthorizationRequirement",
+                                      description: "One authorization provider the tool needs a token from.",
+                                      type: "object",
+                                      properties: {
+                                        id: {
+                                          description: "The authorization provider's id, e.g. 'google'.",
+                                          type: "string",
+                                          minLength: 1
+                                        },
+                                        oauth2: {
+                                          title: "ToolOAuth2Requirement",
+                                          description: "OAuth 2.0 details of the requirement.",
+                                          type: "object",
+                                          properties: {
+                                            scopes: {
+                                              description: "Scopes the token must grant.",
+                                              type: "array",
+                                              items: {
+                                                type: "string"
+                                              }
+                                            }
+                                          },
+                                          additionalProperties: false
+                                        }
+                                      },
+                                      required: [
+                                        "id"
+                                      ],
+                                      additionalProperties: false
+                                    }
+                                  },
+                                  secrets: {
+                                    description: "Secrets the tool needs, each by id.",
+                                    type: "array",
+                                    items: {
+                                      title: "ToolSecretRequirement",
+                                      description: "One secret the tool needs.",
+                                      type: "object",
+                                      properties: {
+                                        id: {
+                                          description: "The secret's id, e.g. 'TWILIO_API_KEY'.",
+                                          type: "string",
+                                          minLength: 1
+                                        }
+                                      },
+                                      required: [
+                                        "id"
+                                      ],
+                                      additionalProperties: false
+                                    }
+                                  },
+                                  user_id: {
+                                    description: "True when the call must name the end user in context.user_id.",
+                                    type: "boolean"
+                                  }
+                                },
+                                additionalProperties: false
+                              },
+                              annotations: {
+                                title: "ToolAnnotations",
+                                description: "Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.",
+                                type: "object",
+                                properties: {
+                                  title: {
+                                    description: "A short name for people, shown in place of the tool's name.",
+                                    type: "string",
+                                    minLength: 1,
+                                    maxLength: 200
+                                  },
+                                  read_only: {
+                                    description: "True when the tool changes nothing outside itself. Default false.",
+                                    type: "boolean"
+                                  },
+                                  destructive: {
+                                    description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                                    type: "boolean"
+                                  },
+                                  idempotent: {
+                                    description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                                    type: "boolean"
+                                  },
+                                  open_world: {
+                                    description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                                    type: "boolean"
+                                  }
+                                },
+                                additionalProperties: false,
+                                not: {
+                                  description: "A read-only tool cannot also be destructive.",
+                                  required: [
+                                    "read_only",
+                                    "destructive"
+                                  ],
+                                  properties: {
+                                    read_only: {
+                                      const: true
+                                    },
+                                    destructive: {
+                                      const: true
+                                    }
+                                  }
+                                }
+                              },
+                              deprecation_message: {
+                                description: "Set when the tool is deprecated: what to use instead.",
+                                type: "string",
+                                minLength: 1,
+                                maxLength: 1000
+                              },
+                              required_scopes: {
+                                description: "As ToolDefinition.required_scopes: listed only when the request asked for the oauth extension.",
+                                type: "array",
+                                items: {
+                                  type: "string",
+                                  allOf: [
+                                    {
+                                      title: "ScopeToken",
+                                      description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                                      type: "string",
+                                      pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                                    }
+                                  ]
+                                },
+                                maxItems: 32,
+                                uniqueItems: true
+                              }
+                            },
+                            required: [
+                              "id",
+                              "name",
+                              "description",
+                              "toolkit",
+                              "version",
+                              "score"
+                            ],
+                            additionalProperties: false
+                          },
+                          maxItems: 50
+                        },
+                        next_cursor: {
+                          description: "Present when more matches follow: pass it as 'cursor', with the same query, to get them.",
+                          type: "string",
+                          minLength: 1,
+                          maxLength: 1024
+                        },
+                        ttl_ms: {
+                          title: "CacheTtlMs",
+                          description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+                          type: "integer",
+                          minimum: 0
+                        },
+                        cache_scope: {
+                          title: "CacheScope",
+                          description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+                          type: "string",
+                          enum: [
+                            "public",
+                            "private"
+                          ]
+                        }
+                      },
+                      required: [
+                        "items"
+                      ],
+                      additionalProperties: false
                     }
-                  },
-                  required: [
-                    "items"
-                  ],
-                  additionalProperties: false
+                  ]
+                }
+              }
+            }
+          },
+          "304": {
+            description: "The `If-None-Match` of the request names the current `ETag`; no body.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
                 }
               }
             }
@@ -1675,6 +2144,576 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         }
       }
     },
+    "/toolkits": {
+      get: {
+        operationId: "listToolkits",
+        tags: [
+          "Extensions"
+        ],
+        summary: "List toolkits",
+        description: "With `OXP-Extensions: search`: every toolkit of the catalog by name, with the description the\nserver's configuration gives it and how many tools it has. A request admitted by an OAuth access\ntoken needs `oxp:tools:read` and sees the toolkits of the tools its token can call. Without the\nsearch extension this path is answered as any path the server does not serve.\n",
+        parameters: [
+          {
+            name: "OXP-Version",
+            in: "header",
+            required: false,
+            description: "The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions.",
+            schema: {
+              type: "string",
+              enum: [
+                "1.0",
+                "1",
+                "1.0.0"
+              ]
+            }
+          },
+          {
+            name: "OXP-Extensions",
+            in: "header",
+            required: false,
+            description: "The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0.",
+            schema: {
+              type: "string"
+            }
+          },
+          {
+            name: "If-None-Match",
+            in: "header",
+            required: false,
+            description: "An `ETag` this client holds; when it is the current one the answer is 304 without a body.",
+            schema: {
+              type: "string"
+            }
+          }
+        ],
+        responses: {
+          "200": {
+            description: "The toolkits, `items` empty when the catalog has none.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "OXP-Extensions": {
+                description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              },
+              "Cache-Control": {
+                description: "With the cache extension, `public, max-age=N` when every caller gets this answer, else `private, max-age=N`; `private` alone for a list an OAuth access token's scopes shaped.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ToolkitListResponse",
+                  description: "What GET /toolkits answers with the search extension: every toolkit of the catalog, by name.",
+                  type: "object",
+                  properties: {
+                    items: {
+                      type: "array",
+                      items: {
+                        title: "Toolkit",
+                        description: "One toolkit: the tools whose ids start with its name and a dot.",
+                        type: "object",
+                        properties: {
+                          name: {
+                            description: "The toolkit's name, as tool ids spell it.",
+                            type: "string",
+                            pattern: "^[A-Za-z0-9_]+$"
+                          },
+                          description: {
+                            description: "What the toolkit is for, from the server's configuration.",
+                            type: "string",
+                            minLength: 1,
+                            maxLength: 1000
+                          },
+                          tool_count: {
+                            description: "How many tools it has; the versions of one tool count once.",
+                            type: "integer",
+                            minimum: 1
+                          }
+                        },
+                        required: [
+                          "name",
+                          "tool_count"
+                        ],
+                        additionalProperties: false
+                      }
+                    },
+                    ttl_ms: {
+                      title: "CacheTtlMs",
+                      description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+                      type: "integer",
+                      minimum: 0
+                    },
+                    cache_scope: {
+                      title: "CacheScope",
+                      description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+                      type: "string",
+                      enum: [
+                        "public",
+                        "private"
+                      ]
+                    }
+                  },
+                  required: [
+                    "items"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "304": {
+            description: "The `If-None-Match` of the request names the current `ETag`; no body.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              ETag: {
+                description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            }
+          },
+          "400": {
+            description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "401": {
+            description: "Server authentication is on and the request carries no valid credential.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "Always `Bearer`. With the oauth extension configured, with `resource_metadata` (where to learn how to get a token) and `scope` (what this request needs), and `error=\"invalid_token\"` when a bearer token was sent and refused.",
+                required: true,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "403": {
+            description: "The request's OAuth access token does not allow it (the oauth extension); the message names every scope the operation needs, or says that `context.user_id` is not the token's subject.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              },
+              "WWW-Authenticate": {
+                description: "For too few scopes, `Bearer error=\"insufficient_scope\"` with `scope`, every scope the operation needs, and `resource_metadata`.",
+                required: false,
+                schema: {
+                  type: "string"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "404": {
+            description: "No such path, or no such (or an expired) authorization challenge.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          },
+          "503": {
+            description: "The server is starting or draining and takes no calls, or one of its bounds is reached (calls running at once, a full store); `Retry-After` then says when to try again.",
+            headers: {
+              "OXP-Version": {
+                description: "The OXP version the server speaks.",
+                required: true,
+                schema: {
+                  type: "string",
+                  const: "1.0"
+                }
+              }
+            },
+            content: {
+              "application/json": {
+                schema: {
+                  title: "ServerErrorResponse",
+                  description: "The body of every error answered before a tool runs (400, 401, 404, 405, 413, 415, 503), except input validation (422).",
+                  type: "object",
+                  properties: {
+                    message: {
+                      description: "Says what went wrong, fit to show the user or the model.",
+                      type: "string"
+                    },
+                    developer_message: {
+                      description: "Details for logs and developers; never shown to the user or the model.",
+                      type: "string"
+                    },
+                    missing_requirements: {
+                      title: "MissingRequirements",
+                      description: "The tool requirements the call did not meet.",
+                      type: "object",
+                      properties: {
+                        authorization: {
+                          description: "Authorization challenges the user must complete before the call can succeed.",
+                          type: "array",
+                          items: {
+                            title: "ToolAuthorizationChallenge",
+                            description: "An authorization the user must complete before a tool can run.",
+                            type: "object",
+                            properties: {
+                              id: {
+                                description: "The challenge's id.",
+                                type: "string",
+                                minLength: 1
+                              },
+                              url: {
+                                description: "Where the user completes the authorization.",
+                                type: "string",
+                                format: "uri"
+                              },
+                              check_url: {
+                                description: "Where a client polls the challenge's status (an AuthorizationChallengeCheckResponse).",
+                                type: "string",
+                                format: "uri"
+                              }
+                            },
+                            required: [
+                              "id",
+                              "url"
+                            ],
+                            additionalProperties: false
+                          }
+                        },
+                        user_id: {
+                          description: "True when the call must name the end user in context.user_id.",
+                          type: "boolean"
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "message"
+                  ],
+                  additionalProperties: false
+                }
+              }
+            }
+          }
+        }
+      }
+    },
     "/tools/call": {
       post: {
         operationId: "callTool",
@@ -1714,6 +2753,17 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             description: "RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored.",
             schema: {
               type: "string"
+            }
+          },
+          {
+            name: "OXP-Tool",
+            in: "header",
+            required: false,
+            description: "The body's `tool_id`, as written there, for a gateway that routes or rate-limits by tool without reading the body. A value that differs from it is a 400.",
+            schema: {
+              type: "string",
+              minLength: 1,
+              maxLength: 1024
             }
           }
         ],
@@ -7016,6 +8066,15 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
           maxLength: 256
         }
       },
+      IfNoneMatch: {
+        name: "If-None-Match",
+        in: "header",
+        required: false,
+        description: "An `ETag` this client holds; when it is the current one the answer is 304 without a body.",
+        schema: {
+          type: "string"
+        }
+      },
       CallId: {
         name: "call_id",
         in: "path",
@@ -7028,6 +8087,20 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       }
     },
     headers: {
+      ETag: {
+        description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+        required: false,
+        schema: {
+          type: "string"
+        }
+      },
+      ListCacheControl: {
+        description: "With the cache extension, `public, max-age=N` when every caller gets this answer, else `private, max-age=N`; `private` alone for a list an OAuth access token's scopes shaped.",
+        required: false,
+        schema: {
+          type: "string"
+        }
+      },
       OxpExtensionsApplied: {
         description: "The extensions that shaped this answer, comma-separated. Absent when none did.",
         required: false,
@@ -7045,6 +8118,26 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       }
     },
     responses: {
+      NotModified: {
+        description: "The `If-None-Match` of the request names the current `ETag`; no body.",
+        headers: {
+          "OXP-Version": {
+            description: "The OXP version the server speaks.",
+            required: true,
+            schema: {
+              type: "string",
+              const: "1.0"
+            }
+          },
+          ETag: {
+            description: "A strong entity tag of the bytes served (with the cache extension, on every list and on discovery).",
+            required: false,
+            schema: {
+              type: "string"
+            }
+          }
+        }
+      },
       BadRequest: {
         description: "The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id).",
         headers: {
@@ -8366,7 +9459,7 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
       },
       ToolListResponse: {
         title: "ToolListResponse",
-        description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
+        description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named.",
         type: "object",
         properties: {
           items: {
@@ -8618,6 +9711,616 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
             type: "string",
             minLength: 1,
             maxLength: 1024
+          },
+          ttl_ms: {
+            title: "CacheTtlMs",
+            description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+            type: "integer",
+            minimum: 0
+          },
+          cache_scope: {
+            title: "CacheScope",
+            description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+            type: "string",
+            enum: [
+              "public",
+              "private"
+            ]
+          }
+        },
+        required: [
+          "items"
+        ],
+        additionalProperties: false
+      },
+      ToolSearchItem: {
+        title: "ToolSearchItem",
+        description: "One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out.",
+        type: "object",
+        properties: {
+          id: {
+            description: "The tool's id with its full version, as ToolDefinition.id.",
+            type: "string",
+            pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$",
+            allOf: [
+              {
+                title: "ToolId",
+                description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
+                type: "string",
+                maxLength: 256,
+                pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
+                examples: [
+                  "Calculator.Add",
+                  "Calculator.Add@1",
+                  "Calculator.Add@1.0.0"
+                ]
+              }
+            ]
+          },
+          name: {
+            description: "The tool's name, as ToolDefinition.name.",
+            type: "string",
+            pattern: "^[A-Za-z0-9_-]{1,64}$"
+          },
+          description: {
+            description: "What the tool does and when to use it.",
+            type: "string",
+            minLength: 1
+          },
+          toolkit: {
+            description: "The toolkit: the part of the id before the dot.",
+            type: "string",
+            pattern: "^[A-Za-z0-9_]+$"
+          },
+          version: {
+            title: "ToolVersion",
+            description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.",
+            type: "string",
+            pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
+            examples: [
+              "1.0.0",
+              "0.1.2",
+              "1.10.0"
+            ]
+          },
+          score: {
+            description: "How well the tool matches the query: higher is better. Comparable within one answer only.",
+            type: "number",
+            exclusiveMinimum: 0
+          },
+          input_schema: {
+            title: "ToolInputSchema",
+            description: "A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{\"type\": \"object\"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.",
+            type: "object",
+            properties: {
+              properties: {
+                type: "object",
+                additionalProperties: {
+                  type: "object",
+                  properties: {
+                    description: {
+                      type: "string"
+                    }
+                  },
+                  required: [
+                    "description"
+                  ]
+                }
+              }
+            },
+            propertyNames: {
+              not: {
+                enum: [
+                  "$ref",
+                  "$defs",
+                  "definitions",
+                  "parameters"
+                ]
+              }
+            },
+            additionalProperties: true
+          },
+          output_schema: {
+            title: "ToolOutputSchema",
+            description: "A JSON Schema for the tool's result value: an object schema, '{}' for any JSON value, or null when the tool returns nothing.",
+            type: [
+              "object",
+              "null"
+            ],
+            propertyNames: {
+              not: {
+                enum: [
+                  "$ref",
+                  "$defs",
+                  "definitions"
+                ]
+              }
+            },
+            additionalProperties: true
+          },
+          requirements: {
+            title: "ToolRequirements",
+            description: "What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization.",
+            type: "object",
+            properties: {
+              authorization: {
+                description: "Authorization providers whose token the tool needs.",
+                type: "array",
+                items: {
+                  title: "ToolAuthorizationRequirement",
+                  description: "One authorization provider the tool needs a token from.",
+                  type: "object",
+                  properties: {
+                    id: {
+                      description: "The authorization provider's id, e.g. 'google'.",
+                      type: "string",
+                      minLength: 1
+                    },
+                    oauth2: {
+                      title: "ToolOAuth2Requirement",
+                      description: "OAuth 2.0 details of the requirement.",
+                      type: "object",
+                      properties: {
+                        scopes: {
+                          description: "Scopes the token must grant.",
+                          type: "array",
+                          items: {
+                            type: "string"
+                          }
+                        }
+                      },
+                      additionalProperties: false
+                    }
+                  },
+                  required: [
+                    "id"
+                  ],
+                  additionalProperties: false
+                }
+              },
+              secrets: {
+                description: "Secrets the tool needs, each by id.",
+                type: "array",
+                items: {
+                  title: "ToolSecretRequirement",
+                  description: "One secret the tool needs.",
+                  type: "object",
+                  properties: {
+                    id: {
+                      description: "The secret's id, e.g. 'TWILIO_API_KEY'.",
+                      type: "string",
+                      minLength: 1
+                    }
+                  },
+                  required: [
+                    "id"
+                  ],
+                  additionalProperties: false
+                }
+              },
+              user_id: {
+                description: "True when the call must name the end user in context.user_id.",
+                type: "boolean"
+              }
+            },
+            additionalProperties: false
+          },
+          annotations: {
+            title: "ToolAnnotations",
+            description: "Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.",
+            type: "object",
+            properties: {
+              title: {
+                description: "A short name for people, shown in place of the tool's name.",
+                type: "string",
+                minLength: 1,
+                maxLength: 200
+              },
+              read_only: {
+                description: "True when the tool changes nothing outside itself. Default false.",
+                type: "boolean"
+              },
+              destructive: {
+                description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                type: "boolean"
+              },
+              idempotent: {
+                description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                type: "boolean"
+              },
+              open_world: {
+                description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                type: "boolean"
+              }
+            },
+            additionalProperties: false,
+            not: {
+              description: "A read-only tool cannot also be destructive.",
+              required: [
+                "read_only",
+                "destructive"
+              ],
+              properties: {
+                read_only: {
+                  const: true
+                },
+                destructive: {
+                  const: true
+                }
+              }
+            }
+          },
+          deprecation_message: {
+            description: "Set when the tool is deprecated: what to use instead.",
+            type: "string",
+            minLength: 1,
+            maxLength: 1000
+          },
+          required_scopes: {
+            description: "As ToolDefinition.required_scopes: listed only when the request asked for the oauth extension.",
+            type: "array",
+            items: {
+              type: "string",
+              allOf: [
+                {
+                  title: "ScopeToken",
+                  description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                  type: "string",
+                  pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                }
+              ]
+            },
+            maxItems: 32,
+            uniqueItems: true
+          }
+        },
+        required: [
+          "id",
+          "name",
+          "description",
+          "toolkit",
+          "version",
+          "score"
+        ],
+        additionalProperties: false
+      },
+      ToolSearchResponse: {
+        title: "ToolSearchResponse",
+        description: "What GET /tools?q= answers with the search extension: the tools that match, best first, 'items' empty when none does.",
+        type: "object",
+        properties: {
+          items: {
+            type: "array",
+            items: {
+              title: "ToolSearchItem",
+              description: "One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out.",
+              type: "object",
+              properties: {
+                id: {
+                  description: "The tool's id with its full version, as ToolDefinition.id.",
+                  type: "string",
+                  pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$",
+                  allOf: [
+                    {
+                      title: "ToolId",
+                      description: "Names a tool as 'Toolkit.Tool', optionally followed by '@x' (shorthand for version x.0.0) or '@x.y.z' (one exact version). Without a version the server picks the highest one. Matching is case-sensitive. Version numbers have no leading zeros and at most 9 digits, as in semantic versioning; the whole id is at most 256 characters.",
+                      type: "string",
+                      maxLength: 256,
+                      pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$",
+                      examples: [
+                        "Calculator.Add",
+                        "Calculator.Add@1",
+                        "Calculator.Add@1.0.0"
+                      ]
+                    }
+                  ]
+                },
+                name: {
+                  description: "The tool's name, as ToolDefinition.name.",
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_-]{1,64}$"
+                },
+                description: {
+                  description: "What the tool does and when to use it.",
+                  type: "string",
+                  minLength: 1
+                },
+                toolkit: {
+                  description: "The toolkit: the part of the id before the dot.",
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_]+$"
+                },
+                version: {
+                  title: "ToolVersion",
+                  description: "A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits.",
+                  type: "string",
+                  pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$",
+                  examples: [
+                    "1.0.0",
+                    "0.1.2",
+                    "1.10.0"
+                  ]
+                },
+                score: {
+                  description: "How well the tool matches the query: higher is better. Comparable within one answer only.",
+                  type: "number",
+                  exclusiveMinimum: 0
+                },
+                input_schema: {
+                  title: "ToolInputSchema",
+                  description: "A JSON Schema (draft 2020-12) for the tool's input object, given directly: never wrapped in the older drafts' 'parameters'. '{}' or '{\"type\": \"object\"}' when the tool takes no input. It is self-contained: no '$ref', '$defs' or 'definitions'. Every top-level property carries a description.",
+                  type: "object",
+                  properties: {
+                    properties: {
+                      type: "object",
+                      additionalProperties: {
+                        type: "object",
+                        properties: {
+                          description: {
+                            type: "string"
+                          }
+                        },
+                        required: [
+                          "description"
+                        ]
+                      }
+                    }
+                  },
+                  propertyNames: {
+                    not: {
+                      enum: [
+                        "$ref",
+                        "$defs",
+                        "definitions",
+                        "parameters"
+                      ]
+                    }
+                  },
+                  additionalProperties: true
+                },
+                output_schema: {
+                  title: "ToolOutputSchema",
+                  description: "A JSON Schema for the tool's result value: an object schema, '{}' for any JSON value, or null when the tool returns nothing.",
+                  type: [
+                    "object",
+                    "null"
+                  ],
+                  propertyNames: {
+                    not: {
+                      enum: [
+                        "$ref",
+                        "$defs",
+                        "definitions"
+                      ]
+                    }
+                  },
+                  additionalProperties: true
+                },
+                requirements: {
+                  title: "ToolRequirements",
+                  description: "What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization.",
+                  type: "object",
+                  properties: {
+                    authorization: {
+                      description: "Authorization providers whose token the tool needs.",
+                      type: "array",
+                      items: {
+                        title: "ToolAuthorizationRequirement",
+                        description: "One authorization provider the tool needs a token from.",
+                        type: "object",
+                        properties: {
+                          id: {
+                            description: "The authorization provider's id, e.g. 'google'.",
+                            type: "string",
+                            minLength: 1
+                          },
+                          oauth2: {
+                            title: "ToolOAuth2Requirement",
+                            description: "OAuth 2.0 details of the requirement.",
+                            type: "object",
+                            properties: {
+                              scopes: {
+                                description: "Scopes the token must grant.",
+                                type: "array",
+                                items: {
+                                  type: "string"
+                                }
+                              }
+                            },
+                            additionalProperties: false
+                          }
+                        },
+                        required: [
+                          "id"
+                        ],
+                        additionalProperties: false
+                      }
+                    },
+                    secrets: {
+                      description: "Secrets the tool needs, each by id.",
+                      type: "array",
+                      items: {
+                        title: "ToolSecretRequirement",
+                        description: "One secret the tool needs.",
+                        type: "object",
+                        properties: {
+                          id: {
+                            description: "The secret's id, e.g. 'TWILIO_API_KEY'.",
+                            type: "string",
+                            minLength: 1
+                          }
+                        },
+                        required: [
+                          "id"
+                        ],
+                        additionalProperties: false
+                      }
+                    },
+                    user_id: {
+                      description: "True when the call must name the end user in context.user_id.",
+                      type: "boolean"
+                    }
+                  },
+                  additionalProperties: false
+                },
+                annotations: {
+                  title: "ToolAnnotations",
+                  description: "Hints about what a tool does to the world (the annotations extension). Hints, not guarantees: a client decides nothing about security on them. An absent hint takes its default: not read-only, destructive, not idempotent, open world.",
+                  type: "object",
+                  properties: {
+                    title: {
+                      description: "A short name for people, shown in place of the tool's name.",
+                      type: "string",
+                      minLength: 1,
+                      maxLength: 200
+                    },
+                    read_only: {
+                      description: "True when the tool changes nothing outside itself. Default false.",
+                      type: "boolean"
+                    },
+                    destructive: {
+                      description: "For a tool that is not read-only: true when it may delete or overwrite, false when it only adds. Default true.",
+                      type: "boolean"
+                    },
+                    idempotent: {
+                      description: "For a tool that is not read-only: true when calling it again with the same input has no further effect. Default false.",
+                      type: "boolean"
+                    },
+                    open_world: {
+                      description: "True when the tool reaches beyond the server's own closed domain (the web, other people's mailboxes). Default true.",
+                      type: "boolean"
+                    }
+                  },
+                  additionalProperties: false,
+                  not: {
+                    description: "A read-only tool cannot also be destructive.",
+                    required: [
+                      "read_only",
+                      "destructive"
+                    ],
+                    properties: {
+                      read_only: {
+                        const: true
+                      },
+                      destructive: {
+                        const: true
+                      }
+                    }
+                  }
+                },
+                deprecation_message: {
+                  description: "Set when the tool is deprecated: what to use instead.",
+                  type: "string",
+                  minLength: 1,
+                  maxLength: 1000
+                },
+                required_scopes: {
+                  description: "As ToolDefinition.required_scopes: listed only when the request asked for the oauth extension.",
+                  type: "array",
+                  items: {
+                    type: "string",
+                    allOf: [
+                      {
+                        title: "ScopeToken",
+                        description: "One OAuth scope (RFC 6749 scope-token): printable ASCII without space, double quote or backslash.",
+                        type: "string",
+                        pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
+                      }
+                    ]
+                  },
+                  maxItems: 32,
+                  uniqueItems: true
+                }
+              },
+              required: [
+                "id",
+                "name",
+                "description",
+                "toolkit",
+                "version",
+                "score"
+              ],
+              additionalProperties: false
+            },
+            maxItems: 50
+          },
+          next_cursor: {
+            description: "Present when more matches follow: pass it as 'cursor', with the same query, to get them.",
+            type: "string",
+            minLength: 1,
+            maxLength: 1024
+          },
+          ttl_ms: {
+            title: "CacheTtlMs",
+            description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+            type: "integer",
+            minimum: 0
+          },
+          cache_scope: {
+            title: "CacheScope",
+            description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+            type: "string",
+            enum: [
+              "public",
+              "private"
+            ]
+          }
+        },
+        required: [
+          "items"
+        ],
+        additionalProperties: false
+      },
+      ToolkitListResponse: {
+        title: "ToolkitListResponse",
+        description: "What GET /toolkits answers with the search extension: every toolkit of the catalog, by name.",
+        type: "object",
+        properties: {
+          items: {
+            type: "array",
+            items: {
+              title: "Toolkit",
+              description: "One toolkit: the tools whose ids start with its name and a dot.",
+              type: "object",
+              properties: {
+                name: {
+                  description: "The toolkit's name, as tool ids spell it.",
+                  type: "string",
+                  pattern: "^[A-Za-z0-9_]+$"
+                },
+                description: {
+                  description: "What the toolkit is for, from the server's configuration.",
+                  type: "string",
+                  minLength: 1,
+                  maxLength: 1000
+                },
+                tool_count: {
+                  description: "How many tools it has; the versions of one tool count once.",
+                  type: "integer",
+                  minimum: 1
+                }
+              },
+              required: [
+                "name",
+                "tool_count"
+              ],
+              additionalProperties: false
+            }
+          },
+          ttl_ms: {
+            title: "CacheTtlMs",
+            description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+            type: "integer",
+            minimum: 0
+          },
+          cache_scope: {
+            title: "CacheScope",
+            description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+            type: "string",
+            enum: [
+              "public",
+              "private"
+            ]
           }
         },
         required: [
@@ -9295,6 +10998,39 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
                 },
                 required: [
                   "providers"
+                ],
+                additionalProperties: false
+              },
+              search: {
+                description: "The search extension's bounds.",
+                type: "object",
+                properties: {
+                  max_limit: {
+                    description: "The largest 'limit' of a search.",
+                    type: "integer",
+                    minimum: 1
+                  },
+                  max_query_length: {
+                    description: "The most characters of 'q'.",
+                    type: "integer",
+                    minimum: 1
+                  },
+                  max_terms: {
+                    description: "The most terms of 'q'.",
+                    type: "integer",
+                    minimum: 1
+                  },
+                  max_ids: {
+                    description: "The most ids of one 'ids' request.",
+                    type: "integer",
+                    minimum: 1
+                  }
+                },
+                required: [
+                  "max_limit",
+                  "max_query_length",
+                  "max_terms",
+                  "max_ids"
                 ],
                 additionalProperties: false
               }
@@ -10130,6 +11866,21 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         type: "string",
         pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"
       },
+      CacheTtlMs: {
+        title: "CacheTtlMs",
+        description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+        type: "integer",
+        minimum: 0
+      },
+      CacheScope: {
+        title: "CacheScope",
+        description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+        type: "string",
+        enum: [
+          "public",
+          "private"
+        ]
+      },
       ToolAuthorizationRequirement: {
         title: "ToolAuthorizationRequirement",
         description: "One authorization provider the tool needs a token from.",
@@ -10174,6 +11925,34 @@ export const openapiDocument: Readonly<Record<string, unknown>> = {
         },
         required: [
           "id"
+        ],
+        additionalProperties: false
+      },
+      Toolkit: {
+        title: "Toolkit",
+        description: "One toolkit: the tools whose ids start with its name and a dot.",
+        type: "object",
+        properties: {
+          name: {
+            description: "The toolkit's name, as tool ids spell it.",
+            type: "string",
+            pattern: "^[A-Za-z0-9_]+$"
+          },
+          description: {
+            description: "What the toolkit is for, from the server's configuration.",
+            type: "string",
+            minLength: 1,
+            maxLength: 1000
+          },
+          tool_count: {
+            description: "How many tools it has; the versions of one tool count once.",
+            type: "integer",
+            minimum: 1
+          }
+        },
+        required: [
+          "name",
+          "tool_count"
         ],
         additionalProperties: false
       }

@@ -83,10 +83,39 @@ export interface paths {
          *     a request that does not ask for it has them ignored, as every unknown parameter is, and one that
          *     does has them checked (400). With `OXP-Extensions: oauth`, each tool lists its `required_scopes`.
          *
+         *     With `OXP-Extensions: search`, `q` answers the tools that match a text, best first, each with its
+         *     `score` (a ToolSearchResponse; `limit` 1 to 50, default 10; `view=summary` leaves out schemas and
+         *     requirements; `toolkit` and `cursor` compose with it), and `ids` answers exactly the tools named,
+         *     in that order (a ToolListResponse). With `OXP-Extensions: cache`, the answer carries a strong
+         *     `ETag` and `Cache-Control`, and its body `ttl_ms` and `cache_scope`.
+         *
          *     A request admitted by an OAuth access token needs the scope `oxp:tools:read` (else 403) and is
          *     answered only the tools whose `required_scopes` its token holds, with `Cache-Control: private`.
          */
         get: operations["listTools"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/toolkits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List toolkits
+         * @description With `OXP-Extensions: search`: every toolkit of the catalog by name, with the description the
+         *     server's configuration gives it and how many tools it has. A request admitted by an OAuth access
+         *     token needs `oxp:tools:read` and sees the toolkits of the tools its token can call. Without the
+         *     search extension this path is answered as any path the server does not serve.
+         */
+        get: operations["listToolkits"];
         put?: never;
         post?: never;
         delete?: never;
@@ -315,12 +344,59 @@ export interface components {
         };
         /**
          * ToolListResponse
-         * @description The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.
+         * @description The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named.
          */
         ToolListResponse: {
             items: components["schemas"]["ToolDefinition"][];
             /** @description Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page. */
             next_cursor?: string;
+            ttl_ms?: components["schemas"]["CacheTtlMs"];
+            cache_scope?: components["schemas"]["CacheScope"];
+        };
+        /**
+         * ToolSearchItem
+         * @description One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out.
+         */
+        ToolSearchItem: {
+            /** @description The tool's id with its full version, as ToolDefinition.id. */
+            id: components["schemas"]["ToolId"];
+            /** @description The tool's name, as ToolDefinition.name. */
+            name: string;
+            /** @description What the tool does and when to use it. */
+            description: string;
+            /** @description The toolkit: the part of the id before the dot. */
+            toolkit: string;
+            version: components["schemas"]["ToolVersion"];
+            /** @description How well the tool matches the query: higher is better. Comparable within one answer only. */
+            score: number;
+            input_schema?: components["schemas"]["ToolInputSchema"];
+            output_schema?: components["schemas"]["ToolOutputSchema"];
+            requirements?: components["schemas"]["ToolRequirements"];
+            annotations?: components["schemas"]["ToolAnnotations"];
+            /** @description Set when the tool is deprecated: what to use instead. */
+            deprecation_message?: string;
+            /** @description As ToolDefinition.required_scopes: listed only when the request asked for the oauth extension. */
+            required_scopes?: components["schemas"]["ScopeToken"][];
+        };
+        /**
+         * ToolSearchResponse
+         * @description What GET /tools?q= answers with the search extension: the tools that match, best first, 'items' empty when none does.
+         */
+        ToolSearchResponse: {
+            items: components["schemas"]["ToolSearchItem"][];
+            /** @description Present when more matches follow: pass it as 'cursor', with the same query, to get them. */
+            next_cursor?: string;
+            ttl_ms?: components["schemas"]["CacheTtlMs"];
+            cache_scope?: components["schemas"]["CacheScope"];
+        };
+        /**
+         * ToolkitListResponse
+         * @description What GET /toolkits answers with the search extension: every toolkit of the catalog, by name.
+         */
+        ToolkitListResponse: {
+            items: components["schemas"]["Toolkit"][];
+            ttl_ms?: components["schemas"]["CacheTtlMs"];
+            cache_scope?: components["schemas"]["CacheScope"];
         };
         /**
          * CallToolRequest
@@ -457,6 +533,17 @@ export interface components {
                         /** @description A name for people. */
                         name: string;
                     }[];
+                };
+                /** @description The search extension's bounds. */
+                search?: {
+                    /** @description The largest 'limit' of a search. */
+                    max_limit: number;
+                    /** @description The most characters of 'q'. */
+                    max_query_length: number;
+                    /** @description The most terms of 'q'. */
+                    max_terms: number;
+                    /** @description The most ids of one 'ids' request. */
+                    max_ids: number;
                 };
             } & {
                 [key: string]: Record<string, unknown>;
@@ -701,6 +788,17 @@ export interface components {
          */
         ScopeToken: string;
         /**
+         * CacheTtlMs
+         * @description With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).
+         */
+        CacheTtlMs: number;
+        /**
+         * CacheScope
+         * @description With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.
+         * @enum {string}
+         */
+        CacheScope: "public" | "private";
+        /**
          * ToolAuthorizationRequirement
          * @description One authorization provider the tool needs a token from.
          */
@@ -724,8 +822,29 @@ export interface components {
             /** @description The secret's id, e.g. 'TWILIO_API_KEY'. */
             id: string;
         };
+        /**
+         * Toolkit
+         * @description One toolkit: the tools whose ids start with its name and a dot.
+         */
+        Toolkit: {
+            /** @description The toolkit's name, as tool ids spell it. */
+            name: string;
+            /** @description What the toolkit is for, from the server's configuration. */
+            description?: string;
+            /** @description How many tools it has; the versions of one tool count once. */
+            tool_count: number;
+        };
     };
     responses: {
+        /** @description The `If-None-Match` of the request names the current `ETag`; no body. */
+        NotModified: {
+            headers: {
+                "OXP-Version": components["headers"]["OxpVersion"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description The request failed a check before the tool ran (protocol version, body shape, unknown tool, missing requirements, a reused call_id). */
         BadRequest: {
             headers: {
@@ -855,11 +974,17 @@ export interface components {
         Prefer: string;
         /** @description With the connections extension, the user whose connections these are, named by a trusted caller (an API key, a section 5 JWT). Under the oauth extension the user is the access token's subject, and another value is a 403 unless the token holds the delegation scope. */
         UserId: string;
+        /** @description An `ETag` this client holds; when it is the current one the answer is 304 without a body. */
+        IfNoneMatch: string;
         /** @description The call's `call_id`. */
         CallId: string;
     };
     requestBodies: never;
     headers: {
+        /** @description A strong entity tag of the bytes served (with the cache extension, on every list and on discovery). */
+        ETag: string;
+        /** @description With the cache extension, `public, max-age=N` when every caller gets this answer, else `private, max-age=N`; `private` alone for a list an OAuth access token's scopes shaped. */
+        ListCacheControl: string;
         /** @description The extensions that shaped this answer, comma-separated. Absent when none did. */
         OxpExtensionsApplied: string;
         /** @description The OXP version the server speaks. */
@@ -901,22 +1026,29 @@ export interface operations {
             header?: {
                 /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
                 "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description An `ETag` this client holds; when it is the current one the answer is 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description What the server supports. */
+            /** @description What the server supports. With `OXP-Extensions: cache`, with a strong `ETag` and `Cache-Control: public, max-age=N`. */
             200: {
                 headers: {
                     "OXP-Version": components["headers"]["OxpVersion"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["ListCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["DiscoveryDocument"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -951,36 +1083,84 @@ export interface operations {
                 limit?: number;
                 /** @description With the pagination extension, the `next_cursor` of the previous page. Opaque; a cursor made for another catalog is refused with a 400 that says to start over. */
                 cursor?: string;
-                /** @description With the pagination extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly). */
+                /** @description With the pagination or search extension, keeps only the tools of this toolkit (the part of the id before the dot, matched exactly). */
                 toolkit?: string;
+                /** @description With the search extension, the text to find tools for, 1 to 256 characters and at most 32 terms. Matched as words, never as a pattern. */
+                q?: string;
+                /** @description With the search extension and `q`, `full` (the default) for whole definitions, `summary` to leave out `input_schema`, `output_schema` and `requirements`. */
+                view?: "summary" | "full";
+                /** @description With the search extension, the tools to answer, comma-separated, each resolved as a call's `tool_id` (`Gmail.SendEmail`, `Gmail.SendEmail@2`, `Gmail.SendEmail@2.1.0`); at most 100. Not with `q`. */
+                ids?: string;
             };
             header?: {
                 /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
                 "OXP-Version"?: components["parameters"]["OxpVersion"];
                 /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
                 "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description An `ETag` this client holds; when it is the current one the answer is 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
             };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The tools, `items` empty when there are none. */
+            /** @description The tools, `items` empty when there are none; with the search extension and `q`, the tools that match. */
             200: {
                 headers: {
                     "OXP-Version": components["headers"]["OxpVersion"];
                     "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
                     /** @description Always names `OXP-Extensions` (and `Accept-Encoding`), since the list depends on them. */
                     Vary: string;
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["ListCacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ToolListResponse"];
+                    "application/json": components["schemas"]["ToolListResponse"] | components["schemas"]["ToolSearchResponse"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listToolkits: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The OXP version the client speaks. Absent means the latest (1.0). Any other value is answered with a 400 that lists the supported versions. */
+                "OXP-Version"?: components["parameters"]["OxpVersion"];
+                /** @description The extensions this request asks for, comma-separated ids (`tasks, annotations`), case-insensitive; ids the server does not know are ignored. Absent, every answer is exactly OXP 1.0. */
+                "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
+                /** @description An `ETag` this client holds; when it is the current one the answer is 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The toolkits, `items` empty when the catalog has none. */
+            200: {
+                headers: {
+                    "OXP-Version": components["headers"]["OxpVersion"];
+                    "OXP-Extensions": components["headers"]["OxpExtensionsApplied"];
+                    ETag: components["headers"]["ETag"];
+                    "Cache-Control": components["headers"]["ListCacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolkitListResponse"];
+                };
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -994,6 +1174,8 @@ export interface operations {
                 "OXP-Extensions"?: components["parameters"]["OxpExtensions"];
                 /** @description RFC 7240 preferences, with the tasks extension: `respond-async` asks for a 202 when the call is still running after `wait=N` seconds (0 to 30; default 0 for a call, and for a status the answer is held until something changes or N seconds pass). Other preferences are ignored. */
                 Prefer?: components["parameters"]["Prefer"];
+                /** @description The body's `tool_id`, as written there, for a gateway that routes or rate-limits by tool without reading the body. A value that differs from it is a 400. */
+                "OXP-Tool"?: string;
             };
             path?: never;
             cookie?: never;

@@ -25,6 +25,9 @@ export const WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH = "/.well-known/oauth-prot
 /** `GET /tools`: List tools. */
 export const TOOLS_PATH = "/tools" as const;
 
+/** `GET /toolkits`: List toolkits. */
+export const TOOLKITS_PATH = "/toolkits" as const;
+
 /** `POST /tools/call`: Call a tool. */
 export const TOOLS_CALL_PATH = "/tools/call" as const;
 
@@ -49,6 +52,7 @@ export const OXP_ROUTES = [
   { path: WELL_KNOWN_OXP_PATH, methods: ["GET"] },
   { path: WELL_KNOWN_OAUTH_PROTECTED_RESOURCE_PATH, methods: ["GET"] },
   { path: TOOLS_PATH, methods: ["GET"] },
+  { path: TOOLKITS_PATH, methods: ["GET"] },
   { path: TOOLS_CALL_PATH, methods: ["POST"] },
   { path: TOOLS_CALLS_PATH_TEMPLATE, methods: ["GET","DELETE"] },
   { path: TOOLS_CALLS_EVENTS_PATH_TEMPLATE, methods: ["GET"] },

@@ -590,6 +590,39 @@ export const DiscoveryDocumentSchema = {
             "providers"
           ],
           additionalProperties: false
+        },
+        search: {
+          description: "The search extension's bounds.",
+          type: "object",
+          properties: {
+            max_limit: {
+              description: "The largest 'limit' of a search.",
+              type: "integer",
+              minimum: 1
+            },
+            max_query_length: {
+              description: "The most characters of 'q'.",
+              type: "integer",
+              minimum: 1
+            },
+            max_terms: {
+              description: "The most terms of 'q'.",
+              type: "integer",
+              minimum: 1
+            },
+            max_ids: {
+              description: "The most ids of one 'ids' request.",
+              type: "integer",
+              minimum: 1
+            }
+          },
+          required: [
+            "max_limit",
+            "max_query_length",
+            "max_terms",
+            "max_ids"
+          ],
+          additionalProperties: false
         }
       },
       propertyNames: {
@@ -975,12 +1008,12 @@ export const ToolIdSchema = {
   ]
 } as const;
 
-/** JSON Schema of ToolListResponse: The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them. */
+/** JSON Schema of ToolListResponse: The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named. */
 export const ToolListResponseSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "https://otc.dev/schemas/oxp/1.0/tool-list-response.json",
   title: "ToolListResponse",
-  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.",
+  description: "The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named.",
   type: "object",
   properties: {
     items: {
@@ -994,12 +1027,35 @@ export const ToolListResponseSchema = {
       type: "string",
       minLength: 1,
       maxLength: 1024
+    },
+    ttl_ms: {
+      "$ref": "#/$defs/TtlMs"
+    },
+    cache_scope: {
+      "$ref": "#/$defs/CacheScope"
     }
   },
   required: [
     "items"
   ],
-  additionalProperties: false
+  additionalProperties: false,
+  "$defs": {
+    TtlMs: {
+      title: "CacheTtlMs",
+      description: "With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).",
+      type: "integer",
+      minimum: 0
+    },
+    CacheScope: {
+      title: "CacheScope",
+      description: "With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.",
+      type: "string",
+      enum: [
+        "public",
+        "private"
+      ]
+    }
+  }
 } as const;
 
 /** JSON Schema of ToolRequirements: What a call must bring besides its input. The server checks them in this order: user_id, secrets, authorization. */
@@ -1081,6 +1137,117 @@ export const ToolRequirementsSchema = {
   }
 } as const;
 
+/** JSON Schema of ToolSearchItem: One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out. */
+export const ToolSearchItemSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/tool-search-item.json",
+  title: "ToolSearchItem",
+  description: "One tool a search found (the search extension): its definition with the toolkit it belongs to and its score. In the summary view the schemas and requirements are left out.",
+  type: "object",
+  properties: {
+    id: {
+      "$ref": "tool-id.json",
+      description: "The tool's id with its full version, as ToolDefinition.id.",
+      type: "string",
+      pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"
+    },
+    name: {
+      description: "The tool's name, as ToolDefinition.name.",
+      type: "string",
+      pattern: "^[A-Za-z0-9_-]{1,64}$"
+    },
+    description: {
+      description: "What the tool does and when to use it.",
+      type: "string",
+      minLength: 1
+    },
+    toolkit: {
+      description: "The toolkit: the part of the id before the dot.",
+      type: "string",
+      pattern: "^[A-Za-z0-9_]+$"
+    },
+    version: {
+      "$ref": "tool-version.json"
+    },
+    score: {
+      description: "How well the tool matches the query: higher is better. Comparable within one answer only.",
+      type: "number",
+      exclusiveMinimum: 0
+    },
+    input_schema: {
+      "$ref": "tool-definition.json#/$defs/InputSchema"
+    },
+    output_schema: {
+      "$ref": "tool-definition.json#/$defs/OutputSchema"
+    },
+    requirements: {
+      "$ref": "tool-requirements.json"
+    },
+    annotations: {
+      "$ref": "tool-annotations.json"
+    },
+    deprecation_message: {
+      description: "Set when the tool is deprecated: what to use instead.",
+      type: "string",
+      minLength: 1,
+      maxLength: 1000
+    },
+    required_scopes: {
+      description: "As ToolDefinition.required_scopes: listed only when the request asked for the oauth extension.",
+      type: "array",
+      items: {
+        "$ref": "tool-definition.json#/$defs/ScopeToken",
+        type: "string"
+      },
+      maxItems: 32,
+      uniqueItems: true
+    }
+  },
+  required: [
+    "id",
+    "name",
+    "description",
+    "toolkit",
+    "version",
+    "score"
+  ],
+  additionalProperties: false
+} as const;
+
+/** JSON Schema of ToolSearchResponse: What GET /tools?q= answers with the search extension: the tools that match, best first, 'items' empty when none does. */
+export const ToolSearchResponseSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/tool-search-response.json",
+  title: "ToolSearchResponse",
+  description: "What GET /tools?q= answers with the search extension: the tools that match, best first, 'items' empty when none does.",
+  type: "object",
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        "$ref": "tool-search-item.json"
+      },
+      maxItems: 50
+    },
+    next_cursor: {
+      description: "Present when more matches follow: pass it as 'cursor', with the same query, to get them.",
+      type: "string",
+      minLength: 1,
+      maxLength: 1024
+    },
+    ttl_ms: {
+      "$ref": "tool-list-response.json#/$defs/TtlMs"
+    },
+    cache_scope: {
+      "$ref": "tool-list-response.json#/$defs/CacheScope"
+    }
+  },
+  required: [
+    "items"
+  ],
+  additionalProperties: false
+} as const;
+
 /** JSON Schema of ToolVersion: A tool's version as three dot-separated integers (major.minor.patch), compared numerically. Each number has no leading zeros (0 itself excepted) and at most 9 digits. */
 export const ToolVersionSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -1094,6 +1261,63 @@ export const ToolVersionSchema = {
     "0.1.2",
     "1.10.0"
   ]
+} as const;
+
+/** JSON Schema of ToolkitListResponse: What GET /toolkits answers with the search extension: every toolkit of the catalog, by name. */
+export const ToolkitListResponseSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "https://otc.dev/schemas/oxp/1.0/toolkit-list-response.json",
+  title: "ToolkitListResponse",
+  description: "What GET /toolkits answers with the search extension: every toolkit of the catalog, by name.",
+  type: "object",
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        "$ref": "#/$defs/Toolkit"
+      }
+    },
+    ttl_ms: {
+      "$ref": "tool-list-response.json#/$defs/TtlMs"
+    },
+    cache_scope: {
+      "$ref": "tool-list-response.json#/$defs/CacheScope"
+    }
+  },
+  required: [
+    "items"
+  ],
+  additionalProperties: false,
+  "$defs": {
+    Toolkit: {
+      title: "Toolkit",
+      description: "One toolkit: the tools whose ids start with its name and a dot.",
+      type: "object",
+      properties: {
+        name: {
+          description: "The toolkit's name, as tool ids spell it.",
+          type: "string",
+          pattern: "^[A-Za-z0-9_]+$"
+        },
+        description: {
+          description: "What the toolkit is for, from the server's configuration.",
+          type: "string",
+          minLength: 1,
+          maxLength: 1000
+        },
+        tool_count: {
+          description: "How many tools it has; the versions of one tool count once.",
+          type: "integer",
+          minimum: 1
+        }
+      },
+      required: [
+        "name",
+        "tool_count"
+      ],
+      additionalProperties: false
+    }
+  }
 } as const;
 
 /** JSON Schema of ValidationErrorResponse: The 422 body sent when a call's input does not match the tool's input_schema. */
@@ -1123,4 +1347,4 @@ export const ValidationErrorResponseSchema = {
 } as const;
 
 /** Every schema above: add them all to one Ajv instance so that their `$ref`s between files resolve. */
-export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, ConnectionFlowSchema, ConnectionListResponseSchema, ConnectionRequestSchema, ConnectionSchema, DiscoveryDocumentSchema, ProtectedResourceMetadataSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolVersionSchema, ValidationErrorResponseSchema] as const;
+export const allSchemas = [AuthorizationChallengeCheckResponseSchema, CallProgressSchema, CallStatusSchema, CallToolEnvelopeSchema, CallToolRequestSchema, CallToolResponseSchema, CallToolResultEnvelopeSchema, ConnectionFlowSchema, ConnectionListResponseSchema, ConnectionRequestSchema, ConnectionSchema, DiscoveryDocumentSchema, ProtectedResourceMetadataSchema, ServerErrorResponseSchema, ToolAnnotationsSchema, ToolAuthorizationChallengeSchema, ToolDefinitionSchema, ToolErrorSchema, ToolIdSchema, ToolListResponseSchema, ToolRequirementsSchema, ToolSearchItemSchema, ToolSearchResponseSchema, ToolVersionSchema, ToolkitListResponseSchema, ValidationErrorResponseSchema] as const;

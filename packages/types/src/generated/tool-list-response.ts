@@ -4,7 +4,16 @@
 import type { ToolDefinition } from "./tool-definition.js";
 
 /**
- * The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them.
+ * With the cache extension: how long, in milliseconds, this answer may be kept and reused (the Cache-Control max-age).
+ */
+export type CacheTtlMs = number;
+/**
+ * With the cache extension: 'public' when every caller gets this same answer (a shared cache may keep it), 'private' when it depends on the caller.
+ */
+export type CacheScope = "public" | "private";
+
+/**
+ * The tools a server offers, as GET /tools answers: every version of every tool, 'items' empty when there are none. With the pagination extension, one page of them; with the search extension and 'ids', the tools named.
  */
 export interface ToolListResponse {
   items: ToolDefinition[];
@@ -12,4 +21,6 @@ export interface ToolListResponse {
    * Present when more tools follow (pagination extension only): pass it as 'cursor' to get the next page.
    */
   next_cursor?: string;
+  ttl_ms?: CacheTtlMs;
+  cache_scope?: CacheScope;
 }

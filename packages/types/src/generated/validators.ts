@@ -23,7 +23,10 @@ import type { ToolError } from "./tool-error.js";
 import type { ToolId } from "./tool-id.js";
 import type { ToolListResponse } from "./tool-list-response.js";
 import type { ToolRequirements } from "./tool-requirements.js";
+import type { ToolSearchItem } from "./tool-search-item.js";
+import type { ToolSearchResponse } from "./tool-search-response.js";
 import type { ToolVersion } from "./tool-version.js";
+import type { ToolkitListResponse } from "./toolkit-list-response.js";
 import type { ValidationErrorResponse } from "./validation-error-response.js";
 
 /** A precompiled validator: a type guard that leaves its errors in `errors` when it returns false. */
@@ -2139,7 +2142,7 @@ return errors === 0;
 validate39.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const _DiscoveryDocument = validate40;
-const schema55 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true},"extension_info":{"type":"object","properties":{"oauth":{"type":"object","properties":{"resource_metadata":{"type":"string","format":"uri","maxLength":2048}},"required":["resource_metadata"],"additionalProperties":false},"connections":{"type":"object","properties":{"providers":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"name":{"type":"string","minLength":1,"maxLength":200}},"required":["id","name"],"additionalProperties":false}}},"required":["providers"],"additionalProperties":false}},"propertyNames":{"pattern":"^[a-z][a-z0-9-]{0,63}$"},"additionalProperties":{"type":"object"}}},"required":["oxp_versions","extensions"],"additionalProperties":false};
+const schema55 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/discovery-document.json","type":"object","properties":{"oxp_versions":{"type":"array","items":{"type":"string","pattern":"^[0-9]+\\.[0-9]+$"},"minItems":1,"uniqueItems":true},"extensions":{"type":"array","items":{"type":"string","pattern":"^[a-z][a-z0-9-]{0,63}$"},"uniqueItems":true},"extension_info":{"type":"object","properties":{"oauth":{"type":"object","properties":{"resource_metadata":{"type":"string","format":"uri","maxLength":2048}},"required":["resource_metadata"],"additionalProperties":false},"connections":{"type":"object","properties":{"providers":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"name":{"type":"string","minLength":1,"maxLength":200}},"required":["id","name"],"additionalProperties":false}}},"required":["providers"],"additionalProperties":false},"search":{"type":"object","properties":{"max_limit":{"type":"integer","minimum":1},"max_query_length":{"type":"integer","minimum":1},"max_terms":{"type":"integer","minimum":1},"max_ids":{"type":"integer","minimum":1}},"required":["max_limit","max_query_length","max_terms","max_ids"],"additionalProperties":false}},"propertyNames":{"pattern":"^[a-z][a-z0-9-]{0,63}$"},"additionalProperties":{"type":"object"}}},"required":["oxp_versions","extensions"],"additionalProperties":false};
 const pattern9 = new RegExp("^[0-9]+\\.[0-9]+$", "u");
 const pattern10 = new RegExp("^[a-z][a-z0-9-]{0,63}$", "u");
 
@@ -2332,7 +2335,7 @@ break;
 if(valid5){
 const _errs13 = errors;
 for(const key2 in data4){
-if(!((key2 === "oauth") || (key2 === "connections"))){
+if(!(((key2 === "oauth") || (key2 === "connections")) || (key2 === "search"))){
 let data5 = data4[key2];
 const _errs14 = errors;
 if(!(data5 && typeof data5 == "object" && !Array.isArray(data5))){
@@ -2525,6 +2528,127 @@ var valid7 = _errs21 === errors;
 }
 else {
 var valid7 = true;
+}
+if(valid7){
+if(data4.search !== undefined){
+let data13 = data4.search;
+const _errs33 = errors;
+if(errors === _errs33){
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+let missing4;
+if(((((data13.max_limit === undefined) && (missing4 = "max_limit")) || ((data13.max_query_length === undefined) && (missing4 = "max_query_length"))) || ((data13.max_terms === undefined) && (missing4 = "max_terms"))) || ((data13.max_ids === undefined) && (missing4 = "max_ids"))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search",schemaPath:"#/properties/extension_info/properties/search/required",keyword:"required",params:{missingProperty: missing4},message:"must have required property '"+missing4+"'"}];
+return false;
+}
+else {
+const _errs35 = errors;
+for(const key6 in data13){
+if(!((((key6 === "max_limit") || (key6 === "max_query_length")) || (key6 === "max_terms")) || (key6 === "max_ids"))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search",schemaPath:"#/properties/extension_info/properties/search/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs35 === errors){
+if(data13.max_limit !== undefined){
+let data14 = data13.max_limit;
+const _errs36 = errors;
+if(!((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14)))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_limit",schemaPath:"#/properties/extension_info/properties/search/properties/max_limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs36){
+if(typeof data14 == "number"){
+if(data14 < 1 || isNaN(data14)){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_limit",schemaPath:"#/properties/extension_info/properties/search/properties/max_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+var valid12 = _errs36 === errors;
+}
+else {
+var valid12 = true;
+}
+if(valid12){
+if(data13.max_query_length !== undefined){
+let data15 = data13.max_query_length;
+const _errs38 = errors;
+if(!((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15)))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_query_length",schemaPath:"#/properties/extension_info/properties/search/properties/max_query_length/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs38){
+if(typeof data15 == "number"){
+if(data15 < 1 || isNaN(data15)){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_query_length",schemaPath:"#/properties/extension_info/properties/search/properties/max_query_length/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+var valid12 = _errs38 === errors;
+}
+else {
+var valid12 = true;
+}
+if(valid12){
+if(data13.max_terms !== undefined){
+let data16 = data13.max_terms;
+const _errs40 = errors;
+if(!((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16)))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_terms",schemaPath:"#/properties/extension_info/properties/search/properties/max_terms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs40){
+if(typeof data16 == "number"){
+if(data16 < 1 || isNaN(data16)){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_terms",schemaPath:"#/properties/extension_info/properties/search/properties/max_terms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+var valid12 = _errs40 === errors;
+}
+else {
+var valid12 = true;
+}
+if(valid12){
+if(data13.max_ids !== undefined){
+let data17 = data13.max_ids;
+const _errs42 = errors;
+if(!((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17)))){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_ids",schemaPath:"#/properties/extension_info/properties/search/properties/max_ids/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs42){
+if(typeof data17 == "number"){
+if(data17 < 1 || isNaN(data17)){
+validate40.errors = [{instancePath:instancePath+"/extension_info/search/max_ids",schemaPath:"#/properties/extension_info/properties/search/properties/max_ids/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+var valid12 = _errs42 === errors;
+}
+else {
+var valid12 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate40.errors = [{instancePath:instancePath+"/extension_info/search",schemaPath:"#/properties/extension_info/properties/search/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid7 = _errs33 === errors;
+}
+else {
+var valid7 = true;
+}
 }
 }
 }
@@ -4378,7 +4502,9 @@ return errors === 0;
 validate51.evaluated = {"dynamicProps":false,"dynamicItems":false};
 
 const _ToolListResponse = validate52;
-const schema75 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024}},"required":["items"],"additionalProperties":false};
+const schema75 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-definition.json"}},"next_cursor":{"type":"string","minLength":1,"maxLength":1024},"ttl_ms":{"$ref":"#/$defs/TtlMs"},"cache_scope":{"$ref":"#/$defs/CacheScope"}},"required":["items"],"additionalProperties":false,"$defs":{"TtlMs":{"type":"integer","minimum":0},"CacheScope":{"type":"string","enum":["public","private"]}}};
+const schema76 = {"type":"integer","minimum":0};
+const schema77 = {"type":"string","enum":["public","private"]};
 
 function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-list-response.json" */;
@@ -4401,7 +4527,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((key0 === "items") || (key0 === "next_cursor"))){
+if(!((((key0 === "items") || (key0 === "next_cursor")) || (key0 === "ttl_ms")) || (key0 === "cache_scope"))){
 validate52.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -4464,6 +4590,47 @@ var valid0 = _errs5 === errors;
 else {
 var valid0 = true;
 }
+if(valid0){
+if(data.ttl_ms !== undefined){
+let data3 = data.ttl_ms;
+const _errs7 = errors;
+const _errs8 = errors;
+if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
+validate52.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"#/$defs/TtlMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs8){
+if(typeof data3 == "number"){
+if(data3 < 0 || isNaN(data3)){
+validate52.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"#/$defs/TtlMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.cache_scope !== undefined){
+let data4 = data.cache_scope;
+const _errs10 = errors;
+if(typeof data4 !== "string"){
+validate52.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"#/$defs/CacheScope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data4 === "public") || (data4 === "private"))){
+validate52.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"#/$defs/CacheScope/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs10 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
 }
 }
 }
@@ -4480,10 +4647,12 @@ validate52.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 const _ToolRequirements = validate43;
 
-const _ToolVersion = validate54;
+const _ToolSearchItem = validate54;
+const schema78 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-search-item.json","type":"object","properties":{"id":{"$ref":"tool-id.json","type":"string","pattern":"@[0-9]+\\.[0-9]+\\.[0-9]+$"},"name":{"type":"string","pattern":"^[A-Za-z0-9_-]{1,64}$"},"description":{"type":"string","minLength":1},"toolkit":{"type":"string","pattern":"^[A-Za-z0-9_]+$"},"version":{"$ref":"tool-version.json"},"score":{"type":"number","exclusiveMinimum":0},"input_schema":{"$ref":"tool-definition.json#/$defs/InputSchema"},"output_schema":{"$ref":"tool-definition.json#/$defs/OutputSchema"},"requirements":{"$ref":"tool-requirements.json"},"annotations":{"$ref":"tool-annotations.json"},"deprecation_message":{"type":"string","minLength":1,"maxLength":1000},"required_scopes":{"type":"array","items":{"$ref":"tool-definition.json#/$defs/ScopeToken","type":"string"},"maxItems":32,"uniqueItems":true}},"required":["id","name","description","toolkit","version","score"],"additionalProperties":false};
+const pattern23 = new RegExp("^[A-Za-z0-9_]+$", "u");
 
 function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
-/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-search-item.json" */;
 let vErrors = null;
 let errors = 0;
 const evaluated0 = validate54.evaluated;
@@ -4494,30 +4663,1050 @@ if(evaluated0.dynamicItems){
 evaluated0.items = undefined;
 }
 if(errors === 0){
-if(typeof data === "string"){
-if(!pattern16.test(data)){
-validate54.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((((((data.id === undefined) && (missing0 = "id")) || ((data.name === undefined) && (missing0 = "name"))) || ((data.description === undefined) && (missing0 = "description"))) || ((data.toolkit === undefined) && (missing0 = "toolkit"))) || ((data.version === undefined) && (missing0 = "version"))) || ((data.score === undefined) && (missing0 = "score"))){
+validate54.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(func35.call(schema78.properties, key0))){
+validate54.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.id !== undefined){
+let data0 = data.id;
+const _errs2 = errors;
+const _errs3 = errors;
+if(errors === _errs3){
+if(typeof data0 === "string"){
+if(func1(data0) > 256){
+validate54.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"}];
+return false;
+}
+else {
+if(!pattern5.test(data0)){
+validate54.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"},message:"must match pattern \""+"^[A-Za-z0-9_]+\\.[A-Za-z0-9_]+(@((0|[1-9][0-9]{0,8})|(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})))?$"+"\""}];
+return false;
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/id",schemaPath:"tool-id.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!pattern14.test(data0)){
+validate54.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/pattern",keyword:"pattern",params:{pattern: "@[0-9]+\\.[0-9]+\\.[0-9]+$"},message:"must match pattern \""+"@[0-9]+\\.[0-9]+\\.[0-9]+$"+"\""}];
 return false;
 }
 }
 else {
-validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate54.errors = [{instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.name !== undefined){
+let data1 = data.name;
+const _errs6 = errors;
+if(errors === _errs6){
+if(typeof data1 === "string"){
+if(!pattern6.test(data1)){
+validate54.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_-]{1,64}$"},message:"must match pattern \""+"^[A-Za-z0-9_-]{1,64}$"+"\""}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.description !== undefined){
+let data2 = data.description;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data2 === "string"){
+if(func1(data2) < 1){
+validate54.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs8 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.toolkit !== undefined){
+let data3 = data.toolkit;
+const _errs10 = errors;
+if(errors === _errs10){
+if(typeof data3 === "string"){
+if(!pattern23.test(data3)){
+validate54.errors = [{instancePath:instancePath+"/toolkit",schemaPath:"#/properties/toolkit/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+$"},message:"must match pattern \""+"^[A-Za-z0-9_]+$"+"\""}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/toolkit",schemaPath:"#/properties/toolkit/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs10 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.version !== undefined){
+let data4 = data.version;
+const _errs12 = errors;
+const _errs13 = errors;
+if(errors === _errs13){
+if(typeof data4 === "string"){
+if(!pattern16.test(data4)){
+validate54.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/version",schemaPath:"tool-version.json/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs12 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.score !== undefined){
+let data5 = data.score;
+const _errs15 = errors;
+if(errors === _errs15){
+if(typeof data5 == "number"){
+if(data5 <= 0 || isNaN(data5)){
+validate54.errors = [{instancePath:instancePath+"/score",schemaPath:"#/properties/score/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/score",schemaPath:"#/properties/score/type",keyword:"type",params:{type: "number"},message:"must be number"}];
+return false;
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.input_schema !== undefined){
+let data6 = data.input_schema;
+const _errs17 = errors;
+const _errs18 = errors;
+if(errors === _errs18){
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key1 in data6){
+const _errs20 = errors;
+const _errs21 = errors;
+const _errs22 = errors;
+if(!((((key1 === "$ref") || (key1 === "$defs")) || (key1 === "definitions")) || (key1 === "parameters"))){
+const err0 = {};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var valid5 = _errs22 === errors;
+if(valid5){
+const err1 = {instancePath:instancePath+"/input_schema",schemaPath:"tool-definition.json#/$defs/InputSchema/propertyNames/not",keyword:"not",params:{},message:"must NOT be valid",propertyName:key1};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+else {
+errors = _errs21;
+if(vErrors !== null){
+if(_errs21){
+vErrors.length = _errs21;
+}
+else {
+vErrors = null;
+}
+}
+}
+var valid4 = _errs20 === errors;
+if(!valid4){
+const err2 = {instancePath:instancePath+"/input_schema",schemaPath:"tool-definition.json#/$defs/InputSchema/propertyNames",keyword:"propertyNames",params:{propertyName: key1},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+validate54.errors = vErrors;
+return false;
+break;
+}
+}
+if(valid4){
+if(data6.properties !== undefined){
+let data7 = data6.properties;
+const _errs24 = errors;
+if(errors === _errs24){
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+for(const key2 in data7){
+let data8 = data7[key2];
+const _errs27 = errors;
+if(errors === _errs27){
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+let missing1;
+if((data8.description === undefined) && (missing1 = "description")){
+validate54.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"tool-definition.json#/$defs/InputSchema/properties/properties/additionalProperties/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+if(data8.description !== undefined){
+if(typeof data8.description !== "string"){
+validate54.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/description",schemaPath:"tool-definition.json#/$defs/InputSchema/properties/properties/additionalProperties/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/input_schema/properties/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"tool-definition.json#/$defs/InputSchema/properties/properties/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid7 = _errs27 === errors;
+if(!valid7){
+break;
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/input_schema/properties",schemaPath:"tool-definition.json#/$defs/InputSchema/properties/properties/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/input_schema",schemaPath:"tool-definition.json#/$defs/InputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs17 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.output_schema !== undefined){
+let data10 = data.output_schema;
+const _errs31 = errors;
+const _errs32 = errors;
+if((!(data10 && typeof data10 == "object" && !Array.isArray(data10))) && (data10 !== null)){
+validate54.errors = [{instancePath:instancePath+"/output_schema",schemaPath:"tool-definition.json#/$defs/OutputSchema/type",keyword:"type",params:{type: schema61.type},message:"must be object,null"}];
+return false;
+}
+if(errors === _errs32){
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+for(const key3 in data10){
+const _errs34 = errors;
+const _errs35 = errors;
+const _errs36 = errors;
+if(!(((key3 === "$ref") || (key3 === "$defs")) || (key3 === "definitions"))){
+const err3 = {};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+var valid11 = _errs36 === errors;
+if(valid11){
+const err4 = {instancePath:instancePath+"/output_schema",schemaPath:"tool-definition.json#/$defs/OutputSchema/propertyNames/not",keyword:"not",params:{},message:"must NOT be valid",propertyName:key3};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+else {
+errors = _errs35;
+if(vErrors !== null){
+if(_errs35){
+vErrors.length = _errs35;
+}
+else {
+vErrors = null;
+}
+}
+}
+var valid10 = _errs34 === errors;
+if(!valid10){
+const err5 = {instancePath:instancePath+"/output_schema",schemaPath:"tool-definition.json#/$defs/OutputSchema/propertyNames",keyword:"propertyNames",params:{propertyName: key3},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+validate54.errors = vErrors;
+return false;
+break;
+}
+}
+}
+}
+var valid0 = _errs31 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.requirements !== undefined){
+const _errs38 = errors;
+if(!(validate43(data.requirements, {instancePath:instancePath+"/requirements",parentData:data,parentDataProperty:"requirements",rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate43.errors : vErrors.concat(validate43.errors);
+errors = vErrors.length;
+}
+var valid0 = _errs38 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.annotations !== undefined){
+let data12 = data.annotations;
+const _errs39 = errors;
+const _errs40 = errors;
+const _errs42 = errors;
+const _errs43 = errors;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+let missing2;
+if(((data12.read_only === undefined) && (missing2 = "read_only")) || ((data12.destructive === undefined) && (missing2 = "destructive"))){
+const err6 = {};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+if(data12.read_only !== undefined){
+const _errs44 = errors;
+if(true !== data12.read_only){
+const err7 = {};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var valid14 = _errs44 === errors;
+}
+else {
+var valid14 = true;
+}
+if(valid14){
+if(data12.destructive !== undefined){
+const _errs45 = errors;
+if(true !== data12.destructive){
+const err8 = {};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+var valid14 = _errs45 === errors;
+}
+else {
+var valid14 = true;
+}
+}
+}
+}
+var valid13 = _errs43 === errors;
+if(valid13){
+validate54.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/not",keyword:"not",params:{},message:"must NOT be valid"}];
+return false;
+}
+else {
+errors = _errs42;
+if(vErrors !== null){
+if(_errs42){
+vErrors.length = _errs42;
+}
+else {
+vErrors = null;
+}
+}
+}
+if(errors === _errs40){
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+const _errs46 = errors;
+for(const key4 in data12){
+if(!(((((key4 === "title") || (key4 === "read_only")) || (key4 === "destructive")) || (key4 === "idempotent")) || (key4 === "open_world"))){
+validate54.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs46 === errors){
+if(data12.title !== undefined){
+let data15 = data12.title;
+const _errs47 = errors;
+if(errors === _errs47){
+if(typeof data15 === "string"){
+if(func1(data15) > 200){
+validate54.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters"}];
+return false;
+}
+else {
+if(func1(data15) < 1){
+validate54.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/annotations/title",schemaPath:"tool-annotations.json/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid15 = _errs47 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data12.read_only !== undefined){
+const _errs49 = errors;
+if(typeof data12.read_only !== "boolean"){
+validate54.errors = [{instancePath:instancePath+"/annotations/read_only",schemaPath:"tool-annotations.json/properties/read_only/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs49 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data12.destructive !== undefined){
+const _errs51 = errors;
+if(typeof data12.destructive !== "boolean"){
+validate54.errors = [{instancePath:instancePath+"/annotations/destructive",schemaPath:"tool-annotations.json/properties/destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs51 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data12.idempotent !== undefined){
+const _errs53 = errors;
+if(typeof data12.idempotent !== "boolean"){
+validate54.errors = [{instancePath:instancePath+"/annotations/idempotent",schemaPath:"tool-annotations.json/properties/idempotent/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs53 === errors;
+}
+else {
+var valid15 = true;
+}
+if(valid15){
+if(data12.open_world !== undefined){
+const _errs55 = errors;
+if(typeof data12.open_world !== "boolean"){
+validate54.errors = [{instancePath:instancePath+"/annotations/open_world",schemaPath:"tool-annotations.json/properties/open_world/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"}];
+return false;
+}
+var valid15 = _errs55 === errors;
+}
+else {
+var valid15 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/annotations",schemaPath:"tool-annotations.json/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid0 = _errs39 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.deprecation_message !== undefined){
+let data20 = data.deprecation_message;
+const _errs57 = errors;
+if(errors === _errs57){
+if(typeof data20 === "string"){
+if(func1(data20) > 1000){
+validate54.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+return false;
+}
+else {
+if(func1(data20) < 1){
+validate54.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/deprecation_message",schemaPath:"#/properties/deprecation_message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs57 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.required_scopes !== undefined){
+let data21 = data.required_scopes;
+const _errs59 = errors;
+if(errors === _errs59){
+if(Array.isArray(data21)){
+if(data21.length > 32){
+validate54.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/maxItems",keyword:"maxItems",params:{limit: 32},message:"must NOT have more than 32 items"}];
+return false;
+}
+else {
+var valid16 = true;
+const len0 = data21.length;
+for(let i0=0; i0<len0; i0++){
+let data22 = data21[i0];
+const _errs61 = errors;
+if(typeof data22 !== "string"){
+validate54.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"#/properties/required_scopes/items/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+const _errs62 = errors;
+if(errors === _errs62){
+if(typeof data22 === "string"){
+if(!pattern17.test(data22)){
+validate54.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"tool-definition.json#/$defs/ScopeToken/pattern",keyword:"pattern",params:{pattern: "^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"},message:"must match pattern \""+"^[\\x21\\x23-\\x5B\\x5D-\\x7E]{1,128}$"+"\""}];
+return false;
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/required_scopes/" + i0,schemaPath:"tool-definition.json#/$defs/ScopeToken/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid16 = _errs61 === errors;
+if(!valid16){
+break;
+}
+}
+if(valid16){
+let i1 = data21.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data21[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+validate54.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"}];
+return false;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath:instancePath+"/required_scopes",schemaPath:"#/properties/required_scopes/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs59 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate54.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
 validate54.errors = vErrors;
 return errors === 0;
 }
-validate54.evaluated = {"dynamicProps":false,"dynamicItems":false};
+validate54.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
-const _ValidationErrorResponse = validate55;
-const schema77 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+const _ToolSearchResponse = validate56;
+const schema85 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/tool-search-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"tool-search-item.json"},"maxItems":50},"next_cursor":{"type":"string","minLength":1,"maxLength":1024},"ttl_ms":{"$ref":"tool-list-response.json#/$defs/TtlMs"},"cache_scope":{"$ref":"tool-list-response.json#/$defs/CacheScope"}},"required":["items"],"additionalProperties":false};
 
-function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+function validate56(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-search-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate56.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.items === undefined) && (missing0 = "items")){
+validate56.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!((((key0 === "items") || (key0 === "next_cursor")) || (key0 === "ttl_ms")) || (key0 === "cache_scope"))){
+validate56.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.items !== undefined){
+let data0 = data.items;
+const _errs2 = errors;
+if(errors === _errs2){
+if(Array.isArray(data0)){
+if(data0.length > 50){
+validate56.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+const _errs4 = errors;
+if(!(validate54(data0[i0], {instancePath:instancePath+"/items/" + i0,parentData:data0,parentDataProperty:i0,rootData,dynamicAnchors}))){
+vErrors = vErrors === null ? validate54.errors : vErrors.concat(validate54.errors);
+errors = vErrors.length;
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate56.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.next_cursor !== undefined){
+let data2 = data.next_cursor;
+const _errs5 = errors;
+if(errors === _errs5){
+if(typeof data2 === "string"){
+if(func1(data2) > 1024){
+validate56.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"}];
+return false;
+}
+else {
+if(func1(data2) < 1){
+validate56.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate56.errors = [{instancePath:instancePath+"/next_cursor",schemaPath:"#/properties/next_cursor/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs5 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.ttl_ms !== undefined){
+let data3 = data.ttl_ms;
+const _errs7 = errors;
+const _errs8 = errors;
+if(!((typeof data3 == "number") && (!(data3 % 1) && !isNaN(data3)))){
+validate56.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"tool-list-response.json#/$defs/TtlMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs8){
+if(typeof data3 == "number"){
+if(data3 < 0 || isNaN(data3)){
+validate56.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"tool-list-response.json#/$defs/TtlMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid0 = _errs7 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.cache_scope !== undefined){
+let data4 = data.cache_scope;
+const _errs10 = errors;
+if(typeof data4 !== "string"){
+validate56.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"tool-list-response.json#/$defs/CacheScope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data4 === "public") || (data4 === "private"))){
+validate56.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"tool-list-response.json#/$defs/CacheScope/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs10 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate56.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate56.errors = vErrors;
+return errors === 0;
+}
+validate56.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ToolVersion = validate58;
+
+function validate58(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/tool-version.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate58.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(typeof data === "string"){
+if(!pattern16.test(data)){
+validate58.errors = [{instancePath,schemaPath:"#/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$"+"\""}];
+return false;
+}
+}
+else {
+validate58.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+validate58.errors = vErrors;
+return errors === 0;
+}
+validate58.evaluated = {"dynamicProps":false,"dynamicItems":false};
+
+const _ToolkitListResponse = validate59;
+const schema89 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/toolkit-list-response.json","type":"object","properties":{"items":{"type":"array","items":{"$ref":"#/$defs/Toolkit"}},"ttl_ms":{"$ref":"tool-list-response.json#/$defs/TtlMs"},"cache_scope":{"$ref":"tool-list-response.json#/$defs/CacheScope"}},"required":["items"],"additionalProperties":false,"$defs":{"Toolkit":{"type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9_]+$"},"description":{"type":"string","minLength":1,"maxLength":1000},"tool_count":{"type":"integer","minimum":1}},"required":["name","tool_count"],"additionalProperties":false}}};
+const schema90 = {"type":"object","properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9_]+$"},"description":{"type":"string","minLength":1,"maxLength":1000},"tool_count":{"type":"integer","minimum":1}},"required":["name","tool_count"],"additionalProperties":false};
+
+function validate59(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
+/*# sourceURL="https://otc.dev/schemas/oxp/1.0/toolkit-list-response.json" */;
+let vErrors = null;
+let errors = 0;
+const evaluated0 = validate59.evaluated;
+if(evaluated0.dynamicProps){
+evaluated0.props = undefined;
+}
+if(evaluated0.dynamicItems){
+evaluated0.items = undefined;
+}
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if((data.items === undefined) && (missing0 = "items")){
+validate59.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((key0 === "items") || (key0 === "ttl_ms")) || (key0 === "cache_scope"))){
+validate59.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.items !== undefined){
+let data0 = data.items;
+const _errs2 = errors;
+if(errors === _errs2){
+if(Array.isArray(data0)){
+var valid1 = true;
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+const _errs4 = errors;
+const _errs5 = errors;
+if(errors === _errs5){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if(((data1.name === undefined) && (missing1 = "name")) || ((data1.tool_count === undefined) && (missing1 = "tool_count"))){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"#/$defs/Toolkit/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'"}];
+return false;
+}
+else {
+const _errs7 = errors;
+for(const key1 in data1){
+if(!(((key1 === "name") || (key1 === "description")) || (key1 === "tool_count"))){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"#/$defs/Toolkit/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"}];
+return false;
+break;
+}
+}
+if(_errs7 === errors){
+if(data1.name !== undefined){
+let data2 = data1.name;
+const _errs8 = errors;
+if(errors === _errs8){
+if(typeof data2 === "string"){
+if(!pattern23.test(data2)){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/name",schemaPath:"#/$defs/Toolkit/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9_]+$"},message:"must match pattern \""+"^[A-Za-z0-9_]+$"+"\""}];
+return false;
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/name",schemaPath:"#/$defs/Toolkit/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs8 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.description !== undefined){
+let data3 = data1.description;
+const _errs10 = errors;
+if(errors === _errs10){
+if(typeof data3 === "string"){
+if(func1(data3) > 1000){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/description",schemaPath:"#/$defs/Toolkit/properties/description/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters"}];
+return false;
+}
+else {
+if(func1(data3) < 1){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/description",schemaPath:"#/$defs/Toolkit/properties/description/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"}];
+return false;
+}
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/description",schemaPath:"#/$defs/Toolkit/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid3 = _errs10 === errors;
+}
+else {
+var valid3 = true;
+}
+if(valid3){
+if(data1.tool_count !== undefined){
+let data4 = data1.tool_count;
+const _errs12 = errors;
+if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/tool_count",schemaPath:"#/$defs/Toolkit/properties/tool_count/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs12){
+if(typeof data4 == "number"){
+if(data4 < 1 || isNaN(data4)){
+validate59.errors = [{instancePath:instancePath+"/items/" + i0+"/tool_count",schemaPath:"#/$defs/Toolkit/properties/tool_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"}];
+return false;
+}
+}
+}
+var valid3 = _errs12 === errors;
+}
+else {
+var valid3 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/items/" + i0,schemaPath:"#/$defs/Toolkit/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid1 = _errs4 === errors;
+if(!valid1){
+break;
+}
+}
+}
+else {
+validate59.errors = [{instancePath:instancePath+"/items",schemaPath:"#/properties/items/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.ttl_ms !== undefined){
+let data5 = data.ttl_ms;
+const _errs14 = errors;
+const _errs15 = errors;
+if(!((typeof data5 == "number") && (!(data5 % 1) && !isNaN(data5)))){
+validate59.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"tool-list-response.json#/$defs/TtlMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs15){
+if(typeof data5 == "number"){
+if(data5 < 0 || isNaN(data5)){
+validate59.errors = [{instancePath:instancePath+"/ttl_ms",schemaPath:"tool-list-response.json#/$defs/TtlMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+var valid0 = _errs14 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.cache_scope !== undefined){
+let data6 = data.cache_scope;
+const _errs17 = errors;
+if(typeof data6 !== "string"){
+validate59.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"tool-list-response.json#/$defs/CacheScope/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+if(!((data6 === "public") || (data6 === "private"))){
+validate59.errors = [{instancePath:instancePath+"/cache_scope",schemaPath:"tool-list-response.json#/$defs/CacheScope/enum",keyword:"enum",params:{allowedValues: schema77.enum},message:"must be equal to one of the allowed values"}];
+return false;
+}
+var valid0 = _errs17 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate59.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+validate59.errors = vErrors;
+return errors === 0;
+}
+validate59.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+
+const _ValidationErrorResponse = validate60;
+const schema93 = {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://otc.dev/schemas/oxp/1.0/validation-error-response.json","type":"object","properties":{"message":{"type":"string"},"parameter_errors":{"type":"object","additionalProperties":{"type":"string"}}},"required":["message"],"additionalProperties":false};
+
+function validate60(data, {instancePath="", parentData, parentDataProperty, rootData=data, dynamicAnchors={}}={}){
 /*# sourceURL="https://otc.dev/schemas/oxp/1.0/validation-error-response.json" */;
 let vErrors = null;
 let errors = 0;
-const evaluated0 = validate55.evaluated;
+const evaluated0 = validate60.evaluated;
 if(evaluated0.dynamicProps){
 evaluated0.props = undefined;
 }
@@ -4528,14 +5717,14 @@ if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
 if((data.message === undefined) && (missing0 = "message")){
-validate55.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
+validate60.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'"}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
 if(!((key0 === "message") || (key0 === "parameter_errors"))){
-validate55.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
+validate60.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
 }
@@ -4544,7 +5733,7 @@ if(_errs1 === errors){
 if(data.message !== undefined){
 const _errs2 = errors;
 if(typeof data.message !== "string"){
-validate55.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate60.errors = [{instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid0 = _errs2 === errors;
@@ -4561,7 +5750,7 @@ if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
 const _errs7 = errors;
 if(typeof data1[key1] !== "string"){
-validate55.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+validate60.errors = [{instancePath:instancePath+"/parameter_errors/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/parameter_errors/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
 var valid1 = _errs7 === errors;
@@ -4571,7 +5760,7 @@ break;
 }
 }
 else {
-validate55.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate60.errors = [{instancePath:instancePath+"/parameter_errors",schemaPath:"#/properties/parameter_errors/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
@@ -4585,14 +5774,14 @@ var valid0 = true;
 }
 }
 else {
-validate55.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate60.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-validate55.errors = vErrors;
+validate60.errors = vErrors;
 return errors === 0;
 }
-validate55.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
+validate60.evaluated = {"props":true,"dynamicProps":false,"dynamicItems":false};
 
 
 /** Checks a value against the AuthorizationChallengeCheckResponse schema (formats not checked). */
@@ -4637,7 +5826,13 @@ export const validateToolId = _ToolId as unknown as Validator<ToolId>;
 export const validateToolListResponse = _ToolListResponse as unknown as Validator<ToolListResponse>;
 /** Checks a value against the ToolRequirements schema (formats not checked). */
 export const validateToolRequirements = _ToolRequirements as unknown as Validator<ToolRequirements>;
+/** Checks a value against the ToolSearchItem schema (formats not checked). */
+export const validateToolSearchItem = _ToolSearchItem as unknown as Validator<ToolSearchItem>;
+/** Checks a value against the ToolSearchResponse schema (formats not checked). */
+export const validateToolSearchResponse = _ToolSearchResponse as unknown as Validator<ToolSearchResponse>;
 /** Checks a value against the ToolVersion schema (formats not checked). */
 export const validateToolVersion = _ToolVersion as unknown as Validator<ToolVersion>;
+/** Checks a value against the ToolkitListResponse schema (formats not checked). */
+export const validateToolkitListResponse = _ToolkitListResponse as unknown as Validator<ToolkitListResponse>;
 /** Checks a value against the ValidationErrorResponse schema (formats not checked). */
 export const validateValidationErrorResponse = _ValidationErrorResponse as unknown as Validator<ValidationErrorResponse>;

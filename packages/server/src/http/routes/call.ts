@@ -5,7 +5,7 @@
  * answer; with `Prefer: respond-async` and the tasks extension, a 202 for a call still running (9.3).
  */
 import { type CallBody, checkCallBody, unwrapCallBody, wrapResponse } from "../../core/call-body.js";
-import { WireError } from "../../core/errors.js";
+import { shorten, WireError } from "../../core/errors.js";
 import { isPending } from "../../core/fast-path.js";
 import { JsonScanner } from "../../core/json-limits.js";
 import type { OxpCore } from "../../core/oxp-core.js";
@@ -133,6 +133,14 @@ export function callRoute(context: RouteContext): RouteHandler {
       throw error;
     }
     const { request, envelope } = parsed;
+    // A gateway may have routed the call by this header: the body must name the same tool (9.9, `[cache.tool-header]`).
+    const routed = exchange.header("oxp-tool");
+    if (routed !== undefined && routed !== request.tool_id) {
+      meter?.charge();
+      throw new WireError("bad_request", "The OXP-Tool header names another tool than the body's tool_id", {
+        developerMessage: `OXP-Tool is '${shorten(routed)}'; tool_id is '${shorten(request.tool_id)}'.`,
+      });
+    }
     if (grant) {
       bindUser(request, grant, context.oauth as OAuthResource);
     }

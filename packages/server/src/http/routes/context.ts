@@ -44,6 +44,11 @@ export interface RouteContext {
   readonly vault: ConnectionVault | undefined;
   /** Whether calls may send tokens for the vault's providers (`connections.acceptClientTokens`). */
   readonly acceptClientTokens: boolean;
+  /**
+   * The cache extension's settings (docs/protocol.md 9.9): how long answers may be kept, in seconds, and whether the
+   * lists are the same for every caller (a server without authentication) or depend on who asks.
+   */
+  readonly cache: { readonly maxAgeSeconds: number; readonly listScope: "public" | "private" };
 }
 
 /** A protocol route once its request is authenticated: the request, the route its path names, who sent it, the headers its answer gets. */

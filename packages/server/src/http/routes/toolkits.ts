@@ -1,0 +1,25 @@
+/** `GET /toolkits` (docs/protocol.md 9.5, `[search.toolkits]`): the catalog's toolkits, by name, for a request asking for search. */
+import { appliedHeader, requestedExtensions } from "../../core/extensions.js";
+import { ANSWER_KIND } from "../answers.js";
+import type { Answer } from "../exchange.js";
+import { checkVersion, type RouteContext, type RouteHandler } from "./context.js";
+import { cacheableAnswer, cachePolicy } from "./tools.js";
+
+/** The toolkits route: those of the tools the caller can see, with the cache extension's fields where asked. */
+export function toolkitsRoute(context: RouteContext): RouteHandler {
+  const { core, offered } = context;
+  return async (exchange, route, { grant }, base): Promise<Answer> => {
+    await checkVersion(context, exchange, route.name);
+    const asked = requestedExtensions(exchange.header("oxp-extensions"), offered);
+    const headers: Record<string, string> = { ...base, "OXP-Extensions": appliedHeader(asked) as string };
+    const cache = asked.has("cache") ? cachePolicy(context, grant !== undefined) : undefined;
+    if (cache) {
+      headers["Cache-Control"] = cache.header;
+    } else if (grant) {
+      // The toolkits an access token sees depend on its scopes (`[search.catalog-by-scope]`).
+      headers["Cache-Control"] = "private";
+    }
+    const body = core.catalogSearch().toolkits(grant ? core.visibleTo(grant.scopes) : undefined);
+    return cacheableAnswer(context, exchange, { body, kind: ANSWER_KIND.toolkits, headers, cache });
+  };
+}
