@@ -12,7 +12,7 @@ import type { ExampleAccounts } from "./accounts.js";
 import { DemoSession } from "./demo-session.js";
 import { EXAMPLE_PROVIDER_ID, exampleProfileTool } from "./example-profile.js";
 import { DemoGoogleProvider } from "./google-provider.js";
-import { demoTools } from "./tools.js";
+import { DEMO_TOOLKITS, demoTools } from "./tools.js";
 
 /**
  * Options of a demo server: every server option except the tools and providers, which the demo fixes;
@@ -56,7 +56,7 @@ export function demoParts(options: DemoOptions): DemoParts & {
     return {
       google,
       counter,
-      serverOptions: { ...serverOptions, tokenStore, tools, authorizationProviders: [google] },
+      serverOptions: { ...serverOptions, tokenStore, tools, toolkits: DEMO_TOOLKITS, authorizationProviders: [google] },
       pages: [],
       nodePages: [],
     };
@@ -76,6 +76,10 @@ export function demoParts(options: DemoOptions): DemoParts & {
       publicUrl: serverOptions.publicUrl ?? accounts.resource,
       tokenStore,
       tools: [...tools, exampleProfileTool(accounts.endpoints.userinfo)],
+      toolkits: {
+        ...DEMO_TOOLKITS,
+        Example: { description: "The user's profile at Example Accounts, through the vault." },
+      },
       authorizationProviders: [google],
       auth: {
         ...serverOptions.auth,

@@ -281,6 +281,17 @@ export function demoTools(counter = { value: 0 }): Tool[] {
 /** How often System.Sleep reports its progress, in milliseconds. */
 export const SLEEP_PROGRESS_INTERVAL_MS = 100;
 
+/** What each of the demo's toolkits is for, as `GET /toolkits` lists them (docs/protocol.md 9.5). */
+export const DEMO_TOOLKITS = {
+  Calculator: { description: "Arithmetic on two numbers." },
+  Counter: { description: "A counter the server keeps, to show calls that change state and replay." },
+  Doorbell: { description: "A pretend smart doorbell, to show a tool that fails." },
+  Gmail: { description: "Reads the user's Gmail, to show OAuth 2.0 authorization with challenges." },
+  Greeting: { description: "Says hello, in two versions of one tool." },
+  SMS: { description: "Sends a text message with a secret the server holds." },
+  System: { description: "The server's clock, and a slow tool that reports progress, to show tasks and cancellation." },
+} as const;
+
 /**
  * System.Sleep's run: waits `ms`, reporting the milliseconds slept every {@link SLEEP_PROGRESS_INTERVAL_MS}; once
  * its signal fires (a time limit, a cancel, shutdown) it clears its timers and rejects with the signal's reason.

@@ -69,3 +69,28 @@ describe("GET /tools with OXP-Extensions: annotations", () => {
     );
   });
 });
+
+describe("search on the demo", () => {
+  it("ranks the tool a user's words describe first, and lists the toolkits with their descriptions", async () => {
+    const asked = { headers: { "OXP-Extensions": "search" } };
+    const found = await send(`${server.baseUrl}/tools?q=${encodeURIComponent("add two numbers")}&view=summary`, asked);
+    expect(found.status).toBe(200);
+    expectSchema("ToolSearchResponse", found.body);
+    expect(found.body.items[0].id).toBe("Calculator.Add@1.0.0");
+    const greeting = await send(`${server.baseUrl}/tools?q=${encodeURIComponent("say hello in french")}`, asked);
+    expect(greeting.body.items[0].id).toBe("Greeting.Hello@2.0.0");
+    const toolkits = await send(`${server.baseUrl}/toolkits`, asked);
+    expectSchema("ToolkitListResponse", toolkits.body);
+    expect(toolkits.body.items.map((toolkit: { name: string }) => toolkit.name)).toEqual([
+      "Calculator",
+      "Counter",
+      "Doorbell",
+      "Gmail",
+      "Greeting",
+      "SMS",
+      "System",
+    ]);
+    expect(toolkits.body.items.every((toolkit: { description?: string }) => toolkit.description)).toBe(true);
+    expect(toolkits.body.items.find((toolkit: { name: string }) => toolkit.name === "Greeting").tool_count).toBe(1);
+  });
+});
