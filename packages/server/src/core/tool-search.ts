@@ -21,7 +21,8 @@ export const MAX_QUERY_LENGTH = 256;
 
 /**
  * How much a match in each field counts (`[search.ranking]`): the tool's own name above its toolkit, above the
- * description, above parameter names, above what parameters say of themselves. Chosen with `npm run eval:search`.
+ * description, above parameter names, above what parameters say of themselves. Set by that order, not tuned to
+ * the labelled queries of `npm run eval:search` (tests/search-eval), which measure them.
  */
 export const FIELD_WEIGHTS = {
   name: 5,
