@@ -32,6 +32,14 @@ import { hintWords } from "./annotations.js";
 import { type CredentialsFile, CredentialsFileError, readCredentials, resourceKey } from "./credentials.js";
 import { EXIT, type Io } from "./io.js";
 import { storedSignInProvider } from "./oauth-session.js";
+import {
+  parseIdList,
+  pickTools,
+  type SearchAction,
+  searchCommand,
+  toolsByIds,
+  UnknownToolIdsError,
+} from "./search-command.js";
 import { callAsTask } from "./task-call.js";
 import { terminalSafe } from "./terminal-safe.js";
 
@@ -41,7 +49,7 @@ export const HELP = `otc: talk to an OXP (Open eXecution Protocol) Tool Server
 
 Usage:
   otc health
-  otc tools
+  otc tools [--search TEXT [--limit N]] [--toolkit NAME]
   otc call <tool_id> [--input JSON | --input @file.json] [--user-id U]
                      [--secret ID=VALUE]... [--token PROVIDER=TOKEN]... [--call-id ID] [--wait-auth]
                      [--async]
@@ -50,7 +58,7 @@ Usage:
   otc connections list [--user-id U]
   otc connections add <provider> [--scope S]... [--no-browser] [--wait] [--user-id U]
   otc connections remove <connection_id> [--user-id U]
-  otc codegen --from <url | tools.json> --out <file.ts>
+  otc codegen --from <url | tools.json> --out <file.ts> [--ids ID,ID...]
   otc mcp serve [--transport stdio|http] ...   the server's tools to MCP clients (otc mcp --help)
   otc inspect <url> [--port N] [--no-open]      the Inspector web page for a server (otc inspect --help)
   otc login <url> [--client-id ID] [--scope S] [--no-browser]
@@ -71,6 +79,12 @@ Global options:
   access token, renewed with its refresh token when it expires or is refused
 
 tools, codegen:
+  --search TEXT       the tools that fit TEXT, best first, where the server offers search: score,
+                      toolkit, id and description (--json: the server's answer, whole definitions);
+                      --limit N of them (default 10, at most 50); --toolkit NAME keeps one toolkit's
+                      tools, with or without --search
+  --ids ID,ID...      codegen only for these tools (Calculator.Add, Gmail.SendEmail@2), each resolved
+                      as otc call resolves it; an id that names no tool stops codegen (exit 5)
   where the server offers annotations, otc tools shows each tool's title, the hints it states
   (read-only, destructive, idempotent, open-world) and its deprecated versions (--json: as listed),
   and otc codegen writes them into each tool's doc comment, a deprecation as @deprecated
@@ -151,6 +165,10 @@ const OPTIONS = {
   wait: { type: "boolean" },
   from: { type: "string" },
   out: { type: "string" },
+  search: { type: "string" },
+  toolkit: { type: "string" },
+  limit: { type: "string" },
+  ids: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -321,9 +339,59 @@ function checkArity(command: string, args: readonly string[]): void {
       throw new UsageError(`${what}: codegen takes options, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`);
     case "calls":
       throw new UsageError(`${what}: ${CALLS_USAGE}`);
+    case "tools":
+      throw new UsageError(
+        `${what}: otc tools takes no arguments (to find tools, otc tools --search ${JSON.stringify(extra.join(" "))})`,
+      );
     default:
       throw new UsageError(`${what}: otc ${command} takes no arguments`);
   }
+}
+
+/** The options that belong to one command: `--search`, `--limit` and `--toolkit` to otc tools, `--ids` to otc codegen. */
+function checkPlaces(command: string, values: Values): void {
+  const owners = { search: "tools", toolkit: "tools", limit: "tools", ids: "codegen" } as const;
+  for (const [option, owner] of Object.entries(owners)) {
+    if (values[option as keyof typeof owners] !== undefined && command !== owner) {
+      throw new UsageError(`--${option} is an option of otc ${owner}, not of otc ${command}`);
+    }
+  }
+  if (values.limit !== undefined && values.search === undefined) {
+    throw new UsageError(`--limit goes with --search, e.g. otc tools --search "send an email" --limit 5`);
+  }
+}
+
+/** `otc tools --search` as asked, checked; undefined without `--search`. */
+function searchOptions(values: Values): SearchAction | undefined {
+  if (values.search === undefined) {
+    return undefined;
+  }
+  if (values.search.trim() === "") {
+    throw new UsageError(`--search needs some text, e.g. otc tools --search "send an email"`);
+  }
+  let limit: number | undefined;
+  if (values.limit !== undefined) {
+    limit = Number(values.limit);
+    if (!/^\d+$/.test(values.limit) || !(limit >= 1)) {
+      throw new UsageError(
+        "--limit takes a whole number of tools, 1 or more (the server shows at most 50), e.g. --limit 5",
+      );
+    }
+  }
+  return {
+    q: values.search,
+    ...(values.toolkit !== undefined ? { toolkit: values.toolkit } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  };
+}
+
+/** Every item of an async iterable, in order. */
+async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) {
+    items.push(item);
+  }
+  return items;
 }
 
 /** A server's base URL, or a usage error naming where it came from: without a scheme it is no URL fetch can use. */
@@ -583,6 +651,7 @@ export async function run(argv: readonly string[], rawIo: Io, runtime: RunRuntim
       throw new UsageError(`${command} takes options of its own: name it first, e.g. ${example}`);
     }
     checkArity(command, rest);
+    checkPlaces(command, values);
     if (!(values["api-key"] ?? io.env.OXP_API_KEY) && !(values["jwt-secret"] ?? io.env.OXP_JWT_SECRET)) {
       signIns = await readCredentials(io.env);
     }
@@ -597,8 +666,16 @@ export async function run(argv: readonly string[], rawIo: Io, runtime: RunRuntim
         return health.healthy ? EXIT.ok : EXIT.toolFailed;
       }
       case "tools": {
+        const search = searchOptions(values);
+        if (search) {
+          return await searchCommand(search, { client: connect(), io, json });
+        }
         // Annotations where the server offers them (its discovery document says so); an OXP 1.0 list elsewhere.
-        const tools = await connect().listTools({ annotations: true });
+        const { toolkit } = values;
+        const tools =
+          toolkit === undefined
+            ? await connect().listTools({ annotations: true })
+            : await collect(connect().iterateTools({ annotations: true, toolkit }));
         if (json) {
           print({ items: tools });
         } else {
@@ -625,9 +702,19 @@ export async function run(argv: readonly string[], rawIo: Io, runtime: RunRuntim
             `codegen needs --from <url | tools.json> and --out <file.ts>, e.g. otc codegen --from ${DEFAULT_URL} --out tools.ts`,
           );
         }
-        const tools = /^https?:\/\//i.test(values.from)
-          ? await connect(values.from).listTools({ annotations: true })
-          : await readCatalog(values.from);
+        const ids = values.ids === undefined ? undefined : parseIdList(values.ids);
+        if (ids === undefined && values.ids !== undefined) {
+          throw new UsageError("--ids takes tool ids separated by commas, e.g. --ids Calculator.Add,Gmail.SendEmail@2");
+        }
+        const fromServer = /^https?:\/\//i.test(values.from);
+        let tools: ToolDefinition[];
+        if (fromServer) {
+          const client = connect(values.from);
+          tools = ids ? await toolsByIds(client, ids, target) : await client.listTools({ annotations: true });
+        } else {
+          const catalog = await readCatalog(values.from);
+          tools = ids ? pickTools(catalog, ids, sourceOf(values.from)) : catalog;
+        }
         // Loaded only for codegen: json-schema-to-typescript is most of what otc would load to start otherwise.
         const { generateBindings } = await import("./codegen.js");
         await writeFile(values.out, await generateBindings(tools, sourceOf(values.from)));
@@ -820,6 +907,10 @@ function report(error: unknown, io: Io, json: boolean, target = ""): number {
   }
   if (error instanceof OxpExtensionUnavailableError) {
     io.stderr(`${error.message}\n`);
+    return EXIT.refused;
+  }
+  if (error instanceof UnknownToolIdsError) {
+    io.stderr(`otc: ${error.message}\n`);
     return EXIT.refused;
   }
   if (error instanceof OxpConnectionError) {

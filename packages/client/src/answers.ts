@@ -11,7 +11,9 @@ import {
   validateConnectionListResponse,
   validateDiscoveryDocument,
   validateServerErrorResponse,
+  validateToolkitListResponse,
   validateToolListResponse,
+  validateToolSearchResponse,
   validateValidationErrorResponse,
 } from "@otc/types";
 
@@ -33,6 +35,8 @@ export const answers = {
   callToolResponse: check(validateCallToolResponse),
   callToolResultEnvelope: check(validateCallToolResultEnvelope),
   toolList: check(validateToolListResponse),
+  toolSearch: check(validateToolSearchResponse),
+  toolkitList: check(validateToolkitListResponse),
   serverError: check(validateServerErrorResponse),
   validationError: check(validateValidationErrorResponse),
   challengeStatus: check(validateAuthorizationChallengeCheckResponse),

@@ -1,4 +1,4 @@
-/** The OXP client: health, discovery, tool lists (whole or by pages), calls with safe retries, tasks, authorization polling, connections. */
+/** The OXP client: health, discovery, tool lists (whole or by pages), search, calls with safe retries, tasks, authorization polling, connections. */
 import {
   type CallStatus,
   type CallToolRequest,
@@ -15,7 +15,10 @@ import {
   type paths,
   type ToolAuthorizationChallenge,
   type ToolDefinition,
+  type Toolkit,
+  type ToolkitListResponse,
   type ToolListResponse,
+  type ToolSearchResponse,
   WELL_KNOWN_OXP_PATH,
 } from "@otc/types";
 import createFetchClient from "openapi-fetch";
@@ -50,6 +53,18 @@ import {
 import { DEFAULT_MAX_RESPONSE_BYTES, guardedFetch, originOf, sameOrigin } from "./guarded-fetch.js";
 import { type ClientClock, runtimeClock, sleepOn } from "./internal/clock.js";
 import { type JwtOptions, jwtSigner } from "./jwt.js";
+import {
+  checkedIds,
+  checkedQuery,
+  chunks,
+  type GetToolsOptions,
+  type IterateSearchOptions,
+  maxIdsOf,
+  type SearchToolsOptions,
+  type ToolSearchHit,
+  type ToolSearchResults,
+  type ToolSearchView,
+} from "./search.js";
 import { normalizeToolDefinition } from "./tool-schemas.js";
 
 /** How the client retries. */
@@ -211,6 +226,56 @@ export interface OxpClient {
    */
   iterateTools(options?: IterateToolsOptions): AsyncGenerator<ToolDefinition, void, undefined>;
   /**
+   * GET /tools?q= (the search extension, docs/protocol.md 9.5): one page of the tools that match `q`, best first, each
+   * with its `toolkit` and `score`, and `next_cursor` when more follow. `view: "summary"` leaves out the schemas and
+   * requirements (the items' type says so); the default, `full`, gives whole definitions. No match: no items. A server
+   * whose discovery document does not list `search` gets nothing but discovery: an OxpExtensionUnavailableError, never
+   * its whole list in place of matches. An empty query is a RangeError, sent nowhere; the server judges the rest (a
+   * query past 256 characters or 32 terms, a limit past 50, a cursor of another search: an OxpServerError, 400).
+   * Retried as listTools is.
+   *
+   * @example
+   * const { items } = await client.searchTools("send an email", { view: "summary", limit: 5 });
+   * const [best] = await client.getTools(items.slice(0, 1).map((match) => match.id));
+   */
+  searchTools<V extends ToolSearchView = "full">(
+    q: string,
+    options?: SearchToolsOptions<V>,
+  ): Promise<ToolSearchResults<V>>;
+  /**
+   * Every match of a search, best first, following `next_cursor` page by page as iterateTools follows a list's (with
+   * its guards against pages that never end, and `maxPages`). Throws as searchTools does.
+   *
+   * @example
+   * for await (const match of client.iterateSearch("email", { toolkit: "Gmail", view: "summary" })) console.log(match.score, match.id);
+   */
+  iterateSearch<V extends ToolSearchView = "full">(
+    q: string,
+    options?: IterateSearchOptions<V>,
+  ): AsyncGenerator<ToolSearchHit<V>, void, undefined>;
+  /**
+   * GET /tools?ids= (the search extension): the definitions of `ids`, in the order asked, each id resolved as a call's
+   * `tool_id` is (`A` the latest version, `A@2` exactly 2.0.0), each definition once (the first time it is named).
+   * More ids than the server takes at once (`extension_info.search.max_ids`, 100) are asked in several requests, one
+   * after the other, and put back in order. An id that names no tool makes the server answer 400: an OxpServerError
+   * whose `developerMessage` names the unknown ids (of the first request that had one). An id that is empty or holds
+   * a comma is a RangeError, sent nowhere; no ids resolve to `[]` without a request. A server without `search`: an
+   * OxpExtensionUnavailableError. `annotations: true` asks for the annotated definitions where the server offers them.
+   *
+   * @example
+   * const [send, list] = await client.getTools(["Gmail.SendEmail", "Gmail.ListEmails@1"]);
+   */
+  getTools(ids: readonly string[], options?: GetToolsOptions): Promise<ToolDefinition[]>;
+  /**
+   * GET /toolkits (the search extension): each toolkit of the catalog, by name, with the description the server's
+   * configuration gives it and its number of tools (a tool's versions count once). A server without `search`: an
+   * OxpExtensionUnavailableError. Retried as listTools is.
+   *
+   * @example
+   * for (const { name, tool_count } of await client.listToolkits()) console.log(`${name}: ${tool_count} tools`);
+   */
+  listToolkits(options?: CallOptions): Promise<Toolkit[]>;
+  /**
    * POST /tools/call. Resolves with the CallToolResponse, also when the tool failed (`success: false`).
    * Throws what the server answered, an OxpResponseError: OxpServerError (400, or 503 after the last
    * attempt), OxpAuthenticationError (401), OxpForbiddenError (403), OxpValidationError (422); or a local OxpLocalError:
@@ -311,7 +376,7 @@ const MAX_DISCOVERY_BYTES = 64 * 1024;
 const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
 
 /** The extensions this client can ask for, in no particular order: a request names them in the server's. */
-type ClientExtension = "annotations" | "connections" | "pagination" | "tasks";
+type ClientExtension = "annotations" | "connections" | "pagination" | "search" | "tasks";
 
 /** The longest `Prefer: wait=N` the protocol allows, in seconds (docs/protocol.md 9.3). */
 export const MAX_WAIT_SECONDS = 30;
@@ -339,6 +404,42 @@ function checkedCallId(callId: string, what = "call_id"): string {
     throw new RangeError(`${what} ${JSON.stringify(callId)} cannot be named in a URL path`);
   }
   return callId;
+}
+
+/** A `maxPages` of iterateTools or iterateSearch: a whole number of pages, 1 or more, or a RangeError. */
+function checkedMaxPages(maxPages: number): void {
+  if (!(Number.isSafeInteger(maxPages) && maxPages >= 1)) {
+    throw new RangeError(`maxPages must be a whole number of pages, 1 or more (got ${maxPages})`);
+  }
+}
+
+/** The query parameters of one search request. */
+interface SearchQuery {
+  q: string;
+  toolkit?: string;
+  view?: ToolSearchView;
+  limit?: number;
+  cursor?: string;
+}
+
+/**
+ * A search's query parameters but its cursor, checked before anything is sent: a query with something besides spaces,
+ * a whole `limit` of 1 or more (the server judges its upper bound), a `view` that is `full` or `summary`.
+ */
+function searchQuery(q: string, options: Omit<SearchToolsOptions, "cursor">): SearchQuery {
+  const { toolkit, view, limit } = options;
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1)) {
+    throw new RangeError(`limit must be a whole number of matches, 1 or more (got ${limit})`);
+  }
+  if (view !== undefined && view !== "full" && view !== "summary") {
+    throw new RangeError(`view must be "full" or "summary" (got ${JSON.stringify(view)})`);
+  }
+  return {
+    q: checkedQuery(q),
+    ...(toolkit !== undefined ? { toolkit } : {}),
+    ...(view !== undefined ? { view } : {}),
+    ...(limit !== undefined ? { limit } : {}),
+  };
 }
 
 /**
@@ -587,7 +688,7 @@ export function createClient(options: ClientOptions): OxpClient {
    */
   async function getToolList(
     extensions: readonly ClientExtension[],
-    query: { limit?: number; cursor?: string; toolkit?: string } | undefined,
+    query: { limit?: number; cursor?: string; toolkit?: string; ids?: string } | undefined,
     signal: AbortSignal | undefined,
   ): Promise<ToolListResponse> {
     return withRetries(async (retrySignal) => {
@@ -763,6 +864,167 @@ export function createClient(options: ClientOptions): OxpClient {
       request.headers.set("Last-Event-ID", lastEventId);
     }
     return streamFetch(request);
+  }
+
+  /**
+   * The items of a paged answer, page by page, following `next_cursor` until a page has none. A server whose pages
+   * never end is stopped with an OxpProtocolError (named by `names`): a page that does not move on (no items, or the
+   * cursor it was asked with), a `next_cursor` given before (a cycle), more than `maxPages` pages, or cursors longer
+   * in all than maxResponseBytes. What was read is yielded before the error.
+   */
+  async function* followPages<T>(
+    read: (cursor: string | undefined) => Promise<{ items: T[]; next_cursor?: string }>,
+    names: { request: string; method: string },
+    maxPages: number,
+  ): AsyncGenerator<T, void, undefined> {
+    const { request, method } = names;
+    let cursor: string | undefined;
+    // Every cursor asked with: one given again would lead round the same pages forever (A, B, A, ...). Kept
+    // within maxResponseBytes in all, like one answer, however long the server makes them.
+    const asked = new Set<string>();
+    let askedChars = 0;
+    for (let pages = 1; ; pages++) {
+      const page = await read(cursor);
+      yield* page.items;
+      if (page.next_cursor === undefined) {
+        return;
+      }
+      // A page that does not move on would be asked for forever: the server breaks pagination.pages.
+      if (page.items.length === 0 || page.next_cursor === cursor) {
+        throw new OxpProtocolError(
+          `${request} answered a page that does not move on: no tools, or the cursor it was asked with`,
+          200,
+        );
+      }
+      if (asked.has(page.next_cursor)) {
+        throw new OxpProtocolError(
+          `${request} answered, on page ${pages}, a next_cursor it had already given: its pages go round in a cycle`,
+          200,
+        );
+      }
+      if (pages >= maxPages) {
+        throw new OxpProtocolError(
+          `${request} has more pages than ${method} reads (maxPages: ${maxPages}): stopped after page ${pages}`,
+          200,
+        );
+      }
+      askedChars += page.next_cursor.length;
+      if (askedChars > maxResponseBytes) {
+        throw new OxpProtocolError(
+          `${request} answered cursors longer in all than the client keeps (maxResponseBytes: ${maxResponseBytes}): stopped after page ${pages}`,
+          200,
+        );
+      }
+      asked.add(page.next_cursor);
+      cursor = page.next_cursor;
+    }
+  }
+
+  /**
+   * One GET /tools?q= with `OXP-Extensions: search`, after discovery said the server offers it; retried as the client
+   * retries. The answer must be a ToolSearchResponse, and in the full view each match a whole definition: a server
+   * that ignored `q` and answered its list is an OxpProtocolError, never taken for matches.
+   */
+  async function getSearchPage(query: SearchQuery, signal: AbortSignal | undefined): Promise<ToolSearchResponse> {
+    return withRetries(async (retrySignal) => {
+      const { data, error, response } = await send(
+        async (attemptSignal) =>
+          api.GET("/tools", {
+            headers: { ...(await headers()), "OXP-Extensions": "search" },
+            signal: attemptSignal,
+            parseAs: "text",
+            params: { query },
+          }),
+        retrySignal,
+      );
+      if (!response.ok) {
+        return failure(response, error);
+      }
+      const body = json(data, response, "GET /tools?q=") as { items?: unknown } | undefined;
+      const items = Array.isArray(body?.items) ? body.items.map(normalizeToolDefinition) : body?.items;
+      const normalized = { ...body, items };
+      if (!answers.toolSearch(normalized)) {
+        throw new OxpProtocolError(
+          "GET /tools?q= answered a body that is not a ToolSearchResponse",
+          response.status,
+          answers.toolSearch.why(),
+        );
+      }
+      const page = normalized as ToolSearchResponse;
+      if (query.view !== "summary") {
+        const partial = page.items.find((item) => !("input_schema" in item && "output_schema" in item));
+        if (partial) {
+          throw new OxpProtocolError(
+            `GET /tools?q= answered, in the full view, a match without its input_schema or output_schema (${partial.id})`,
+            response.status,
+          );
+        }
+      }
+      return { done: page };
+    }, signal);
+  }
+
+  /**
+   * GET /tools?ids= for `ids`, in runs of at most the server's `max_ids`, one request after the other: the definitions
+   * in the order asked, each once (the server lists a definition once per request; across requests this does).
+   */
+  async function getToolsByIds(ids: readonly string[], getOptions: GetToolsOptions): Promise<ToolDefinition[]> {
+    const { signal } = getOptions;
+    if (ids.length === 0) {
+      return [];
+    }
+    const extensions = await negotiate(getOptions.annotations ? ["annotations", "search"] : ["search"], signal);
+    if (!extensions.includes("search")) {
+      throw new OxpExtensionUnavailableError("search", "getTools (GET /tools?ids=)");
+    }
+    const size = maxIdsOf((await discover(signal)).extension_info?.search?.max_ids);
+    const seen = new Set<string>();
+    const tools: ToolDefinition[] = [];
+    for (const run of chunks(ids, size)) {
+      const { items } = await getToolList(extensions, { ids: run.join(",") }, signal);
+      // A server that ignored `ids` answers its whole list: never taken for the tools asked for.
+      if (items.length > run.length) {
+        throw new OxpProtocolError(
+          `GET /tools?ids= answered ${items.length} tools for ${run.length} ids: more than were asked for`,
+          200,
+        );
+      }
+      for (const tool of items) {
+        if (!seen.has(tool.id)) {
+          seen.add(tool.id);
+          tools.push(tool);
+        }
+      }
+    }
+    return tools;
+  }
+
+  /** GET /toolkits with `OXP-Extensions: search`, after discovery said the server offers it; retried as the client retries. */
+  async function getToolkits(signal: AbortSignal | undefined): Promise<Toolkit[]> {
+    await requireExtension("search", signal, "listToolkits (GET /toolkits)");
+    return withRetries(async (retrySignal) => {
+      const { data, error, response } = await send(
+        async (attemptSignal) =>
+          api.GET("/toolkits", {
+            headers: { ...(await headers()), "OXP-Extensions": "search" },
+            signal: attemptSignal,
+            parseAs: "text",
+          }),
+        retrySignal,
+      );
+      if (!response.ok) {
+        return failure(response, error);
+      }
+      const body = json(data, response, "GET /toolkits");
+      if (!answers.toolkitList(body)) {
+        throw new OxpProtocolError(
+          "GET /toolkits answered a body that is not a ToolkitListResponse",
+          response.status,
+          answers.toolkitList.why(),
+        );
+      }
+      return { done: (body as ToolkitListResponse).items };
+    }, signal);
   }
 
   /** Throws an OxpExtensionUnavailableError unless the server's discovery document lists `extension`. */
@@ -1006,9 +1268,7 @@ export function createClient(options: ClientOptions): OxpClient {
       if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1)) {
         throw new RangeError(`limit must be a whole number of tools, 1 or more (got ${limit})`);
       }
-      if (!(Number.isSafeInteger(maxPages) && maxPages >= 1)) {
-        throw new RangeError(`maxPages must be a whole number of pages, 1 or more (got ${maxPages})`);
-      }
+      checkedMaxPages(maxPages);
       const wanted: ClientExtension[] = iterateOptions.annotations ? ["annotations", "pagination"] : ["pagination"];
       const extensions = await negotiate(wanted, signal);
       if (!extensions.includes("pagination")) {
@@ -1021,51 +1281,51 @@ export function createClient(options: ClientOptions): OxpClient {
         }
         return;
       }
-      let cursor: string | undefined;
-      // Every cursor asked with: one given again would lead round the same pages forever (A, B, A, ...). Kept
-      // within maxResponseBytes in all, like one answer, however long the server makes them.
-      const asked = new Set<string>();
-      let askedChars = 0;
-      for (let pages = 1; ; pages++) {
-        const query = {
-          ...(limit !== undefined ? { limit } : {}),
-          ...(toolkit !== undefined ? { toolkit } : {}),
-          ...(cursor !== undefined ? { cursor } : {}),
-        };
-        const page = await getToolList(extensions, query, signal);
-        yield* page.items;
-        if (page.next_cursor === undefined) {
-          return;
-        }
-        // A page that does not move on would be asked for forever: the server breaks pagination.pages.
-        if (page.items.length === 0 || page.next_cursor === cursor) {
-          throw new OxpProtocolError(
-            "GET /tools answered a page that does not move on: no tools, or the cursor it was asked with",
-            200,
-          );
-        }
-        if (asked.has(page.next_cursor)) {
-          throw new OxpProtocolError(
-            `GET /tools answered, on page ${pages}, a next_cursor it had already given: its pages go round in a cycle`,
-            200,
-          );
-        }
-        if (pages >= maxPages) {
-          throw new OxpProtocolError(
-            `GET /tools has more pages than iterateTools reads (maxPages: ${maxPages}): stopped after page ${pages}`,
-            200,
-          );
-        }
-        askedChars += page.next_cursor.length;
-        if (askedChars > maxResponseBytes) {
-          throw new OxpProtocolError(
-            `GET /tools answered cursors longer in all than the client keeps (maxResponseBytes: ${maxResponseBytes}): stopped after page ${pages}`,
-            200,
-          );
-        }
-        asked.add(page.next_cursor);
-        cursor = page.next_cursor;
-      }
+      const query = {
+        ...(limit !== undefined ? { limit } : {}),
+        ...(toolkit !== undefined ? { toolkit } : {}),
+      };
+      yield* followPages(
+        (cursor) => getToolList(extensions, cursor === undefined ? query : { ...query, cursor }, signal),
+        { request: "GET /tools", method: "iterateTools" },
+        maxPages,
+      );
+    },
+
+    async searchTools<V extends ToolSearchView = "full">(
+      q: string,
+      searchOptions: SearchToolsOptions<V> = {},
+    ): Promise<ToolSearchResults<V>> {
+      const { signal, cursor } = searchOptions;
+      const query = searchQuery(q, searchOptions);
+      await requireExtension("search", signal, "searchTools (GET /tools?q=)");
+      const page = await getSearchPage(cursor === undefined ? query : { ...query, cursor }, signal);
+      return page as ToolSearchResults<V>;
+    },
+
+    async *iterateSearch<V extends ToolSearchView = "full">(
+      q: string,
+      iterateOptions: IterateSearchOptions<V> = {},
+    ): AsyncGenerator<ToolSearchHit<V>, void, undefined> {
+      const { signal, maxPages = DEFAULT_MAX_TOOL_PAGES } = iterateOptions;
+      const query = searchQuery(q, iterateOptions);
+      checkedMaxPages(maxPages);
+      await requireExtension("search", signal, "iterateSearch (GET /tools?q=)");
+      const pages = followPages(
+        async (cursor) =>
+          (await getSearchPage(cursor === undefined ? query : { ...query, cursor }, signal)) as ToolSearchResults<V>,
+        { request: "GET /tools?q=", method: "iterateSearch" },
+        maxPages,
+      );
+      yield* pages;
+    },
+
+    async getTools(ids, getOptions = {}) {
+      return getToolsByIds(checkedIds(ids), getOptions);
+    },
+
+    async listToolkits(callOptions = {}) {
+      return getToolkits(callOptions.signal);
     },
 
     async callTool(request, callOptions = {}) {

@@ -58,4 +58,14 @@ export {
 export { DEFAULT_MAX_RESPONSE_BYTES, MAX_REDIRECTS, sameOrigin } from "./guarded-fetch.js";
 export type { ClientClock } from "./internal/clock.js";
 export type { JwtOptions } from "./jwt.js";
+export type {
+  GetToolsOptions,
+  IterateSearchOptions,
+  SearchToolsOptions,
+  ToolSearchHit,
+  ToolSearchMatch,
+  ToolSearchResults,
+  ToolSearchSummary,
+  ToolSearchView,
+} from "./search.js";
 export { normalizeToolDefinition } from "./tool-schemas.js";
