@@ -12,6 +12,10 @@ export interface Answer {
   json: unknown;
   /** The request that got this answer, for messages. */
   label: string;
+  /** The URL the request went to, its query included. */
+  url: string;
+  /** The request's `OXP-Extensions` header; undefined when it sent none. */
+  askedExtensions: string | undefined;
 }
 
 /** One request. */
@@ -69,6 +73,9 @@ export class Http {
           : JSON.stringify(options.body);
     const method = options.method ?? "GET";
     const label = `${method} ${url.pathname}`;
+    const askedExtensions = Object.entries(options.headers ?? {}).find(
+      ([name]) => name.toLowerCase() === "oxp-extensions",
+    )?.[1];
     const send = url.protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
       const req = send(
@@ -99,7 +106,15 @@ export class Http {
             } catch {
               json = undefined;
             }
-            const answer: Answer = { status: res.statusCode ?? 0, headers: res.headers, text, json, label };
+            const answer: Answer = {
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              text,
+              json,
+              label,
+              url: url.href,
+              askedExtensions,
+            };
             this.answers.push(answer);
             resolve(answer);
           };

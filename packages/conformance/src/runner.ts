@@ -4,6 +4,7 @@ import { DEMO_FIXTURE_PATH, type Fixture, fixtureFits, loadFixture } from "./fix
 import { Http } from "./http.js";
 import { type Context, Failure, type Level, type OAuthTokens, type Scenario, Skip } from "./scenario.js";
 import { authScenarios, signJwt } from "./scenarios/auth.js";
+import { cacheScenarios } from "./scenarios/cache.js";
 import { callScenarios } from "./scenarios/call.js";
 import { connectionScenarios } from "./scenarios/connections.js";
 import { coreScenarios } from "./scenarios/core.js";
@@ -12,6 +13,7 @@ import { hostileScenarios } from "./scenarios/hostile.js";
 import { interopScenarios } from "./scenarios/interop.js";
 import { CALL_SCOPE, cachedTokens, oauthScenarios, READ_SCOPE } from "./scenarios/oauth.js";
 import { requirementScenarios } from "./scenarios/requirements.js";
+import { searchScenarios } from "./scenarios/search.js";
 import { taskScenarios } from "./scenarios/tasks.js";
 
 /** Every scenario, in the order they run (the leak check last: it reads every answer before it). */
@@ -22,6 +24,8 @@ export const scenarios: readonly Scenario[] = [
   ...authScenarios,
   ...interopScenarios,
   ...extensionScenarios,
+  ...searchScenarios,
+  ...cacheScenarios,
   ...taskScenarios,
   ...oauthScenarios,
   ...connectionScenarios,

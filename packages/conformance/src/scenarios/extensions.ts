@@ -29,7 +29,7 @@ import {
 } from "../scenario.js";
 
 /** The request header that asks for extensions, and the answer header naming those applied. */
-const EXTENSIONS_HEADER = "OXP-Extensions";
+export const EXTENSIONS_HEADER = "OXP-Extensions";
 
 /** The extensions that shape the answer to GET /tools. */
 const LIST_EXTENSIONS: readonly string[] = ["annotations", "pagination"];
@@ -62,7 +62,7 @@ const described = (query: string, asked?: string) =>
   `GET ${TOOLS_PATH}${query}${asked === undefined ? "" : ` (${EXTENSIONS_HEADER}: ${asked})`}`;
 
 /** A ToolListResponse's body, after checking the answer is a 200 with an `items` array. */
-function listOf(answer: Answer, what: string): { items: ToolDefinition[]; next_cursor?: unknown } {
+export function listOf(answer: Answer, what: string): { items: ToolDefinition[]; next_cursor?: unknown } {
   check(answer.status === 200, `${what} answered ${answer.status}: ${truncate(answer.text)}`);
   const body = answer.json as { items?: unknown; next_cursor?: unknown } | undefined;
   check(Array.isArray(body?.items), `${what}: the body has no items: ${truncate(answer.text)}`);
@@ -94,7 +94,7 @@ function withoutAnnotations(tool: ToolDefinition): ToolDefinition {
  * Fails unless `got` and `want` list the same tools in the same order, saying what differs: a tool missing, one
  * too many, or the first place they part.
  */
-function checkSameTools(got: readonly ToolDefinition[], want: readonly ToolDefinition[], what: string): void {
+export function checkSameTools(got: readonly ToolDefinition[], want: readonly ToolDefinition[], what: string): void {
   const gotIds = got.map((tool) => tool.id);
   const wantIds = want.map((tool) => tool.id);
   const missing = wantIds.filter((id) => !gotIds.includes(id));
@@ -164,7 +164,7 @@ async function walk(
 }
 
 /** The toolkit of a listed tool (the part of its id before the dot). */
-const toolkitOf = (tool: ToolDefinition) => parseToolId(tool.id)?.toolkit ?? tool.id.split(".")[0] ?? "";
+export const toolkitOf = (tool: ToolDefinition) => parseToolId(tool.id)?.toolkit ?? tool.id.split(".")[0] ?? "";
 
 export const extensionScenarios: Scenario[] = [
   {
@@ -563,6 +563,6 @@ export const extensionScenarios: Scenario[] = [
 ];
 
 /** `name` with its letters' case swapped: another toolkit, since ids match case-sensitively. */
-function swapCase(name: string): string {
+export function swapCase(name: string): string {
   return [...name].map((char) => (char === char.toUpperCase() ? char.toLowerCase() : char.toUpperCase())).join("");
 }

@@ -1,5 +1,5 @@
 /** Scenarios for docs/protocol.md section 7: hostile input always gets a 4xx JSON answer and leaves the server healthy. */
-import { TOOLS_CALLS_PATH_TEMPLATE, WELL_KNOWN_OXP_PATH } from "@otc/types";
+import { TOOLKITS_PATH, TOOLS_CALLS_PATH_TEMPLATE, TOOLS_PATH, WELL_KNOWN_OXP_PATH } from "@otc/types";
 import type { Answer } from "../http.js";
 import {
   type Context,
@@ -16,8 +16,11 @@ import {
 /** Where the tasks extension's paths start: a call's status below it is a CallStatus (its event stream is not JSON). */
 const TASK_PATH_PREFIX = TOOLS_CALLS_PATH_TEMPLATE.replace("{call_id}", "");
 
-/** The schema a JSON answer must match, by its route and status; undefined when the spec sets none. */
-function schemaFor(answer: Answer): string | undefined {
+/**
+ * The schema a JSON answer must match, by its route and status; undefined when the spec sets none. `searching`: the
+ * server lists the search extension, so that a `q` asked for with it is answered a ToolSearchResponse.
+ */
+function schemaFor(answer: Answer, searching: boolean): string | undefined {
   const [method, path = ""] = answer.label.split(" ");
   if (answer.status === 422) {
     return "ValidationErrorResponse";
@@ -35,8 +38,14 @@ function schemaFor(answer: Answer): string | undefined {
     // One segment below it: the call's status; a segment further: its events, not JSON.
     return path.slice(TASK_PATH_PREFIX.length).includes("/") ? undefined : "CallStatus";
   }
-  if (method === "GET" && path === "/tools") {
-    return "ToolListResponse";
+  if (method === "GET" && path === TOOLS_PATH) {
+    const asked = (answer.askedExtensions ?? "").split(",").map((id) => id.trim().toLowerCase());
+    return searching && asked.includes("search") && new URL(answer.url).searchParams.has("q")
+      ? "ToolSearchResponse"
+      : "ToolListResponse";
+  }
+  if (method === "GET" && path === TOOLKITS_PATH) {
+    return "ToolkitListResponse";
   }
   if (method === "GET" && path === WELL_KNOWN_OXP_PATH) {
     return "DiscoveryDocument";
@@ -198,7 +207,7 @@ export const hostileScenarios: Scenario[] = [
     title: "Every JSON answer of the run matches the spec's schema for its route and status",
     async run(ctx) {
       for (const answer of ctx.http.answers) {
-        const title = schemaFor(answer);
+        const title = schemaFor(answer, ctx.extensions.includes("search"));
         if (title && answer.json !== undefined) {
           checkSchema(title, answer.json, `${answer.label} (${answer.status})`);
         }
