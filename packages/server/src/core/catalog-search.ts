@@ -8,6 +8,7 @@ import type {
 } from "@otc/types";
 import * as base64url from "jose/base64url";
 import { ServerConfigError, shorten, WireError } from "./errors.js";
+import { decodeCursor } from "./extensions.js";
 import { sha256Base64url } from "./fingerprint.js";
 import type { ListForm } from "./tool-definitions.js";
 import type { ToolRegistry } from "./tool-registry.js";
@@ -56,7 +57,6 @@ interface SearchCursor {
   o: number;
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 const TOOLKIT_NAME = /^[A-Za-z0-9_]{1,128}$/;
 
 const badRequest = (message: string, developerMessage: string) =>
@@ -248,16 +248,7 @@ function searchLimit(limit: string | null | undefined): number {
 }
 
 function readCursor(cursor: string): SearchCursor {
-  let state: unknown;
-  try {
-    if (cursor.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
-      throw new Error("not base64url");
-    }
-    state = JSON.parse(utf8.decode(base64url.decode(cursor)));
-  } catch {
-    throw searchAgain("The cursor is not one this server made.");
-  }
-  const { e, h, o } = (state ?? {}) as Partial<SearchCursor>;
+  const { e, h, o } = (decodeCursor(cursor) ?? {}) as Partial<SearchCursor>;
   if (typeof e !== "string" || typeof h !== "string" || typeof o !== "number" || !Number.isSafeInteger(o) || o < 0) {
     throw searchAgain("The cursor is not one this server made.");
   }

@@ -124,14 +124,24 @@ function parseLimit(limit: string | null | undefined): number {
   return value;
 }
 
-function readCursor(cursor: string): CursorState {
-  let state: unknown;
+/**
+ * A cursor's JSON, decoded from its base64url (pages and searches make theirs alike); undefined for anything that
+ * is not one: too long, not base64url, not UTF-8 or not JSON.
+ */
+export function decodeCursor(cursor: string): unknown {
+  if (cursor.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
+    return undefined;
+  }
   try {
-    if (cursor.length > 1024 || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
-      throw new Error("not base64url");
-    }
-    state = JSON.parse(utf8.decode(base64url.decode(cursor)));
+    return JSON.parse(utf8.decode(base64url.decode(cursor)));
   } catch {
+    return undefined;
+  }
+}
+
+function readCursor(cursor: string): CursorState {
+  const state = decodeCursor(cursor);
+  if (state === undefined) {
     throw startOver("The cursor is not one this server made.");
   }
   const { e, o, t } = (state ?? {}) as Partial<CursorState>;
