@@ -182,6 +182,25 @@ export async function measure(server, request, { seconds, connections, expectSta
   };
 }
 
+/**
+ * Resolves once `server` has stopped working (under a fifth of a core over 100 ms), or `timeoutMs` later. A window
+ * ends with each connection's last request unanswered: a server that takes a tenth of a second per answer would
+ * spend the next windows (its own and those of the other servers on its core) on that backlog.
+ */
+export async function settled(server, { timeoutMs = 60_000 } = {}) {
+  const QUIET_MS = 100;
+  const until = performance.now() + timeoutMs;
+  let last = cpuMicros(await server.usage());
+  while (performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+    const now = cpuMicros(await server.usage());
+    if (now - last < QUIET_MS * 200) {
+      return;
+    }
+    last = now;
+  }
+}
+
 /** The median of finite numbers (NaN when there are none). */
 export function median(values) {
   const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);

@@ -30,8 +30,9 @@ const FETCH = STACKS.filter((stack) => stack.partial).map((stack) => stack.id);
 
 /**
  * Every scenario: `server` names the server process it runs against (`plain`: demo catalog; `large`: 1,000
- * tools; `auth`: demo catalog with API key + JWT authentication; `oauth` and `oauth-fresh`: demo catalog with API
- * key + OAuth access tokens, the oauth extension, from the bench's own authorization server), `stacks` who runs it.
+ * tools; `search`: 10,000 tools of varied text, bench/stacks/search-catalog.mjs; `auth`: demo catalog with API key +
+ * JWT authentication; `oauth` and `oauth-fresh`: demo catalog with API key + OAuth access tokens, the oauth
+ * extension, from the bench's own authorization server), `stacks` who runs it.
  */
 export const SCENARIOS = [
   { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog", ...FETCH] },
@@ -49,6 +50,17 @@ export const SCENARIOS = [
     server: "large",
     stacks: OURS,
     needsEtag: true,
+  },
+  // The search extension (docs/protocol.md 9.5) on 10,000 tools: a query as an agent words a task, the summary view.
+  // Its index is built when the server starts; not in `--quick`: that server takes a minute to start. `settle`: each
+  // window waits for the server to finish the requests it left unanswered (an answer took 0.1 s on 2026-12-03).
+  {
+    id: "search10k",
+    label: "GET /tools?q=, 10,000 tools, summary view",
+    server: "search",
+    stacks: OURS,
+    search: true,
+    settle: true,
   },
   { id: "apiKey", label: "call, API key", server: "auth", stacks: OURS },
   { id: "jwt", label: "call, JWT HS256", server: "auth", stacks: OURS },
@@ -96,6 +108,9 @@ export function notApplicable(scenario) {
   if (scenario.id === "replay") {
     return "n/a: no idempotency";
   }
+  if (scenario.search) {
+    return "n/a: no search";
+  }
   return "n/a: no auth";
 }
 
@@ -109,6 +124,8 @@ const mcpCall = (method, params) =>
   json("/mcp", { jsonrpc: "2.0", id: 1, method, params }, { accept: "application/json, text/event-stream" });
 
 const ADD = { tool_id: "Calculator.Add", input: { a: 1, b: 2 } };
+/** The search rows' query: a task as an agent words it, its small words included (the index keeps them). */
+export const SEARCH_QUERY = "send an email to a contact";
 
 /**
  * The request of a scenario on a stack, the status every answer must have, and a check of one answer's body
@@ -195,6 +212,28 @@ export function requestFor(stack, scenario, ctx) {
         check: () => undefined,
       };
     }
+    case "search10k":
+      return {
+        request: {
+          method: "GET",
+          path: `/tools?q=${encodeURIComponent(SEARCH_QUERY)}&view=summary`,
+          headers: { "oxp-extensions": "search" },
+        },
+        status: 200,
+        check: (body) => {
+          const items = body?.items;
+          if (items?.length !== 10) {
+            return `not 10 items but ${items?.length}`;
+          }
+          if (!items.every((item) => item.score > 0 && typeof item.toolkit === "string")) {
+            return "an item without a positive score or its toolkit";
+          }
+          if (items.some((item) => item.input_schema !== undefined)) {
+            return "not the summary view: an item has its input_schema";
+          }
+          return typeof body.next_cursor === "string" ? undefined : "no next_cursor, though more tools match";
+        },
+      };
     case "apiKey":
       return { request: json("/tools/call", ADD, { "oxp-api-key": ctx.apiKey }), status: 200, check: isSum };
     case "jwt":
@@ -342,6 +381,16 @@ export const RATIOS = [
       metric: "cpu",
       op: "<=",
       target: 1.5,
+    },
+    // Not in `--quick`: the search server takes a minute to start (compiling 10,000 tools' validators).
+    {
+      label: `search over 10,000 tools vs GET /tools on the demo catalog, ${id}, CPU/call`,
+      a: [id, "search10k"],
+      b: [id, "list"],
+      metric: "cpu",
+      op: "<=",
+      target: 2,
+      fullOnly: true,
     },
     {
       label: `replay vs real call, ${id}, CPU/call`,

@@ -1,11 +1,17 @@
-/** The work every stack serves: the demo catalog or 1,000 tools, the wire tool list, and the peers' schemas and tool functions. */
+/**
+ * The work every stack serves: the demo catalog, 1,000 tools or the search rows' 10,000, the wire tool list, and the
+ * peers' schemas and tool functions.
+ */
 import { readFileSync } from "node:fs";
 import { demoTools } from "@otc/demo/tools";
 import { defineTool } from "@otc/server";
 import { OxpCore } from "@otc/server/core";
+import { searchCatalogSpecs } from "./search-catalog.mjs";
 
 /** How many tools the large catalog holds, the demo's included. */
 export const LARGE_CATALOG = 1_000;
+/** How many tools the search catalog holds, the demo's included. */
+export const SEARCH_CATALOG = 10_000;
 
 /** Generated tools, each with a small input and output schema like a real integration's. */
 function generatedTools(count) {
@@ -36,10 +42,45 @@ function generatedTools(count) {
   });
 }
 
-/** The tools of a catalog: `demo` (the demo app's) or `large` (the demo's plus generated ones, 1,000 in all). */
+/** What a generated search tool answers: no call is measured on that catalog, but each tool must be callable. */
+const searchResult = () => ({ id: "bench", url: "https://example.invalid/bench" });
+
+/**
+ * The tools of a catalog: `demo` (the demo app's), `large` (the demo's plus generated ones, 1,000 in all) or `search`
+ * (the demo's plus generated ones of varied text, 10,000 in all: bench/stacks/search-catalog.mjs).
+ */
 export function catalogTools(catalog) {
   const demo = demoTools();
-  return catalog === "large" ? [...demo, ...generatedTools(LARGE_CATALOG - demo.length)] : demo;
+  if (catalog === "large") {
+    return [...demo, ...generatedTools(LARGE_CATALOG - demo.length)];
+  }
+  if (catalog === "search") {
+    return [
+      ...demo,
+      ...searchCatalogSpecs(SEARCH_CATALOG - demo.length).map((spec) => defineTool({ ...spec, run: searchResult })),
+    ];
+  }
+  return demo;
+}
+
+/**
+ * The search catalog's definitions as a server offering search indexes them (every field, every extension's), built
+ * without a server: compiling 10,000 tools' validators takes tens of seconds, and the index reads none of them. The
+ * generated tools' definitions are their specs in wire form (plain JSON Schemas, no library); the demo's come from
+ * the core.
+ */
+export function searchDefinitions() {
+  const demo = new OxpCore({ tools: demoTools() }).registry.list({ annotations: true, scopes: true });
+  const generated = searchCatalogSpecs(SEARCH_CATALOG - demo.length).map((spec) => ({
+    id: `${spec.toolkit}.${spec.name}@${spec.version}`,
+    name: `${spec.toolkit}_${spec.name}`,
+    description: spec.description,
+    version: spec.version,
+    input_schema: spec.inputSchema,
+    output_schema: spec.outputSchema,
+    annotations: spec.annotations,
+  }));
+  return [...demo, ...generated];
 }
 
 /** The GET /tools body of a catalog as our core builds it, so a peer serves the same bytes. */
