@@ -136,6 +136,8 @@ export class ToolSearchIndex {
   private readonly definitions: readonly ToolDefinition[];
   private readonly engine: MiniSearch<Record<Field, string> & { index: number }>;
   private readonly exact = new Map<string, number[]>();
+  /** The deprecated versions, each with its tool's versions that are not: a search visits these, not every match. */
+  private readonly deprecated: { index: number; current: number[] }[] = [];
 
   constructor(definitions: readonly ToolDefinition[]) {
     this.definitions = definitions;
@@ -153,9 +155,19 @@ export class ToolSearchIndex {
       },
     });
     this.engine.addAll(definitions.map(documentOf));
+    const current = new Map<string, number[]>();
     definitions.forEach((definition, index) => {
       for (const name of new Set(exactNames(definition))) {
         this.exact.set(name, [...(this.exact.get(name) ?? []), index]);
+      }
+      if (definition.deprecation_message === undefined) {
+        const tool = toolOf(definition);
+        current.set(tool, [...(current.get(tool) ?? []), index]);
+      }
+    });
+    definitions.forEach((definition, index) => {
+      if (definition.deprecation_message !== undefined) {
+        this.deprecated.push({ index, current: current.get(toolOf(definition)) ?? [] });
       }
     });
   }
@@ -196,20 +208,16 @@ export class ToolSearchIndex {
 
   /** A deprecated version scores below every version of the same tool that is not deprecated (`[search.deprecated]`). */
   private demoteDeprecated(scores: Map<number, number>): void {
-    const lowest = new Map<string, number>();
-    const deprecated: number[] = [];
-    for (const [index, score] of scores) {
-      const definition = this.definitions[index] as ToolDefinition;
-      if (definition.deprecation_message === undefined) {
-        const tool = toolOf(definition);
-        lowest.set(tool, Math.min(lowest.get(tool) ?? Number.POSITIVE_INFINITY, score));
-      } else {
-        deprecated.push(index);
+    for (const { index, current } of this.deprecated) {
+      const score = scores.get(index);
+      if (score === undefined) {
+        continue;
       }
-    }
-    for (const index of deprecated) {
-      const floor = lowest.get(toolOf(this.definitions[index] as ToolDefinition));
-      if (floor !== undefined && (scores.get(index) as number) >= floor) {
+      let floor = Number.POSITIVE_INFINITY;
+      for (const version of current) {
+        floor = Math.min(floor, scores.get(version) ?? Number.POSITIVE_INFINITY);
+      }
+      if (floor !== Number.POSITIVE_INFINITY && score >= floor) {
         scores.set(index, round(floor / 2));
       }
     }
