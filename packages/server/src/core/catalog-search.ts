@@ -12,7 +12,7 @@ import { decodeCursor } from "./extensions.js";
 import { sha256Base64url } from "./fingerprint.js";
 import type { ListForm } from "./tool-definitions.js";
 import type { ToolRegistry } from "./tool-registry.js";
-import { MAX_QUERY_LENGTH, MAX_QUERY_TERMS, ToolSearchIndex } from "./tool-search.js";
+import { MAX_QUERY_LENGTH, MAX_QUERY_TERMS, searchTokens, ToolSearchIndex } from "./tool-search.js";
 
 /** A search's page size when none is asked for. */
 export const DEFAULT_SEARCH_LIMIT = 10;
@@ -74,6 +74,7 @@ export class CatalogSearch {
   private readonly full: readonly ToolDefinition[];
   /** Toolkit name -> the `Toolkit.Tool` names it has, for `/toolkits`. */
   private readonly toolkitTools = new Map<string, Map<string, string[]>>();
+  private allToolkits: ToolkitListResponse | undefined;
 
   constructor(
     private readonly registry: ToolRegistry,
@@ -182,6 +183,15 @@ export class CatalogSearch {
 
   /** Every toolkit by name with its description and its number of tools (`[search.toolkits]`). */
   toolkits(visible?: ReadonlySet<string>): ToolkitListResponse {
+    // Every caller without an access token gets the same answer: made once.
+    if (visible === undefined) {
+      this.allToolkits ??= this.toolkitsOf(undefined);
+      return this.allToolkits;
+    }
+    return this.toolkitsOf(visible);
+  }
+
+  private toolkitsOf(visible: ReadonlySet<string> | undefined): ToolkitListResponse {
     const items: ToolkitListResponse["items"] = [];
     for (const name of [...this.toolkitTools.keys()].sort(byCodeUnit)) {
       const tools = this.toolkitTools.get(name) as Map<string, string[]>;
@@ -226,7 +236,7 @@ function checkedQuery(raw: string): string {
       length === 0 ? "q is empty once trimmed." : `q has ${length} characters.`,
     );
   }
-  const terms = ToolSearchIndex.terms(q).length;
+  const terms = searchTokens(q).length;
   if (terms > MAX_QUERY_TERMS) {
     throw badRequest(`The query may have at most ${MAX_QUERY_TERMS} terms`, `q has ${terms}.`);
   }

@@ -172,11 +172,6 @@ export class ToolSearchIndex {
     });
   }
 
-  /** The terms a query has, as the index cuts them. */
-  static terms(query: string): string[] {
-    return searchTokens(query);
-  }
-
   /** The definitions that match at least one term of `query`, best first. */
   search(query: string, options: ToolSearchOptions = {}): ToolMatch[] {
     const prefix = options.toolkit === undefined ? undefined : `${options.toolkit}.`;
