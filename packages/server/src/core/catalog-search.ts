@@ -131,17 +131,20 @@ export class CatalogSearch {
       offset = state.o;
     }
     const visible = scope.visible;
-    const matches = this.index
-      .search(q, toolkit === undefined ? {} : { toolkit })
-      .filter(({ definition }) => visible === undefined || visible.has(definition.id));
+    const { matches, more } = this.index.page(q, {
+      ...(toolkit === undefined ? {} : { toolkit }),
+      ...(visible === undefined ? {} : { keep: (definition: ToolDefinition) => visible.has(definition.id) }),
+      offset,
+      limit,
+    });
     const itemForm: ListForm = { annotations: true, scopes: scope.form.scopes === true };
     const listed = this.registry.list(itemForm);
-    const items = matches.slice(offset, offset + limit).map(({ definition, score }) => {
+    const items = matches.map(({ definition, score }) => {
       const shown = listed[this.places.get(definition.id) as number] as ToolDefinition;
       return searchItem(shown, score, view === "summary");
     });
     const next = offset + items.length;
-    if (next >= matches.length) {
+    if (!more) {
       return { items };
     }
     const state: SearchCursor = { e: catalog, h: digest, o: next };

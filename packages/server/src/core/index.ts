@@ -22,4 +22,10 @@ export type {
   SchemaValidators,
 } from "./input-validation.js";
 export { type CallMeta, type CoreLogger, OxpCore, type OxpCoreOptions, type ToolList } from "./oxp-core.js";
-export { searchTokens, type ToolMatch, ToolSearchIndex, type ToolSearchOptions } from "./tool-search.js";
+export {
+  searchTokens,
+  type ToolMatch,
+  ToolSearchIndex,
+  type ToolSearchOptions,
+  type ToolSearchPage,
+} from "./tool-search.js";
