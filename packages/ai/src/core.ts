@@ -25,6 +25,16 @@ export type OxpCallContext = NonNullable<CallToolRequest["context"]>;
 /** Which tools ask the user before they run, where the framework has a way to ask. */
 export type OxpApproval = "destructive" | "always" | "never" | ((tool: ToolDefinition) => boolean);
 
+/**
+ * How the tools reach the model (docs/protocol.md 9.5): `eager`, every definition up front; `provider`, every
+ * definition marked deferred for the framework's (or its provider's) own tool search; `server`, one `search_tools`
+ * tool backed by the server's search, whose matches become callable on the model's next step.
+ */
+export type OxpToolLoading = "eager" | "provider" | "server";
+
+/** The ways of {@link OxpToolLoading}, to check an option against. */
+const LOADINGS: readonly OxpToolLoading[] = ["eager", "provider", "server"];
+
 /** Options of every framework's `oxpTools`. */
 export interface OxpToolsOptions {
   /**
@@ -58,6 +68,28 @@ export interface OxpToolsOptions {
   approval?: OxpApproval;
   /** Aborts the listing. */
   signal?: AbortSignal;
+  /**
+   * How the tools reach the model. `"eager"` (the default): every selected tool's definition, up front. `"provider"`:
+   * every selected tool marked deferred, for the framework's own tool search to load when the model looks for it (the
+   * application adds that search: see each adapter). `"server"`: a single `search_tools` tool, backed by the server's
+   * ranked search (`GET /tools?q=`, the search extension), which loads the definitions it finds (`GET /tools?ids=`) so
+   * that the model can call them on its next step; `tools` and `toolkits` then narrow what it can find. `"server"`
+   * needs a server that offers the search extension, and fails at once otherwise.
+   */
+  loading?: OxpToolLoading;
+  /** With `loading: "server"`: how many of a search's best matches it lists and loads, a whole number from 1 to 50. Default 5. */
+  searchLimit?: number;
+}
+
+/** The `loading` option, checked: one of {@link OxpToolLoading} (default `eager`), or a RangeError. */
+export function loadingOf(options: Pick<OxpToolsOptions, "loading">): OxpToolLoading {
+  const loading = options.loading ?? "eager";
+  if (!LOADINGS.includes(loading)) {
+    throw new RangeError(
+      `loading is one of ${LOADINGS.map((one) => `"${one}"`).join(", ")} (got ${JSON.stringify(loading)})`,
+    );
+  }
+  return loading;
 }
 
 /**
@@ -104,14 +136,23 @@ export async function oxpToolSpecs(client: OxpClient, options: OxpToolsOptions =
   const listed = await client.listTools({ annotations: true, signal: options.signal });
   const chosen = selectTools(listed, options);
   const names = modelNames(chosen);
-  const approval = options.approval ?? "destructive";
-  const context: OxpCallContext | undefined =
-    options.userId === undefined && options.context === undefined
-      ? undefined
-      : { ...options.context, ...(options.userId === undefined ? {} : { user_id: options.userId }) };
-  return chosen.map((definition, index) => ({
+  const made = { client, approval: options.approval ?? "destructive", context: callContext(options) } as const;
+  return chosen.map((definition, index) => toolSpec(definition, { ...made, name: names[index] as string }));
+}
+
+/** What {@link toolSpec} needs besides the definition: the client, the model name, the approval rule and the context. */
+export interface ToolSpecParts {
+  client: OxpClient;
+  name: string;
+  approval: OxpApproval;
+  context: OxpCallContext | undefined;
+}
+
+/** One definition as an {@link OxpToolSpec}, under the model name given. */
+export function toolSpec(definition: ToolDefinition, { client, name, approval, context }: ToolSpecParts): OxpToolSpec {
+  return {
     definition,
-    name: names[index] as string,
+    name,
     description:
       definition.deprecation_message === undefined
         ? definition.description
@@ -119,7 +160,19 @@ export async function oxpToolSpecs(client: OxpClient, options: OxpToolsOptions =
     inputSchema: objectSchema(definition.input_schema as Record<string, unknown>),
     needsApproval: needsApproval(approval, definition),
     call: (input, callOptions = {}) => callTool({ client, definition, context }, input, callOptions),
-  }));
+  };
+}
+
+/** Every call's `context`: the options' `context` with `userId` as `user_id`; undefined when neither is given. */
+export function callContext(options: Pick<OxpToolsOptions, "userId" | "context">): OxpCallContext | undefined {
+  return options.userId === undefined && options.context === undefined
+    ? undefined
+    : { ...options.context, ...(options.userId === undefined ? {} : { user_id: options.userId }) };
+}
+
+/** Whether `name` can be a model-facing tool name: letters, digits, `_` and `-`, at most 64 characters. */
+export function isModelName(name: string): boolean {
+  return MODEL_NAME.test(name);
 }
 
 /** The tools the options select, each once: the latest version of each name, unless a selector pins one. */

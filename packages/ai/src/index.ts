@@ -5,9 +5,20 @@ export {
   type OxpApproval,
   type OxpCallContext,
   type OxpToolCallOptions,
+  type OxpToolLoading,
   type OxpToolOutcome,
   type OxpToolSpec,
   type OxpToolsOptions,
   oxpToolSpecs,
   selectTools,
 } from "./core.js";
+export {
+  type OxpFoundTool,
+  type OxpSearchToolSpec,
+  type OxpToolLoader,
+  type OxpToolLoadOptions,
+  type OxpToolSearchOutcome,
+  type OxpToolSearchResult,
+  oxpToolLoader,
+  SEARCH_TOOL_NAME,
+} from "./tool-loader.js";

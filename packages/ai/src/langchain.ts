@@ -4,9 +4,18 @@ import { ToolMessage } from "@langchain/core/messages";
 import { DynamicStructuredTool, type StructuredToolInterface, type ToolRunnableConfig } from "@langchain/core/tools";
 import type { OxpClient } from "@otc/client";
 import type { CallToolFailure, CallToolSuccess, ToolAnnotations, ToolAuthorizationChallenge } from "@otc/types";
-import { type OxpToolOutcome, type OxpToolSpec, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
+import {
+  loadingOf,
+  type OxpToolLoading,
+  type OxpToolOutcome,
+  type OxpToolSpec,
+  type OxpToolsOptions,
+  oxpToolSpecs,
+} from "./core.js";
+import { type OxpToolLoader, type OxpToolSearchResult, oxpToolLoader, SEARCH_TOOL_NAME } from "./tool-loader.js";
 
-export type { OxpApproval, OxpToolsOptions } from "./core.js";
+export type { OxpApproval, OxpToolLoading, OxpToolsOptions } from "./core.js";
+export type { OxpFoundTool, OxpToolSearchResult } from "./tool-loader.js";
 
 /** Options of LangChain's `oxpTools`: those of every framework, and how an authorization challenge stops the run. */
 export interface OxpLangChainToolsOptions extends OxpToolsOptions {
@@ -48,6 +57,23 @@ export type OxpToolArtifact =
 export type OxpLangChainTool = DynamicStructuredTool<Record<string, unknown>> & {
   metadata: { oxp: OxpToolMetadata };
 };
+
+/**
+ * The `search_tools` tool of `loading: "server"`: the model gives a query (and a toolkit, optionally); it answers the
+ * tools found, each loaded now. Its ToolMessage's `artifact` is an {@link OxpSearchArtifact}.
+ */
+export type OxpLangChainSearchTool = DynamicStructuredTool<Record<string, unknown>> & {
+  metadata: { oxpSearch: true };
+};
+
+/** The `artifact` of the search tool's ToolMessage: the tools it found (and loaded), as the model read them. */
+export interface OxpSearchArtifact {
+  kind: "search";
+  result: OxpToolSearchResult;
+}
+
+/** What `oxpTools` answers for `loading: "server"`: the search tool first, then each tool loaded, as they load. */
+export type OxpLangChainSearchingTools = (OxpLangChainSearchTool | OxpLangChainTool)[];
 
 /**
  * The value of the interrupt an OXP tool raises when the user must authorize it (see
@@ -96,11 +122,188 @@ export const NEEDS_APPROVAL_TAG = "oxp:needs-approval";
  * cannot act on (the server unreachable, a 401) throw. An input LangChain itself finds not to match the schema
  * throws its `ToolInputParsingException` before any request, as for every LangChain tool; agents' tool nodes hand
  * that to the model.
+ *
+ * With `loading: "provider"`, each tool has `extras: { defer_loading: true }`: add the `langchain` package's
+ * `providerToolSearchMiddleware()` to `createAgent`, and the provider's own tool search (OpenAI's or Anthropic's)
+ * finds them. With `loading: "server"`, the array holds one tool, `search_tools` ({@link OxpLangChainSearchTool}),
+ * backed by the server's search; the tools it finds are pushed onto this same array as they load. In `createAgent`,
+ * add {@link oxpSearchMiddleware} to offer them to the model on its next step and to run them.
  */
-export async function oxpTools(client: OxpClient, options: OxpLangChainToolsOptions = {}): Promise<OxpLangChainTool[]> {
-  const specs = await oxpToolSpecs(client, options);
+export async function oxpTools(
+  client: OxpClient,
+  options: OxpLangChainToolsOptions & { loading: "server" },
+): Promise<OxpLangChainSearchingTools>;
+export async function oxpTools(
+  client: OxpClient,
+  options?: OxpLangChainToolsOptions & { loading?: Exclude<OxpToolLoading, "server"> },
+): Promise<OxpLangChainTool[]>;
+export async function oxpTools(
+  client: OxpClient,
+  options?: OxpLangChainToolsOptions,
+): Promise<OxpLangChainTool[] | OxpLangChainSearchingTools>;
+export async function oxpTools(
+  client: OxpClient,
+  options: OxpLangChainToolsOptions = {},
+): Promise<OxpLangChainTool[] | OxpLangChainSearchingTools> {
+  const loading = loadingOf(options);
   const authorization = options.authorization ?? "interrupt";
-  return specs.map((spec) => toLangChainTool(spec, authorization));
+  if (loading === "server") {
+    return searchingTools(await oxpToolLoader(client, options), authorization);
+  }
+  const specs = await oxpToolSpecs(client, options);
+  return specs.map((spec) => toLangChainTool(spec, authorization, loading === "provider"));
+}
+
+/** What the tools of `loading: "server"` share: the loader, the array's tools, and those that ask approval. */
+interface Searching {
+  loader: OxpToolLoader;
+  /** The array's tool for a loaded spec, pushed onto it when it is not there yet. */
+  add(spec: OxpToolSpec): OxpLangChainTool;
+  /** {@link oxpInterruptOn}'s answer for the array: one object, which each tool that needs approval joins as it loads. */
+  interruptOn: Record<string, true>;
+}
+
+/** Each search tool's {@link Searching}, for {@link oxpSearchMiddleware} and {@link oxpInterruptOn} to find by the array. */
+const searchings = new WeakMap<object, Searching>();
+
+function searchingTools(loader: OxpToolLoader, authorization: "interrupt" | "message"): OxpLangChainSearchingTools {
+  const tools: OxpLangChainSearchingTools = [];
+  const byName = new Map<string, OxpLangChainTool>();
+  const interruptOn: Record<string, true> = {};
+  const add = (spec: OxpToolSpec) => {
+    let made = byName.get(spec.name);
+    if (made === undefined) {
+      made = toLangChainTool(spec, authorization, false);
+      byName.set(spec.name, made);
+      tools.push(made);
+      if (spec.needsApproval) {
+        interruptOn[spec.name] = true;
+      }
+    }
+    return made;
+  };
+  const search = new DynamicStructuredTool({
+    name: SEARCH_TOOL_NAME,
+    description: loader.searchTool.description,
+    schema: loader.searchTool.inputSchema,
+    verboseParsingErrors: true,
+    metadata: { oxpSearch: true },
+    tags: [OXP_TAG],
+    func: async (input: unknown, _runManager: unknown, config?: ToolRunnableConfig) => {
+      const outcome = await loader.search(input, { signal: config?.signal });
+      if (outcome.kind === "value") {
+        for (const spec of outcome.loaded) {
+          add(spec);
+        }
+      }
+      const toolCallId = config?.toolCall?.id;
+      if (toolCallId === undefined) {
+        return outcome.text;
+      }
+      return new ToolMessage({
+        content: outcome.text,
+        tool_call_id: toolCallId,
+        name: SEARCH_TOOL_NAME,
+        status: outcome.kind === "value" ? "success" : "error",
+        ...(outcome.kind === "value"
+          ? { artifact: { kind: "search", result: outcome.result } satisfies OxpSearchArtifact }
+          : {}),
+      });
+    },
+  }) as OxpLangChainSearchTool;
+  tools.push(search);
+  searchings.set(search, { loader, add, interruptOn });
+  return tools;
+}
+
+/** The {@link Searching} of an array made by `loading: "server"`, found by its search tool. */
+function searchingOf(tools: readonly StructuredToolInterface[]): Searching | undefined {
+  for (const tool of tools) {
+    const searching = searchings.get(tool);
+    if (searching !== undefined) {
+      return searching;
+    }
+  }
+  return undefined;
+}
+
+/** What {@link oxpSearchMiddleware}'s `wrapModelCall` reads of the `langchain` package's ModelRequest. */
+interface ModelRequestLike {
+  tools: readonly unknown[];
+}
+
+/** What {@link oxpSearchMiddleware}'s `wrapToolCall` reads of the `langchain` package's ToolCallRequest. */
+interface ToolCallRequestLike {
+  toolCall: { name: string; id?: string };
+  tool: unknown;
+  runtime: { signal?: AbortSignal };
+}
+
+/**
+ * A middleware of the `langchain` package's `createAgent`, as {@link oxpSearchMiddleware} makes it: written to its
+ * shape (the `langchain` package is not a dependency of this one), so that `createAgent({ middleware })` takes it.
+ */
+export interface OxpSearchMiddleware {
+  name: string;
+  wrapModelCall<R extends ModelRequestLike, T>(request: R, handler: (request: R) => T): T;
+  wrapToolCall<R extends ToolCallRequestLike, T>(
+    request: R,
+    handler: (request: R) => T | PromiseLike<T>,
+  ): Promise<T | ToolMessage>;
+}
+
+/**
+ * The middleware of `createAgent` that makes `loading: "server"` work there, given the array `oxpTools` answered (the
+ * same array, passed as the agent's `tools` too): each model call is offered the tools searches loaded, beside the
+ * agent's own, and a call to one of them runs it. A call to a tool not loaded yet loads it from the server and runs it;
+ * one that needs the user's approval is loaded but not run, and the model reads that it may call it again, so that
+ * `humanInTheLoopMiddleware` (with {@link oxpInterruptOn} of the array, which covers the tools as they load) asks first.
+ *
+ * @example
+ * const tools = await oxpTools(client, { loading: "server" });
+ * const agent = createAgent({ model, tools, middleware: [oxpSearchMiddleware(tools)] });
+ */
+export function oxpSearchMiddleware(tools: readonly StructuredToolInterface[]): OxpSearchMiddleware {
+  const searching = searchingOf(tools);
+  if (searching === undefined) {
+    throw new TypeError('oxpSearchMiddleware takes the tools of oxpTools(client, { loading: "server" })');
+  }
+  const { loader, add } = searching;
+  return {
+    name: "OxpToolSearch",
+    wrapModelCall(request, handler) {
+      // The agent's tools (the search tool among them) are there already: the loaded ones are added beside them.
+      const offered = new Set(request.tools.map((tool) => (tool as { name?: unknown }).name));
+      const added = loader
+        .loaded()
+        .filter((spec) => !offered.has(spec.name))
+        .map(add);
+      return handler(added.length === 0 ? request : { ...request, tools: [...request.tools, ...added] });
+    },
+    async wrapToolCall(request, handler) {
+      if (request.tool !== undefined) {
+        return handler(request);
+      }
+      const { name, id } = request.toolCall;
+      const wasLoaded = loader.isLoaded(name);
+      const spec = await loader.load(name, { signal: request.runtime.signal });
+      if (spec === undefined) {
+        // Not one of the server's: the agent's own answer (the tool is not valid, and which are).
+        return handler(request);
+      }
+      const tool = add(spec);
+      if (!wasLoaded && spec.needsApproval) {
+        // The approval middleware decided on this call before the tool was known: it runs only when called again.
+        return new ToolMessage({
+          content: `Error: ${name} was not loaded yet, so it did not run. It is loaded now: call it again with the same input.`,
+          tool_call_id: id ?? "",
+          name,
+          status: "error",
+        });
+      }
+      return handler({ ...request, tool });
+    },
+  };
 }
 
 /**
@@ -109,6 +312,12 @@ export async function oxpTools(client: OxpClient, options: OxpLangChainToolsOpti
  * @langchain/core has no approval of its own; this is where LangChain 1.x asks the user before a tool runs.
  */
 export function oxpInterruptOn(tools: readonly StructuredToolInterface[]): Record<string, true> {
+  // The array of `loading: "server"` grows as tools load: its one record grows with it, and the middleware reads it
+  // again at each call.
+  const searching = searchingOf(tools);
+  if (searching !== undefined) {
+    return searching.interruptOn;
+  }
   const entries = tools.filter((tool) => oxpMetadata(tool)?.needsApproval === true).map((tool) => [tool.name, true]);
   return Object.fromEntries(entries);
 }
@@ -119,7 +328,11 @@ export function oxpMetadata(tool: StructuredToolInterface): OxpToolMetadata | un
   return typeof oxp === "object" && oxp !== null ? (oxp as OxpToolMetadata) : undefined;
 }
 
-function toLangChainTool(spec: OxpToolSpec, authorization: "interrupt" | "message"): OxpLangChainTool {
+function toLangChainTool(
+  spec: OxpToolSpec,
+  authorization: "interrupt" | "message",
+  deferred: boolean,
+): OxpLangChainTool {
   const { definition } = spec;
   const metadata: OxpToolMetadata = {
     toolId: definition.id,
@@ -137,6 +350,8 @@ function toLangChainTool(spec: OxpToolSpec, authorization: "interrupt" | "messag
     verboseParsingErrors: true,
     metadata: { oxp: metadata },
     tags: spec.needsApproval ? [OXP_TAG, NEEDS_APPROVAL_TAG] : [OXP_TAG],
+    // Read by the `langchain` package's providerToolSearchMiddleware, which hands the tool to the provider deferred.
+    ...(deferred ? { extras: { defer_loading: true } } : {}),
     func: async (input: unknown, _runManager: unknown, config?: ToolRunnableConfig) => {
       const toolCallId = config?.toolCall?.id;
       const interrupting = authorization === "interrupt" && canInterrupt(config);

@@ -4,15 +4,19 @@ import {
   type FunctionTool,
   type FunctionToolResult,
   type RunItem,
+  type ToolErrorFormatter,
   type ToolsToFinalOutputResult,
   type ToolToFinalOutputFunction,
   tool,
+  toolNamespace,
 } from "@openai/agents";
 import type { OxpClient } from "@otc/client";
-import type { ToolAuthorizationChallenge } from "@otc/types";
-import { type OxpToolOutcome, type OxpToolSpec, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
+import { parseToolId, type ToolAuthorizationChallenge } from "@otc/types";
+import { loadingOf, type OxpToolOutcome, type OxpToolSpec, type OxpToolsOptions, oxpToolSpecs } from "./core.js";
+import { type OxpToolLoader, oxpToolLoader, SEARCH_TOOL_NAME } from "./tool-loader.js";
 
-export type { OxpApproval, OxpToolsOptions } from "./core.js";
+export type { OxpApproval, OxpToolLoading, OxpToolsOptions } from "./core.js";
+export type { OxpFoundTool, OxpToolSearchResult } from "./tool-loader.js";
 
 /** What an OXP tool's output item carries in its `customData.oxp`: how the call ended, for the application. */
 export interface OxpOutputData {
@@ -31,10 +35,26 @@ export interface OxpOutputData {
  * reads a value, a tool's error or a wrong input as the call's output, and an authorization to ask for as a message
  * with its URL; {@link oxpStopOnAuthorization} ends the run there instead. Errors the model cannot act on (the
  * server unreachable, its credentials refused) fail the run.
+ *
+ * With `loading: "provider"`, every tool has `deferLoading: true` and sits in a namespace named after its toolkit
+ * (`toolNamespace`, described by the server's `GET /toolkits` where it offers search): add the SDK's
+ * `toolSearchTool()` to the agent's tools, and OpenAI's tool search (Responses API) loads them. With `loading:
+ * "server"`, the array holds one tool, `search_tools`, backed by the server's search: the tools it finds are pushed
+ * onto this same array, which the agent reads again at each turn (give the agent the array itself, not a copy), and
+ * {@link oxpRunOptions} lets a run go on when the model calls a tool not loaded yet.
+ *
+ * @example
+ * const tools = await oxpTools(client, { loading: "server" });
+ * const agent = new Agent({ name: "Assistant", model, tools });
+ * const result = await run(agent, "Add 7 to the counter", oxpRunOptions(tools));
  */
-export async function oxpTools(client: OxpClient, options?: OxpToolsOptions): Promise<FunctionTool[]> {
+export async function oxpTools(client: OxpClient, options: OxpToolsOptions = {}): Promise<FunctionTool[]> {
+  const loading = loadingOf(options);
+  if (loading === "server") {
+    return searchingTools(await oxpToolLoader(client, options));
+  }
   const specs = await oxpToolSpecs(client, options);
-  const tools = specs.map(toFunctionTool);
+  const tools = specs.map((spec) => toFunctionTool(spec, loading === "provider"));
   const names = new Set<string>();
   for (const [index, made] of tools.entries()) {
     // The SDK turns every character but letters and digits into `_`: `a-b` and `a_b` would be one tool.
@@ -43,10 +63,40 @@ export async function oxpTools(client: OxpClient, options?: OxpToolsOptions): Pr
     }
     names.add(made.name);
   }
-  return tools;
+  return loading === "provider" ? await inNamespaces(client, specs, tools, options.signal) : tools;
 }
 
-function toFunctionTool(spec: OxpToolSpec): FunctionTool {
+/**
+ * The tools in a namespace per toolkit, in the order listed, as OpenAI's tool search takes a large catalog: the model
+ * reads each namespace's description and loads a toolkit's tools together. A namespace needs a description: the
+ * server's (`GET /toolkits`, where it offers search), else one naming the toolkit.
+ */
+async function inNamespaces(
+  client: OxpClient,
+  specs: readonly OxpToolSpec[],
+  tools: readonly FunctionTool[],
+  signal: AbortSignal | undefined,
+): Promise<FunctionTool[]> {
+  const described = (await client.discover({ signal })).extensions.includes("search")
+    ? new Map((await client.listToolkits({ signal })).map((toolkit) => [toolkit.name, toolkit.description]))
+    : new Map<string, string | undefined>();
+  const byToolkit = new Map<string, FunctionTool[]>();
+  for (const [index, made] of tools.entries()) {
+    const toolkit = parseToolId((specs[index] as OxpToolSpec).definition.id)?.toolkit ?? "";
+    byToolkit.set(toolkit, [...(byToolkit.get(toolkit) ?? []), made]);
+  }
+  return [...byToolkit].flatMap(([toolkit, members]) =>
+    toolkit === ""
+      ? members
+      : toolNamespace({
+          name: toolkit,
+          description: described.get(toolkit) ?? `The ${toolkit} tools.`,
+          tools: members,
+        }),
+  );
+}
+
+function toFunctionTool(spec: OxpToolSpec, deferred: boolean): FunctionTool {
   // From execute to customDataExtractor, which sees a copy of the call: the outcome by the run (its RunContext, the
   // one object both are given) and the call's id. Keyed by the id alone, two runs sharing the tools whose models
   // reuse call ids (`call_0`) would read each other's outcome; and an outcome the SDK never extracts (a call cut
@@ -58,6 +108,8 @@ function toFunctionTool(spec: OxpToolSpec): FunctionTool {
     // The SDK types a non-strict schema as `additionalProperties: true`, but sends any JSON Schema as it is.
     parameters: spec.inputSchema as unknown as NonStrictParameters,
     strict: false,
+    // Hidden from the model until tool search (OpenAI's, with toolSearchTool()) loads it.
+    ...(deferred ? { deferLoading: true } : {}),
     needsApproval: spec.needsApproval,
     // null: an error the model cannot act on fails the run rather than reading "An error occurred" to the model.
     errorFunction: null,
@@ -88,6 +140,93 @@ function toFunctionTool(spec: OxpToolSpec): FunctionTool {
   });
   // As the SDK's own `Tool` type takes it: the schema's type parameter only types `needsApproval`'s input.
   return made as unknown as FunctionTool;
+}
+
+/** What an array made with `loading: "server"` loads its tools with: {@link oxpRunOptions} finds it by the array. */
+interface Searching {
+  loader: OxpToolLoader;
+  /** The array's tool for a loaded spec, pushed onto it when it is not there yet. */
+  add(spec: OxpToolSpec): void;
+}
+
+const searchingArrays = new WeakMap<readonly FunctionTool[], Searching>();
+
+/**
+ * The array of `loading: "server"`: `search_tools`, and the tools it loads. The agent keeps the array it was given and
+ * lists its tools again before each model call, so a tool pushed during a turn is offered from the next one.
+ */
+function searchingTools(loader: OxpToolLoader): FunctionTool[] {
+  const tools: FunctionTool[] = [];
+  const added = new Set<string>();
+  const add = (spec: OxpToolSpec) => {
+    if (added.has(spec.name)) {
+      return;
+    }
+    added.add(spec.name);
+    const made = toFunctionTool(spec, false);
+    // A name the SDK makes the same as a tool's already there (`a-b`, `a_b`) is left out.
+    if (!tools.some((present) => present.name === made.name)) {
+      tools.push(made);
+    }
+  };
+  const search = tool({
+    name: SEARCH_TOOL_NAME,
+    description: loader.searchTool.description,
+    parameters: loader.searchTool.inputSchema as unknown as NonStrictParameters,
+    strict: false,
+    errorFunction: null,
+    execute: async (input, _runContext, details) => {
+      const outcome = await loader.search(input, { signal: details?.signal });
+      if (outcome.kind === "value") {
+        for (const spec of outcome.loaded) {
+          add(spec);
+        }
+      }
+      return outcome.text;
+    },
+  });
+  tools.push(search as unknown as FunctionTool);
+  searchingArrays.set(tools, { loader, add });
+  return tools;
+}
+
+/** The run options {@link oxpRunOptions} answers: spread them into `run(agent, input, options)`. */
+export interface OxpRunOptions {
+  toolNotFoundBehavior: "return_error_to_model";
+  toolErrorFormatter: ToolErrorFormatter;
+}
+
+/**
+ * Run options for an agent whose tools are `oxpTools(client, { loading: "server" })`: when the model calls a tool not
+ * loaded yet (one no search found, or a name it remembers from an earlier run), the run goes on rather than failing:
+ * the tool is loaded from the server onto the array, and the model reads that it did not run and may call it again
+ * (it is offered from the next turn, asking the user's approval as any other where it needs it). A name the server does
+ * not have reads as the SDK says it; `toolErrorFormatter`, the application's own, formats every other tool error.
+ *
+ * @example
+ * const result = await run(agent, "Add 7 to the counter", { ...oxpRunOptions(tools), maxTurns: 8 });
+ */
+export function oxpRunOptions(
+  tools: readonly FunctionTool[],
+  options: { toolErrorFormatter?: ToolErrorFormatter } = {},
+): OxpRunOptions {
+  const searching = searchingArrays.get(tools);
+  if (searching === undefined) {
+    throw new TypeError('oxpRunOptions takes the tools of oxpTools(client, { loading: "server" })');
+  }
+  return {
+    toolNotFoundBehavior: "return_error_to_model",
+    toolErrorFormatter: async (args) => {
+      if (args.kind === "tool_not_found" && args.toolType === "function") {
+        const spec = await searching.loader.load(args.toolName);
+        if (spec !== undefined) {
+          searching.add(spec);
+          return `Error: ${spec.name} was not loaded yet, so it did not run. It is loaded now: call it again with the same arguments.`;
+        }
+      }
+      return options.toolErrorFormatter?.(args);
+    },
+  };
 }
 
 type NonStrictParameters = {

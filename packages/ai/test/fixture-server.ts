@@ -21,13 +21,26 @@ export interface FixtureServer extends RunningServer {
   counter: { value: number };
 }
 
-/** Starts the server; `observer` is told of every call, as the server option says. */
-export async function startFixtureServer(options: Pick<HandlerOptions, "observer"> = {}): Promise<FixtureServer> {
+/** What each toolkit is for, as `GET /toolkits` (the search extension) lists it. */
+export const TOOLKITS = {
+  Calculator: { description: "Arithmetic on numbers." },
+  Counter: { description: "A counter kept on the server." },
+  Gmail: { description: "The user's mailbox." },
+} as const;
+
+/**
+ * Starts the server; `observer` is told of every call, as the server option says, and `extensions` (default: all the
+ * server implements) says which extensions it offers.
+ */
+export async function startFixtureServer(
+  options: Pick<HandlerOptions, "observer" | "extensions"> = {},
+): Promise<FixtureServer> {
   const counter = { value: 0 };
   const consent = new ConsentProvider();
   const app = createHandler({
     ...options,
     tools: fixtureTools(counter),
+    toolkits: TOOLKITS,
     authorizationProviders: [consent],
     pages: [(request) => consent.page(request)],
     logger: false,

@@ -328,11 +328,19 @@ const PUBLIC_API: Record<string, string[]> = {
   ],
   "@otc/inspector": ["inspector", "inspectorPage", "readInspectorFiles"],
   "@otc/inspector/fetch": ["inspectorPage"],
-  "@otc/ai": ["authorizationText", "invalidInputText", "oxpToolSpecs", "selectTools"],
+  "@otc/ai": [
+    "SEARCH_TOOL_NAME",
+    "authorizationText",
+    "invalidInputText",
+    "oxpToolLoader",
+    "oxpToolSpecs",
+    "selectTools",
+  ],
   "@otc/ai/vercel": [
     "OxpToolCallError",
     "hasOxpAuthorizationChallenge",
     "oxpAuthorizationChallenges",
+    "oxpRepairToolCall",
     "oxpToolApproval",
     "oxpTools",
   ],
@@ -342,9 +350,10 @@ const PUBLIC_API: Record<string, string[]> = {
     "isOxpAuthorizationRequest",
     "oxpInterruptOn",
     "oxpMetadata",
+    "oxpSearchMiddleware",
     "oxpTools",
   ],
-  "@otc/ai/openai-agents": ["oxpOutputData", "oxpStopOnAuthorization", "oxpTools"],
+  "@otc/ai/openai-agents": ["oxpOutputData", "oxpRunOptions", "oxpStopOnAuthorization", "oxpTools"],
 };
 
 /** What `npm pack --json` says of one tarball. */
