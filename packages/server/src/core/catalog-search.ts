@@ -75,6 +75,8 @@ export class CatalogSearch {
   /** Toolkit name -> the `Toolkit.Tool` names it has, for `/toolkits`. */
   private readonly toolkitTools = new Map<string, Map<string, string[]>>();
   private allToolkits: ToolkitListResponse | undefined;
+  /** Search items' JSON up to their score, by view and form (see {@link itemText}), by place. */
+  private readonly itemTexts: string[][] = [];
 
   constructor(
     private readonly registry: ToolRegistry,
@@ -101,8 +103,11 @@ export class CatalogSearch {
     this.index = new ToolSearchIndex(this.full);
   }
 
-  /** A page of the tools that match `query.q`, best first (`[search.query]`, `[search.view]`, `[search.compose]`). */
-  search(query: SearchQuery, scope: SearchScope): ToolSearchResponse {
+  /**
+   * A page of the tools that match `query.q`, best first (`[search.query]`, `[search.view]`, `[search.compose]`): a
+   * ToolSearchResponse as JSON text, made from each item's text (kept once made) and its score, not by stringifying.
+   */
+  search(query: SearchQuery, scope: SearchScope): string {
     const q = checkedQuery(query.q);
     const limit = searchLimit(query.limit);
     const view = query.view ?? "full";
@@ -137,18 +142,36 @@ export class CatalogSearch {
       offset,
       limit,
     });
-    const itemForm: ListForm = { annotations: true, scopes: scope.form.scopes === true };
-    const listed = this.registry.list(itemForm);
-    const items = matches.map(({ definition, score }) => {
-      const shown = listed[this.places.get(definition.id) as number] as ToolDefinition;
-      return searchItem(shown, score, view === "summary");
-    });
-    const next = offset + items.length;
+    const items = matches.map(
+      ({ definition, score }) =>
+        `${this.itemText(definition.id, view === "summary", scope.form.scopes === true)}${score}}`,
+    );
+    const text = `{"items":[${items.join(",")}]`;
     if (!more) {
-      return { items };
+      return `${text}}`;
     }
-    const state: SearchCursor = { e: catalog, h: digest, o: next };
-    return { items, next_cursor: base64url.encode(JSON.stringify(state)) };
+    const state: SearchCursor = { e: catalog, h: digest, o: offset + items.length };
+    const answer: Pick<ToolSearchResponse, "next_cursor"> = { next_cursor: base64url.encode(JSON.stringify(state)) };
+    return `${text},${JSON.stringify(answer).slice(1)}`;
+  }
+
+  /** A search item's JSON up to its score (`...,"score":`), in the form and view asked for: made once per tool. */
+  private itemText(id: string, summary: boolean, scopes: boolean): string {
+    const place = this.places.get(id) as number;
+    const slot = (summary ? 1 : 0) + (scopes ? 2 : 0);
+    this.itemTexts[slot] ??= [];
+    const texts = this.itemTexts[slot];
+    let text = texts[place];
+    if (text === undefined) {
+      const shown = this.registry.list({ annotations: true, scopes })[place] as ToolDefinition;
+      const whole = JSON.stringify(searchItem(shown, 0, summary));
+      if (!whole.endsWith(',"score":0}')) {
+        throw new Error("a search item's score must be its last member");
+      }
+      text = whole.slice(0, -"0}".length);
+      texts[place] = text;
+    }
+    return text;
   }
 
   /** The definitions `ids` names, in that order, each once (`[search.ids]`). */

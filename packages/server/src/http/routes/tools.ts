@@ -69,7 +69,7 @@ export function toolsRoute(context: RouteContext): RouteHandler {
           },
           scope,
         );
-        return cacheableAnswer(context, exchange, { body: found, kind: ANSWER_KIND.search, headers, cache });
+        return cacheableAnswer(context, exchange, { text: found, kind: ANSWER_KIND.search, headers, cache });
       }
       return cacheableAnswer(context, exchange, {
         body: search.byIds(ids as string, scope),
@@ -160,13 +160,20 @@ const cacheForms = new WeakMap<ToolList, Map<string, ToolList>>();
 export function cacheableAnswer(
   context: RouteContext,
   exchange: Exchange,
-  answer: { body: object; kind: AnswerKind; headers: Record<string, string>; cache: CachePolicy | undefined },
+  answer: ({ body: object } | { text: string }) & {
+    kind: AnswerKind;
+    headers: Record<string, string>;
+    cache: CachePolicy | undefined;
+  },
 ): Answer {
-  const { body, kind, headers, cache } = answer;
+  const { kind, headers, cache } = answer;
+  // A body already in JSON (a search's) gets the cache fields after its own members, as the object's would.
+  const json = "text" in answer ? answer.text : JSON.stringify(answer.body);
   if (!cache) {
-    return context.answer(200, JSON.stringify(body), kind, headers);
+    return context.answer(200, json, kind, headers);
   }
-  const text = JSON.stringify({ ...body, ttl_ms: cache.ttlMs, cache_scope: cache.scope });
+  const fields = JSON.stringify({ ttl_ms: cache.ttlMs, cache_scope: cache.scope });
+  const text = json === "{}" ? fields : `${json.slice(0, -1)},${fields.slice(1)}`;
   return conditionalAnswer(context, exchange, { text, kind, headers });
 }
 
