@@ -267,40 +267,60 @@ export class ToolSearchIndex {
     this.definitions = definitions;
     const count = definitions.length;
     this.count = count;
-    const tokensOf = new Map<string, string[]>();
-    const tokenize = (text: string) => {
-      let tokens = tokensOf.get(text);
-      if (tokens === undefined) {
-        tokens = searchTokens(text);
-        tokensOf.set(text, tokens);
+    // Terms by number as they are met; each distinct text's distinct terms and their counts worked out once (a
+    // catalog's descriptions repeat: a third of the bench's are distinct).
+    const termIds = new Map<string, number>();
+    const termTexts: string[] = [];
+    const counted = new Map<string, Int32Array>();
+    const countTerms = (text: string): Int32Array => {
+      let pairs = counted.get(text);
+      if (pairs === undefined) {
+        const frequencies = new Map<number, number>();
+        for (const token of searchTokens(text)) {
+          let id = termIds.get(token);
+          if (id === undefined) {
+            id = termTexts.length;
+            termIds.set(token, id);
+            termTexts.push(token);
+          }
+          frequencies.set(id, (frequencies.get(id) ?? 0) + 1);
+        }
+        pairs = new Int32Array(frequencies.size * 2);
+        let i = 0;
+        for (const [id, frequency] of frequencies) {
+          pairs[i++] = id;
+          pairs[i++] = frequency;
+        }
+        counted.set(text, pairs);
       }
-      return tokens;
+      return pairs;
     };
-    // term -> field -> [tool, frequency, tool, frequency, ...]
-    const byTerm = new Map<string, number[][]>();
+    // field -> term number -> [tool, frequency, tool, frequency, ...]
+    const byField: number[][][] = FIELDS.map(() => []);
     const lengths = FIELDS.map(() => new Float64Array(count));
     const averages = FIELDS.map(() => 0);
     const current = new Map<string, number[]>();
     const ids = definitions.map((definition) => definition.id);
     definitions.forEach((definition, index) => {
       const { toolkit, tool, qualified } = partsOf(definition);
-      fieldsOf(definition, tool, toolkit).forEach((text, field) => {
-        const frequencies = new Map<string, number>();
-        for (const token of tokenize(text)) {
-          frequencies.set(token, (frequencies.get(token) ?? 0) + 1);
-        }
+      const texts = fieldsOf(definition, tool, toolkit);
+      for (let field = 0; field < texts.length; field++) {
+        const pairs = countTerms(texts[field] as string);
+        const length = pairs.length / 2;
         // A field's length is its distinct terms, and the average is kept as MiniSearch keeps it, one tool at a time.
-        (lengths[field] as Float64Array)[index] = frequencies.size;
-        averages[field] = ((averages[field] as number) * index + frequencies.size) / (index + 1);
-        for (const [term, frequency] of frequencies) {
-          let fields = byTerm.get(term);
-          if (fields === undefined) {
-            fields = FIELDS.map(() => []);
-            byTerm.set(term, fields);
+        (lengths[field] as Float64Array)[index] = length;
+        averages[field] = ((averages[field] as number) * index + length) / (index + 1);
+        const postings = byField[field] as number[][];
+        for (let i = 0; i < pairs.length; i += 2) {
+          const id = pairs[i] as number;
+          const row = postings[id];
+          if (row === undefined) {
+            postings[id] = [index, pairs[i + 1] as number];
+          } else {
+            row.push(index, pairs[i + 1] as number);
           }
-          (fields[field] as number[]).push(index, frequency);
         }
-      });
+      }
       for (const name of new Set([definition.id, qualified, definition.name, tool].map((n) => n.toLowerCase()))) {
         const named = this.exact.get(name);
         if (named === undefined) {
@@ -342,10 +362,13 @@ export class ToolSearchIndex {
         this.idRank[index] = rank;
       });
 
-    this.terms = [...byTerm.keys()].sort(compareCodeUnits);
+    const order = [...termTexts.keys()].sort((a, b) =>
+      compareCodeUnits(termTexts[a] as string, termTexts[b] as string),
+    );
+    this.terms = order.map((id) => termTexts[id] as string);
     this.starts = new Int32Array(this.terms.length + 1);
     let postings = 0;
-    const fieldsByTerm = this.terms.map((term) => byTerm.get(term) as number[][]);
+    const fieldsByTerm = order.map((id) => byField.map((postings) => postings[id] ?? NO_POSTINGS));
     const scratch = new Float64Array(count);
     const touched = new Int32Array(count);
     const rows: { docs: Int32Array; impacts: Float64Array }[] = [];
@@ -734,6 +757,7 @@ export class ToolSearchIndex {
 }
 
 const REFUSED = -2;
+const NO_POSTINGS: readonly number[] = [];
 const EVERYTHING = () => true;
 const NOTHING = () => false;
 
