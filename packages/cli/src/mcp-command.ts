@@ -20,7 +20,7 @@ export const MCP_HELP = `otc mcp serve: serve an OXP server's tools to MCP clien
 
 Usage:
   otc mcp serve --url <oxp server> [--transport stdio|http] [--port N] [--host H]
-                [--tool-versions latest|all] [--user-id U]
+                [--tool-versions latest|all] [--tool-search] [--user-id U]
                 [--oauth-issuer URL]... [--resource URL]
 
 Options:
@@ -46,6 +46,8 @@ Options:
                          endpoint's own URL; required with another --host)
   --tool-versions V      latest (default): each tool's highest version;
                          all: older versions too, as Toolkit_Tool_v1_0_0
+  --tool-search          also list search-tools and load-tools, for MCP hosts without
+                         tool search of their own (the OXP server must offer search)
   --user-id U            the end user the calls are made for (env OXP_USER_ID),
                          for tools that require one
   -h, --help             this text
@@ -74,6 +76,7 @@ const OPTIONS = {
   port: { type: "string" },
   host: { type: "string" },
   "tool-versions": { type: "string" },
+  "tool-search": { type: "boolean" },
   "user-id": { type: "string" },
   "http-token": { type: "string" },
   "oauth-issuer": { type: "string", multiple: true },
@@ -165,6 +168,9 @@ function bridgeOptions(
     throw new McpUsageError(`--tool-versions must be latest or all (got '${versions}')`);
   }
   options.toolVersions = versions;
+  if (values["tool-search"] === true) {
+    options.toolSearch = true;
+  }
   const userId = text("user-id") ?? env.OXP_USER_ID;
   if (userId) {
     options.userId = userId;
@@ -279,6 +285,13 @@ export async function mcpCommand(argv: readonly string[], io: Io, runtime: McpCo
   }
 
   const bridge = createMcpBridge(options);
+  // The bridge checks what it needs of the OXP server (the search extension, for --tool-search) before it serves.
+  try {
+    await bridge.ready(runtime.signal);
+  } catch (error) {
+    io.stderr(`otc mcp: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT.usage;
+  }
   if (transport === "stdio") {
     const served = await serveStdio(bridge, {
       ...(runtime.stdin ? { stdin: runtime.stdin } : {}),

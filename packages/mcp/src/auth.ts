@@ -18,6 +18,11 @@ export function callScopes(definition: ToolDefinition | undefined): string[] {
   return [...new Set([CALL_SCOPE, ...(definition?.required_scopes ?? [])])];
 }
 
+/** The scopes reading the catalog needs (`oxp:tools:read`): tools/list's, and a call of a tool search meta-tool's. */
+export function readScopes(): string[] {
+  return [READ_SCOPE];
+}
+
 /** Those of `needed` that `granted` lacks. */
 export function missingScopes(needed: readonly string[], granted: ReadonlySet<string>): string[] {
   return needed.filter((scope) => !granted.has(scope));

@@ -25,6 +25,7 @@ import {
   type OxpClient,
   OxpConnectionError,
   OxpCrossOriginError,
+  OxpExtensionUnavailableError,
   OxpProtocolError,
   OxpResponseTooLargeError,
   OxpServerError,
@@ -42,9 +43,20 @@ import {
   type ToolAuthorizationChallenge,
   type ToolDefinition,
 } from "@otc/types";
-import { callScopes, missingScopes } from "./auth.js";
+import { callScopes, missingScopes, readScopes } from "./auth.js";
 import { DEPRECATION_META_KEY, mcpDescription, toMcpAnnotations } from "./internal/annotations.js";
-import { askingForScopes } from "./internal/scopes-listing.js";
+import { type ListCacheFields, listExtensions } from "./internal/list-extensions.js";
+import {
+  argumentError,
+  type FoundTool,
+  LOAD_TOOL,
+  loadArguments,
+  loadedTool,
+  META_TOOLS,
+  metaResult,
+  SEARCH_TOOL,
+  searchArguments,
+} from "./internal/meta-tools.js";
 import { byCodePoint, mcpToolName, uniqueMcpName } from "./names.js";
 import { toMcpInputSchema, toMcpOutput } from "./schemas.js";
 
@@ -72,6 +84,16 @@ export interface McpBridgeOptions {
   toolVersions?: "latest" | "all";
   /** The end user every call is made for (`context.user_id`): tools that require one need it. */
   userId?: string;
+  /**
+   * Adds two meta-tools for MCP clients without a tool search of their own (docs/protocol.md 9.5): `search-tools`
+   * (a query, optionally a toolkit and a limit: the tools that fit, best first, by the OXP server's ranked
+   * `GET /tools?q=&view=summary`, each with its MCP name, description, toolkit and score) and `load-tools` (MCP names:
+   * their full definitions, input schemas included). tools/list still lists every tool, the two meta-tools first;
+   * their names have a `-`, which no bridged tool's name has, so none is renamed. The OXP server must offer the
+   * search extension: {@link McpBridge.ready} (which `serveStdio` and `serveHttp` await) rejects when its discovery
+   * document does not list it. Default false: the list and the calls as without it, byte for byte.
+   */
+  toolSearch?: boolean;
   /** Secrets sent with every call (`context.secrets`), by id; never shown to the MCP client. */
   secrets?: Readonly<Record<string, string>>;
   /**
@@ -114,6 +136,14 @@ interface Entry {
   wrapped: boolean;
 }
 
+/** One read of the OXP catalog: its MCP tools by name and by OXP id, when it was read, and its list's cache fields. */
+interface Catalog {
+  entries: Map<string, Entry>;
+  byId: Map<string, Entry>;
+  readAt: number;
+  cache: ListCacheFields | undefined;
+}
+
 /**
  * The user an MCP request comes from, as its OAuth access token says (`serveHttp` with `oauth`). The token itself
  * stays in the bridge: the OXP server is called with the bridge's own credentials, for this user.
@@ -140,8 +170,16 @@ export interface McpBridge {
   callScopes(name: string, signal?: AbortSignal): Promise<string[]>;
   /** Every OXP tool's `required_scopes`, from a catalog at most `catalogTtlMs` old (one read for all who ask at once). */
   catalogScopes(): Promise<string[]>;
-  /** The MCP tools, read from the OXP server now. */
+  /** The MCP tools, read from the OXP server now: tools/list's (with `toolSearch`, the meta-tools first). */
   listTools(): Promise<McpTool[]>;
+  /**
+   * Checks, before serving, what the options need of the OXP server: with `toolSearch`, that its discovery document
+   * lists the search extension, else it rejects saying so. `serveStdio` and `serveHttp` await it; call it before
+   * serving `createServer()` any other way. Without `toolSearch` it resolves at once, asking nothing. An OXP server
+   * that cannot be read now (down, refusing the credentials) does not stop the start: `search-tools` says so when
+   * called, as every tool does.
+   */
+  ready(signal?: AbortSignal): Promise<void>;
   /** The OXP client the bridge calls through. */
   readonly client: OxpClient;
 }
@@ -366,18 +404,17 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   if (options.retry !== undefined) {
     clientOptions.retry = options.retry;
   }
-  // Each tool's required_scopes, for the scopes a caller needs (docs/protocol.md 9.6): asked of a server that offers them.
-  const offersScopes = () =>
+  // Each tool's required_scopes, for the scopes a caller needs (docs/protocol.md 9.6), and the catalog's cache fields
+  // (9.9): asked of a server that offers them.
+  const offered = () =>
     client.discover().then(
-      ({ extensions }) => extensions.includes("oauth"),
-      () => false,
+      ({ extensions }) => extensions,
+      () => [],
     );
-  clientOptions.fetch = askingForScopes(
-    options.fetch ?? ((input, init) => fetch(input, init)),
-    options.url,
-    offersScopes,
-  );
+  const lists = listExtensions(options.fetch ?? ((input, init) => fetch(input, init)), options.url, offered);
+  clientOptions.fetch = lists.fetch;
   const client: OxpClient = createClient(clientOptions);
+  const toolSearch = options.toolSearch === true;
   const toolVersions = options.toolVersions ?? "latest";
   const catalogTtlMs = options.catalogTtlMs ?? 30_000;
   const waitMs = options.authorizationWaitMs ?? 300_000;
@@ -389,24 +426,34 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   // name must not turn every call into a GET /tools.
   const missRefreshMs = Math.min(catalogTtlMs, 1_000);
 
-  let catalog: { entries: Map<string, Entry>; readAt: number } | undefined;
+  let catalog: Catalog | undefined;
   /** The read in progress for {@link fresh}: callers that need no new read of their own share one. */
-  let reading: Promise<Map<string, Entry>> | undefined;
+  let reading: Promise<Catalog> | undefined;
 
-  const readCatalog = async (signal?: AbortSignal) => {
+  /**
+   * A new read of the catalog. With `withCache` (a 2026-07-28 tools/list, the one answer that carries them) it asks for
+   * the cache extension too and keeps the list's cache fields, read from a second parse of the body: what no other
+   * read pays for.
+   */
+  const readCatalog = async (signal?: AbortSignal, withCache = false): Promise<Catalog> => {
     // Asked of a server whose discovery document lists annotations; any other lists as OXP 1.0 (no hints).
-    const definitions = await client.listTools(signal ? { annotations: true, signal } : { annotations: true });
-    catalog = { entries: catalogToMcpTools(definitions, toolVersions), readAt: clock.now() };
-    return catalog.entries;
+    const list = () => client.listTools(signal ? { annotations: true, signal } : { annotations: true });
+    const { value: definitions, cache } = withCache
+      ? await lists.read(list)
+      : { value: await list(), cache: undefined };
+    const entries = catalogToMcpTools(definitions, toolVersions);
+    const byId = new Map([...entries.values()].map((entry) => [entry.definition.id, entry]));
+    catalog = { entries, byId, readAt: clock.now(), cache };
+    return catalog;
   };
 
   /**
    * The catalog if it is younger than `catalogTtlMs`, else one read shared by all who ask meanwhile (so it takes no
    * signal: one caller going away must not fail the others' read).
    */
-  const fresh = (): Promise<Map<string, Entry>> => {
+  const fresh = (): Promise<Catalog> => {
     if (catalog && clock.now() - catalog.readAt < catalogTtlMs) {
-      return Promise.resolve(catalog.entries);
+      return Promise.resolve(catalog);
     }
     reading ??= readCatalog().finally(() => {
       reading = undefined;
@@ -426,7 +473,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         return undefined;
       }
     }
-    return (await readCatalog(signal)).get(name);
+    return (await readCatalog(signal)).entries.get(name);
   };
 
   const context = (caller: McpCaller | undefined): CallToolRequest["context"] => {
@@ -584,6 +631,17 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     caller: McpCaller | undefined,
   ) {
     const { name, arguments: args = {} } = params;
+    if (toolSearch && (name === SEARCH_TOOL.name || name === LOAD_TOOL.name)) {
+      // A catalog read, as tools/list is: it needs what tools/list needs (the HTTP layer asked for it already).
+      if (caller && missingScopes(readScopes(), caller.scopes).length > 0) {
+        return errorResult(`This tool needs the scope ${readScopes().join(" ")}: sign in again allowing it.`, {
+          status: 403,
+          can_retry: false,
+          scopes: readScopes(),
+        });
+      }
+      return name === SEARCH_TOOL.name ? searchTools(args, extra.mcpReq.signal) : loadTools(args, extra.mcpReq.signal);
+    }
     const progressToken = extra.mcpReq._meta?.progressToken ?? params._meta?.progressToken;
     const entry = await lookup(name, extra.mcpReq.signal);
     if (!entry) {
@@ -632,17 +690,112 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     }
   }
 
+  /**
+   * `search-tools`: the OXP server's ranked search in its summary view, each match under the MCP name the bridge gives
+   * its tool. A match the catalog read lacks (a tool added since, or an older version where only the latest are
+   * bridged) is re-read for at most once per `missRefreshMs`, as an unknown name is, then left out.
+   */
+  async function searchTools(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const asked = searchArguments(args);
+    if ("content" in asked) {
+      return asked;
+    }
+    let items: { id: string; toolkit: string; score: number }[];
+    try {
+      const { query, toolkit, limit } = asked;
+      ({ items } = await client.searchTools(query, {
+        view: "summary",
+        signal,
+        ...(toolkit === undefined ? {} : { toolkit }),
+        ...(limit === undefined ? {} : { limit }),
+      }));
+    } catch (error) {
+      if (error instanceof OxpExtensionUnavailableError) {
+        return errorResult(
+          "The tool server does not offer search (the OXP search extension): every tool is in the tool list.",
+          { can_retry: false },
+        );
+      }
+      return errorToCallToolResult(error);
+    }
+    let read = await fresh();
+    if (items.some(({ id }) => !read.byId.has(id)) && clock.now() - read.readAt >= missRefreshMs) {
+      read = await readCatalog(signal);
+    }
+    const found: FoundTool[] = [];
+    for (const { id, toolkit, score } of items) {
+      const entry = read.byId.get(id);
+      if (!entry) {
+        continue;
+      }
+      const { name, title, description = "" } = entry.tool;
+      found.push({ name, ...(title === undefined ? {} : { title }), description, toolkit, score });
+    }
+    return metaResult({ tools: found });
+  }
+
+  /** `load-tools`: the MCP tools of `names`, in the order asked, as tools/list lists them (without `_meta`); unknown names listed apart. */
+  async function loadTools(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+    const names = loadArguments(args);
+    if (!Array.isArray(names)) {
+      return names;
+    }
+    const tools: Omit<McpTool, "_meta">[] = [];
+    const unknown: string[] = [];
+    for (const name of new Set(names)) {
+      const entry = await lookup(name, signal);
+      if (entry) {
+        tools.push(loadedTool(entry.tool));
+      } else {
+        unknown.push(name);
+      }
+    }
+    if (tools.length === 0) {
+      return argumentError(`no tool has these names: ${unknown.join(", ")}. ${SEARCH_TOOL.name} gives the names.`);
+    }
+    return metaResult(unknown.length === 0 ? { tools } : { tools, unknown });
+  }
+
+  /** tools/list's tools: with `toolSearch` the meta-tools first, then every bridged tool. */
+  const listed = (read: Catalog): McpTool[] => {
+    const tools = [...read.entries.values()].map((entry) => entry.tool);
+    return toolSearch ? [...META_TOOLS, ...tools] : tools;
+  };
+
   return {
     client,
     async listTools() {
-      return [...(await readCatalog()).values()].map((entry) => entry.tool);
+      return listed(await readCatalog());
+    },
+    async ready(signal) {
+      if (!toolSearch) {
+        return;
+      }
+      let extensions: string[];
+      try {
+        ({ extensions } = await client.discover(signal ? { signal } : {}));
+      } catch (error) {
+        if (signal?.aborted) {
+          throw error;
+        }
+        // Not readable now: the bridge starts as it always does, and search-tools answers what it finds when called.
+        return;
+      }
+      if (!extensions.includes("search")) {
+        throw new Error(
+          `toolSearch needs an OXP server that offers the search extension (docs/protocol.md 9.5); ${new URL(options.url).origin} offers ${extensions.length > 0 ? extensions.join(", ") : "no extension"}`,
+        );
+      }
     },
     async callScopes(name, signal) {
+      if (toolSearch && (name === SEARCH_TOOL.name || name === LOAD_TOOL.name)) {
+        return readScopes();
+      }
       return callScopes((await lookup(name, signal))?.definition);
     },
     async catalogScopes() {
       const scopes = new Set<string>();
-      for (const { definition } of (await fresh()).values()) {
+      for (const { definition } of (await fresh()).entries.values()) {
         for (const scope of definition.required_scopes ?? []) {
           scopes.add(scope);
         }
@@ -654,14 +807,19 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         // `logging`: hosts may set a level (logging/setLevel answers {}); the bridge itself sends no log
         // messages, since OXP calls report progress, not logs.
         capabilities: { tools: {}, logging: {} },
-        instructions: "Tools of an OXP (Open eXecution Protocol) tool server.",
+        instructions: toolSearch
+          ? `Tools of an OXP (Open eXecution Protocol) tool server. ${SEARCH_TOOL.name} finds the ones that fit a task.`
+          : "Tools of an OXP (Open eXecution Protocol) tool server.",
       });
       server.setRequestHandler("tools/list", async (_request, extra) => {
+        const modern = servesModern(server);
+        let read: Catalog;
         try {
-          return { tools: [...(await readCatalog(extra.mcpReq.signal)).values()].map((entry) => entry.tool) };
+          read = await readCatalog(extra.mcpReq.signal, modern);
         } catch (error) {
           throw new ProtocolError(ProtocolErrorCode.InternalError, errorText(error));
         }
+        return modern ? withCacheFields({ tools: listed(read) }, read.cache, caller) : { tools: listed(read) };
       });
       server.setRequestHandler("tools/call", async (request, extra) => {
         try {
@@ -676,6 +834,34 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       return server;
     },
   };
+}
+
+/** Whether `server` serves a 2026-07-28 (or later) client: not one of the 2025-era revisions of the initialize handshake. */
+function servesModern(server: Server): boolean {
+  const version = server.getNegotiatedProtocolVersion();
+  return version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+}
+
+/**
+ * A 2026-07-28 tools/list result with the OXP list's cache fields (docs/protocol.md 9.9) as that revision names them,
+ * `ttlMs` and `cacheScope` (SEP-2549's CacheableResult; the SDK fills `0` and `private` for a result without them).
+ * The 2025 revisions have no such fields: their results stay as they were. The scope is `private` for a signed-in
+ * caller's list whatever the OXP server says of the bridge's own.
+ */
+function withCacheFields(
+  result: { tools: McpTool[] },
+  cache: ListCacheFields | undefined,
+  caller: McpCaller | undefined,
+): { tools: McpTool[] } {
+  if (cache === undefined) {
+    return result;
+  }
+  const fields: ListCacheFields = { ...cache };
+  if (caller && fields.cacheScope !== undefined) {
+    fields.cacheScope = "private";
+  }
+  // Fields the SDK's neutral result type leaves to its 2026-07-28 encoder, which keeps a handler's valid values.
+  return { ...result, ...fields };
 }
 
 /** What a failure to reach or read the OXP server says to the MCP client: no URL, no credentials. */

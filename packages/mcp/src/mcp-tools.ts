@@ -16,7 +16,7 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { type InputValidatorChoice, OxpCore } from "@otc/server/core";
+import { type InputValidatorChoice, OxpCore, type ToolkitDescriptions } from "@otc/server/core";
 import { OxpToolError, type SchemaObject, ServerConfigError, type Tool } from "@otc/server/node";
 import { formatToolId } from "@otc/types";
 import { toOxpAnnotations } from "./internal/annotations.js";
@@ -109,6 +109,12 @@ export interface McpTools {
   tools: Tool[];
   /** The MCP name behind each OXP tool id (`Everything.GetSum@1.0.0` is `get-sum`). */
   names: ReadonlyMap<string, string>;
+  /**
+   * For `createServer({ toolkits })`: the toolkit described by the MCP server's own description (`serverInfo.description`,
+   * MCP 2025-11-25 and later; cut to the 1,000 characters OXP takes), as the search extension's `GET /toolkits` lists
+   * it. Empty when the server gives none, or no tool is served.
+   */
+  toolkits: ToolkitDescriptions;
   /**
    * MCP tools left out, in code-point order of their names: schemas OXP cannot express (recursive or remote
    * `$ref`, an input that is not an object), schemas too large ({@link McpToolsOptions.maxSchemaChars}), task-only
@@ -445,7 +451,30 @@ export async function mcpTools(source: McpSource, options: McpToolsOptions): Pro
     names.set(`${options.toolkit}.${tool.name}@${options.version}`, mcpName);
   }
   skipped.sort((a, b) => byCodePoint(a.name, b.name));
-  return { tools, names, skipped, client, closed, close: () => client.close() };
+  const described = toolkitDescription(client.getServerVersion()?.description);
+  // A description of a toolkit without tools is one createServer refuses.
+  const toolkits: ToolkitDescriptions =
+    described === undefined || tools.length === 0 ? {} : { [options.toolkit]: { description: described } };
+  return { tools, names, toolkits, skipped, client, closed, close: () => client.close() };
+}
+
+/** The longest toolkit description OXP takes (`[search.toolkits]`, the server's `toolkits` option). */
+const MAX_TOOLKIT_DESCRIPTION = 1_000;
+
+/**
+ * An MCP server's description as its toolkit's: trimmed, cut to what OXP takes (ending in an ellipsis); none when
+ * blank. OXP counts UTF-16 code units, as JavaScript strings do; a cut never splits a surrogate pair.
+ */
+function toolkitDescription(description: unknown): string | undefined {
+  const trimmed = typeof description === "string" ? description.trim() : "";
+  if (trimmed === "") {
+    return undefined;
+  }
+  if (trimmed.length <= MAX_TOOLKIT_DESCRIPTION) {
+    return trimmed;
+  }
+  const cut = trimmed.slice(0, MAX_TOOLKIT_DESCRIPTION - 1);
+  return `${/[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 
 /** How long a failed start waits for the MCP server's process to end: the SDK's close takes up to 4 s (stdin's end, SIGTERM, SIGKILL). */

@@ -8,6 +8,16 @@ export const OXP_NAME = /^[A-Za-z0-9_]+$/;
 
 const MAX_MCP_NAME = 64;
 
+/**
+ * The MCP names of the bridge's tool search meta-tools (its `toolSearch` option). An OXP tool's MCP name is letters,
+ * digits and `_` only ({@link mcpToolName}, cut with `_` and a hex digest, made unique with `_2`...), so a name with a
+ * `-` can never be one of theirs: whatever the catalog holds (a toolkit `search` with a tool `tools` is
+ * `search_tools`), the meta-tools and the bridged tools keep apart, and no bridged tool is renamed by the option.
+ */
+export const SEARCH_TOOLS_NAME = "search-tools";
+/** The MCP name of the meta-tool that gives tools' input schemas by name; see {@link SEARCH_TOOLS_NAME}. */
+export const LOAD_TOOLS_NAME = "load-tools";
+
 /** A short stable digest, to keep names unique when they must be cut. */
 const digest = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 8);
 

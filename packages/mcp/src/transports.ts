@@ -31,12 +31,14 @@ export interface StdioBridge {
 
 /**
  * Serves the bridge on stdin/stdout (or the given streams). Nothing else may write to stdout: it
- * carries the protocol.
+ * carries the protocol. Rejects, before reading anything, when the OXP server lacks what the bridge's options need
+ * ({@link McpBridge.ready}).
  */
 export async function serveStdio(
   bridge: McpBridge,
   streams: { stdin?: Readable; stdout?: Writable } = {},
 ): Promise<StdioBridge> {
+  await bridge.ready();
   const stdin = streams.stdin ?? process.stdin;
   const transport = new StdioServerTransport(stdin, streams.stdout);
   let done = () => {};
@@ -139,7 +141,8 @@ function hasToken(req: IncomingMessage, expected: string): boolean {
  * token (see {@link HttpBridgeOptions.oauth}). A host other than a loopback one is refused without either (a
  * RangeError). On a loopback host (DNS rebinding protection) only a `Host` naming a loopback address (`localhost`, `127.0.0.1`, `[::1]`, any port: the SDK's check) is served, and an
  * `Origin`, when sent, must be the bridge's own (http, a loopback name, its port); others get a 403.
- * Bodies over 4 MiB get a 413 (the SDK's limit).
+ * Bodies over 4 MiB get a 413 (the SDK's limit). Rejects before listening when the OXP server lacks what the bridge's
+ * options need ({@link McpBridge.ready}).
  */
 export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = {}): Promise<HttpBridge> {
   const host = options.host ?? "127.0.0.1";
@@ -162,6 +165,7 @@ export async function serveHttp(bridge: McpBridge, options: HttpBridgeOptions = 
       `listening on ${host} (not a loopback address), oauth needs its resource: the URL MCP clients reach the endpoint at`,
     );
   }
+  await bridge.ready();
   const makeGate = (oauthOptions: HttpOAuthOptions, endpoint: string) =>
     new McpOAuthGate({
       bridge,

@@ -4,7 +4,7 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mcpCommand } from "@otc/cli";
 import { createDemoApp } from "@otc/demo/app";
-import { listen, type RunningServer } from "@otc/server";
+import { createServer as createOxpServer, defineTool, listen, type RunningServer } from "@otc/server";
 import { until } from "@otc/test-helpers/until";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -95,6 +95,56 @@ describe("otc mcp", () => {
     const run = io();
     expect(await mcpCommand(["--help"], run.io)).toBe(0);
     expect(run.out.stdout).toContain("otc mcp serve --url");
+  });
+
+  it("with --tool-search lists search-tools and load-tools first, and searches the OXP server", async () => {
+    const run = io({ OXP_API_KEY: API_KEY, OXP_URL: demo.url });
+    const stop = new AbortController();
+    const exit = mcpCommand(["serve", "--transport", "http", "--port", "0", "--tool-search"], run.io, {
+      signal: stop.signal,
+    });
+    await printed(run.out, /at http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    const url = /at (http:\/\/\S+\/mcp)/.exec(run.out.stderr)?.[1] as string;
+    const client = mcpClient();
+    await connectHttp(client, url);
+    const { tools } = await client.listTools();
+    expect(tools.slice(0, 2).map((tool) => tool.name)).toEqual(["search-tools", "load-tools"]);
+    expect(tools.map((tool) => tool.name)).toContain("Calculator_Add");
+    const found = await client.callTool({ name: "search-tools", arguments: { query: "add two numbers" } });
+    expect(JSON.stringify(found.structuredContent ?? found.content)).toContain("Calculator_Add");
+    await client.close();
+    stop.abort();
+    expect(await exit).toBe(0);
+  });
+
+  it("with --tool-search refuses to start over a server without the search extension, saying so", async () => {
+    const tool = defineTool({
+      toolkit: "Plain",
+      name: "Echo",
+      version: "1.0.0",
+      description: "Echoes its text.",
+      inputSchema: { type: "object", properties: { text: { type: "string", description: "What to echo." } } },
+      outputSchema: { type: "object" },
+      run: ({ text }: { text?: string }) => ({ text }),
+    } as never);
+    const plain = await listen(createOxpServer({ tools: [tool], extensions: false }), { port: 0 });
+    try {
+      for (const transport of ["stdio", "http"]) {
+        const run = io({ OXP_API_KEY: API_KEY, OXP_URL: plain.url });
+        const argv = [
+          "serve",
+          "--transport",
+          transport,
+          "--tool-search",
+          ...(transport === "http" ? ["--port", "0"] : []),
+        ];
+        expect(await mcpCommand(argv, run.io), transport).toBe(2);
+        expect(run.out.stderr, transport).toMatch(/toolSearch needs an OXP server that offers the search extension/);
+        expect(run.out.stderr, transport).not.toMatch(/cannot listen/);
+      }
+    } finally {
+      await plain.close();
+    }
   });
 
   it("serves over HTTP with the key from the environment until stopped, never printing the key", async () => {
