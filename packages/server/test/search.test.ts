@@ -211,6 +211,17 @@ describe("/toolkits", () => {
     });
   });
 
+  verifies(
+    "extensions.applied-header",
+    "names only the extensions that shaped the toolkits: search and cache",
+    async () => {
+      const reply = await send(`${baseUrl}/toolkits`, asking("tasks, annotations, cache, pagination, search"));
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get("oxp-extensions")).toBe("search, cache");
+      expect((await send(`${baseUrl}/toolkits`, asking("search, tasks"))).headers.get("oxp-extensions")).toBe("search");
+    },
+  );
+
   verifies("search.toolkits", "is an unknown path without search asked for", async () => {
     expectError(await send(`${baseUrl}/toolkits`), 404);
     expectError(await send(`${baseUrl}/toolkits`, asking("pagination")), 404);

@@ -5,13 +5,17 @@ import type { Answer } from "../exchange.js";
 import { checkVersion, type RouteContext, type RouteHandler } from "./context.js";
 import { cacheableAnswer, cachePolicy } from "./tools.js";
 
+const SHAPING: ReadonlySet<string> = new Set(["search", "cache"]);
+
 /** The toolkits route: those of the tools the caller can see, with the cache extension's fields where asked. */
 export function toolkitsRoute(context: RouteContext): RouteHandler {
   const { core, offered } = context;
   return async (exchange, route, { grant }, base): Promise<Answer> => {
     await checkVersion(context, exchange, route.name);
     const asked = requestedExtensions(exchange.header("oxp-extensions"), offered);
-    const headers: Record<string, string> = { ...base, "OXP-Extensions": appliedHeader(asked) as string };
+    // Of what was asked, only search (which serves this path) and cache shape a list of toolkits.
+    const shaping = [...asked].filter((id) => SHAPING.has(id));
+    const headers: Record<string, string> = { ...base, "OXP-Extensions": appliedHeader(shaping) as string };
     const cache = asked.has("cache") ? cachePolicy(context, grant !== undefined) : undefined;
     if (cache) {
       headers["Cache-Control"] = cache.header;
