@@ -1,8 +1,8 @@
-/** The Inspector page: connection form, tool list (paged, by toolkit), the selected tool (definition and call) and the session's history. */
-import { type OxpClient, OxpConnectionError } from "@otc/client";
+/** The Inspector page: connection form, tool list (paged, by toolkit, searched on the server or filtered here), the selected tool (definition and call) and the session's history. */
+import { type OxpClient, OxpConnectionError, type ToolSearchSummary } from "@otc/client";
 import type { DiscoveryDocument, ToolDefinition } from "@otc/types";
 import { type FormEvent, useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { deprecationOf, isDestructive, titleOf } from "./annotations.js";
+import { type Described, deprecationOf, isDestructive, titleOf } from "./annotations.js";
 import { ConnectionsView } from "./ConnectionsView.js";
 import { type Catalog, openCatalog } from "./catalog.js";
 import { type HistoryEntry, HistoryView } from "./History.js";
@@ -25,6 +25,7 @@ import {
 } from "./oauth.js";
 import { fromError } from "./outcome.js";
 import { type SignInState, SignInView } from "./SignInView.js";
+import { debounce, filterTools, loadDefinition, SEARCH_DEBOUNCE_MS, searchServer } from "./search.js";
 import {
   type Credentials,
   canConnect,
@@ -38,7 +39,7 @@ import {
 import { ToolView } from "./ToolView.js";
 
 /** The extensions the page knows how to use (docs/protocol.md 9), as discovery documents name them. */
-const KNOWN_EXTENSIONS = ["annotations", "tasks", "pagination", "oauth", "connections"];
+const KNOWN_EXTENSIONS = ["annotations", "tasks", "pagination", "search", "oauth", "connections"];
 
 /** The tools loaded so far, and how the list was asked for. */
 interface ToolsState {
@@ -78,6 +79,16 @@ function listingError(error: unknown, serverUrl: string): string {
   return "message" in outcome ? `Could not list the tools: ${outcome.message}` : "Could not list the tools";
 }
 
+/** The message of a search the server did not answer, as the search box shows it: its message and developer message. */
+function searchError(error: unknown, serverUrl: string): string {
+  const outcome = fromError(error, serverUrl);
+  if (!("message" in outcome)) {
+    return "The search failed";
+  }
+  const detail = "developerMessage" in outcome && outcome.developerMessage ? ` (${outcome.developerMessage})` : "";
+  return `The search failed: ${outcome.message}${detail}`;
+}
+
 /** True when the page and the server are on different origins: every request the page sends is a CORS request. */
 function crossOrigin(serverUrl: string): boolean {
   try {
@@ -96,7 +107,7 @@ function connectedText(connection: Extract<Connection, { state: "connected" }>):
 }
 
 /** `Toolkit.Name` and the version of a tool id such as `Calculator.Add@1.0.0`. */
-export function splitToolId(tool: ToolDefinition): { toolkit: string; name: string } {
+export function splitToolId(tool: { id: string }): { toolkit: string; name: string } {
   const qualified = tool.id.split("@")[0] ?? tool.id;
   const dot = qualified.indexOf(".");
   return dot > 0
@@ -185,7 +196,7 @@ function ConnectionForm(props: {
 }
 
 /** The short marks a listed tool gets from its annotations: what to know before choosing it. */
-function badgesOf(tool: ToolDefinition): string[] {
+function badgesOf(tool: Described): string[] {
   const badges: string[] = [];
   if (deprecationOf(tool)) {
     badges.push("deprecated");
@@ -198,6 +209,102 @@ function badgesOf(tool: ToolDefinition): string[] {
   return badges;
 }
 
+/** What the server's search answered for the query in the box; undefined while the box is empty (the full list shows). */
+interface SearchState {
+  /** The latest query asked (trimmed), and the toolkit filter it was asked with ("" for all). */
+  asked: { query: string; toolkit: string };
+  /** True while an answer (a first page or the next) is awaited. */
+  loading: boolean;
+  /** Why the server did not answer the query asked, as text (a 400's message, a lost connection). */
+  error?: string;
+  /**
+   * The matches shown, best first, and the query they answer: the last answer stays in sight while the next query is
+   * asked, so the list changes once per answer, not twice.
+   */
+  answer?: { query: string; toolkit: string; items: ToolSearchSummary[]; nextCursor?: string };
+}
+
+/** A score as the list shows it: two decimals (the title holds the server's figure). */
+const scoreText = (score: number) => score.toFixed(2);
+
+/** The button that selects a tool, listed or found: its name, marks and version. */
+function ToolButton(props: {
+  tool: ToolDefinition | ToolSearchSummary;
+  annotated: boolean;
+  selected: string | undefined;
+  onSelect: (id: string) => void;
+}) {
+  const { tool } = props;
+  const title = props.annotated ? titleOf(tool) : undefined;
+  const badges = props.annotated ? badgesOf(tool) : [];
+  return (
+    <button
+      type="button"
+      aria-label={tool.id}
+      aria-pressed={props.selected === tool.id}
+      title={title ? `${title}: ${tool.description}` : tool.description}
+      onClick={() => props.onSelect(tool.id)}
+    >
+      <span className="tool-name">{splitToolId(tool).name}</span>
+      {badges.map((badge) => (
+        <span key={badge} className={`badge ${badge}`}>
+          {badge}
+        </span>
+      ))}
+      <span className="tool-version">{tool.version}</span>
+    </button>
+  );
+}
+
+/** The server's matches in its order, each with its toolkit, score and description (as text: it is the server's). */
+function SearchResults(props: {
+  found: SearchState;
+  annotated: boolean;
+  selected: string | undefined;
+  onPick: (id: string) => void;
+}) {
+  const { found } = props;
+  const { answer } = found;
+  let status = "";
+  if (found.loading) {
+    status = `Searching the server for “${found.asked.query}”…`;
+  } else if (answer && !found.error) {
+    const count = answer.items.length;
+    status =
+      count === 0
+        ? `No tool matches “${answer.query}”.`
+        : `${count} match${count === 1 ? "" : "es"} for “${answer.query}”, best first${answer.nextCursor ? "; the server has more" : ""}`;
+  }
+  return (
+    <>
+      <p role="status" aria-label="Search status" className="catalog-status">
+        {status}
+      </p>
+      {found.error && (
+        <p role="alert" className="bad">
+          {found.error}
+        </p>
+      )}
+      {answer && !found.error && (
+        <ol className="matches" aria-label="Search results">
+          {answer.items.map((match) => (
+            <li key={match.id}>
+              <ToolButton tool={match} annotated={props.annotated} selected={props.selected} onSelect={props.onPick} />
+              <p className="match-meta">
+                <span className="match-toolkit">{match.toolkit}</span> · score{" "}
+                <span className="match-score" title={String(match.score)}>
+                  {scoreText(match.score)}
+                </span>
+              </p>
+              <p className="match-description">{match.description}</p>
+            </li>
+          ))}
+        </ol>
+      )}
+    </>
+  );
+}
+
 function ToolList(props: {
   tools: ToolDefinition[];
   /** True when the server listed annotations: the list shows their marks and searches titles. */
@@ -206,65 +313,107 @@ function ToolList(props: {
   partial: boolean;
   selected: string | undefined;
   onSelect: (id: string) => void;
+  /**
+   * The server's search, where it offers it: the box then asks the server (debounced; Enter at once) and shows its
+   * matches, instead of filtering the listed tools. `onSearch("")` goes back to the list.
+   */
+  search?: {
+    found: SearchState | undefined;
+    onSearch: (query: string) => void;
+    onPick: (id: string) => void;
+  };
 }) {
   const [query, setQuery] = useState("");
+  const onSearch = useRef(props.search?.onSearch);
+  onSearch.current = props.search?.onSearch;
+  const debounced = useMemo(() => debounce((value) => onSearch.current?.(value), SEARCH_DEBOUNCE_MS), []);
+  useEffect(() => () => debounced.cancel(), [debounced]);
+  const searching = props.search !== undefined;
   const groups = useMemo(() => {
-    const words = query.toLowerCase().split(/\s+/).filter(Boolean);
     const byToolkit = new Map<string, ToolDefinition[]>();
-    for (const tool of props.tools) {
-      const title = props.annotated ? (titleOf(tool) ?? "") : "";
-      const text = `${tool.id} ${tool.name} ${tool.description} ${title}`.toLowerCase();
-      if (!words.every((word) => text.includes(word))) {
-        continue;
-      }
+    // With the server's search the box asks the server: the list stays whole until its answer replaces it.
+    for (const tool of searching ? props.tools : filterTools(props.tools, query, props.annotated)) {
       const { toolkit } = splitToolId(tool);
       byToolkit.set(toolkit, [...(byToolkit.get(toolkit) ?? []), tool]);
     }
     return [...byToolkit.entries()].sort(([a], [b]) => a.localeCompare(b));
-  }, [props.tools, props.annotated, query]);
+  }, [props.tools, props.annotated, query, searching]);
+  const change = (value: string) => {
+    setQuery(value);
+    if (searching) {
+      // Emptied, the box goes back to the list at once; a query waits for a pause in the typing.
+      if (value.trim() === "") {
+        debounced.flush(value);
+      } else {
+        debounced.schedule(value);
+      }
+    }
+  };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    if (searching) {
+      debounced.flush(query);
+    }
+  };
+  let placeholder = props.partial ? "Search the loaded tools" : "Search by name or description";
+  if (searching) {
+    placeholder = "Search the server's tools";
+  }
+  const found = props.search?.found;
   return (
     <nav className="tools" aria-label="Tools">
-      <input
-        type="search"
-        aria-label="Search tools"
-        placeholder={props.partial ? "Search the loaded tools" : "Search by name or description"}
-        value={query}
-        onChange={(event) => setQuery(event.target.value)}
-      />
-      {groups.length === 0 && <p className="empty">No tool matches.</p>}
-      {groups.map(([toolkit, tools]) => (
-        <section key={toolkit} aria-label={`Toolkit ${toolkit}`}>
-          <h3>{toolkit}</h3>
-          <ul>
-            {[...tools]
-              .sort((a, b) => a.id.localeCompare(b.id, undefined, { numeric: true }))
-              .map((tool) => {
-                const title = props.annotated ? titleOf(tool) : undefined;
-                const badges = props.annotated ? badgesOf(tool) : [];
-                return (
+      <form className="tool-search" onSubmit={submit}>
+        <input
+          type="search"
+          aria-label="Search tools"
+          placeholder={placeholder}
+          value={query}
+          onChange={(event) => change(event.target.value)}
+        />
+      </form>
+      {props.search && found && (found.answer || found.error || found.loading) ? (
+        <SearchResults
+          found={found}
+          annotated={props.annotated}
+          selected={props.selected}
+          onPick={props.search.onPick}
+        />
+      ) : null}
+      {!(found?.answer || found?.error) && groups.length === 0 && <p className="empty">No tool matches.</p>}
+      {!(found?.answer || found?.error) &&
+        groups.map(([toolkit, tools]) => (
+          <section key={toolkit} aria-label={`Toolkit ${toolkit}`}>
+            <h3>{toolkit}</h3>
+            <ul>
+              {[...tools]
+                .sort((a, b) => a.id.localeCompare(b.id, undefined, { numeric: true }))
+                .map((tool) => (
                   <li key={tool.id}>
-                    <button
-                      type="button"
-                      aria-label={tool.id}
-                      aria-pressed={props.selected === tool.id}
-                      title={title ? `${title}: ${tool.description}` : tool.description}
-                      onClick={() => props.onSelect(tool.id)}
-                    >
-                      <span className="tool-name">{splitToolId(tool).name}</span>
-                      {badges.map((badge) => (
-                        <span key={badge} className={`badge ${badge}`}>
-                          {badge}
-                        </span>
-                      ))}
-                      <span className="tool-version">{tool.version}</span>
-                    </button>
+                    <ToolButton
+                      tool={tool}
+                      annotated={props.annotated}
+                      selected={props.selected}
+                      onSelect={props.onSelect}
+                    />
                   </li>
-                );
-              })}
-          </ul>
-        </section>
-      ))}
+                ))}
+            </ul>
+          </section>
+        ))}
     </nav>
+  );
+}
+
+/** The "More results" below a search the server has more matches for: the next page, by its `next_cursor`. */
+function MoreResults(props: { found: SearchState | undefined; onMore: () => void }) {
+  const { found } = props;
+  if (!found?.answer?.nextCursor || found.error) {
+    return null;
+  }
+  return (
+    <button type="button" className="load-more" onClick={props.onMore} disabled={found.loading}>
+      {found.loading ? "Loading…" : "More results"}
+    </button>
   );
 }
 
@@ -399,6 +548,18 @@ export function App() {
   const [credentials, setCredentials] = useState<Credentials>(initial);
   const [connection, setConnection] = useState<Connection>({ state: "idle" });
   const [selected, setSelected] = useState<string>();
+  /** The server's search for the box's query; the ref is what the handlers read, the state what renders. */
+  const [found, setFound] = useState<SearchState>();
+  const foundRef = useRef<SearchState>(undefined);
+  const showFound = useCallback((next: SearchState | undefined) => {
+    foundRef.current = next;
+    setFound(next);
+  }, []);
+  /** Which search is the latest: an answer to an older one is dropped. */
+  const searchTurn = useRef(0);
+  /** A match picked from the search, and its definition once `GET /tools?ids=` has answered it. */
+  const [picked, setPicked] = useState<{ id: string; tool?: ToolDefinition; error?: string }>();
+  const pickTurn = useRef(0);
   const [history, setHistory] = useState<HistoryEntry[]>([]);
   const attempt = useRef(0);
   /** The connection's client and the catalog being read: a page that comes for another one is dropped. */
@@ -418,70 +579,172 @@ export function App() {
   /** The access token of the page's Sign in, and the server it is for: sent to that server only, kept in memory only. */
   const signedIn = useRef<{ accessToken: string; serverUrl: string }>(undefined);
 
-  const connect = useCallback(async (next: Credentials) => {
-    const mine = ++attempt.current;
-    reading.current?.catalog.close();
-    reading.current = undefined;
-    setCredentials(next);
-    setConnection({ state: "connecting" });
-    discoveredRef.current = undefined;
-    setDiscovered(undefined);
-    const client = clientFor(next);
-    try {
-      // Served without credentials; a server without it (404), or that answers it with an error, is an OXP 1.0 server.
-      const discovery = await client.discover().then(
-        (document) => document,
-        () => undefined,
-      );
-      const offered = discovery?.extensions ?? [];
-      if (discovery && offered.some((id) => id === "oauth" || id === "connections")) {
-        const info = await readExtensionInfo(next.serverUrl);
-        if (info) {
-          discovery.extension_info = info;
-        }
-      }
-      if (mine === attempt.current) {
-        discoveredRef.current = { serverUrl: next.serverUrl, discovery };
-        setDiscovered(discoveredRef.current);
-      }
-      let extensions = offered.filter((id) => KNOWN_EXTENSIONS.includes(id));
-      let note: string | undefined;
-      let catalog = openCatalog(client, { extensions });
-      let page: Awaited<ReturnType<Catalog["next"]>>;
+  const connect = useCallback(
+    async (next: Credentials) => {
+      const mine = ++attempt.current;
+      reading.current?.catalog.close();
+      reading.current = undefined;
+      searchTurn.current++;
+      pickTurn.current++;
+      showFound(undefined);
+      setPicked(undefined);
+      setCredentials(next);
+      setConnection({ state: "connecting" });
+      discoveredRef.current = undefined;
+      setDiscovered(undefined);
+      const client = clientFor(next);
       try {
-        page = await catalog.next();
-      } catch (error) {
-        const asked = extensions.some((id) => id === "annotations" || id === "pagination");
-        if (!(error instanceof OxpConnectionError && asked && crossOrigin(next.serverUrl))) {
-          throw error;
+        // Served without credentials; a server without it (404), or that answers it with an error, is an OXP 1.0 server.
+        const discovery = await client.discover().then(
+          (document) => document,
+          () => undefined,
+        );
+        const offered = discovery?.extensions ?? [];
+        if (discovery && offered.some((id) => id === "oauth" || id === "connections")) {
+          const info = await readExtensionInfo(next.serverUrl);
+          if (info) {
+            discovery.extension_info = info;
+          }
         }
-        // A CORS policy that predates the extensions refuses the OXP-Extensions header: list as OXP 1.0 does.
-        catalog = openCatalog(client, { extensions: [] });
-        page = await catalog.next();
-        const dropped = extensions.filter((id) => id !== "oauth");
-        note = `The server offers ${dropped.join(", ")}, but its CORS policy does not let this page ask for them (the OXP-Extensions header): the page uses OXP 1.0 alone.`;
-        // oauth shapes authentication, not the requests' header: its Sign in still works.
-        extensions = extensions.filter((id) => id === "oauth");
+        if (mine === attempt.current) {
+          discoveredRef.current = { serverUrl: next.serverUrl, discovery };
+          setDiscovered(discoveredRef.current);
+        }
+        let extensions = offered.filter((id) => KNOWN_EXTENSIONS.includes(id));
+        let note: string | undefined;
+        let catalog = openCatalog(client, { extensions });
+        let page: Awaited<ReturnType<Catalog["next"]>>;
+        try {
+          page = await catalog.next();
+        } catch (error) {
+          const asked = extensions.some((id) => id === "annotations" || id === "pagination");
+          if (!(error instanceof OxpConnectionError && asked && crossOrigin(next.serverUrl))) {
+            throw error;
+          }
+          // A CORS policy that predates the extensions refuses the OXP-Extensions header: list as OXP 1.0 does.
+          catalog = openCatalog(client, { extensions: [] });
+          page = await catalog.next();
+          const dropped = extensions.filter((id) => id !== "oauth");
+          note = `The server offers ${dropped.join(", ")}, but its CORS policy does not let this page ask for them (the OXP-Extensions header): the page uses OXP 1.0 alone.`;
+          // oauth shapes authentication, not the requests' header: its Sign in still works.
+          extensions = extensions.filter((id) => id === "oauth");
+        }
+        if (mine !== attempt.current) {
+          catalog.close();
+          return;
+        }
+        reading.current = { client, catalog, serverUrl: next.serverUrl, extensions };
+        setConnection({
+          state: "connected",
+          session: mine,
+          serverUrl: next.serverUrl,
+          extensions,
+          ...(discovery ? { discovery } : {}),
+          ...(note ? { note } : {}),
+          list: { tools: page.tools, toolkit: "", done: page.done, loading: false },
+        });
+      } catch (error) {
+        if (mine === attempt.current) {
+          setConnection({ state: "error", message: listingError(error, next.serverUrl) });
+        }
       }
-      if (mine !== attempt.current) {
-        catalog.close();
+    },
+    [showFound],
+  );
+
+  /**
+   * Asks the server for the first page of `query`'s matches (of `toolkit`, "" for all); an empty query goes back to the
+   * list. The same query asked again while it is awaited or answered (Enter after the pause) sends nothing.
+   */
+  const search = useCallback(
+    async (query: string, toolkit: string) => {
+      const current = reading.current;
+      const asked = { query: query.trim(), toolkit };
+      const before = foundRef.current;
+      if (!current || asked.query === "") {
+        searchTurn.current++;
+        showFound(undefined);
         return;
       }
-      reading.current = { client, catalog, serverUrl: next.serverUrl, extensions };
-      setConnection({
-        state: "connected",
-        session: mine,
-        serverUrl: next.serverUrl,
-        extensions,
-        ...(discovery ? { discovery } : {}),
-        ...(note ? { note } : {}),
-        list: { tools: page.tools, toolkit: "", done: page.done, loading: false },
+      if (before && !before.error && before.asked.query === asked.query && before.asked.toolkit === toolkit) {
+        return;
+      }
+      const turn = ++searchTurn.current;
+      showFound({ asked, loading: true, ...(before?.answer && !before.error ? { answer: before.answer } : {}) });
+      try {
+        const page = await searchServer(current.client, { query: asked.query, toolkit });
+        if (turn === searchTurn.current) {
+          showFound({ asked, loading: false, answer: { ...asked, ...page } });
+        }
+      } catch (error) {
+        if (turn === searchTurn.current) {
+          showFound({ asked, loading: false, error: searchError(error, current.serverUrl) });
+        }
+      }
+    },
+    [showFound],
+  );
+
+  /** The next page of the matches shown, by the server's `next_cursor`, added below them. */
+  const moreResults = useCallback(async () => {
+    const current = reading.current;
+    const before = foundRef.current;
+    const answer = before?.answer;
+    if (!current || !before || !answer?.nextCursor || before.loading) {
+      return;
+    }
+    const turn = ++searchTurn.current;
+    showFound({ ...before, loading: true });
+    try {
+      const page = await searchServer(current.client, {
+        query: answer.query,
+        toolkit: answer.toolkit,
+        cursor: answer.nextCursor,
       });
+      if (turn === searchTurn.current) {
+        const known = new Set(answer.items.map((match) => match.id));
+        const items = [...answer.items, ...page.items.filter((match) => !known.has(match.id))];
+        const { nextCursor: _last, ...rest } = answer;
+        showFound({
+          ...before,
+          loading: false,
+          answer: { ...rest, items, ...(page.nextCursor !== undefined ? { nextCursor: page.nextCursor } : {}) },
+        });
+      }
     } catch (error) {
-      if (mine === attempt.current) {
-        setConnection({ state: "error", message: listingError(error, next.serverUrl) });
+      if (turn === searchTurn.current) {
+        showFound({ ...before, loading: false, error: searchError(error, current.serverUrl) });
       }
     }
+  }, [showFound]);
+
+  /** A match picked: its whole definition loaded with `GET /tools?ids=` (the summary has no schemas), then its form. */
+  const pick = useCallback(async (id: string) => {
+    const current = reading.current;
+    if (!current) {
+      return;
+    }
+    const turn = ++pickTurn.current;
+    setSelected(id);
+    setPicked({ id });
+    try {
+      const tool = await loadDefinition(current.client, id, current.extensions.includes("annotations"));
+      if (turn === pickTurn.current) {
+        setPicked({ id, tool });
+      }
+    } catch (error) {
+      if (turn === pickTurn.current) {
+        const outcome = fromError(error, current.serverUrl);
+        setPicked({ id, error: `Could not load ${id}: ${"message" in outcome ? outcome.message : String(error)}` });
+      }
+    }
+  }, []);
+
+  /** A tool chosen from the list: the list's own definition. */
+  const choose = useCallback((id: string) => {
+    pickTurn.current++;
+    setPicked(undefined);
+    setSelected(id);
   }, []);
 
   const updateList = useCallback((update: (list: ToolsState) => ToolsState) => {
@@ -525,6 +788,11 @@ export function App() {
       const mine = { ...current, catalog };
       reading.current = mine;
       updateList(() => ({ tools: [], toolkit, done: false, loading: true }));
+      const searched = foundRef.current?.asked.query;
+      if (searched) {
+        // The matches shown are of the toolkit filtered on: asked again with the new one.
+        void search(searched, toolkit);
+      }
       try {
         const page = await catalog.next();
         if (reading.current === mine) {
@@ -542,7 +810,7 @@ export function App() {
         }
       }
     },
-    [updateList],
+    [updateList, search],
   );
 
   /** The form's credentials, with the Sign in's token when they have none of their own and are for its server. */
@@ -696,7 +964,9 @@ export function App() {
   const connected = connection.state === "connected" ? connection : undefined;
   const tools = connected?.list.tools ?? [];
   const extensions = connected?.extensions ?? [];
-  const tool = tools.find((candidate) => candidate.id === selected);
+  const searchOffered = extensions.includes("search");
+  const fromSearch = picked && picked.id === selected ? picked : undefined;
+  const tool = fromSearch ? fromSearch.tool : tools.find((candidate) => candidate.id === selected);
   const record = useCallback((entry: HistoryEntry) => setHistory((entries) => [entry, ...entries]), []);
   const docsUrl = window.location.pathname.replace(/inspector\/?$/, "docs");
 
@@ -732,20 +1002,41 @@ export function App() {
             />
           )}
           <ToolList
+            key={connected?.session ?? 0}
             tools={tools}
             annotated={extensions.includes("annotations")}
             partial={connected ? !connected.list.done : false}
             selected={selected}
-            onSelect={setSelected}
+            onSelect={choose}
+            {...(connected && searchOffered
+              ? {
+                  search: {
+                    found,
+                    onSearch: (query: string) => void search(query, connected.list.toolkit),
+                    onPick: (id: string) => void pick(id),
+                  },
+                }
+              : {})}
           />
-          {connected && extensions.includes("pagination") && (
+          {searchOffered && <MoreResults found={found} onMore={() => void moreResults()} />}
+          {connected && extensions.includes("pagination") && !(found?.answer || found?.error) && (
             <LoadMore list={connected.list} onMore={() => void loadMore()} />
           )}
         </div>
         <main>
+          {fromSearch?.error && (
+            <p role="alert" className="bad">
+              {fromSearch.error}
+            </p>
+          )}
+          {fromSearch && !fromSearch.tool && !fromSearch.error && (
+            <p role="status" aria-label="Definition status" className="empty">
+              Loading the definition of {fromSearch.id}…
+            </p>
+          )}
           {tool ? (
             <ToolView key={tool.id} tool={tool} credentials={credentials} extensions={extensions} onRecord={record} />
-          ) : (
+          ) : fromSearch ? null : (
             <p className="empty">{connected ? "Choose a tool to see its definition and call it." : ""}</p>
           )}
         </main>

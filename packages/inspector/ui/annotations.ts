@@ -1,6 +1,9 @@
 /** What a tool says it does to the world (docs/protocol.md 9.2): each hint as stated or by its default, and when the page asks before a call. */
 import type { ToolAnnotations, ToolDefinition } from "@otc/types";
 
+/** What the page reads of a tool's annotations: a definition, or a search's summary of one (no schemas). */
+export type Described = Pick<ToolDefinition, "annotations" | "deprecation_message">;
+
 /** One hint as the page shows it: its value, and whether the tool stated it or the protocol's default applies. */
 export interface Hint {
   value: boolean;
@@ -31,7 +34,7 @@ function hint(annotations: ToolAnnotations | undefined, key: keyof typeof DEFAUL
  * @example
  * hintsOf({ annotations: { read_only: true } } as ToolDefinition).destructive; // { value: true, stated: false }
  */
-export function hintsOf(tool: ToolDefinition): Hints {
+export function hintsOf(tool: Described): Hints {
   const annotations = isObject(tool.annotations) ? tool.annotations : undefined;
   return {
     readOnly: hint(annotations, "read_only"),
@@ -42,19 +45,19 @@ export function hintsOf(tool: ToolDefinition): Hints {
 }
 
 /** True when the tool may delete or overwrite, as the protocol reads its hints: not read-only, and not `destructive: false`. */
-export function isDestructive(tool: ToolDefinition): boolean {
+export function isDestructive(tool: Described): boolean {
   const hints = hintsOf(tool);
   return !hints.readOnly.value && hints.destructive.value;
 }
 
 /** The tool's title for people, when it has one that is a non-empty string. */
-export function titleOf(tool: ToolDefinition): string | undefined {
+export function titleOf(tool: Described): string | undefined {
   const title = isObject(tool.annotations) ? tool.annotations.title : undefined;
   return typeof title === "string" && title.length > 0 ? title : undefined;
 }
 
 /** What to use instead of the tool, when the server says it is deprecated. */
-export function deprecationOf(tool: ToolDefinition): string | undefined {
+export function deprecationOf(tool: Described): string | undefined {
   const message = tool.deprecation_message;
   return typeof message === "string" && message.length > 0 ? message : undefined;
 }

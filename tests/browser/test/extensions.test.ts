@@ -414,9 +414,22 @@ describe("a large catalog", () => {
       .map((request) => new URL(request.url()).searchParams.get("toolkit"));
     expect(filtered).toEqual(["Beta", "Beta"]);
 
-    // The search box searches what is loaded.
+    // The server offers search: the box asks it (Enter at once), within the toolkit filtered on, best first.
     await nav(page).getByRole("searchbox").fill("Item7");
-    expect(await buttons.allTextContents()).toEqual(["Item7read-only1.0.0", "Item70read-only1.0.0"]);
+    await nav(page).getByRole("searchbox").press("Enter");
+    await page.getByRole("status", { name: "Search status" }).getByText(/best first/).waitFor();
+    const searched = toolsRequests(requests).at(-1)?.url() ?? "";
+    expect(Object.fromEntries(new URL(searched).searchParams)).toEqual({
+      q: "Item7",
+      view: "summary",
+      limit: "20",
+      toolkit: "Beta",
+    });
+    const found = nav(page).getByRole("list", { name: "Search results" }).getByRole("button");
+    expect((await found.allTextContents()).slice(0, 2)).toEqual(["Item7read-only1.0.0", "Item70read-only1.0.0"]);
+    await nav(page).getByRole("searchbox").fill("");
+    await catalogStatus(page).getByText("70 tools of toolkit Beta", { exact: true }).waitFor();
+    expect(await buttons.count()).toBe(70);
 
     // A name no toolkit can have: the server's 400, and a way back.
     await page.getByLabel("Toolkit", { exact: true }).fill("no such toolkit");
