@@ -417,7 +417,10 @@ describe("a large catalog", () => {
     // The server offers search: the box asks it (Enter at once), within the toolkit filtered on, best first.
     await nav(page).getByRole("searchbox").fill("Item7");
     await nav(page).getByRole("searchbox").press("Enter");
-    await page.getByRole("status", { name: "Search status" }).getByText(/best first/).waitFor();
+    await page
+      .getByRole("status", { name: "Search status" })
+      .getByText(/best first/)
+      .waitFor();
     const searched = toolsRequests(requests).at(-1)?.url() ?? "";
     expect(Object.fromEntries(new URL(searched).searchParams)).toEqual({
       q: "Item7",
