@@ -8,6 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measure, pinCores, startServer } from "./lib/harness.mjs";
+import { summarise as summariseProfile } from "./lib/profile-summary.mjs";
 import { requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -26,60 +27,6 @@ const pinning = pinCores();
 const call = SCENARIOS.find((scenario) => scenario.id === opts.scenario);
 if (!call) {
   throw new Error(`no scenario ${opts.scenario}: one of ${SCENARIOS.map((scenario) => scenario.id).join(", ")}`);
-}
-
-/** Where a frame's code lives: a workspace package, an npm package, Node itself, or V8. */
-function owner(url) {
-  if (!url) {
-    return "(V8 / native)";
-  }
-  if (url.startsWith("node:")) {
-    return "node internals";
-  }
-  const npm = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (npm && !/node_modules\/@otc\//.test(url)) {
-    return npm[1];
-  }
-  const workspace = /\/(packages|apps)\/([^/]+)\//.exec(url);
-  if (workspace) {
-    return `@otc/${workspace[2]}`;
-  }
-  if (/\/bench\//.test(url)) {
-    return "bench harness";
-  }
-  return url;
-}
-
-function summarise(profile) {
-  const total = profile.samples.length;
-  const msPerSample = (profile.endTime - profile.startTime) / 1000 / total;
-  const byFunction = new Map();
-  const byOwner = new Map();
-  let idle = 0;
-  for (const node of profile.nodes) {
-    const { functionName, url, lineNumber } = node.callFrame;
-    if (functionName === "(idle)") {
-      idle += node.hitCount;
-      continue;
-    }
-    const key = `${functionName || "(anonymous)"} ${url ? `${url.replace(/^file:\/\//, "").replace(ROOT, "")}:${lineNumber + 1}` : ""}`;
-    byFunction.set(key, (byFunction.get(key) ?? 0) + node.hitCount);
-    const who = ["(garbage collector)", "(program)"].includes(functionName) ? functionName : owner(url);
-    byOwner.set(who, (byOwner.get(who) ?? 0) + node.hitCount);
-  }
-  const busy = total - idle;
-  const share = (hits) => `${((100 * hits) / busy).toFixed(1)}%`;
-  const sorted = (map) => [...map].sort((a, b) => b[1] - a[1]);
-  return {
-    busyMs: busy * msPerSample,
-    idleShare: idle / total,
-    functions: sorted(byFunction)
-      .slice(0, TOP)
-      .map(([name, hits]) => ({ name, share: share(hits) })),
-    owners: sorted(byOwner)
-      .slice(0, 12)
-      .map(([name, hits]) => ({ name, share: share(hits) })),
-  };
 }
 
 const lines = [
@@ -107,7 +54,7 @@ for (const stack of profiled) {
   if (!file) {
     throw new Error(`${stack.label}: no profile written`);
   }
-  const summary = summarise(JSON.parse(readFileSync(path.join(dir, file), "utf8")));
+  const summary = summariseProfile(JSON.parse(readFileSync(path.join(dir, file), "utf8")), { root: ROOT, top: TOP });
   rmSync(dir, { recursive: true, force: true });
   lines.push(
     "",

@@ -9,17 +9,13 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import {
-  CLIENT_CAPABILITIES_META_KEY,
-  CLIENT_INFO_META_KEY,
-  PROTOCOL_VERSION_META_KEY,
-} from "@modelcontextprotocol/client";
 import { ToolSearchIndex } from "@otc/server/core";
 import { SignJWT } from "jose";
 import { coldStart, wallTime } from "./lib/cold.mjs";
 import { measure, median, pinCores, settled, startServer } from "./lib/harness.mjs";
 import { launchDir, launchOf, runtimeVersion, startRuntimeServer } from "./lib/runtimes.mjs";
 import {
+  inRevision,
   notApplicable,
   QUICK_SCENARIOS,
   quickRuns,
@@ -29,6 +25,7 @@ import {
   SCENARIOS,
   SEARCH_QUERY,
 } from "./lib/scenarios.mjs";
+import { measureStdio, startStdioServer } from "./lib/stdio.mjs";
 import { LARGE_CATALOG, SEARCH_CATALOG, searchDefinitions, wireToolList } from "./stacks/catalog.mjs";
 import { OAUTH_RESOURCE, startIssuer } from "./stacks/oauth-issuer.mjs";
 
@@ -77,7 +74,38 @@ const MCP_V2 = {
   revision: MODERN_REVISION,
   rowsOf: "mcp",
 };
-const STACKS = SCENARIO_STACKS.flatMap((stack) => (stack.id === "mcp" ? [stack, MCP_V2] : [stack]));
+// The MCP bridge (`otc mcp serve --transport http`: serveHttp + createMcpBridge) in front of our native adapter, two
+// processes whose CPU is summed (bench/stacks/mcp-bridge.mjs), sent what a v2 client sends: issue 36's row, beside
+// `mcp-v2` in the `mcpBridge` scenario only (`partial`: no n/a rows elsewhere).
+const MCP_BRIDGE = {
+  id: "mcp-bridge",
+  label: `MCP bridge over HTTP + OXP server (${MODERN_REVISION})`,
+  module: "mcp-bridge",
+  mcp: true,
+  revision: MODERN_REVISION,
+  partial: true,
+};
+// The same two over stdio (`stdio`: bench/lib/stdio.mjs drives them through their pipes, `--connections` requests in
+// flight): the `mcpBridgeStdio` scenario.
+const MCP_BRIDGE_STDIO = {
+  ...MCP_BRIDGE,
+  id: "mcp-bridge-stdio",
+  label: `MCP bridge over stdio + OXP server (${MODERN_REVISION})`,
+  stdio: true,
+};
+const MCP_V2_STDIO = {
+  id: "mcp-v2-stdio",
+  label: `MCP SDK v2 (${MODERN_REVISION}, stdio)`,
+  module: "mcp",
+  mcp: true,
+  sdk: "v2",
+  revision: MODERN_REVISION,
+  partial: true,
+  stdio: true,
+};
+const STACKS = SCENARIO_STACKS.flatMap((stack) =>
+  stack.id === "mcp" ? [stack, MCP_V2, MCP_BRIDGE, MCP_V2_STDIO, MCP_BRIDGE_STDIO] : [stack],
+);
 const RATIOS = [
   ...SCENARIO_RATIOS,
   {
@@ -87,29 +115,27 @@ const RATIOS = [
     metric: "cpu",
     fullOnly: true,
   },
+  {
+    label: `MCP bridge + the OXP server behind it vs a bare MCP SDK v2 server (${MODERN_REVISION}, HTTP), CPU/call`,
+    a: ["mcp-bridge", "mcpBridge"],
+    b: ["mcp-v2", "mcpBridge"],
+    metric: "cpu",
+    op: "<=",
+    target: 1,
+    fullOnly: true,
+  },
+  {
+    label: `MCP bridge + the OXP server behind it vs a bare MCP SDK v2 server (${MODERN_REVISION}, stdio), CPU/call`,
+    a: ["mcp-bridge-stdio", "mcpBridgeStdio"],
+    b: ["mcp-v2-stdio", "mcpBridgeStdio"],
+    metric: "cpu",
+    op: "<=",
+    target: 1,
+    fullOnly: true,
+  },
 ];
 /** The stack whose scenarios a stack runs: its own, or `rowsOf`'s. */
 const rowsId = (stack) => stack.rowsOf ?? stack.id;
-/** A 2025 MCP request as a client in `revision` sends it: the revision and client in `_meta`, the method in headers. */
-function inRevision(spec, revision) {
-  if (!spec) {
-    return spec;
-  }
-  const message = JSON.parse(spec.request.body);
-  const _meta = {
-    [PROTOCOL_VERSION_META_KEY]: revision,
-    [CLIENT_INFO_META_KEY]: { name: "bench", version: "1.0.0" },
-    [CLIENT_CAPABILITIES_META_KEY]: {},
-  };
-  const headers = {
-    ...spec.request.headers,
-    "mcp-protocol-version": revision,
-    "mcp-method": message.method,
-    ...(message.params?.name === undefined ? {} : { "mcp-name": message.params.name }),
-  };
-  const body = JSON.stringify({ ...message, params: { ...message.params, _meta } });
-  return { ...spec, request: { ...spec.request, headers, body } };
-}
 /** The request of a scenario on a stack (scenarios.mjs's), in the stack's MCP revision when it has one. */
 const requestOf = (stack, scenario, context) =>
   stack.revision
@@ -132,7 +158,7 @@ const selected = SCENARIOS.filter(
   (scenario) => (!QUICK || QUICK_SCENARIOS.has(scenario.id)) && (!ONLY_SCENARIOS || ONLY_SCENARIOS.has(scenario.id)),
 );
 const runs = (scenario, stack) =>
-  scenario.stacks.includes(rowsId(stack)) &&
+  (scenario.stacks.includes(stack.id) || scenario.stacks.includes(rowsId(stack))) &&
   (!QUICK || quickRuns(scenario, rowsId(stack))) &&
   (!ONLY_STACKS || ONLY_STACKS.has(stack.id));
 const AUTH = { apiKey: `bench-key-${process.pid}`, jwtSecret: `bench-secret-${process.pid}-0123456789abcdef` };
@@ -185,7 +211,9 @@ await Promise.all(
         key,
         stack.runtime
           ? await startRuntimeServer(pinning, stack.runtime, { timeoutMs })
-          : await startServer(pinning, serverConfig(stack, server), { timeoutMs }),
+          : stack.stdio
+            ? await startStdioServer(pinning, serverConfig(stack, server), { timeoutMs })
+            : await startServer(pinning, serverConfig(stack, server), { timeoutMs }),
       );
     } catch (error) {
       problems.push(`${stack.label} (${server}) did not start: ${error.message}`);
@@ -275,6 +303,9 @@ async function refreshAccessToken() {
 await refreshAccessToken();
 // The ETag rows run once the server sends one.
 for (const [key, server] of servers) {
+  if (server.url === "stdio:") {
+    continue;
+  }
   const etag = (await fetch(`${server.url}/tools`)).headers.get("etag");
   if (etag) {
     ctx.etags.set(key, etag);
@@ -298,6 +329,15 @@ for (const scenario of selected) {
       continue; // the 304 row before the server sends ETags
     }
     const { request } = spec;
+    if (stack.stdio) {
+      const problem = spec.check(await server.send(JSON.parse(request.body)));
+      if (problem) {
+        problems.push(`${stack.label}, ${scenario.label}: ${problem}`);
+      } else {
+        rows.push({ stack, scenario, server, spec, samples: [] });
+      }
+      continue;
+    }
     const answer = await fetch(`${server.url}${request.path}`, {
       method: request.method,
       headers: request.headers,
@@ -321,6 +361,13 @@ for (const scenario of selected) {
 
 // ---- warm-up, then interleaved rounds ------------------------------------------------------------------------------
 const window = async (row, seconds) => {
+  if (row.stack.stdio) {
+    return measureStdio(row.server, JSON.parse(row.spec.request.body), {
+      seconds,
+      inFlight: CONNECTIONS,
+      check: row.spec.check,
+    });
+  }
   const sample = await measure(row.server, row.spec.request, {
     seconds,
     connections: CONNECTIONS,
@@ -333,7 +380,8 @@ const window = async (row, seconds) => {
 };
 log(`bench: warming up ${rows.length} rows, ${WARMUP} s each`);
 for (const row of rows) {
-  await window(row, WARMUP);
+  // A scenario may ask for longer (the MCP bridge's rows: its code takes seconds of load to be compiled).
+  await window(row, QUICK ? WARMUP : Math.max(WARMUP, row.scenario.warmup ?? 0));
 }
 for (let round = 0; round < ROUNDS; round++) {
   log(`bench: round ${round + 1}/${ROUNDS}`);
@@ -495,6 +543,17 @@ const results = rows.map((row) => {
     cpuUs: median(samples.map((sample) => sample.cpuUs)),
     rssMb: Math.max(...samples.map((sample) => sample.rssMb)),
     errors: samples.reduce((sum, sample) => sum + sample.errors, 0),
+    // A stack of several processes: each one's CPU per call, median over the rounds.
+    ...(samples[0]?.partsUs
+      ? {
+          partsUs: Object.fromEntries(
+            Object.keys(samples[0].partsUs).map((name) => [
+              name,
+              median(samples.map((sample) => sample.partsUs?.[name])),
+            ]),
+          ),
+        }
+      : {}),
     samples,
   };
 });
@@ -592,10 +651,28 @@ for (const scenario of selected) {
       lines.push(
         `| ${scenario.label} | ${stack.label} | ${fixed(result.rps)} | ${fixed(result.p50)} | ${fixed(result.p99)} | ${fixed(result.cpuUs, 1)} | ${fixed(result.rssMb)} | ${result.errors} |`,
       );
-    } else if (!scenario.stacks.includes(rowsId(stack)) && !QUICK && !stack.diagnostic && !stack.partial) {
+    } else if (
+      !scenario.stacks.includes(rowsId(stack)) &&
+      !scenario.stacks.includes(stack.id) &&
+      !QUICK &&
+      !stack.diagnostic &&
+      !stack.partial &&
+      !scenario.own
+    ) {
       lines.push(`| ${scenario.label} | ${stack.label} | ${notApplicable(scenario)} | | | | | |`);
     } else if (scenario.needsEtag && !QUICK) {
       lines.push(`| ${scenario.label} | ${stack.label} | n/a: no ETag sent yet | | | | | |`);
+    }
+  }
+}
+const split = results.filter((result) => result.partsUs);
+if (split.length > 0) {
+  lines.push("", "## CPU per call by process (stacks of several)", "", "| scenario | stack | process | CPU us/req |");
+  lines.push("| --- | --- | --- | ---: |");
+  for (const result of split) {
+    for (const [name, us] of Object.entries(result.partsUs)) {
+      const process = name === "self" ? "the MCP bridge" : "the OXP server behind it";
+      lines.push(`| ${result.scenarioLabel} | ${result.stackLabel} | ${process} | ${fixed(us, 1)} |`);
     }
   }
 }

@@ -65,7 +65,7 @@ export function track(child) {
  * (our servers log one JSON line per call there, as when it is piped). Resolves once it listens, pinned to the
  * servers' core: it starts on any core, so that servers start in parallel.
  */
-export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 30_000 } = {}) {
+export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 30_000, stdio = false } = {}) {
   const [command, ...args] = [
     ...(pinning.startPrefix ?? []),
     process.execPath,
@@ -73,7 +73,9 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
     CHILD,
     JSON.stringify(config),
   ];
-  const child = track(spawn(command, args, { stdio: ["ignore", "ignore", "pipe", "ipc"] }));
+  // A stdio server's pipes are its protocol (lib/stdio.mjs drives them).
+  const pipes = stdio ? ["pipe", "pipe", "pipe", "ipc"] : ["ignore", "ignore", "pipe", "ipc"];
+  const child = track(spawn(command, args, { stdio: pipes }));
   let stderr = "";
   child.stderr.on("data", (chunk) => {
     stderr = (stderr + chunk).slice(-4_000);
@@ -99,9 +101,12 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
       reject(new Error(`${config.stack} exited (${code ?? signal}): ${stderr.trim() || "no stderr"}`));
     });
   });
-  const { url, note } = await ready;
-  if (pinning.pinned && !pinning.pin(child.pid)) {
-    throw new Error(`taskset could not move ${config.stack} to core 1`);
+  const { url, note, pids = [] } = await ready;
+  // A stack of several processes (the MCP bridge and its OXP server) names the others: all go to the servers' core.
+  for (const pid of [child.pid, ...pids]) {
+    if (pinning.pinned && !pinning.pin(pid)) {
+      throw new Error(`taskset could not move ${config.stack} (${pid}) to core 1`);
+    }
   }
   return {
     url,
@@ -171,8 +176,20 @@ export async function measure(server, request, { seconds, connections, expectSta
       expected += Number(count);
     }
   }
+  // Each process's share, for a stack of several (`parts`: the MCP bridge's own and its OXP server's).
+  const partsUs =
+    before.parts && after.parts && responses > 0
+      ? Object.fromEntries(
+          Object.keys(after.parts).map((name) => [
+            name,
+            (after.parts[name].user + after.parts[name].system - before.parts[name].user - before.parts[name].system) /
+              responses,
+          ]),
+        )
+      : undefined;
   return {
     rps: responses / wallS,
+    ...(partsUs ? { partsUs } : {}),
     p50: result.latency.p50,
     p99: result.latency.p99,
     cpuUs: responses > 0 ? (cpuMicros(after) - cpuMicros(before)) / responses : Number.NaN,

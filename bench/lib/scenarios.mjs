@@ -1,4 +1,9 @@
 /** The stacks under test, the scenarios each runs, the request of each, and the check of its answer. */
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+} from "@modelcontextprotocol/client";
 
 /** Every stack; `ours` run every scenario, peers the ones that make sense for them. */
 export const STACKS = [
@@ -66,6 +71,27 @@ export const SCENARIOS = [
   { id: "jwt", label: "call, JWT HS256", server: "auth", stacks: OURS },
   { id: "replay", label: "call, idempotent replay", server: "plain", stacks: OURS },
   { id: "fresh", label: "call, a fresh call_id each time", server: "plain", stacks: OURS },
+  // Issue 36: a tools/call through the MCP bridge (and the OXP server behind it) beside a bare MCP SDK v2 server serving
+  // the same tool, both sent what a 2026-07-28 client sends (the stacks are bench/run.mjs's). `own`: no n/a rows;
+  // `warmup`: seconds of load before the rounds (the bridge's CPU per call falls by half over its first few seconds:
+  // its code, the SDK's, @otc/client's and fetch's, is still being compiled).
+  {
+    id: "mcpBridge",
+    label: "MCP tools/call Calculator_Add (2026-07-28, HTTP)",
+    server: "plain",
+    stacks: ["mcp-bridge", "mcp-v2"],
+    own: true,
+    warmup: 4,
+  },
+  // The same over stdio, newline-delimited JSON-RPC, as many requests in flight as the HTTP rows have connections.
+  {
+    id: "mcpBridgeStdio",
+    label: "MCP tools/call Calculator_Add (2026-07-28, stdio)",
+    server: "plain",
+    stacks: ["mcp-bridge-stdio", "mcp-v2-stdio"],
+    own: true,
+    warmup: 4,
+  },
   // The oauth extension (docs/protocol.md 9.6). The API key row is the baseline, on the same server process with the
   // same options as the reused token's. An agent reuses its access token until it expires: the server verifies it
   // once (the issuer's metadata and key set read once too) and remembers it, so the reused row is the steady state.
@@ -137,6 +163,8 @@ export function requestFor(stack, scenario, ctx) {
     const text = (body) => body?.result?.content?.[0]?.text;
     switch (scenario.id) {
       case "call":
+      case "mcpBridge":
+      case "mcpBridgeStdio":
         return {
           request: mcpCall("tools/call", { name: "Calculator_Add", arguments: { a: 1, b: 2 } }),
           status: 200,
@@ -410,3 +438,24 @@ export const RATIOS = [
     },
   ]),
 ];
+
+/** A 2025 MCP request (of {@link requestFor}) as a client in `revision` sends it: the revision and client in `_meta`, the method in headers. */
+export function inRevision(spec, revision) {
+  if (!spec) {
+    return spec;
+  }
+  const message = JSON.parse(spec.request.body);
+  const _meta = {
+    [PROTOCOL_VERSION_META_KEY]: revision,
+    [CLIENT_INFO_META_KEY]: { name: "bench", version: "1.0.0" },
+    [CLIENT_CAPABILITIES_META_KEY]: {},
+  };
+  const headers = {
+    ...spec.request.headers,
+    "mcp-protocol-version": revision,
+    "mcp-method": message.method,
+    ...(message.params?.name === undefined ? {} : { "mcp-name": message.params.name }),
+  };
+  const body = JSON.stringify({ ...message, params: { ...message.params, _meta } });
+  return { ...spec, request: { ...spec.request, headers, body } };
+}

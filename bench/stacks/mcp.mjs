@@ -3,7 +3,7 @@
  * @modelcontextprotocol/sdk 1.x): a new McpServer and transport per request, as its stateless example does, for 2025
  * requests. v2 (`sdk: "v2"`, @modelcontextprotocol/server 2.x): `createMcpHandler`, which builds a McpServer per
  * request itself, for 2026-07-28 requests (it serves 2025 ones too). The same tools and zod schemas on both, so two
- * rows differ by the SDK and the revision alone.
+ * rows differ by the SDK and the revision alone. `startStdio`: the v2 SDK over stdio.
  */
 
 import * as z from "zod/v4";
@@ -144,5 +144,20 @@ async function startV2(tools) {
   return {
     url: `http://127.0.0.1:${listening.address().port}`,
     note: "MCP SDK 2.4 (@modelcontextprotocol/server), createMcpHandler on @hono/node-server, 2026-07-28 requests",
+  };
+}
+
+/**
+ * The v2 SDK over stdio: its `serveStdio` entry (which pins one server from the factory to the connection) on this
+ * process's stdin and stdout, the same tools (bench/child.mjs with `transport: "stdio"`).
+ */
+export async function startStdio(config) {
+  const tools = mcpToolsOf(config);
+  const { McpServer } = await import("@modelcontextprotocol/server");
+  const { serveStdio } = await import("@modelcontextprotocol/server/stdio");
+  const handle = serveStdio(() => register(new McpServer({ name: "bench", version: "1.0.0" }), tools));
+  return {
+    note: "MCP SDK 2.4 (@modelcontextprotocol/server), serveStdio, 2026-07-28 requests",
+    stop: () => handle.close(),
   };
 }

@@ -20,7 +20,6 @@ import {
   type ClientOptions,
   createClient,
   type JwtOptions,
-  MAX_WAIT_SECONDS,
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
@@ -57,6 +56,7 @@ import {
   SEARCH_TOOL,
   searchArguments,
 } from "./internal/meta-tools.js";
+import { wholeBodies } from "./internal/whole-bodies.js";
 import { byCodePoint, mcpToolName, uniqueMcpName } from "./names.js";
 import { toMcpInputSchema, toMcpOutput } from "./schemas.js";
 
@@ -372,16 +372,11 @@ function elicitsUrl(server: Server): boolean {
 }
 
 /**
- * How long the OXP server may hold the answer to a call made without a progress token (`Prefer: wait=N`, the
- * most the protocol allows): a call that ends within it costs one request, as a plain call does.
- */
-const ANSWER_WAIT_SECONDS = MAX_WAIT_SECONDS;
-
-/**
  * Creates the bridge. Its MCP tools are the OXP server's (latest versions unless `toolVersions: "all"`),
  * and each tools/call is one OXP call with a fresh `call_id` that the client's retries reuse. Where the
  * server offers the tasks extension, a request's `progressToken` gets the call's progress as
- * `notifications/progress`, and cancelling the request cancels the call.
+ * `notifications/progress` (the call is then asynchronous; without one it is synchronous), and cancelling the request
+ * cancels the call.
  *
  * @example
  * const bridge = createMcpBridge({ url: "http://127.0.0.1:8080", apiKey: process.env.OXP_API_KEY });
@@ -411,7 +406,11 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       ({ extensions }) => extensions,
       () => [],
     );
-  const lists = listExtensions(options.fetch ?? ((input, init) => fetch(input, init)), options.url, offered);
+  const lists = listExtensions(
+    wholeBodies(options.fetch ?? ((input, init) => fetch(input, init))),
+    options.url,
+    offered,
+  );
   clientOptions.fetch = lists.fetch;
   const client: OxpClient = createClient(clientOptions);
   const toolSearch = options.toolSearch === true;
@@ -584,41 +583,48 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   }
 
   /**
-   * One OXP call, run so that the MCP request's cancellation (`extra.mcpReq.signal`) cancels it. Where the server
-   * offers tasks the call is asynchronous and the abort DELETEs it: with a progress token it is accepted at
-   * once and followed, each progress sent as `notifications/progress`; without one the server holds its
-   * answer up to {@link ANSWER_WAIT_SECONDS}, so a quick call is still one request. Elsewhere (an OXP 1.0
-   * server) `callToolAsync` is a plain call, and the abort only ends its HTTP request.
+   * One OXP call, run so that the MCP request's cancellation (`extra.mcpReq.signal`) cancels it. Without a progress
+   * token it is a synchronous call (one POST, as a direct OXP client makes it); an abort ends its request and, where
+   * the server offers tasks, DELETEs it by its call_id, which reaches the tool's AbortSignal (a call with a call_id
+   * runs on when its client hangs up, its answer kept for a retry). With a progress token, where the server offers
+   * tasks, it is asynchronous: accepted at once and followed, each progress sent as `notifications/progress`, the
+   * abort DELETEs it. Elsewhere (an OXP 1.0 server) it is a plain call, and the abort only ends its HTTP request.
    */
   async function runCall(
     request: CallToolRequest,
     progressToken: ProgressToken | undefined,
     extra: Extra,
   ): Promise<CallToolResponse> {
-    const call = await client.callToolAsync(request, {
-      signal: extra.mcpReq.signal,
-      cancelOnAbort: true,
-      waitSeconds: progressToken === undefined ? ANSWER_WAIT_SECONDS : 0,
-    });
-    if (progressToken !== undefined) {
-      // MCP wants each notification's progress above the last; a run posted again after a retryable
-      // failure starts its own progress over, so what does not move on is not sent.
-      let last = -1;
-      for await (const { progress, total, message } of call.progress) {
-        if (progress <= last) {
-          continue;
+    const { signal } = extra.mcpReq;
+    if (progressToken === undefined) {
+      try {
+        return await client.callTool(request, { signal });
+      } catch (error) {
+        if (signal.aborted && request.call_id !== undefined) {
+          // Best effort, not awaited: the call may not have started yet (a 404), or the server has no tasks.
+          client.cancelCall(request.call_id).catch(() => undefined);
         }
-        last = progress;
-        const params = {
-          progressToken,
-          progress,
-          ...(total === undefined ? {} : { total }),
-          ...(message === undefined ? {} : { message }),
-        };
-        // Awaited, so a slow client holds back the reading (which keeps only the latest), never a queue. A
-        // notification that cannot be sent (the client went away) is no reason to fail the call.
-        await extra.mcpReq.notify({ method: "notifications/progress", params }).catch(() => undefined);
+        throw error;
       }
+    }
+    const call = await client.callToolAsync(request, { signal, cancelOnAbort: true, waitSeconds: 0 });
+    // MCP wants each notification's progress above the last; a run posted again after a retryable
+    // failure starts its own progress over, so what does not move on is not sent.
+    let last = -1;
+    for await (const { progress, total, message } of call.progress) {
+      if (progress <= last) {
+        continue;
+      }
+      last = progress;
+      const params = {
+        progressToken,
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
+      };
+      // Awaited, so a slow client holds back the reading (which keeps only the latest), never a queue. A
+      // notification that cannot be sent (the client went away) is no reason to fail the call.
+      await extra.mcpReq.notify({ method: "notifications/progress", params }).catch(() => undefined);
     }
     return call.result();
   }

@@ -1,4 +1,5 @@
-// The bridge's tools/call over the tasks extension: a progress token gets notifications/progress, a cancelled request DELETEs the OXP call, and an OXP 1.0 server is called as before.
+// The bridge's tools/call: with a progress token over the tasks extension (notifications/progress), without one a synchronous call; a cancelled request DELETEs the OXP call either way, and an OXP 1.0 server is called as before.
+import { Client as V2Client, StreamableHTTPClientTransport as V2HttpTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { type ProgressNotification, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
@@ -6,6 +7,7 @@ import { createServer, defineTool, listen, OxpToolError, type RunningServer } fr
 import type { CallStatus } from "@otc/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMcpBridge, ERROR_META_KEY } from "../src/bridge.js";
+import { serveHttp } from "../src/transports.js";
 
 /** A call the tool started: its call_id, and the reason its signal fired with, once it has. */
 interface Run {
@@ -397,19 +399,20 @@ describe("a tools/call with a progress token, to a server that offers tasks", ()
 });
 
 describe("a tools/call without a progress token, to a server that offers tasks", () => {
-  it("ends in its own request when quick: one POST, answered in full; no notifications", async () => {
+  it("is a synchronous call: one plain POST, answered in full; no notifications", async () => {
     const { client, requests, progress } = await bridged(tasks.url);
     try {
       const result = await client.callTool({ name: "Work_Steps", arguments: { steps: 2 } });
       expect(result).toEqual({ content: [{ type: "text", text: "2" }], structuredContent: { value: 2 } });
-      expect(requests).toEqual(["POST /tools/call [tasks] (respond-async, wait=30)"]);
+      // Not a task: no `Prefer: respond-async` (and no tasks extension asked for), as a direct OXP client calls.
+      expect(requests).toEqual(["POST /tools/call"]);
       expect(progress).toEqual([]);
     } finally {
       await client.close();
     }
   });
 
-  it("cancelled while the server holds its answer: DELETEd all the same", async () => {
+  it("cancelled while it runs: the synchronous call is DELETEd by its call_id, and the tool's signal fires", async () => {
     const { client, requests } = await bridged(tasks.url);
     try {
       const controller = new AbortController();
@@ -421,11 +424,49 @@ describe("a tools/call without a progress token, to a server that offers tasks",
       const run = await started;
       controller.abort(new Error("Never mind"));
       await expect(call).rejects.toThrow(/Never mind/);
-      expect(await endedStatus(run.callId)).toMatchObject({ status: "cancelled" });
+      // The tool is told on the OXP server (its signal, the server's cancel reason), and the call is kept as cancelled.
       expect(String(await run.aborted)).toMatch(/cancel/i);
-      expect(requests).toContain(`DELETE /tools/calls/${run.callId} [tasks]`);
+      expect(await endedStatus(run.callId)).toMatchObject({ status: "cancelled" });
+      expect(requests).toEqual(["POST /tools/call", `DELETE /tools/calls/${run.callId} [tasks]`]);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("a tools/call without a progress token over 2026-07-28 streamable HTTP", () => {
+  it("is synchronous, and the client aborting it stops the tool on the OXP server", async () => {
+    const requests: string[] = [];
+    const observed: typeof fetch = (input, init) => {
+      const request = new Request(input, init);
+      requests.push(
+        `${request.method} ${new URL(request.url).pathname}${request.headers.has("prefer") ? " (prefer)" : ""}`,
+      );
+      return fetch(request);
+    };
+    const http = await serveHttp(createMcpBridge({ url: tasks.url, fetch: observed }));
+    const client = new V2Client(
+      { name: "progress-test-v2", version: "1.0.0" },
+      { versionNegotiation: { mode: "auto" } },
+    );
+    try {
+      await client.connect(new V2HttpTransport(new URL(http.url)));
+      await client.listTools();
+      requests.length = 0;
+      const controller = new AbortController();
+      const { call, run: started } = startedBy(() =>
+        client.callTool({ name: "Work_Steps", arguments: { steps: 1, hold: true } }, { signal: controller.signal }),
+      );
+      const run = await started;
+      controller.abort(new Error("The user pressed stop"));
+      await expect(call).rejects.toThrow(/pressed stop/);
+      // The call's stream closing aborts the request's handler: the tool's signal fires on the OXP server.
+      expect(String(await run.aborted)).toMatch(/cancel/i);
+      expect(await endedStatus(run.callId)).toMatchObject({ status: "cancelled" });
+      expect(requests).toEqual(["POST /tools/call", `DELETE /tools/calls/${run.callId}`]);
+    } finally {
+      await client.close();
+      await http.close();
     }
   });
 });
