@@ -249,6 +249,35 @@ describe.each(CATALOGS)("ToolSearchIndex over $name", ({ definitions, queries })
   });
 });
 
+describe("ToolSearchIndex with long queries", () => {
+  it("counts every distinct term of a query of any length: 300 of them, one tool with 256", () => {
+    // Letters only (a digit would be a term of its own): qaa, qab, ...
+    const letter = (n: number) => String.fromCharCode(97 + n);
+    const words = Array.from({ length: 300 }, (_, i) => `q${letter(Math.floor(i / 26))}${letter(i % 26)}`);
+    const tool = (name: string, description: string): ToolDefinition =>
+      ({
+        id: `K.${name}@1.0.0`,
+        name: `K_${name}`,
+        description,
+        version: "1.0.0",
+        input_schema: { type: "object", properties: {} },
+        output_schema: { type: "object" },
+      }) as unknown as ToolDefinition;
+    const definitions = [
+      tool("All", words.join(" ")),
+      tool("Most", words.slice(0, 256).join(" ")),
+      tool("Few", words.slice(0, 10).join(" ")),
+      ...Array.from({ length: 200 }, (_, i) => tool(`Other${i}`, "nothing of the kind")),
+    ];
+    const index = new ToolSearchIndex(definitions);
+    const query = words.join(" ");
+    const all = index.search(query);
+    expectSameRanking(all, reference(definitions)(query), "300 terms");
+    expect(all.map(({ definition }) => definition.name)).toEqual(["K_All", "K_Most", "K_Few"]);
+    expect(index.page(query, { offset: 0, limit: 2 }).matches).toEqual(all.slice(0, 2));
+  });
+});
+
 describe("searchTokens", () => {
   it("cuts ASCII text as the Unicode rules do", () => {
     const texts = published.flatMap((definition) => [

@@ -197,7 +197,7 @@ interface HeavyTerm {
   readonly impacts: Float64Array;
   /** The largest impact: no tool gains more from this term. */
   readonly max: number;
-  /** The largest impact in each block of {@link BLOCK} tools. */
+  /** The largest impact in each block of 2 ** {@link BLOCK_BITS} tools. */
   readonly blockMax: Float64Array;
 }
 
@@ -220,7 +220,7 @@ interface QueryTerm {
  * The catalog does not change under an index, so each term's contribution to each tool is computed at build, and a
  * query adds up postings: its cost follows the postings of its rarer terms, the common terms (in an eighth of the
  * catalog or more) looked up for the tools those find, and walked only when the page's best could lie among the
- * tools only the common terms find. The scores are MiniSearch's (7.2, configured as above), which a test holds them
+ * tools only the common terms find. The scores are MiniSearch's (7.2, configured as above) to within rounding, which a test holds them
  * to: the library, doing this per query, costs 50-100x more on a 10,000-tool catalog (bench/results/notes.md).
  *
  * @example
@@ -248,7 +248,8 @@ export class ToolSearchIndex {
 
   // A query's working state, by tool ordinal: reused (a search runs to its end synchronously), reset by epoch.
   private readonly score: Float64Array;
-  private readonly found: Uint8Array;
+  // Counts of query terms: Int32, since the class takes queries of any length (the HTTP layer, 32 terms at most).
+  private readonly found: Int32Array;
   private readonly epochOf: Int32Array;
   /** The query term that last counted a tool, or {@link REFUSED} for a tool the filter leaves out. */
   private readonly termOf: Int32Array;
@@ -256,9 +257,9 @@ export class ToolSearchIndex {
   /** Each tool's score once worked out ({@link final}), for the search of {@link finalEpoch}. */
   private readonly finalScore: Float64Array;
   private readonly finalEpoch: Int32Array;
-  /** By block of {@link BLOCK} tools, the most the current query's common terms add, and how many of them can. */
+  /** By block of 2 ** {@link BLOCK_BITS} tools, the most the current query's common terms add, and how many of them can. */
   private readonly blockSum: Float64Array;
-  private readonly blockCount: Uint8Array;
+  private readonly blockCount: Int32Array;
   /** How many of {@link touched} the current search has gathered. */
   private gathered = 0;
   private epoch = 0;
@@ -416,14 +417,14 @@ export class ToolSearchIndex {
     this.buildHeavy(scratch);
 
     this.score = new Float64Array(count);
-    this.found = new Uint8Array(count);
+    this.found = new Int32Array(count);
     this.epochOf = new Int32Array(count);
     this.termOf = new Int32Array(count);
     this.touched = new Int32Array(count);
     this.finalScore = new Float64Array(count);
     this.finalEpoch = new Int32Array(count);
     this.blockSum = new Float64Array((count >> BLOCK_BITS) + 1);
-    this.blockCount = new Uint8Array((count >> BLOCK_BITS) + 1);
+    this.blockCount = new Int32Array((count >> BLOCK_BITS) + 1);
   }
 
   /** Every match of `query`, best first. */
