@@ -473,7 +473,7 @@ export class ToolSearchIndex {
     const { common, terms } = query;
     let next = 0;
     while (!heap.full() && next < common.length) {
-      this.walkCommon(query, common[next++] as number, consider);
+      this.walkCommon(query, common[next++] as number, consider, heap);
     }
     let sum = 0;
     let unwalked = 0;
@@ -484,7 +484,7 @@ export class ToolSearchIndex {
         sum = more;
         unwalked++;
       } else {
-        this.walkCommon(query, j, consider);
+        this.walkCommon(query, j, consider, heap);
       }
     }
     return this.answer(heap.sorted(), query, offset, limit);
@@ -599,12 +599,21 @@ export class ToolSearchIndex {
   }
 
   /** Hands `consider` each tool the common term `j` finds that the search has not met yet. */
-  private walkCommon(query: Query, j: number, consider: (doc: number) => void): void {
+  private walkCommon(query: Query, j: number, consider: (doc: number) => void, heap: Heap): void {
     const { docs } = (query.terms[j] as QueryTerm).heavy as HeavyTerm;
-    const { epochOf, termOf, score, found, epoch } = this;
+    const { epochOf, termOf, score, found, epoch, blockSum, blockCount } = this;
+    let block = -1;
+    let skip = false;
     for (let i = 0; i < docs.length; i++) {
       const doc = docs[i] as number;
-      if (epochOf[doc] === epoch) {
+      // A block whose bound cannot reach the page: none of its tools not met yet could (each would fail consider's
+      // test), and the page's worst only rises. Its tools are passed over unmet, scored as such if asked for.
+      if (doc >> BLOCK_BITS !== block) {
+        block = doc >> BLOCK_BITS;
+        const most = (blockSum[block] as number) * (blockCount[block] as number) + 1 / SCORE_FACTOR;
+        skip = heap.full() && most < heap.worstScore();
+      }
+      if (skip || epochOf[doc] === epoch) {
         continue;
       }
       epochOf[doc] = epoch;
