@@ -37,7 +37,8 @@ function reference(
       weights: { prefix: 0.3, fuzzy: 0 },
     },
   });
-  const round = (score: number) => Math.max(1e-4, Math.round(score * 1e4) / 1e4);
+  // A match scores at least 2e-4, a demoted version at least 1e-4: halving the least still ranks it below.
+  const round = (score: number, least = 2e-4) => Math.max(least, Math.round(score * 1e4) / 1e4);
   const qualified = (definition: ToolDefinition) => parseToolId(definition.id)?.qualifiedName ?? definition.id;
   engine.addAll(
     definitions.map((definition, index) => {
@@ -95,7 +96,7 @@ function reference(
         }
       });
       if (floor !== Number.POSITIVE_INFINITY && score >= floor) {
-        scores.set(index, round(floor / 2));
+        scores.set(index, round(floor / 2, 1e-4));
       }
     }
     const folded = query.trim().toLowerCase();
@@ -275,6 +276,35 @@ describe("ToolSearchIndex with long queries", () => {
     expectSameRanking(all, reference(definitions)(query), "300 terms");
     expect(all.map(({ definition }) => definition.name)).toEqual(["K_All", "K_Most", "K_Few"]);
     expect(index.page(query, { offset: 0, limit: 2 }).matches).toEqual(all.slice(0, 2));
+  });
+});
+
+describe("ToolSearchIndex at the least score", () => {
+  it("ranks a deprecated version below its tool's other one even when that one scores the least", () => {
+    // A word in every tool, found only as a prefix (`zzz` of `zzzzzzzz`), scores next to nothing: 3,000 tools, and
+    // a deprecated version of one of them.
+    const tool = (name: string, version: string, deprecated = false): ToolDefinition =>
+      ({
+        id: `K.${name}@${version}`,
+        name: `K_${name}`,
+        description: "A tool.",
+        version,
+        input_schema: { type: "object", properties: { p: { type: "string", description: "zzzzzzzz" } } },
+        output_schema: { type: "object" },
+        ...(deprecated ? { deprecation_message: "Use 2.0.0." } : {}),
+      }) as unknown as ToolDefinition;
+    const definitions = [
+      tool("Target", "1.0.0", true),
+      tool("Target", "2.0.0"),
+      ...Array.from({ length: 2_998 }, (_, i) => tool(`T${i}`, "1.0.0")),
+    ];
+    const found = new ToolSearchIndex(definitions)
+      .search("zzz")
+      .filter(({ definition }) => definition.name === "K_Target");
+    expect(found.map(({ definition }) => definition.id)).toEqual(["K.Target@2.0.0", "K.Target@1.0.0"]);
+    const [current, deprecated] = found.map(({ score }) => score) as [number, number];
+    expect(current).toBe(2e-4);
+    expect(deprecated).toBe(1e-4);
   });
 });
 

@@ -655,7 +655,7 @@ export class ToolSearchIndex {
         floor = Math.min(floor, this.final(version, query) ?? Number.POSITIVE_INFINITY);
       }
       if (floor !== Number.POSITIVE_INFINITY && value >= floor) {
-        value = round(floor / 2);
+        value = round(floor / 2, DEMOTED_LEAST);
       }
     }
     this.finalEpoch[doc] = this.epoch;
@@ -883,7 +883,14 @@ function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/**
+ * The least score of a match, two steps of the rounding above 0, and of a deprecated version put below its tool's
+ * others, one: so that halving a version's least score still ranks it below ([search.deprecated]) rather than level.
+ */
+const LEAST = 2 / SCORE_FACTOR;
+const DEMOTED_LEAST = 1 / SCORE_FACTOR;
+
 /** A score rounded so that runtimes whose last bits of floating point differ give the same bytes, never 0. */
-function round(score: number): number {
-  return Math.max(1 / SCORE_FACTOR, Math.round(score * SCORE_FACTOR) / SCORE_FACTOR);
+function round(score: number, least = LEAST): number {
+  return Math.max(least, Math.round(score * SCORE_FACTOR) / SCORE_FACTOR);
 }
