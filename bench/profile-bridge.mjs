@@ -10,7 +10,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measure, pinCores, startServer } from "./lib/harness.mjs";
-import { summarise } from "./lib/profile-summary.mjs";
+import { summarise, summaryTables } from "./lib/profile-summary.mjs";
 import { inRevision, requestFor } from "./lib/scenarios.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -85,13 +85,7 @@ const section = (title, summary, steps) => [
   "",
   `busy ${summary.busyMs.toFixed(0)} ms; idle ${(100 * summary.idleShare).toFixed(0)}% of samples`,
   "",
-  "| top self time | share |",
-  "| --- | ---: |",
-  ...summary.functions.map((entry) => `| \`${entry.name.trim()}\` | ${entry.share} |`),
-  "",
-  "| by package | share |",
-  "| --- | ---: |",
-  ...summary.owners.map((entry) => `| ${entry.name} | ${entry.share} |`),
+  ...summaryTables(summary),
   ...(steps
     ? [
         "",

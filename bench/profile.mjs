@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { measure, pinCores, startServer } from "./lib/harness.mjs";
-import { summarise as summariseProfile } from "./lib/profile-summary.mjs";
+import { summarise as summariseProfile, summaryTables } from "./lib/profile-summary.mjs";
 import { requestFor, SCENARIOS, STACKS } from "./lib/scenarios.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -62,13 +62,7 @@ for (const stack of profiled) {
     "",
     `${Math.round(result.rps).toLocaleString("en-US")} calls/s, ${result.cpuUs.toFixed(1)} us CPU per call under the profiler (it adds its own cost); idle ${(100 * summary.idleShare).toFixed(0)}% of samples.`,
     "",
-    "| top self time | share |",
-    "| --- | ---: |",
-    ...summary.functions.map((entry) => `| \`${entry.name.trim()}\` | ${entry.share} |`),
-    "",
-    "| by package | share |",
-    "| --- | ---: |",
-    ...summary.owners.map((entry) => `| ${entry.name} | ${entry.share} |`),
+    ...summaryTables(summary),
   );
 }
 const markdown = `${lines.join("\n")}\n`;

@@ -133,7 +133,25 @@ export async function startServer(pinning, config, { nodeArgs = [], timeoutMs = 
   };
 }
 
-const cpuMicros = (usage) => usage.cpu.user + usage.cpu.system;
+/** A server's CPU time (µs) in a `usage` answer. */
+export const cpuMicros = (usage) => usage.cpu.user + usage.cpu.system;
+
+/**
+ * Each process's CPU per response over a window, for a stack of several (`parts`: the MCP bridge's own and its OXP
+ * server's); undefined for a stack of one.
+ */
+export function partsPerResponse(before, after, responses) {
+  if (!before.parts || !after.parts || responses === 0) {
+    return undefined;
+  }
+  const micros = (part) => part.user + part.system;
+  return Object.fromEntries(
+    Object.keys(after.parts).map((name) => [
+      name,
+      (micros(after.parts[name]) - micros(before.parts[name])) / responses,
+    ]),
+  );
+}
 
 /**
  * One measured window: autocannon against `server` for `seconds`, the server's CPU read before and after.
@@ -176,17 +194,7 @@ export async function measure(server, request, { seconds, connections, expectSta
       expected += Number(count);
     }
   }
-  // Each process's share, for a stack of several (`parts`: the MCP bridge's own and its OXP server's).
-  const partsUs =
-    before.parts && after.parts && responses > 0
-      ? Object.fromEntries(
-          Object.keys(after.parts).map((name) => [
-            name,
-            (after.parts[name].user + after.parts[name].system - before.parts[name].user - before.parts[name].system) /
-              responses,
-          ]),
-        )
-      : undefined;
+  const partsUs = partsPerResponse(before, after, responses);
   return {
     rps: responses / wallS,
     ...(partsUs ? { partsUs } : {}),

@@ -54,3 +54,16 @@ export function summarise(profile, { root, top = 15 }) {
       .map(([name, hits]) => ({ name, share: share(hits) })),
   };
 }
+
+/** A summary's two Markdown tables, top self time and share by package, as lines. */
+export function summaryTables(summary) {
+  return [
+    "| top self time | share |",
+    "| --- | ---: |",
+    ...summary.functions.map((entry) => `| \`${entry.name.trim()}\` | ${entry.share} |`),
+    "",
+    "| by package | share |",
+    "| --- | ---: |",
+    ...summary.owners.map((entry) => `| ${entry.name} | ${entry.share} |`),
+  ];
+}

@@ -4,7 +4,7 @@
  * transport without any), its CPU read over IPC as for the HTTP servers.
  */
 import { createInterface } from "node:readline";
-import { startServer } from "./harness.mjs";
+import { cpuMicros, partsPerResponse, startServer } from "./harness.mjs";
 
 /**
  * Starts a stack's `startStdio` in its own process, pinned as startServer pins (the process and the `pids` it names);
@@ -66,23 +66,13 @@ export async function measureStdio(server, message, { seconds, inFlight, check }
   const responses = latencies.length;
   latencies.sort((a, b) => a - b);
   const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN;
-  const cpuOf = (usage) => usage.cpu.user + usage.cpu.system;
-  const partsUs =
-    before.parts && after.parts && responses > 0
-      ? Object.fromEntries(
-          Object.keys(after.parts).map((name) => [
-            name,
-            (after.parts[name].user + after.parts[name].system - before.parts[name].user - before.parts[name].system) /
-              responses,
-          ]),
-        )
-      : undefined;
+  const partsUs = partsPerResponse(before, after, responses);
   return {
     rps: responses / wallS,
     ...(partsUs ? { partsUs } : {}),
     p50: at(0.5),
     p99: at(0.99),
-    cpuUs: responses > 0 ? (cpuOf(after) - cpuOf(before)) / responses : Number.NaN,
+    cpuUs: responses > 0 ? (cpuMicros(after) - cpuMicros(before)) / responses : Number.NaN,
     rssMb: after.maxRssKb / 1024,
     responses,
     errors,
