@@ -1,12 +1,11 @@
 /** The protocol core, free of HTTP: a facade over its parts (catalog, call runner, idempotency gate, task board, run limits, call report). */
-import type { CallStatus, CallToolRequest, CallToolResponse, ToolDefinition, ToolListResponse } from "@otc/types";
+import type { CallStatus, CallToolRequest, CallToolResponse, ToolListResponse } from "@otc/types";
 import {
   type AuthorizationProvider,
   type ChallengeStatus,
   MemoryTokenStore,
   type TokenStore,
 } from "./authorization.js";
-import { setBounded } from "./bounded-map.js";
 import {
   type CallLineSink,
   type CallObserver,
@@ -17,11 +16,10 @@ import {
 } from "./call-log.js";
 import type { CallMeta } from "./call-meta.js";
 import { CallRunner } from "./call-runner.js";
-import { CatalogSearch, type ToolkitDescriptions } from "./catalog-search.js";
+import type { ToolkitDescriptions } from "./catalog-search.js";
 import { type Clock, type ClockTimer, systemClock } from "./clock.js";
 import { ServerConfigError, WireError } from "./errors.js";
 import { type OrPromise, settledAsPromise } from "./fast-path.js";
-import { sha256Base64url } from "./fingerprint.js";
 import { IdempotencyGate } from "./idempotency-gate.js";
 import { type IdempotencyStore, isTaskStore, MemoryIdempotencyStore, type TaskStore } from "./idempotency-store.js";
 import type { InputValidatorChoice } from "./input-validation.js";
@@ -29,8 +27,9 @@ import { positiveInteger, RunLimits } from "./run-limits.js";
 import { orUnavailable } from "./shared-state.js";
 import { type CallState, TaskBoard } from "./task-board.js";
 import type { Tool } from "./tool.js";
+import { ToolCatalog, type ToolList } from "./tool-catalog.js";
 import type { ListForm } from "./tool-definitions.js";
-import { formSlot, ToolRegistry } from "./tool-registry.js";
+import { ToolRegistry } from "./tool-registry.js";
 import { ToolRunner } from "./tool-run.js";
 
 export {
@@ -45,6 +44,7 @@ export {
 export type { CallMeta } from "./call-meta.js";
 export { CHALLENGE_CHECK_PATH } from "./call-runner.js";
 export { InProcessTaskStore } from "./task-board.js";
+export type { ToolList } from "./tool-catalog.js";
 
 /** Options of {@link OxpCore}. */
 export interface OxpCoreOptions {
@@ -121,12 +121,6 @@ export interface OxpCoreOptions {
   clock?: Clock;
 }
 
-/** The GET /tools body as JSON text and its strong ETag (quoted), as {@link OxpCore.toolList} makes them. */
-export interface ToolList {
-  readonly body: string;
-  readonly etag: string;
-}
-
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** A positive number option, or a {@link ServerConfigError} naming it. */
@@ -160,34 +154,17 @@ function providerMap(providers: readonly AuthorizationProvider[]): ReadonlyMap<s
  */
 export class OxpCore {
   readonly registry: ToolRegistry;
+  /** The catalog routes' answers: the lists and their ETags, the lists a token's scopes allow, the search. */
+  readonly catalog: ToolCatalog;
   /** The clock the core's time rules follow (see {@link OxpCoreOptions.clock}). */
   readonly clock: Clock;
   private readonly providers: ReadonlyMap<string, AuthorizationProvider>;
   private readonly runner: ToolRunner;
   private readonly calls: CallRunner;
   private readonly board: TaskBoard;
-  /** The GET /tools bodies and their ETags, one per list form (tool-registry.ts `formSlot`), each made once: the catalog never changes. */
-  private readonly toolListCache: (Promise<ToolList> | undefined)[] = [];
-  /**
-   * The lists of tools an OAuth access token's scopes allow, by form and by the scopes that matter (those some
-   * tool requires): few distinct sets in practice, and bounded all the same.
-   */
-  private readonly grantedListCache = new Map<string, { list: ToolList; items: readonly ToolDefinition[] }>();
-  /** Every scope some tool requires, sorted: the part of a token's scopes its tool list depends on. */
-  private readonly requiredScopes: readonly string[];
-  private readonly toolkitDescriptions: ToolkitDescriptions | undefined;
-  private searchIndex: CatalogSearch | undefined;
-  /** The ids each granted catalog shows, for searches made with an access token. */
-  private readonly visibleIds = new WeakMap<readonly ToolDefinition[], ReadonlySet<string>>();
-
   constructor(options: OxpCoreOptions) {
     this.registry = new ToolRegistry(options.tools, options.inputValidator);
-    this.requiredScopes = [...this.registry.requiredScopes].sort();
-    this.toolkitDescriptions = options.toolkits;
-    if (options.toolkits !== undefined) {
-      // A mistake in the descriptions is one of the catalog's: found at start-up whether or not search is offered.
-      this.catalogSearch();
-    }
+    this.catalog = new ToolCatalog(this.registry, options.toolkits);
     const clock = options.clock ?? systemClock;
     this.clock = clock;
     const logger = options.logger ?? silentLogger;
@@ -247,89 +224,17 @@ export class OxpCore {
 
   /** The GET /tools body: OXP 1.0's, or with the fields of the extensions asked for (docs/protocol.md 9.2, 9.6). */
   listTools(form: ListForm = {}): ToolListResponse {
-    return { items: [...this.registry.list(form)] };
+    return this.catalog.listTools(form);
   }
 
   /**
-   * The GET /tools body as JSON text, with a strong ETag for `If-None-Match` (the body's SHA-256), in OXP 1.0's
-   * form or with the annotations. Each is made once, since the catalog is fixed when the core is built: every call
-   * resolves to the same object, which a caller may key its own caches on. A promise, as it was when the digest
-   * came from Web Crypto: callers written for that keep working.
+   * The GET /tools body as JSON text with its strong ETag, made once per form ({@link ToolCatalog.toolList}).
    *
    * @example
    * const { body, etag } = await core.toolList();
    */
   toolList(form: ListForm = {}): Promise<ToolList> {
-    const slot = formSlot(form);
-    let cached = this.toolListCache[slot];
-    if (!cached) {
-      cached = Promise.resolve(listOf(this.registry.list(form)));
-      this.toolListCache[slot] = cached;
-    }
-    return cached;
-  }
-
-  /**
-   * The tools an OAuth access token with `granted` scopes may call (docs/protocol.md 9.6,
-   * `[oauth.catalog-by-scope]`), as {@link toolList} gives them: the whole list when no tool requires a scope the
-   * token lacks.
-   */
-  toolListFor(form: ListForm, granted: ReadonlySet<string>): Promise<ToolList> {
-    return Promise.resolve(this.grantedCatalog(form, granted).list);
-  }
-
-  /** The definitions of the tools an access token with `granted` scopes may call, in `form` (for pages of them). */
-  definitionsFor(form: ListForm, granted: ReadonlySet<string>): readonly ToolDefinition[] {
-    return this.grantedCatalog(form, granted).items;
-  }
-
-  /**
-   * The search extension's index and answers (docs/protocol.md 9.5), built on first use; a server offering search
-   * asks for it when it starts, so that no request pays for the index.
-   */
-  catalogSearch(): CatalogSearch {
-    this.searchIndex ??= new CatalogSearch(this.registry, this.toolkitDescriptions);
-    return this.searchIndex;
-  }
-
-  /** The ids of the tools an access token with `granted` scopes may call; undefined when it may call every tool. */
-  visibleTo(granted: ReadonlySet<string>): ReadonlySet<string> | undefined {
-    if (this.requiredScopes.every((scope) => granted.has(scope))) {
-      return undefined;
-    }
-    const items = this.grantedCatalog({}, granted).items;
-    let ids = this.visibleIds.get(items);
-    if (!ids) {
-      ids = new Set(items.map((definition) => definition.id));
-      this.visibleIds.set(items, ids);
-    }
-    return ids;
-  }
-
-  /** The catalog `granted` scopes allow in `form`, made once per form and set of the scopes that matter. */
-  private grantedCatalog(
-    form: ListForm,
-    granted: ReadonlySet<string>,
-  ): { list: ToolList; items: readonly ToolDefinition[] } {
-    // Only the scopes some tool requires decide the list: the registry's are fixed, and kept sorted.
-    const relevant = this.requiredScopes.filter((scope) => granted.has(scope));
-    const key = `${formSlot(form)} ${relevant.join(" ")}`;
-    let catalog = this.grantedListCache.get(key);
-    if (!catalog) {
-      // The form may leave `required_scopes` out: the full form, in the same order, says what each tool needs.
-      const full = this.registry.list({ annotations: true, scopes: true });
-      const items =
-        relevant.length === this.requiredScopes.length
-          ? this.registry.list(form)
-          : this.registry
-              .list(form)
-              .filter((_definition, index) =>
-                (full[index]?.required_scopes ?? []).every((scope) => granted.has(scope)),
-              );
-      catalog = { list: listOf(items), items };
-      setBounded(this.grantedListCache, key, catalog, GRANTED_LISTS_KEPT);
-    }
-    return catalog;
+    return this.catalog.toolList(form);
   }
 
   /** A challenge's status for its check_url; a 404 when no provider knows it, a 503 when the provider fails. */
@@ -440,13 +345,4 @@ export class OxpCore {
   abortAll(): Promise<void> {
     return this.runner.abortAll();
   }
-}
-
-/** How many scope-filtered tool lists are kept (`toolListFor`): each distinct set of granted scopes that matter makes one. */
-const GRANTED_LISTS_KEPT = 64;
-
-/** A tool list's body as JSON text, with its strong ETag (the body's SHA-256). */
-function listOf(items: readonly ToolDefinition[]): ToolList {
-  const body = JSON.stringify({ items });
-  return Object.freeze({ body, etag: `"${sha256Base64url(body)}"` });
 }

@@ -146,7 +146,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   };
   if (context.offered.has("search")) {
     // The index is built with the server, not by the first search (9.5, `[search.bounds]`).
-    core.catalogSearch();
+    core.catalog.search();
   }
   const serveHealth = healthRoute(context, lifecycle);
   const serveResourceMetadata = oauth && resourceMetadataRoute(context, oauth);

@@ -23,7 +23,7 @@ export function toolkitsRoute(context: RouteContext): RouteHandler {
       // The toolkits an access token sees depend on its scopes (`[search.catalog-by-scope]`).
       headers["Cache-Control"] = "private";
     }
-    const body = core.catalogSearch().toolkits(grant ? core.visibleTo(grant.scopes) : undefined);
+    const body = core.catalog.search().toolkits(grant ? core.catalog.visibleTo(grant.scopes) : undefined);
     return cacheableAnswer(context, exchange, { body, kind: ANSWER_KIND.toolkits, headers, cache });
   };
 }

@@ -42,7 +42,8 @@ export function toolsRoute(context: RouteContext): RouteHandler {
     if (cache) {
       headers["Cache-Control"] = cache.header;
     }
-    const listFor = (shape: ListForm) => (grant ? core.toolListFor(shape, grant.scopes) : core.toolList(shape));
+    const listFor = (shape: ListForm) =>
+      grant ? core.catalog.toolListFor(shape, grant.scopes) : core.catalog.toolList(shape);
     const query = asked.has("search") || asked.has("pagination") ? new URLSearchParams(exchange.query()) : undefined;
     const q = asked.has("search") ? (query?.get("q") ?? null) : null;
     const ids = asked.has("search") ? (query?.get("ids") ?? null) : null;
@@ -52,10 +53,10 @@ export function toolsRoute(context: RouteContext): RouteHandler {
           developerMessage: "q searches the catalog; ids names the tools to answer.",
         });
       }
-      const search = core.catalogSearch();
+      const search = core.catalog.search();
       const scope = {
         form,
-        visible: grant ? core.visibleTo(grant.scopes) : undefined,
+        visible: grant ? core.catalog.visibleTo(grant.scopes) : undefined,
         catalogTag: (await listFor({})).etag,
       };
       if (q !== null) {
@@ -81,7 +82,7 @@ export function toolsRoute(context: RouteContext): RouteHandler {
     if (query && asked.has("pagination")) {
       // Pages are cut from the list in its form, their cursors bound to the catalog this client sees.
       const catalog = await listFor({});
-      const items = grant ? core.definitionsFor(form, grant.scopes) : core.registry.list(form);
+      const items = grant ? core.catalog.definitionsFor(form, grant.scopes) : core.registry.list(form);
       const page = pageOf(items, catalog.etag, {
         limit: query.get("limit"),
         cursor: query.get("cursor"),
