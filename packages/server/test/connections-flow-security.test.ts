@@ -1,4 +1,4 @@
-// The connection flow's defences (docs/protocol.md 9.7, `[connections.flow]`) against a real provider, oidc-provider on loopback, whose request log shows what the vault sent it: PKCE, the exact redirect URI, a state good once however many callbacks come for it at once, and the lock that orders them giving up on the server's clock.
+// The connection flow's defences (docs/protocol.md 9.7, `[connections.flow]`) against a real provider, oidc-provider on loopback, whose request log shows what the vault sent it: PKCE, the exact redirect URI and its origin, a state good once however many callbacks come for it at once, the lock that orders them giving up on the server's clock, and the vault's bounds met by completed flows.
 import { randomBytes } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { Writable } from "node:stream";
@@ -20,6 +20,7 @@ import {
   defineTool,
   listen,
   MemoryConnectionStore,
+  type ServerOptions,
   type TokenOwner,
 } from "../src/index.js";
 import { callTool, expectError, makeServer, type Reply, send } from "./harness.js";
@@ -59,13 +60,27 @@ interface Server {
   close(): Promise<void>;
 }
 
+/** How a test's tool server differs from the one most tests use. */
+interface ServerChoices {
+  /** false leaves the vault to make its default store; a function makes the store, on the server's clock. */
+  ownStore?: boolean | ((clock: ManualClock) => MemoryConnectionStore);
+  /** false serves without `publicUrl`: flows' redirect URIs are built from the address their start reached. */
+  publicUrl?: boolean;
+  allowedHosts?: ServerOptions["allowedHosts"];
+  maxConnectionsPerUser?: number;
+}
+
 /**
  * A tool server on a port the provider knows (its redirect URI names it exactly). Its store follows the server's own
  * clock; `ownStore: false` leaves the vault to make its default one.
  */
-async function startToolServer(port: number, { ownStore = true } = {}): Promise<Server> {
+async function startToolServer(
+  port: number,
+  { ownStore = true, publicUrl = true, allowedHosts, maxConnectionsPerUser }: ServerChoices = {},
+): Promise<Server> {
   const clock = new ManualClock(Date.now());
-  const store = ownStore ? new MemoryConnectionStore({ clock }) : undefined;
+  const store =
+    typeof ownStore === "function" ? ownStore(clock) : ownStore ? new MemoryConnectionStore({ clock }) : undefined;
   const lines: string[] = [];
   const server: Server = {
     url: "",
@@ -80,7 +95,8 @@ async function startToolServer(port: number, { ownStore = true } = {}): Promise<
     tools: [whoAmI],
     validateResponses: true,
     clock,
-    publicUrl: `http://127.0.0.1:${port}`,
+    ...(publicUrl ? { publicUrl: `http://127.0.0.1:${port}` } : {}),
+    ...(allowedHosts ? { allowedHosts } : {}),
     auth: { apiKeys: [API_KEY] },
     logger: createLogger({
       level: "debug",
@@ -109,6 +125,7 @@ async function startToolServer(port: number, { ownStore = true } = {}): Promise<
         return request.headers.get("cookie") === `${SESSION}=${owner.userId}`;
       },
       ...(store ? { store } : {}),
+      ...(maxConnectionsPerUser === undefined ? {} : { maxConnectionsPerUser }),
     },
   });
   const running = await listen(app, { port });
@@ -209,7 +226,7 @@ const ports: number[] = [];
 let server: Server;
 
 beforeAll(async () => {
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 8; i++) {
     ports.push(await freePort());
   }
   provider = await startAuthorizationServer({
@@ -376,6 +393,102 @@ describe("the redirect URI", () => {
   );
 });
 
+describe("the callback's origin", () => {
+  /** Fails unless `reply` is the wrong-origin refusal: the project's JSON error, nothing of the callback echoed. */
+  const expectWrongOrigin = (reply: Reply, code: string) => {
+    expectError(reply, 400);
+    expect(reply.body.message).toBe("This callback belongs to another origin of this server");
+    expect(reply.headers.get("cache-control")).toBe("no-store");
+    expect(reply.text).not.toContain(code);
+  };
+
+  verifies(
+    ["connections.callback-origin", "connections.flow"],
+    "a callback under another name the server answers to is a 400 that spends nothing; at the redirect URI's origin the flow completes",
+    async () => {
+      const named = await startToolServer(ports[3] as number, { allowedHosts: ["tools.example.test"] });
+      try {
+        const flow = await start(named, "alice");
+        expect(flow.status, flow.text).toBe(201);
+        const authorized = await authorize(flow.body.url, "alice");
+        expect(new URL(authorized.redirectUrl).origin).toBe(named.url);
+        const { search } = new URL(authorized.redirectUrl);
+        const code = authorized.code as string;
+        const from = provider.requests.length;
+        // Every one of these names passes the server's Host check; none is the redirect URI's origin. mallory's
+        // browser, had it reached the flow, would have failed the browser check and spent the state.
+        const elsewhere: [host: string, cookieUser: string][] = [
+          [`tools.example.test:${named.port}`, "alice"],
+          [`TOOLS.example.test:${named.port}`, "mallory"],
+          [`localhost:${named.port}`, "alice"],
+          [`127.0.0.1:${ports[0]}`, "alice"],
+          ["127.0.0.1", "alice"],
+          [`[::1]:${named.port}`, "mallory"],
+        ];
+        for (const [host, cookieUser] of elsewhere) {
+          const reply = await rawGet(named.port, `/connections/callback${search}`, {
+            cookie: `${SESSION}=${cookieUser}`,
+            host,
+          });
+          expectWrongOrigin(reply, code);
+        }
+
+        // Nothing was exchanged or decided, and nothing is stored.
+        expect(logged(from, "token")).toHaveLength(0);
+        expect(await statusOf(flow.body.check_url)).toBe("pending");
+        expect(await listed(named, "alice")).toEqual([]);
+        expect(await named.store?.list(PRINCIPAL, "alice")).toEqual([]);
+        // The same callback at its own origin (the Host the browser sends there) completes the flow.
+        const same = await rawGet(named.port, `/connections/callback${search}`, {
+          cookie: `${SESSION}=alice`,
+          host: `127.0.0.1:${named.port}`,
+        });
+        expect(same.status, same.text).toBe(200);
+        expect(logged(from, "token")).toEqual([
+          expect.objectContaining({ redirectUri: `${named.url}/connections/callback`, status: 200 }),
+        ]);
+        expect(await statusOf(flow.body.check_url)).toBe("completed");
+        expect(await listed(named, "alice")).toEqual([expect.objectContaining({ id: flow.body.id, status: "active" })]);
+        expect(named.lines.join("\n")).not.toContain(code);
+      } finally {
+        await named.close();
+      }
+    },
+  );
+
+  verifies(
+    "connections.callback-origin",
+    "without a public URL the redirect URI is the address the flow was started at: a callback under another name is refused, there it completes",
+    async () => {
+      const bare = await startToolServer(ports[4] as number, { publicUrl: false });
+      try {
+        const flow = await start(bare, "bob");
+        expect(flow.status, flow.text).toBe(201);
+        expect(new URL(flow.body.url).searchParams.get("redirect_uri")).toBe(`${bare.url}/connections/callback`);
+        const authorized = await authorize(flow.body.url, "bob");
+        const { search } = new URL(authorized.redirectUrl);
+        const from = provider.requests.length;
+        expectWrongOrigin(
+          await rawGet(bare.port, `/connections/callback${search}`, {
+            cookie: `${SESSION}=bob`,
+            host: `localhost:${bare.port}`,
+          }),
+          authorized.code as string,
+        );
+        expect(logged(from, "token")).toHaveLength(0);
+        expect(await statusOf(flow.body.check_url)).toBe("pending");
+
+        const page = await back(authorized.redirectUrl, "bob");
+        expect(page.status, page.text).toBe(200);
+        expect(await statusOf(flow.body.check_url)).toBe("completed");
+        expect((await call(bare, "bob")).body.value).toEqual({ status: 200, sub: "bob" });
+      } finally {
+        await bare.close();
+      }
+    },
+  );
+});
+
 describe("callbacks that race", () => {
   verifies(
     "connections.flow",
@@ -524,6 +637,133 @@ describe("the refresh lock's time limit", () => {
       } finally {
         held.open();
         await own.close();
+      }
+    },
+  );
+});
+
+describe("the vault's bounds, met by completed flows", () => {
+  /** Runs a flow of `user`'s to its end at the provider: the callback URL, not yet opened. */
+  const authorizedFlow = async (on: Server, user: string) => {
+    const flow = await start(on, user);
+    expect(flow.status, flow.text).toBe(201);
+    return {
+      ...(flow.body as { id: string; url: string; check_url: string }),
+      ...(await authorize(flow.body.url, user)),
+    };
+  };
+  /** Log lines at error level or worse (pino's 50): a refusal at a bound is no server failure. */
+  const errorsIn = (on: Server) => on.lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+
+  const stores: [label: string, port: () => number, ownStore: ServerChoices["ownStore"]][] = [
+    ["in the store the vault makes with the bound", () => ports[5] as number, false],
+    [
+      "in a store given larger bounds than the vault's",
+      () => ports[6] as number,
+      (clock) => new MemoryConnectionStore({ clock }),
+    ],
+  ];
+  for (const [label, port, ownStore] of stores) {
+    verifies(
+      ["connections.bounded", "connections.flow"],
+      `a user filled to the bound by completed flows: POST is a 400, a flow started before completes to a 400 page without its code exchanged, and nothing past the bound is kept (${label})`,
+      async () => {
+        const tight = await startToolServer(port(), { ownStore, maxConnectionsPerUser: 2 });
+        try {
+          const first = await authorizedFlow(tight, "carol");
+          expect((await back(first.redirectUrl, "carol")).status).toBe(200);
+          // Two flows started while there is room for one more, both signed in to at the provider.
+          const second = await authorizedFlow(tight, "carol");
+          const third = await authorizedFlow(tight, "carol");
+          expect((await back(second.redirectUrl, "carol")).status).toBe(200);
+
+          // At the bound a new flow is refused before the user signs in.
+          const refused = await start(tight, "carol");
+          expectError(refused, 400);
+          expect(refused.body.message).toBe("This user holds the most connections allowed");
+
+          // The flow started before comes back, and binds nothing: its page says why, its check_url says failed.
+          const from = provider.requests.length;
+          const page = await back(third.redirectUrl, "carol");
+          expect(page.status, page.text).toBe(400);
+          expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+          expect(page.text).toContain("No room for another connection");
+          expect(page.text).toContain("Remove a connection in your app, then start again.");
+          expect(await statusOf(third.check_url)).toBe("failed");
+          // Its code was not exchanged: the provider issued no tokens the vault could not keep.
+          expect(logged(from, "token")).toHaveLength(0);
+          const held = [second.id, first.id].sort();
+          expect((await listed(tight, "carol")).map((connection) => connection.id).sort()).toEqual(held);
+          if (tight.store) {
+            expect((await tight.store.list(PRINCIPAL, "carol")).map((record) => record.id).sort()).toEqual(held);
+          }
+          // Decided: brought back again it is used, and still nothing is exchanged.
+          const again = await back(third.redirectUrl, "carol");
+          expect(again.status).toBe(400);
+          expect(again.text).toContain("This link was used already");
+          expect(logged(from, "token")).toHaveLength(0);
+
+          // The connections held serve calls; one deleted makes room, and the next flow completes.
+          expect((await call(tight, "carol")).body.value).toEqual({ status: 200, sub: "carol" });
+          const deleted = await send(`${tight.url}/connections/${first.id}?user_id=carol`, {
+            method: "DELETE",
+            headers: asked,
+          });
+          expect(deleted.status).toBe(204);
+          const fourth = await authorizedFlow(tight, "carol");
+          expect((await back(fourth.redirectUrl, "carol")).status).toBe(200);
+          expect(await statusOf(fourth.check_url)).toBe("completed");
+          expect((await listed(tight, "carol")).map((connection) => connection.id).sort()).toEqual(
+            [second.id, fourth.id].sort(),
+          );
+          expect(errorsIn(tight)).toEqual([]);
+        } finally {
+          await tight.close();
+        }
+      },
+    );
+  }
+
+  verifies(
+    "connections.bounded",
+    "a flow completed when the vault is full binds nothing: a 503 page, check_url failed, and the tokens the provider gave revoked there",
+    async () => {
+      const full = await startToolServer(ports[7] as number, {
+        ownStore: (clock) => new MemoryConnectionStore({ clock, maxTotal: 2 }),
+      });
+      const store = full.store as MemoryConnectionStore;
+      try {
+        for (const user of ["alice", "bob"]) {
+          expect((await back((await authorizedFlow(full, user)).redirectUrl, user)).status).toBe(200);
+        }
+        // dave is far from his own bound: his flow starts, and meets the store's bound in all as it is kept.
+        const daves = await authorizedFlow(full, "dave");
+        const from = provider.requests.length;
+        const page = await back(daves.redirectUrl, "dave");
+        expect(page.status, page.text).toBe(503);
+        expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+        expect(page.text).toContain("No room for another connection");
+        expect(page.text).toContain("Try again later.");
+        expect(await statusOf(daves.check_url)).toBe("failed");
+        // The code was exchanged, and what the provider gave for it is revoked there rather than left live.
+        expect(logged(from, "token")).toEqual([
+          expect.objectContaining({ grantType: "authorization_code", status: 200 }),
+        ]);
+        expect(logged(from, "revocation")).toEqual([expect.objectContaining({ status: 200 })]);
+        expect(await listed(full, "dave")).toEqual([]);
+        expect(await store.list(PRINCIPAL, "dave")).toEqual([]);
+        expect(await store.list(PRINCIPAL, "alice")).toHaveLength(1);
+        expect(await store.list(PRINCIPAL, "bob")).toHaveLength(1);
+        const called = await call(full, "dave");
+        expectError(called, 400);
+        expect(called.body.missing_requirements.authorization).toHaveLength(1);
+        // The operator is told; no error, and no stack, is logged for it.
+        expect(full.lines.some((line) => line.includes("the connection store holds the most connections it may"))).toBe(
+          true,
+        );
+        expect(errorsIn(full)).toEqual([]);
+      } finally {
+        await full.close();
       }
     },
   );

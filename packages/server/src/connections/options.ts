@@ -38,6 +38,7 @@ export function createVault(
   options: ConnectionsOptions,
   clock: Clock,
   logger: CoreLogger | undefined,
+  publicUrl: string | undefined,
 ): ConnectionVault {
   return new ConnectionVault({
     providers: (options.providers ?? []).map((provider) => new ConnectionProvider(provider, clock)),
@@ -48,5 +49,6 @@ export function createVault(
     maxPerUser: options.maxConnectionsPerUser,
     clock,
     logger,
+    publicUrl,
   });
 }

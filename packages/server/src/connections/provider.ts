@@ -21,7 +21,7 @@ import {
   validateAuthResponse,
 } from "oauth4webapi";
 import type { Clock } from "../core/clock.js";
-import { ServerConfigError } from "../core/errors.js";
+import { ServerConfigError, WireError } from "../core/errors.js";
 import { boundedFetch, isLoopbackHost, issuerMetadata, keptUnlessFailed, outboundUrlOf } from "../http/remote-keys.js";
 
 /** A provider users connect accounts of, as the server's configuration names it. */
@@ -215,4 +215,17 @@ export class ConnectionProvider {
   private readonly server = keptUnlessFailed(() =>
     issuerMetadata(this.options.issuer, this.issuer, this.fetch.fetch, this.timeoutMs),
   );
+}
+
+/** A provider's metadata that cannot be read is a 503: the fault is the provider's, not the client's. */
+export async function unavailableOnFailure<T>(provider: ConnectionProvider, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new WireError("unavailable", `${provider.name} cannot be reached right now`, {
+      developerMessage: "The provider's metadata could not be read; retry shortly.",
+      headers: { "Retry-After": "5" },
+      cause: error,
+    });
+  }
 }

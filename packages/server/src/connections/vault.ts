@@ -27,7 +27,8 @@ import {
   MemoryConnectionStore,
 } from "../core/connection-store.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
-import { type ConnectionProvider, ProviderRefusal } from "./provider.js";
+import { arrivalOrigin, noRoom, page, usedAlready } from "./callback-pages.js";
+import { type ConnectionProvider, ProviderRefusal, unavailableOnFailure } from "./provider.js";
 import type { TokenSeal } from "./seal.js";
 
 /** Where a provider sends the browser back, below the server's public URL. */
@@ -67,6 +68,11 @@ export interface VaultParts {
   maxPerUser?: number | undefined;
   clock: Clock;
   logger: Pick<CoreLogger, "warn" | "error"> | undefined;
+  /**
+   * The server's `publicUrl`, if it has one: a callback is taken to have come on its scheme, as the server's links
+   * are (`[connections.callback-origin]`).
+   */
+  publicUrl?: string | undefined;
 }
 
 /** The vault. */
@@ -81,6 +87,8 @@ export class ConnectionVault {
   private readonly maxPerUser: number;
   /** Opened tokens by connection id, with the iv they were sealed with; bounded, each dropped when resealed. */
   private readonly openedTokens = new Map<string, { iv: string; kid: string; context: string; held: HeldTokens }>();
+  /** The server's `publicUrl`, whose scheme a callback is taken to have come on (see {@link arrivalOrigin}). */
+  private readonly publicUrl: string | undefined;
 
   constructor(parts: VaultParts) {
     const providers = new Map<string, ConnectionProvider>();
@@ -106,6 +114,7 @@ export class ConnectionVault {
     this.verifyBrowser = parts.verifyBrowser;
     this.clock = parts.clock;
     this.logger = parts.logger;
+    this.publicUrl = parts.publicUrl;
   }
 
   /** The 1.0 authorization providers of the vault's providers: a call missing a token starts a connection flow. */
@@ -228,6 +237,18 @@ export class ConnectionVault {
         "It is unknown, has expired, or was used already. Start again from your app.",
       );
     }
+    const expected = new URL(challenge.data.redirectUri as string).origin;
+    if (arrivalOrigin(request, this.publicUrl) !== expected) {
+      // `[connections.callback-origin]`: the provider sent the browser to the redirect URI exactly, so a callback
+      // under another of the server's names was carried there by something else, with that name's cookies for the
+      // browser check. It is refused before anything is decided: the state stays unspent and the flow still
+      // completes at its own origin. Spending it here would let anybody who reaches the server under another name
+      // burn users' flows from there; and the provider refuses a code sent with another redirect URI anyway.
+      throw new WireError("bad_request", "This callback belongs to another origin of this server", {
+        developerMessage: `A flow's callback is handled only at the origin of the redirect URI it sent the provider (${expected}); the flow is untouched and completes there.`,
+        headers: { "Cache-Control": "no-store" },
+      });
+    }
     if (challenge.status !== "pending") {
       return usedAlready();
     }
@@ -278,6 +299,12 @@ export class ConnectionVault {
         "Sign in to the app as the user who started it, then start again.",
       );
     }
+    const connection = challenge.data.connection as string;
+    if (await this.pastUserBound(connection, challenge.owner)) {
+      // `[connections.bounded]`, before the code is exchanged: the provider issues no tokens the vault could not keep.
+      await this.challenges.decide(challengeId, "failed");
+      return noRoom("user");
+    }
     const flow = {
       state,
       codeVerifier: challenge.data.codeVerifier as string,
@@ -299,11 +326,19 @@ export class ConnectionVault {
       return page(502, `${provider.name} could not be reached`, "Start again from your app in a moment.");
     }
     try {
-      await this.saveConnection(challenge.data.connection as string, challenge, provider, tokens);
+      await this.saveConnection(connection, challenge, provider, tokens);
     } catch (error) {
       await this.challenges.decide(challengeId, "failed");
+      // Tokens the vault does not keep are of use to nobody: they are revoked rather than left live at the provider.
+      await this.revokeAtProvider(provider, {
+        access_token: tokens.accessToken,
+        ...(tokens.refreshToken ? { refresh_token: tokens.refreshToken } : {}),
+      });
       if (error instanceof ConnectionStoreFullError) {
-        return page(400, "No room for another connection", "Remove a connection in your app, then start again.");
+        if (error.bound === "total") {
+          this.logger?.warn({ provider: provider.id }, "the connection store holds the most connections it may");
+        }
+        return noRoom(error.bound);
       }
       this.logger?.error({ provider: provider.id, err: describe(error) }, "a connection could not be stored");
       return page(503, "The connection could not be saved", "Start again from your app in a moment.");
@@ -322,17 +357,17 @@ export class ConnectionVault {
     }
     const provider = this.providers.get(record.provider);
     if (provider && record.tokens) {
+      let held: HeldTokens | undefined;
       try {
-        const held = (await this.seal.open(record.tokens, sealContext(record))) as HeldTokens;
-        await provider.revoke(
-          held.refresh_token ?? held.access_token,
-          held.refresh_token ? "refresh_token" : "access_token",
-        );
+        held = (await this.seal.open(record.tokens, sealContext(record))) as HeldTokens;
       } catch (error) {
         this.logger?.warn(
           { provider: record.provider, err: describe(error) },
           "a connection could not be revoked at its provider",
         );
+      }
+      if (held) {
+        await this.revokeAtProvider(provider, held);
       }
     }
     await this.store.delete(id);
@@ -474,6 +509,35 @@ export class ConnectionVault {
     await this.store.update(next, record.version);
   }
 
+  /** Revokes tokens at their provider (the refresh token where there is one, RFC 7009); a failure is logged, never thrown. */
+  private async revokeAtProvider(provider: ConnectionProvider, held: HeldTokens): Promise<void> {
+    try {
+      await provider.revoke(
+        held.refresh_token ?? held.access_token,
+        held.refresh_token ? "refresh_token" : "access_token",
+      );
+    } catch (error) {
+      this.logger?.warn(
+        { provider: provider.id, err: describe(error) },
+        "a connection could not be revoked at its provider",
+      );
+    }
+  }
+
+  /**
+   * Whether a flow making connection `id` for `owner` would take the owner past the vault's bound: not when it
+   * connects one of the owner's connections again. The store's own bounds, checked as it inserts, are the ones no
+   * two instances can pass together; this one holds for a store given larger bounds than the vault's, and says so
+   * before a code is exchanged.
+   */
+  private async pastUserBound(id: string, owner: TokenOwner): Promise<boolean> {
+    const existing = await this.store.get(id);
+    if (existing && existing.principal === owner.principal && existing.userId === owner.userId) {
+      return false;
+    }
+    return (await this.store.list(owner.principal, owner.userId)).length >= this.maxPerUser;
+  }
+
   /** Stores a completed flow's connection: a new one, or the same one connected again. */
   private async saveConnection(
     id: string,
@@ -528,42 +592,6 @@ function wireConnection(record: ConnectionRecord): Connection {
   };
 }
 
-/** A provider's metadata that cannot be read is a 503: the fault is the provider's, not the client's. */
-async function unavailableOnFailure<T>(provider: ConnectionProvider, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw new WireError("unavailable", `${provider.name} cannot be reached right now`, {
-      developerMessage: "The provider's metadata could not be read; retry shortly.",
-      headers: { "Retry-After": "5" },
-      cause: error,
-    });
-  }
-}
-
-const usedAlready = () => page(400, "This link was used already", "Start again from your app.");
-
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string,
-  );
-
-/** A plain page for the person at the browser, never framed. */
-function page(status: number, title: string, text: string): Response {
-  const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(text)}</p></body></html>`;
-  return new Response(body, {
-    status,
-    headers: {
-      "Content-Type": "text/html; charset=utf-8",
-      "Cache-Control": "no-store",
-      "X-Frame-Options": "DENY",
-      "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
-      "Referrer-Policy": "no-referrer",
-    },
-  });
 }

@@ -97,7 +97,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const callLine = logger && host.callLineOf?.(logger);
   // The vault's providers are authorization providers of the core's, and its tokens are read through the core's
   // token store (docs/protocol.md 9.7): calls meet their requirements from it as section 4 says.
-  const vault = options.connections && createVault(options.connections, options.clock ?? systemClock, logger);
+  const vault =
+    options.connections &&
+    createVault(options.connections, options.clock ?? systemClock, logger, options.publicUrl?.replace(/\/+$/, ""));
   const core = new OxpCore({
     ...coreOptions,
     ...(vault
