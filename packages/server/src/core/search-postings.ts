@@ -291,6 +291,23 @@ export function lowerBound(terms: readonly string[], term: string): number {
   return low;
 }
 
+/**
+ * The end of the range of sorted `terms` that begin with `prefix`, the range starting at `from`: found by halving, as
+ * every term that begins with it sorts before `prefix` with its last code unit one higher: a walk would visit each of
+ * the thousands of terms a one-letter query term begins, on every query.
+ */
+export function prefixEnd(terms: readonly string[], prefix: string, from: number): number {
+  const last = prefix.charCodeAt(prefix.length - 1);
+  if (prefix.length === 0 || last === 0xffff) {
+    let to = from;
+    while (to < terms.length && (terms[to] as string).startsWith(prefix)) {
+      to++;
+    }
+    return to;
+  }
+  return lowerBound(terms, prefix.slice(0, -1) + String.fromCharCode(last + 1));
+}
+
 function compareCodeUnits(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,7 +1,7 @@
 /** Ranked search over a catalog's definitions (docs/protocol.md 9.5, `[search.ranking]`): a BM25 impact index. */
 import type { ToolDefinition } from "@otc/types";
 import { Heap } from "./search-heap.js";
-import { BLOCK_BITS, buildPostings, type HeavyTerm, lowerBound, prefixWeight } from "./search-postings.js";
+import { BLOCK_BITS, buildPostings, type HeavyTerm, lowerBound, prefixEnd, prefixWeight } from "./search-postings.js";
 import { searchTokens } from "./search-text.js";
 
 export { FIELD_WEIGHTS, searchTokens } from "./search-text.js";
@@ -245,11 +245,7 @@ export class ToolSearchIndex {
     }
     return [...times].map(([text, n]) => {
       const from = lowerBound(this.terms, text);
-      let to = from;
-      while (to < this.terms.length && (this.terms[to] as string).startsWith(text)) {
-        to++;
-      }
-      return { text, times: n, heavy: this.heavy.get(text), from, to };
+      return { text, times: n, heavy: this.heavy.get(text), from, to: prefixEnd(this.terms, text, from) };
     });
   }
 
