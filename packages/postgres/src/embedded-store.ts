@@ -1,5 +1,5 @@
 // The connections vault for one process with no server: the same SQL and migrations on PGlite (PostgreSQL compiled to WebAssembly), in memory or in a folder.
-import { PGlite, type Transaction } from "@electric-sql/pglite";
+import { PGlite } from "@electric-sql/pglite";
 import type { Database, Queryable, QueryResult } from "./database.js";
 import { LocalLocks } from "./internal/local-locks.js";
 import { SqlConnectionStore, type SqlStoreOptions } from "./sql-connection-store.js";
@@ -10,13 +10,29 @@ export interface EmbeddedConnectionStoreOptions extends SqlStoreOptions {
   dataDir?: string;
 }
 
+/**
+ * What the embedded store uses of a PGlite: a `PGlite` is one. Written here rather than taken from PGlite, whose
+ * declarations name Emscripten's globals without depending on @types/emscripten, so that a project checking its
+ * libraries' types (`skipLibCheck: false`) type-checks with this package without them; one importing PGlite itself
+ * needs them.
+ */
+export interface PGliteDatabase {
+  /** The folder the database lives in; absent when it is in memory. */
+  readonly dataDir?: string;
+  /** One statement with `$1`-style parameters. */
+  query<Row>(text: string, params?: unknown[]): Promise<{ rows: Row[]; affectedRows?: number }>;
+  /** Runs `work` in a transaction: committed when it resolves, rolled back when it rejects. */
+  transaction<T>(work: (tx: Pick<PGliteDatabase, "query">) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
 const result = <Row>(answer: { rows: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
   rows: answer.rows as Row[],
   written: answer.affectedRows ?? 0,
 });
 
-function pgliteDatabase(db: PGlite): Database {
-  const on = (session: PGlite | Transaction): Queryable => ({
+function pgliteDatabase(db: PGliteDatabase): Database {
+  const on = (session: Pick<PGliteDatabase, "query">): Queryable => ({
     query: async (text, params) => result(await session.query(text, params as unknown[] | undefined)),
   });
   return { ...on(db), transaction: (work) => db.transaction((tx) => work(on(tx))) };
@@ -28,11 +44,11 @@ function pgliteDatabase(db: PGlite): Database {
  * and a transaction held for the lock would stop `work`'s own queries, which share that session.
  */
 export class EmbeddedConnectionStore extends SqlConnectionStore {
-  /** The PGlite database. */
-  readonly db: PGlite;
+  /** The PGlite database (typed as what the store uses of it). */
+  readonly db: PGliteDatabase;
   readonly #local: LocalLocks;
 
-  constructor(db: PGlite, options: SqlStoreOptions = {}) {
+  constructor(db: PGliteDatabase, options: SqlStoreOptions = {}) {
     const local = new LocalLocks();
     super(
       pgliteDatabase(db),
@@ -66,7 +82,7 @@ export class EmbeddedConnectionStore extends SqlConnectionStore {
  *
  * @example
  * const store = await createEmbeddedConnectionStore({ dataDir: "./data/connections" });
- * // createServer({ ..., connectionStore: store }); on shutdown: await store.close();
+ * // createServer({ ..., connections: { providers, keys, verifyBrowser, store } }); on shutdown: await store.close();
  */
 export async function createEmbeddedConnectionStore(
   options: EmbeddedConnectionStoreOptions = {},

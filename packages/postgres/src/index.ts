@@ -5,6 +5,7 @@ export {
   createEmbeddedConnectionStore,
   EmbeddedConnectionStore,
   type EmbeddedConnectionStoreOptions,
+  type PGliteDatabase,
 } from "./embedded-store.js";
 export { ConnectionLockTimeoutError } from "./errors.js";
 export { MIGRATIONS, type Migration, migrate } from "./migrations.js";

@@ -174,7 +174,7 @@ export class PostgresConnectionStore extends SqlConnectionStore {
  *
  * @example
  * const store = await createPostgresConnectionStore({ connectionString: process.env.DATABASE_URL! });
- * // createServer({ ..., connectionStore: store }); on shutdown: await store.close();
+ * // createServer({ ..., connections: { providers, keys, verifyBrowser, store } }); on shutdown: await store.close();
  */
 export async function createPostgresConnectionStore(
   options: PostgresConnectionStoreOptions,

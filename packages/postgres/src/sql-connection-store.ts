@@ -7,7 +7,7 @@ import {
   ConnectionStoreFullError,
   connectionStoreBounds,
   type SealedTokens,
-} from "@otc/server";
+} from "@otc/server/node";
 import { type Database, DEFAULT_SCHEMA, quoteSchema } from "./database.js";
 import { migrate } from "./migrations.js";
 

@@ -11,6 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createDemoHandler } from "@otc/demo/handler";
 import { listen, type RunningServer } from "@otc/server";
+import { type PostgresServer, startPostgresServer } from "@otc/test-helpers/postgres-server";
 import { type RedisServer, startRedisServer } from "@otc/test-helpers/redis-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -26,6 +27,7 @@ const PACKAGES = {
   "@otc/conformance": "packages/conformance",
   "@otc/mcp": "packages/mcp",
   "@otc/redis": "packages/redis",
+  "@otc/postgres": "packages/postgres",
   "@otc/inspector": "packages/inspector",
   "@otc/ai": "packages/ai",
 } as const;
@@ -326,6 +328,17 @@ const PUBLIC_API: Record<string, string[]> = {
     "createRedisState",
     "failFastOptions",
   ],
+  "@otc/postgres": [
+    "ConnectionLockTimeoutError",
+    "DEFAULT_SCHEMA",
+    "EmbeddedConnectionStore",
+    "MIGRATIONS",
+    "PostgresConnectionStore",
+    "SqlConnectionStore",
+    "createEmbeddedConnectionStore",
+    "createPostgresConnectionStore",
+    "migrate",
+  ],
   "@otc/inspector": ["inspector", "inspectorPage", "readInspectorFiles"],
   "@otc/inspector/fetch": ["inspectorPage"],
   "@otc/ai": [
@@ -472,6 +485,15 @@ const PROGRAMS = {
   agents: { file: "ai-agents.ts", args: demoUrl, prints: { agents: "42", interrupted: ["SMS_Send"] } },
   mcp: { file: "mcp.ts", args: demoUrl, prints: { endpoint: "/mcp", add: true } },
   redis: { file: "redis.ts", args: () => [redis.url], prints: { values: [42, 42], runs: 1 } },
+  postgres: {
+    file: "postgres.ts",
+    args: () => [postgres.url],
+    prints: {
+      embedded: true,
+      postgres: { seen: true, written: [true, false], status: "auth_required", locked: 2, deleted: true },
+      oneServer: true,
+    },
+  },
   inspector: { file: "inspector.ts", prints: { pages: ["200 text/html", "200 text/html"] } },
 } satisfies Record<string, Program>;
 /** The programs of the lowest-version project: all but the one that checks Express is absent. */
@@ -513,6 +535,13 @@ const PROJECTS: Project[] = (
       programs: [PROGRAMS.server, PROGRAMS.redis, PROGRAMS.inspector],
     },
     { name: "server-node", readme: "@otc/server", install: ["@otc/server"], programs: [PROGRAMS.serverNode] },
+    // Its own project: the line installs no Express, which the stores must not load, and no type package beside theirs.
+    {
+      name: "postgres",
+      readme: "@otc/postgres",
+      install: ["@otc/postgres", "@otc/server"],
+      programs: [PROGRAMS.postgres],
+    },
     {
       name: "client",
       readme: "@otc/client",
@@ -602,6 +631,8 @@ let work: string;
 /** The demo server, from the repository's sources: what the client, MCP and agent programs call. */
 let demo: RunningServer;
 let redis: RedisServer;
+/** A real PostgreSQL (Debian's) in a temporary folder: the PostgreSQL store's program's database. */
+let postgres: PostgresServer;
 const packed = new Map<PackageName, PackResult>();
 const tarball = (name: PackageName) => path.join(work, "packs", packed.get(name)?.filename ?? "missing.tgz");
 const outcomes = new Map<string, Outcome>();
@@ -706,9 +737,10 @@ beforeAll(async () => {
   for (const result of JSON.parse(out) as PackResult[]) {
     packed.set(result.name as PackageName, result);
   }
-  [demo, redis] = await Promise.all([
+  [demo, redis, postgres] = await Promise.all([
     listen(createDemoHandler({ logger: false }).app, { port: 0 }),
     startRedisServer(),
+    startPostgresServer(),
   ]);
 
   rootManifest = await readManifest(path.join(repoRoot, "package.json"));
@@ -751,7 +783,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  await Promise.all([demo?.close(), redis?.close()]);
+  await Promise.all([demo?.close(), redis?.close(), postgres?.close()]);
   if (work) {
     await rm(work, { recursive: true, force: true });
   }
