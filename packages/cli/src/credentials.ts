@@ -1,8 +1,9 @@
-/** The sign-ins `otc login` keeps: one JSON file, private to the user (0600 in a 0700 directory), written whole and atomically. */
+/** The sign-ins `otc login` keeps: one JSON file, private to the user (0600 in a 0700 directory), written whole and atomically, under a lock. */
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { acquireFileLock, type FileLockOptions, FileLockTimeoutError } from "./file-lock.js";
 
 /** One server's sign-in, keyed in the file by its resource URL (the server's canonical URL, RFC 9728 `resource`). */
 export interface StoredSignIn {
@@ -96,20 +97,25 @@ export async function findSignIn(
   return Object.hasOwn(servers, resourceKey(url)) ? servers[resourceKey(url)] : undefined;
 }
 
+/** Where the lock of the credentials file is: beside it, `credentials.json.lock`. */
+export function credentialsLockPath(env: Record<string, string | undefined>): string {
+  return `${credentialsPath(env)}.lock`;
+}
+
+/** The credentials file as the holder of its lock reads and changes it (see {@link withCredentialsLock}). */
+export interface LockedCredentials {
+  /** The file's content now. */
+  read(): Promise<CredentialsFile>;
+  /** Reads the file, lets `change` edit it, and writes it back (atomically, 0600). */
+  update(change: (file: CredentialsFile) => void): Promise<void>;
+}
+
 /**
- * Reads the file, lets `change` edit it, and writes it back: to a temporary file beside it (0600), then renamed over
- * it, so that a reader never sees half a file and a crash leaves the old one. The directory is made 0700.
+ * Writes `content` as the file: to a temporary file beside it (0600), then renamed over it, so that a reader never
+ * sees half a file and a crash leaves the old one.
  */
-export async function updateCredentials(
-  env: Record<string, string | undefined>,
-  change: (file: CredentialsFile) => void,
-): Promise<void> {
-  const file = credentialsPath(env);
-  const content = await readCredentials(env);
-  change(content);
-  const dir = path.dirname(file);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const temporary = path.join(dir, `.credentials.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
+async function writeCredentials(file: string, content: CredentialsFile): Promise<void> {
+  const temporary = path.join(path.dirname(file), `.credentials.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   try {
     await writeFile(temporary, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600, flag: "wx" });
     // The mode given to writeFile is masked by the umask; 0600 is what the file must have whatever it is.
@@ -119,6 +125,55 @@ export async function updateCredentials(
     await rm(temporary, { force: true });
     throw error;
   }
+}
+
+/**
+ * Runs `work` holding the lock of the credentials file (`credentials.json.lock` beside it, see file-lock.ts), so
+ * that no other otc process changes the file between what `work` reads and what it writes back: two processes
+ * renewing one sign-in at once would both spend its refresh token, and an authorization server that rotates refresh
+ * tokens takes the second use for a stolen token and revokes the sign-in. The directory is made 0700. A lock held
+ * past the wait (10 s by default) is a CredentialsFileError saying so.
+ */
+export async function withCredentialsLock<T>(
+  env: Record<string, string | undefined>,
+  work: (credentials: LockedCredentials) => Promise<T>,
+  options: FileLockOptions = {},
+): Promise<T> {
+  const file = credentialsPath(env);
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  let letGo: () => Promise<void>;
+  try {
+    letGo = await acquireFileLock(credentialsLockPath(env), options);
+  } catch (error) {
+    if (error instanceof FileLockTimeoutError) {
+      throw new CredentialsFileError(`another otc is updating ${file}: ${error.message}`, { cause: error });
+    }
+    throw new CredentialsFileError(`cannot lock ${file}: ${(error as Error).message}`, { cause: error });
+  }
+  try {
+    return await work({
+      read: () => readCredentials(env),
+      update: async (change) => {
+        const content = await readCredentials(env);
+        change(content);
+        await writeCredentials(file, content);
+      },
+    });
+  } finally {
+    await letGo();
+  }
+}
+
+/**
+ * Reads the file, lets `change` edit it, and writes it back (atomically, 0600), holding the file's lock meanwhile
+ * (see {@link withCredentialsLock}) so that another otc's change made in between is not lost.
+ */
+export function updateCredentials(
+  env: Record<string, string | undefined>,
+  change: (file: CredentialsFile) => void,
+  options: FileLockOptions = {},
+): Promise<void> {
+  return withCredentialsLock(env, (credentials) => credentials.update(change), options);
 }
 
 /** Stores `signIn` under its resource, replacing the one kept there. */

@@ -1,9 +1,11 @@
 // otc login and otc logout against a real Tool Server with the oauth extension and a real authorization server (oidc-provider on loopback): the sign-in, its file, the commands that use it, its refresh and its revocation.
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { createServer, defineTool } from "@otc/server";
 import { ManualClock } from "@otc/test-helpers/manual-clock";
 import {
@@ -11,9 +13,9 @@ import {
   completeAuthorization,
   startAuthorizationServer,
 } from "@otc/test-helpers/oidc-provider";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { run } from "./cli.js";
-import { type CredentialsFile, credentialsPath, type StoredSignIn } from "./credentials.js";
+import { type CredentialsFile, credentialsLockPath, credentialsPath, type StoredSignIn } from "./credentials.js";
 import { EXIT, type Io } from "./io.js";
 import { type LoginRuntime, loginCommand } from "./login.js";
 import { storedSignInProvider } from "./oauth-session.js";
@@ -40,6 +42,10 @@ let serverUrl: string;
 let resource: string;
 let configDir: string;
 let env: Record<string, string | undefined>;
+/** Where a test may hold the tool server's requests: given each one first, it answers it or keeps it for later. */
+let intercept: ((request: IncomingMessage, response: ServerResponse, pass: () => void) => void) | undefined;
+/** The package's folder, where a spawned otc runs from its sources. */
+const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 beforeAll(async () => {
   // The server's URL is its resource: the port is taken first, the app attached once the authorization server knows it.
@@ -59,7 +65,14 @@ beforeAll(async () => {
     tools: [echo],
     auth: { apiKeys: [API_KEY], oauth: { authorizationServers: [as.issuer], resource: serverUrl } },
   });
-  toolServer.on("request", app);
+  toolServer.on("request", (request, response) => {
+    const pass = () => app(request, response);
+    if (intercept) {
+      intercept(request, response, pass);
+    } else {
+      pass();
+    }
+  });
   resource = ((await (await fetch(`${serverUrl}/.well-known/oauth-protected-resource`)).json()) as { resource: string })
     .resource;
 });
@@ -75,6 +88,7 @@ beforeEach(async () => {
   env = { OTC_CONFIG_DIR: configDir };
 });
 afterEach(async () => {
+  intercept = undefined;
   await rm(configDir, { recursive: true, force: true });
 });
 
@@ -130,6 +144,33 @@ function startLogin(args: string[], runtime?: LoginRuntime) {
     }),
   ]);
   return { authorizationUrl, done };
+}
+
+/**
+ * Starts `otc <args>` as a process of its own, from the sources (tsx), on this test's config directory; `done`
+ * resolves with its exit code and output. A child that outlives its test is killed.
+ */
+function spawnOtc(args: string[]) {
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+    cwd: packageDir,
+    env: { PATH: process.env.PATH ?? "", OTC_CONFIG_DIR: configDir },
+    stdio: "pipe",
+  });
+  onTestFinished(() => {
+    child.kill("SIGKILL");
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => {
+    stdout += String(chunk);
+  });
+  child.stderr.on("data", (chunk) => {
+    stderr += String(chunk);
+  });
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+  return { done };
 }
 
 /** Signs alice in through `otc login`: the URL it prints driven through login and consent, then its redirect followed. */
@@ -260,6 +301,52 @@ describe("otc login", () => {
     expect(tokens[0]).not.toBe(signIn.access_token);
   });
 
+  it("lets two otc processes renewing one sign-in at once spend its refresh token once, under the file's lock", async () => {
+    expect((await login()).code).toBe(EXIT.ok);
+    const signIn = await storedSignIn();
+    // Expired, though the file says it is good for an hour: each otc sends it, and renews it on the server's 401.
+    // That 401 is where the two are made to meet: the tool server holds both requests until both have come, then
+    // answers them together, so that both renew at the same moment (as two commands started together would).
+    const expired = await as.mintAccessToken({ sub: ALICE.id, client_id: CLIENT_ID, exp: 1_000_000 });
+    await writeSignIn({ ...signIn, access_token: expired, expires_at: new Date(Date.now() + 3_600_000).toISOString() });
+    const held: Array<() => void> = [];
+    const letThrough = () => {
+      for (const pass of held.splice(0)) {
+        pass();
+      }
+    };
+    intercept = (request, _response, pass) => {
+      if (request.headers.authorization !== `Bearer ${expired}`) {
+        pass();
+        return;
+      }
+      held.push(pass);
+      if (held.length === 2) {
+        letThrough();
+      }
+    };
+    as.clearRequests();
+    const children = [spawnOtc(["tools", "--url", serverUrl]), spawnOtc(["tools", "--url", serverUrl])];
+    // One that ends before the other reached the server (a crash) must not leave the other held.
+    for (const child of children) {
+      void child.done.then(letThrough);
+    }
+    const results = await Promise.all(children.map((child) => child.done));
+    for (const result of results) {
+      expect(result.code, result.stderr).toBe(EXIT.ok);
+      expect(result.stdout).toContain("Say");
+    }
+    expect(as.count("token", "refresh_token")).toBe(1);
+    expect(as.requests.filter((request) => request.error !== undefined)).toEqual([]);
+    // The stored refresh token is the live one: the authorization server takes it (and it was not revoked).
+    const stored = await storedSignIn();
+    expect(stored.access_token).not.toBe(expired);
+    expect(stored.refresh_token).not.toBe(signIn.refresh_token);
+    const renewed = await as.refresh({ clientId: CLIENT_ID, refreshToken: stored.refresh_token as string, resource });
+    expect(renewed.accessToken).toEqual(expect.any(String));
+    expect(await stat(credentialsLockPath(env)).catch((error: NodeJS.ErrnoException) => error.code)).toBe("ENOENT");
+  });
+
   it("tells the user to sign in again when the refresh fails", async () => {
     expect((await login()).code).toBe(EXIT.ok);
     const signIn = await storedSignIn();
@@ -334,6 +421,73 @@ describe("otc login", () => {
     expect(result.code).toBe(EXIT.authentication);
     expect(result.stderr).toContain("no registration_endpoint");
     expect(result.stderr).toContain("--client-id ID");
+  });
+
+  it("registers itself where the authorization server allows it (RFC 7591), and reuses that client", async () => {
+    // A tool server of its own, trusting an authorization server with dynamic registration open.
+    const registering = createHttpServer();
+    await new Promise<void>((resolve) => registering.listen(0, "127.0.0.1", resolve));
+    onTestFinished(async () => {
+      registering.closeAllConnections();
+      await new Promise((resolve) => registering.close(resolve));
+    });
+    const url = `http://127.0.0.1:${(registering.address() as AddressInfo).port}`;
+    const open = await startAuthorizationServer({
+      resources: [{ url, scopes: ["oxp:tools:read", "oxp:tools:call"] }],
+      users: [{ id: ALICE.id, password: ALICE.password }],
+      dynamicRegistration: true,
+    });
+    onTestFinished(() => open.stop());
+    registering.on(
+      "request",
+      createServer({ tools: [echo], auth: { oauth: { authorizationServers: [open.issuer], resource: url } } }),
+    );
+    const metadata = (await (await fetch(open.url("/.well-known/openid-configuration"))).json()) as {
+      registration_endpoint?: string;
+    };
+    expect(metadata.registration_endpoint).toEqual(expect.any(String));
+
+    const signInThere = async () => {
+      const started = startLogin([url, "--no-browser"]);
+      const authorizationUrl = new URL(await started.authorizationUrl);
+      const { redirectUrl } = await completeAuthorization(authorizationUrl.href, { user: ALICE });
+      await fetch(redirectUrl);
+      return { clientId: authorizationUrl.searchParams.get("client_id"), result: await started.done };
+    };
+    const first = await signInThere();
+    expect(first.result.code, first.result.stderr).toBe(EXIT.ok);
+    expect(open.count("registration")).toBe(1);
+    expect(first.clientId).toEqual(expect.any(String));
+    expect(first.clientId).not.toBe(CLIENT_ID);
+    const file = await readFileJson();
+    expect(file.clients).toEqual({ [open.issuer]: { client_id: first.clientId } });
+    expect(file.servers[url]).toMatchObject({ resource: url, issuer: open.issuer, client_id: first.clientId });
+    expect(file.servers[url]?.refresh_token).toEqual(expect.any(String));
+    const tools = await otc(["tools", "--url", url]);
+    expect(tools.code, tools.stderr).toBe(EXIT.ok);
+    expect(tools.stdout).toContain("Say");
+
+    // The next login there signs in as the same client, registering nothing.
+    const second = await signInThere();
+    expect(second.result.code, second.result.stderr).toBe(EXIT.ok);
+    expect(second.clientId).toBe(first.clientId);
+    expect(open.count("registration")).toBe(1);
+
+    // Open to clients like otc only: public, native, redirected to a loopback address.
+    const refused = await fetch(metadata.registration_endpoint as string, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        redirect_uris: ["http://127.0.0.1/callback"],
+        token_endpoint_auth_method: "client_secret_basic",
+        application_type: "native",
+      }),
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({
+      error: "invalid_client_metadata",
+      error_description: expect.stringContaining("only public clients"),
+    });
   });
 
   it("refuses a URL that is not the server's canonical one, naming the one to use", async () => {

@@ -2,7 +2,7 @@
 import type { AccessTokenProvider } from "@otc/client";
 import { createClient } from "@otc/client";
 import * as oauth from "oauth4webapi";
-import { findSignIn, resourceKey, type StoredSignIn, saveSignIn } from "./credentials.js";
+import { resourceKey, type StoredSignIn, withCredentialsLock } from "./credentials.js";
 
 /** A sign-in that cannot go on: the user must run `otc login` (again). Its message says so. */
 export class SignInError extends Error {
@@ -208,8 +208,9 @@ export interface StoredSignInOptions {
 /**
  * An AccessTokenProvider over a stored sign-in: the stored access token while it is not about to expire, else (and
  * after a 401) a refresh with the refresh token, whose result (the rotated refresh token too) is stored. Concurrent
- * asks share one refresh. A refresh that fails, or a sign-in without a refresh token, is a SignInError telling the
- * user to run `otc login` again.
+ * asks share one refresh; across otc processes the refresh runs under the credentials file's lock, and one that
+ * finds the file renewed meanwhile by another process takes that token instead of refreshing again. A refresh that
+ * fails, or a sign-in without a refresh token, is a SignInError telling the user to run `otc login` again.
  *
  * @example
  * const signIn = await findSignIn(process.env, "https://tools.example.com");
@@ -224,43 +225,59 @@ export function storedSignInProvider(options: StoredSignInOptions): AccessTokenP
   const fresh = (signIn: StoredSignIn) =>
     signIn.expires_at === undefined || Date.parse(signIn.expires_at) - now() > REFRESH_MARGIN_MS;
 
-  const refresh = async (refused: string | undefined, signal: AbortSignal | undefined): Promise<string> => {
-    // Another otc may have refreshed since this one read the file: its token is taken, its refresh token not reused.
-    const stored = await findSignIn(env, current.resource);
-    if (stored && stored.access_token !== refused && stored.access_token !== current.access_token && fresh(stored)) {
-      current = stored;
-      return current.access_token;
-    }
-    if (stored) {
-      current = stored;
-    }
-    if (current.refresh_token === undefined) {
-      throw new SignInError(`the sign-in to ${current.resource} has expired and cannot be renewed: ${again}`);
-    }
-    const as = await discoverIssuer(current.issuer, signal);
-    const client: oauth.Client = { client_id: current.client_id };
-    let tokens: oauth.TokenEndpointResponse;
-    try {
-      const response = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), current.refresh_token, {
-        ...requestOptions(as.token_endpoint ?? current.issuer, signal),
-        additionalParameters: { resource: current.resource },
-      });
-      tokens = await oauth.processRefreshTokenResponse(as, client, response);
-    } catch (error) {
-      if (signal?.aborted) {
-        throw error;
-      }
-      throw new SignInError(
-        `the sign-in to ${current.resource} could not be renewed (${oauthMessage(error)}): ${again}`,
-        {
-          cause: error,
-        },
-      );
-    }
-    current = signInFrom(current, tokens, now());
-    await saveSignIn(env, current);
-    return current.access_token;
-  };
+  const key = resourceKey(current.resource);
+  // Under the credentials file's lock: another otc renewing this sign-in at the same time waits, then finds the
+  // tokens this one stored instead of spending the refresh token again (which a rotating server punishes).
+  const refresh = (refused: string | undefined, signal: AbortSignal | undefined): Promise<string> =>
+    withCredentialsLock(
+      env,
+      async (credentials) => {
+        // Another otc may have refreshed since this one read the file: its token is taken, its refresh token not
+        // reused.
+        const { servers } = await credentials.read();
+        const stored = Object.hasOwn(servers, key) ? servers[key] : undefined;
+        if (
+          stored &&
+          stored.access_token !== refused &&
+          stored.access_token !== current.access_token &&
+          fresh(stored)
+        ) {
+          current = stored;
+          return current.access_token;
+        }
+        if (stored) {
+          current = stored;
+        }
+        if (current.refresh_token === undefined) {
+          throw new SignInError(`the sign-in to ${current.resource} has expired and cannot be renewed: ${again}`);
+        }
+        const as = await discoverIssuer(current.issuer, signal);
+        const client: oauth.Client = { client_id: current.client_id };
+        let tokens: oauth.TokenEndpointResponse;
+        try {
+          const response = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), current.refresh_token, {
+            ...requestOptions(as.token_endpoint ?? current.issuer, signal),
+            additionalParameters: { resource: current.resource },
+          });
+          tokens = await oauth.processRefreshTokenResponse(as, client, response);
+        } catch (error) {
+          if (signal?.aborted) {
+            throw error;
+          }
+          throw new SignInError(
+            `the sign-in to ${current.resource} could not be renewed (${oauthMessage(error)}): ${again}`,
+            { cause: error },
+          );
+        }
+        const renewed = signInFrom(current, tokens, now());
+        current = renewed;
+        await credentials.update((file) => {
+          file.servers[key] = renewed;
+        });
+        return renewed.access_token;
+      },
+      { now },
+    );
 
   const shared = (refused: string | undefined, signal: AbortSignal | undefined) => {
     refreshing ??= refresh(refused, signal).finally(() => {

@@ -65,6 +65,13 @@ export interface AuthorizationServerOptions {
   refreshTokenTtlSeconds?: number;
   /** The JWS algorithm of access tokens and ID tokens; ES256 by default. */
   signingAlgorithm?: "ES256" | "RS256";
+  /**
+   * Opens dynamic client registration (RFC 7591, `registration_endpoint` in the metadata) to public native clients
+   * with loopback redirect URIs and the authorization_code and refresh_token grants only, as `otc login` registers
+   * itself (and as the demo's Example Accounts allows). Off by default: the server then lists no registration
+   * endpoint.
+   */
+  dynamicRegistration?: boolean;
 }
 
 /** One request the server received. */
@@ -274,7 +281,10 @@ interface Provider {
 }
 interface ProviderModule {
   Provider: new (issuer: string, configuration: Record<string, unknown>) => Provider;
-  errors: { InvalidTarget: new (description?: string) => Error };
+  errors: {
+    InvalidTarget: new (description?: string) => Error;
+    InvalidClientMetadata: new (description?: string) => Error;
+  };
 }
 
 let loaded: Promise<ProviderModule> | undefined;
@@ -371,6 +381,34 @@ class MemoryStore {
     }
     return stored?.payload;
   }
+}
+
+/**
+ * Why a client registering itself is refused, or undefined: it must be public, native, with one to four loopback
+ * redirect URIs and the authorization_code and refresh_token grants only (RFC 8252's native app, as `otc login` is).
+ */
+function registrationProblem(metadata: Record<string, unknown>): string | undefined {
+  if (metadata.token_endpoint_auth_method !== "none") {
+    return "only public clients (token_endpoint_auth_method none) may register here";
+  }
+  if (metadata.application_type !== "native") {
+    return "only native clients (application_type native) may register here";
+  }
+  const uris = Array.isArray(metadata.redirect_uris) ? metadata.redirect_uris : [];
+  if (uris.length === 0 || uris.length > 4) {
+    return "give one to four redirect_uris";
+  }
+  for (const uri of uris) {
+    const url = typeof uri === "string" ? URL.parse(uri) : null;
+    if (url?.protocol !== "http:" || !["127.0.0.1", "[::1]", "localhost"].includes(url.hostname)) {
+      return "redirect_uris must be loopback addresses (http://127.0.0.1/...), as RFC 8252 has native clients use";
+    }
+  }
+  const grants = Array.isArray(metadata.grant_types) ? metadata.grant_types : [];
+  if (!grants.every((grant) => grant === "authorization_code" || grant === "refresh_token")) {
+    return "grant_types may be authorization_code and refresh_token only";
+  }
+  return undefined;
 }
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
@@ -586,7 +624,8 @@ const ENDPOINTS = {
  * `typ: at+jwt`) for each resource with that resource's URL as audience, signed ES256 (or RS256), or opaque ones
  * for a resource that asks for them (`accessTokenFormat: "opaque"`); authorization
  * code with PKCE S256 required of every client; refresh tokens for `offline_access`, rotated on each use (a used one
- * is refused and revokes its grant); client credentials; introspection and revocation. Login and consent are plain
+ * is refused and revokes its grant); client credentials; introspection and revocation; with `dynamicRegistration`,
+ * dynamic registration (RFC 7591) of public native loopback clients. Login and consent are plain
  * HTML forms (`#login`, `#password`, `#submit`; `#deny` on consent) served by this module.
  *
  * oidc-provider reads the wall clock (`Date.now`) for every time it stamps or checks: it takes no clock, so its
@@ -695,9 +734,27 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
         `<p id="error">${escapeHtml(out.error ?? "error")}: ${escapeHtml(out.error_description ?? "")}</p>`,
       );
     },
+    ...(options.dynamicRegistration
+      ? {
+          // A hook on every client's metadata: a client registered by anyone must be one `otc login` would register.
+          extraClientMetadata: {
+            properties: ["oxp_registration_policy"],
+            validator(_ctx: unknown, _key: string, _value: unknown, metadata: Record<string, unknown>) {
+              if (typeof metadata.client_id === "string" && registered.has(metadata.client_id)) {
+                return;
+              }
+              const problem = registrationProblem(metadata);
+              if (problem) {
+                throw new errors.InvalidClientMetadata(problem);
+              }
+            },
+          },
+        }
+      : {}),
     features: {
       devInteractions: { enabled: false },
       rpInitiatedLogout: { enabled: false },
+      registration: { enabled: options.dynamicRegistration === true },
       clientCredentials: { enabled: true },
       // A public client may look at and revoke only its own tokens; a confidential one (a resource server), any.
       introspection: {
