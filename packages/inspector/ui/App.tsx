@@ -9,16 +9,20 @@ import { type HistoryEntry, HistoryView } from "./History.js";
 import {
   type AuthorizationResponse,
   authorizationUrl,
+  chosenAuthorizationServer,
   codeChallengeOf,
   codeOf,
   exchangeCode,
   type PendingSignIn,
+  type ResourceMetadata,
   randomToken,
   readAuthorizationResponse,
   readAuthorizationServer,
   readResourceMetadata,
   redirectUriOf,
+  rememberAuthorizationServer,
   savePendingSignIn,
+  scopesFor,
   takePendingSignIn,
   withAuthOrigin,
   withoutResponse,
@@ -36,6 +40,7 @@ import {
   readExtensionInfo,
   readPageConfig,
 } from "./session.js";
+import { SignInSession } from "./signed-in.js";
 import { ToolView } from "./ToolView.js";
 
 /** The extensions the page knows how to use (docs/protocol.md 9), as discovery documents name them. */
@@ -122,7 +127,7 @@ function ConnectionForm(props: {
   onConnect: (credentials: Credentials) => void;
 }) {
   const [credentials, setCredentials] = useState(props.initial);
-  const field = (name: keyof Credentials) => ({
+  const field = (name: Exclude<keyof Credentials, "signIn">) => ({
     value: credentials[name],
     onChange: (event: { target: { value: string } }) => setCredentials({ ...credentials, [name]: event.target.value }),
   });
@@ -532,6 +537,25 @@ function readStartup(): Startup {
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
+/** The page's sessionStorage, or undefined where the page may not use it (a sandboxed or private page). */
+function sessionStore(): Storage | undefined {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The status line of a sign-in: where, with which scopes, how often the access token was renewed. */
+function signedInState(session: SignInSession): SignInState {
+  return {
+    state: "signed-in",
+    issuer: session.issuer,
+    ...(session.scope ? { scope: session.scope } : {}),
+    renewals: session.renewals,
+  };
+}
+
 export function App() {
   const config = useMemo(readPageConfig, []);
   const initial = useMemo<Credentials>(
@@ -576,8 +600,10 @@ export function App() {
    */
   const [discovered, setDiscovered] = useState<{ serverUrl: string; discovery: DiscoveryDocument | undefined }>();
   const discoveredRef = useRef(discovered);
-  /** The access token of the page's Sign in, and the server it is for: sent to that server only, kept in memory only. */
-  const signedIn = useRef<{ accessToken: string; serverUrl: string }>(undefined);
+  /** The page's Sign in: its tokens, for one server, sent to that server only, kept in memory only. */
+  const signedIn = useRef<SignInSession>(undefined);
+  /** The resource metadata of the server discovered, read once it names one: where the authorization servers are chosen. */
+  const [resourceInfo, setResourceInfo] = useState<{ serverUrl: string; metadata: ResourceMetadata; issuer: string }>();
 
   const connect = useCallback(
     async (next: Credentials) => {
@@ -813,23 +839,68 @@ export function App() {
     [updateList, search],
   );
 
-  /** The form's credentials, with the Sign in's token when they have none of their own and are for its server. */
+  /** The form's credentials, with the Sign in's tokens when they have no token of their own and are for its server. */
   const connectWith = useCallback(
     (next: Credentials) => {
-      const token = signedIn.current;
-      const withToken = !next.accessToken && token?.serverUrl === next.serverUrl;
-      return connect(withToken ? { ...next, accessToken: token.accessToken } : next);
+      const session = signedIn.current;
+      const withToken = !next.accessToken && session && !session.ended && session.serverUrl === next.serverUrl;
+      return connect(withToken ? { ...next, signIn: session.accessTokens } : next);
     },
     [connect],
   );
 
+  // The resource metadata of a server that offers Sign in, read as it is discovered: where it names several
+  // authorization servers, the user picks one before signing in.
+  useEffect(() => {
+    const metadataUrl = discovered?.discovery?.extension_info?.oauth?.resource_metadata;
+    setResourceInfo(undefined);
+    if (!discovered || !metadataUrl || !canConnect(metadataUrl, config, window.location)) {
+      return;
+    }
+    let current = true;
+    readResourceMetadata(metadataUrl).then(
+      (metadata) => {
+        if (current) {
+          const issuer = chosenAuthorizationServer(metadata, sessionStore());
+          setResourceInfo({ serverUrl: discovered.serverUrl, metadata, issuer });
+        }
+      },
+      // Sign in reads it again, and says what went wrong.
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [config, discovered]);
+
+  /** The authorization server picked in the Sign in panel: kept for the resource for the rest of the session. */
+  const chooseServer = useCallback(
+    (issuer: string) => {
+      const info = resourceInfo;
+      if (!info?.metadata.authorizationServers.includes(issuer)) {
+        return;
+      }
+      try {
+        const storage = sessionStore();
+        if (storage) {
+          rememberAuthorizationServer(storage, info.metadata.resource, issuer);
+        }
+      } catch {
+        // A full or refused sessionStorage: the choice holds for this page only.
+      }
+      setResourceInfo({ ...info, issuer });
+    },
+    [resourceInfo],
+  );
+
   /**
-   * Starts the authorization code flow with PKCE: the server's resource metadata, its first authorization server's
-   * metadata, then the page goes to the authorization endpoint. The page's policy lets it call only the origins it
-   * was opened for, so the first time it reloads with `?auth=` naming the authorization server's, then goes on.
+   * Starts the authorization code flow with PKCE: the server's resource metadata, the chosen authorization server's
+   * metadata (`wanted` where the metadata names it, else the one chosen this session, else the first), then the page
+   * goes to the authorization endpoint. The page's policy lets it call only the origins it was opened for, so the
+   * first time it reloads with `?auth=` naming the authorization server's, then goes on.
    */
   const startSignIn = useCallback(
-    async (clientId: string) => {
+    async (clientId: string, wanted?: string) => {
       const current = discoveredRef.current;
       const metadataUrl = current?.discovery?.extension_info?.oauth?.resource_metadata;
       if (!current || !metadataUrl) {
@@ -841,13 +912,21 @@ export function App() {
         }
         setSignIn({ state: "working", step: "Reading the server's resource metadata…" });
         const resource = await readResourceMetadata(metadataUrl);
-        const issuer = resource.authorizationServers[0] as string;
+        const issuer =
+          wanted && resource.authorizationServers.includes(wanted)
+            ? wanted
+            : chosenAuthorizationServer(resource, sessionStore());
         if (!canConnect(issuer, config, window.location)) {
           const next = new URL(withAuthOrigin(window.location.href, new URL(issuer).origin));
           if (current.serverUrl !== defaultServerUrl(config, window.location)) {
             next.searchParams.set("url", current.serverUrl);
           }
-          savePendingSignIn(window.sessionStorage, { phase: "reload", serverUrl: current.serverUrl, clientId });
+          savePendingSignIn(window.sessionStorage, {
+            phase: "reload",
+            serverUrl: current.serverUrl,
+            clientId,
+            issuer,
+          });
           setSignIn({ state: "working", step: `Reloading so that the page may call ${new URL(issuer).origin}…` });
           window.location.assign(next.href);
           return;
@@ -878,6 +957,7 @@ export function App() {
             resource: resource.resource,
             state,
             codeChallenge,
+            scopes: scopesFor(server),
           }),
         );
       } catch (error) {
@@ -907,9 +987,30 @@ export function App() {
           ...(flow.resource ? { resource: flow.resource } : {}),
           origin: window.location.origin,
         });
-        signedIn.current = { accessToken: tokens.accessToken, serverUrl: server };
-        setSignIn({ state: "signed-in", issuer: flow.issuer, ...(tokens.scope ? { scope: tokens.scope } : {}) });
-        await connect({ ...initial, serverUrl: server, accessToken: tokens.accessToken });
+        signedIn.current?.signOut();
+        const session: SignInSession = new SignInSession({
+          serverUrl: server,
+          ...(flow.resource ? { resource: flow.resource } : {}),
+          issuer: flow.issuer,
+          tokenEndpoint: flow.tokenEndpoint,
+          clientId: flow.clientId,
+          origin: window.location.origin,
+          tokens,
+          onRenewed: (renewed) => {
+            if (signedIn.current === renewed) {
+              setSignIn(signedInState(renewed));
+            }
+          },
+          onSignedOut: (error) => {
+            if (signedIn.current === session) {
+              signedIn.current = undefined;
+              setSignIn({ state: "error", message: error.message });
+            }
+          },
+        });
+        signedIn.current = session;
+        setSignIn(signedInState(session));
+        await connect({ ...initial, serverUrl: server, signIn: session.accessTokens });
       } catch (error) {
         setSignIn({ state: "error", message: `Sign in failed: ${messageOf(error)}` });
         const first = server ? { ...initial, serverUrl: server } : initial;
@@ -922,11 +1023,13 @@ export function App() {
   );
 
   const signOut = useCallback(() => {
-    const token = signedIn.current;
+    const session = signedIn.current;
     signedIn.current = undefined;
+    session?.signOut();
     setSignIn({ state: "idle" });
-    if (token && credentials.accessToken === token.accessToken) {
-      void connect({ ...credentials, accessToken: "" });
+    if (session && credentials.signIn === session.accessTokens) {
+      const { signIn: _dropped, ...rest } = credentials;
+      void connect(rest);
     }
   }, [connect, credentials]);
 
@@ -957,7 +1060,7 @@ export function App() {
         ? { ...initial, serverUrl: resumed.serverUrl }
         : initial;
     if (canConnect(first.serverUrl, config, window.location)) {
-      void connect(first).then(() => (resumed ? startSignIn(resumed.clientId) : undefined));
+      void connect(first).then(() => (resumed ? startSignIn(resumed.clientId, resumed.issuer) : undefined));
     }
   }, [config, connect, finishSignIn, initial, startSignIn]);
 
@@ -981,7 +1084,19 @@ export function App() {
         <SignInView
           signIn={signIn}
           redirectUri={redirectUriOf(window.location.href)}
-          onSignIn={(clientId) => void startSignIn(clientId)}
+          {...(resourceInfo && resourceInfo.serverUrl === discovered?.serverUrl
+            ? {
+                authorizationServers: resourceInfo.metadata.authorizationServers,
+                issuer: resourceInfo.issuer,
+                onChoose: chooseServer,
+              }
+            : {})}
+          onSignIn={(clientId) =>
+            void startSignIn(
+              clientId,
+              resourceInfo?.serverUrl === discovered?.serverUrl ? resourceInfo?.issuer : undefined,
+            )
+          }
           onSignOut={signOut}
         />
       )}

@@ -23,12 +23,13 @@ interface Following {
 }
 
 /**
- * The user's connections and a Connect button per provider. With an access token the user is the token's subject;
- * with an API key or a JWT the server needs the user named, so the panel asks for a user id.
+ * The user's connections and a Connect button per provider. With an access token (pasted, or the page's Sign in)
+ * the user is the token's subject; with an API key or a JWT the server needs the user named, so the panel asks for a
+ * user id.
  */
 export function ConnectionsView(props: { credentials: Credentials; providers: readonly Provider[] }) {
   const { credentials, providers } = props;
-  const byToken = Boolean(credentials.accessToken);
+  const byToken = Boolean(credentials.accessToken || credentials.signIn);
   const [userId, setUserId] = useState("");
   const [items, setItems] = useState<Connection[]>();
   const [error, setError] = useState<string>();

@@ -1,7 +1,10 @@
-/** The page's Sign in (docs/protocol.md 9.6): the server's resource metadata, its authorization server's, and the authorization code flow with PKCE, run in the browser as a public client. */
+/** The page's Sign in (docs/protocol.md 9.6): the server's resource metadata, the chosen authorization server's, the authorization code flow with PKCE and the refresh token grant, run in the browser as a public client. */
 
 /** The scopes the page asks for: to list the tools and to call them. */
 export const INSPECTOR_SCOPES = ["oxp:tools:read", "oxp:tools:call"] as const;
+
+/** The scope that asks for a refresh token (OpenID Connect Core 11): asked for only where the server lists it. */
+export const OFFLINE_ACCESS = "offline_access";
 
 /** The client id the form starts with: register a public client by this id (or type yours) at the authorization server. */
 export const DEFAULT_CLIENT_ID = "oxp-inspector";
@@ -18,6 +21,12 @@ const RESPONSE_PARAMETERS = ["code", "state", "iss", "error", "error_description
  */
 export const PENDING_KEY = "oxp-inspector.sign-in";
 
+/**
+ * Where sessionStorage keeps, for each resource whose metadata names several authorization servers, the one the user
+ * chose: a JSON object from resource to issuer. Issuers only, never a token.
+ */
+export const AUTHORIZATION_SERVER_KEY = "oxp-inspector.authorization-servers";
+
 /** What the server's protected resource metadata (RFC 9728) tells the page. */
 export interface ResourceMetadata {
   resource: string;
@@ -29,6 +38,8 @@ export interface AuthorizationServerMetadata {
   issuer: string;
   authorizationEndpoint: string;
   tokenEndpoint: string;
+  /** Its `scopes_supported`, when it lists them. */
+  scopesSupported?: string[];
 }
 
 /** A sign-in the page started, kept in sessionStorage across the redirect to the authorization server. */
@@ -51,9 +62,11 @@ export interface PendingSignIn {
   response?: AuthorizationResponse;
 }
 
-/** The access token the token endpoint answered. */
+/** The tokens the token endpoint answered. */
 export interface SignedIn {
   accessToken: string;
+  /** The refresh token, when the server issued one: kept in the page's memory only, like the access token. */
+  refreshToken?: string;
   /** Seconds, when the answer said. */
   expiresIn?: number;
   /** The scopes granted, when the answer said. */
@@ -171,11 +184,57 @@ export async function readAuthorizationServer(
     if (Array.isArray(methods) && !methods.includes("S256")) {
       throw new SignInError(`${issuer} does not offer PKCE with S256, which the page needs`);
     }
-    return { issuer, authorizationEndpoint: body.authorization_endpoint, tokenEndpoint: body.token_endpoint };
+    const metadata: AuthorizationServerMetadata = {
+      issuer,
+      authorizationEndpoint: body.authorization_endpoint,
+      tokenEndpoint: body.token_endpoint,
+    };
+    if (Array.isArray(body.scopes_supported)) {
+      metadata.scopesSupported = body.scopes_supported.filter((scope) => typeof scope === "string");
+    }
+    return metadata;
   }
   throw new SignInError(
     `Could not read ${issuer}'s metadata (the authorization server must allow this page's origin with CORS): ${failures.join("; ")}`,
   );
+}
+
+/**
+ * The scopes the page asks `server` for: its own, and `offline_access` where the server lists it (an OpenID
+ * Provider's way to a refresh token; a server that does not list it may still issue one, or may refuse the scope).
+ */
+export function scopesFor(server: AuthorizationServerMetadata): string[] {
+  const scopes: string[] = [...INSPECTOR_SCOPES];
+  if (server.scopesSupported?.includes(OFFLINE_ACCESS)) {
+    scopes.push(OFFLINE_ACCESS);
+  }
+  return scopes;
+}
+
+/** The choices kept in `storage`, resource to issuer; none when it holds nothing readable. */
+function readChoices(storage: Storage): Record<string, string> {
+  try {
+    const parsed: unknown = JSON.parse(storage.getItem(AUTHORIZATION_SERVER_KEY) ?? "{}");
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The authorization server to sign in at for `metadata`'s resource: the one chosen for it this session when the
+ * metadata still names it, else the first it names.
+ */
+export function chosenAuthorizationServer(metadata: ResourceMetadata, storage: Storage | undefined): string {
+  const chosen = storage ? readChoices(storage)[metadata.resource] : undefined;
+  return chosen !== undefined && metadata.authorizationServers.includes(chosen)
+    ? chosen
+    : (metadata.authorizationServers[0] as string);
+}
+
+/** Keeps `issuer` as the choice for `resource` for the rest of the session (sessionStorage). */
+export function rememberAuthorizationServer(storage: Storage, resource: string, issuer: string): void {
+  storage.setItem(AUTHORIZATION_SERVER_KEY, JSON.stringify({ ...readChoices(storage), [resource]: issuer }));
 }
 
 const base64url = (bytes: Uint8Array) =>
@@ -344,7 +403,7 @@ export interface ExchangeOptions {
 }
 
 /** Exchanges the code at the token endpoint, as a public client (its id, no secret). */
-export async function exchangeCode(options: ExchangeOptions): Promise<SignedIn> {
+export function exchangeCode(options: ExchangeOptions): Promise<SignedIn> {
   const body = new URLSearchParams({
     grant_type: "authorization_code",
     code: options.code,
@@ -355,6 +414,42 @@ export async function exchangeCode(options: ExchangeOptions): Promise<SignedIn> 
   if (options.resource) {
     body.set("resource", options.resource);
   }
+  return tokenRequest(options, body, "the code");
+}
+
+/** What {@link refreshTokens} sends. */
+export interface RefreshOptions {
+  tokenEndpoint: string;
+  clientId: string;
+  refreshToken: string;
+  resource?: string;
+  /** The page's origin, for the message when the authorization server's CORS policy refuses it. */
+  origin: string;
+  fetch?: typeof fetch;
+}
+
+/**
+ * Uses the refresh token once at the token endpoint (RFC 6749 6), as a public client, for the same resource. The
+ * answer's refresh token, when it has one, replaces the one used (rotation, as OAuth 2.1 asks of public clients).
+ */
+export function refreshTokens(options: RefreshOptions): Promise<SignedIn> {
+  const body = new URLSearchParams({
+    grant_type: "refresh_token",
+    refresh_token: options.refreshToken,
+    client_id: options.clientId,
+  });
+  if (options.resource) {
+    body.set("resource", options.resource);
+  }
+  return tokenRequest(options, body, "the refresh token");
+}
+
+/** A token request, its answer read: `grant` names what was sent, for the message of a refusal. */
+async function tokenRequest(
+  options: { tokenEndpoint: string; clientId: string; origin: string; fetch?: typeof fetch },
+  body: URLSearchParams,
+  grant: string,
+): Promise<SignedIn> {
   let response: Response;
   try {
     response = await (options.fetch ?? fetch)(options.tokenEndpoint, {
@@ -371,14 +466,18 @@ export async function exchangeCode(options: ExchangeOptions): Promise<SignedIn> 
   if (!response.ok) {
     const description = typeof answer.error_description === "string" ? `: ${answer.error_description}` : "";
     throw new SignInError(
-      `The token endpoint refused the code (${String(answer.error ?? response.status)}${description})`,
+      `The token endpoint refused ${grant} (${String(answer.error ?? response.status)}${description})`,
     );
   }
-  if (typeof answer.access_token !== "string" || !/^[\x21-\x7e]+$/.test(answer.access_token)) {
+  const visible = (value: unknown): value is string => typeof value === "string" && /^[\x21-\x7e]+$/.test(value);
+  if (!visible(answer.access_token)) {
     throw new SignInError("The token endpoint's answer has no access token");
   }
   const signedIn: SignedIn = { accessToken: answer.access_token };
-  if (typeof answer.expires_in === "number") {
+  if (visible(answer.refresh_token)) {
+    signedIn.refreshToken = answer.refresh_token;
+  }
+  if (typeof answer.expires_in === "number" && Number.isFinite(answer.expires_in) && answer.expires_in >= 0) {
     signedIn.expiresIn = answer.expires_in;
   }
   if (typeof answer.scope === "string") {

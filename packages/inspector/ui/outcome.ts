@@ -1,5 +1,6 @@
 /** What a call ended in, as the page shows it: the client's answers and errors sorted into a few kinds. */
 import {
+  OxpAccessTokenError,
   OxpAuthenticationError,
   OxpConnectionError,
   OxpError,
@@ -49,6 +50,11 @@ export function fromError(error: unknown, serverUrl: string): Outcome {
       challenges: [...error.authorizationChallenges],
       userIdMissing: error.missingRequirements?.user_id === true,
     };
+  }
+  if (error instanceof OxpAccessTokenError && error.cause instanceof Error) {
+    // The page's Sign in could not give a token (a renewal failed): its message says what to do, the client's wrapper
+    // around it adds nothing for a person.
+    return { kind: "local", message: error.cause.message };
   }
   if (error instanceof OxpConnectionError) {
     const crossOrigin = (() => {

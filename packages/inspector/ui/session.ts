@@ -1,5 +1,5 @@
 /** The page's link to a server: clients of @otc/client with a fetch that records each exchange, masked, for the history. */
-import { type ClientOptions, createClient, type OxpClient, sameOrigin } from "@otc/client";
+import { type AccessTokenProvider, type ClientOptions, createClient, type OxpClient, sameOrigin } from "@otc/client";
 import { type DiscoveryDocument, OXP_VERSION } from "@otc/types";
 
 /** What the user typed to reach a server. Kept in React state only: never stored, never sent elsewhere. */
@@ -10,8 +10,13 @@ export interface Credentials {
   jwtAudience: string;
   /** The JWT's `sub`: servers key a caller's stored results and held tokens by it, and refuse JWTs without one. */
   jwtSubject: string;
-  /** An OAuth access token, pasted or from the page's Sign in; sent in place of a JWT when both are there. */
+  /** An OAuth access token, pasted; sent in place of a JWT when both are there. */
   accessToken: string;
+  /**
+   * The page's Sign in to this server (its SignInSession's `accessTokens`): asked for the access token before each
+   * request and after a 401, so that it renews the token. Used when no token was pasted, in place of a JWT.
+   */
+  signIn?: AccessTokenProvider;
 }
 
 /** The JWT subject the form starts with. */
@@ -320,6 +325,8 @@ function clientOptions(credentials: Credentials, doFetch: typeof fetch): ClientO
   if (credentials.accessToken) {
     // The client sends one bearer token: the access token, when there is one, rather than a JWT.
     options.accessToken = credentials.accessToken;
+  } else if (credentials.signIn) {
+    options.accessToken = credentials.signIn;
   } else if (credentials.jwtSecret) {
     options.jwt = {
       secret: credentials.jwtSecret,

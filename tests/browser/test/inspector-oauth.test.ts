@@ -1,4 +1,4 @@
-/** The Inspector's Sign in and Connections panel in Chromium (docs/protocol.md 9.6, 9.7): a real @otc/server whose oauth extension trusts a real oidc-provider, signed in through the provider's pages; a pasted bearer token; an account connected in a new tab, then disconnected. */
+/** The Inspector's Sign in and Connections panel in Chromium (docs/protocol.md 9.6, 9.7): a real @otc/server whose oauth extension trusts a real oidc-provider, signed in through the provider's pages; a pasted bearer token; an account connected in a new tab, then disconnected; the access token renewed with the refresh token once the page's clock says it is about to expire; the authorization server chosen where the server names two. */
 import { inspectorPage, readInspectorFiles } from "@otc/inspector";
 import { createServer, defineTool, listen } from "@otc/server";
 import { freePort } from "@otc/test-helpers/free-port";
@@ -91,6 +91,20 @@ async function consent(page: Page): Promise<void> {
 }
 
 const connectedStatus = (page: Page) => page.getByRole("status").filter({ hasText: "Connected to" });
+const signInStatus = (page: Page) => page.getByRole("status", { name: "Sign-in status" });
+
+/** Clicks Sign in, and on `as`'s pages signs in or only consents (a session there from an earlier test), back signed in. */
+async function signInThrough(page: Page, as: AuthorizationServer): Promise<void> {
+  await page.getByRole("button", { name: "Sign in" }).click();
+  const signedIn = signInStatus(page).filter({ hasText: "Signed in at" });
+  // The provider's pages (#submit on each), or straight back when it remembers the user and the consent.
+  await page.locator("#submit").or(signedIn).waitFor();
+  if (new URL(page.url()).origin === as.issuer) {
+    await consent(page);
+  }
+  await signedIn.waitFor();
+  await connectedStatus(page).waitFor();
+}
 
 /** Calls Account.WhoAmI from the page and answers the value shown. */
 async function callWhoAmI(page: Page): Promise<unknown> {
@@ -217,6 +231,109 @@ describe("the Inspector against a server with oauth and connections", () => {
     await row.getByRole("button", { name: "Disconnect" }).click();
     await panel.getByText("No connections yet.").waitFor();
     await tab.close();
+    await page.close();
+  });
+
+  // Last of this describe: the page's clock is the browser context's, and stays installed (running as the wall clock
+  // does, ahead by the jump) for the pages after it.
+  test("renews the access token with the refresh token once the page's clock says it is about to expire", async () => {
+    await browser.context.clock.install();
+    const page = await browser.context.newPage();
+    const violations = watchPolicy(page);
+    await page.goto(`${server.url}/inspector`);
+    await page.getByRole("status").filter({ hasText: "Authentication failed" }).waitFor();
+    await signInThrough(page, provider);
+    expect(await callWhoAmI(page)).toEqual({ user: USER.id });
+    provider.clearRequests();
+
+    // The provider's access tokens live 300 s: five minutes later the page renews before it sends (the server, on
+    // the wall clock, would still take the old one: the renewal is the page's own doing).
+    await page.clock.fastForward("05:00");
+    await page.getByRole("button", { name: "Call tool" }).click();
+    const calls = page.getByRole("list", { name: "Calls" }).getByRole("listitem");
+    await calls.nth(1).waitFor();
+    // The newest call first: it succeeded, as the user, with the renewed token.
+    expect(await calls.first().locator(".summary").textContent()).toBe("success");
+    expect(JSON.parse((await page.getByRole("region", { name: "Value" }).textContent()) ?? "null")).toEqual({
+      user: USER.id,
+    });
+    expect(provider.count("token", "refresh_token")).toBe(1);
+    expect(provider.requests.find((request) => request.endpoint === "token")?.status).toBe(200);
+    await signInStatus(page).filter({ hasText: "renewed with the refresh token once" }).waitFor();
+    // Neither token reaches the history, nor sessionStorage.
+    const history = (await page.getByRole("list", { name: "Calls" }).textContent()) ?? "";
+    expect(history).not.toMatch(/eyJ[\w-]{20,}/);
+    expect(await page.evaluate(() => window.sessionStorage.length)).toBe(0);
+    expect(violations).toEqual([]);
+    await page.close();
+  });
+});
+
+describe("the Inspector against a server that names two authorization servers", () => {
+  let other: AuthorizationServer;
+  let twoIssuers: { url: string; close(): Promise<void> };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    other = await startAuthorizationServer({
+      resources: [{ url, scopes: ["oxp:tools:read", "oxp:tools:call"] }],
+      clients: [{ clientId: "oxp-inspector", redirectUris: [`${url}/inspector`] }],
+      users: [USER],
+    });
+    const app = createServer({
+      tools: [whoAmI],
+      logger: false,
+      validateResponses: true,
+      publicUrl: url,
+      pages: [inspectorPage({ files: readInspectorFiles })],
+      auth: { oauth: { authorizationServers: [provider.issuer, other.issuer] } },
+    });
+    twoIssuers = await listen(app, { port });
+  });
+
+  afterAll(async () => {
+    await twoIssuers?.close();
+    await other?.stop();
+  });
+
+  test("offers both, the first by default; signs in at the one chosen and remembers it for the session", async () => {
+    const page = await browser.context.newPage();
+    const violations = watchPolicy(page);
+    provider.clearRequests();
+    await page.goto(`${twoIssuers.url}/inspector`);
+    await page.getByRole("status").filter({ hasText: "Authentication failed" }).waitFor();
+    const choice = page.getByRole("region", { name: "Sign in" }).getByLabel("Authorization server");
+    await choice.waitFor();
+    expect(await choice.locator("option").allTextContents()).toEqual([provider.issuer, other.issuer]);
+    expect(await choice.inputValue()).toBe(provider.issuer);
+
+    await choice.selectOption(other.issuer);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    // The reload to be let call it keeps the choice: the login page is the second server's.
+    await page.locator("#login").waitFor();
+    expect(new URL(page.url()).origin).toBe(other.issuer);
+    await consent(page);
+    await signInStatus(page)
+      .filter({ hasText: `Signed in at ${other.issuer}` })
+      .waitFor();
+    await connectedStatus(page).waitFor();
+    expect(await callWhoAmI(page)).toEqual({ user: USER.id });
+    expect(other.count("token", "authorization_code")).toBe(1);
+    expect(provider.count("authorization")).toBe(0);
+    expect(provider.count("token")).toBe(0);
+    // sessionStorage keeps the choice (an issuer), no token.
+    const stored = await page.evaluate(() => ({ ...window.sessionStorage }));
+    expect(stored).toEqual({
+      "oxp-inspector.authorization-servers": JSON.stringify({ [twoIssuers.url]: other.issuer }),
+    });
+
+    // Opened again in the same session: the choice stands.
+    await page.goto(`${twoIssuers.url}/inspector`);
+    await page.getByRole("status").filter({ hasText: "Authentication failed" }).waitFor();
+    await page.getByRole("region", { name: "Sign in" }).getByLabel("Authorization server").waitFor();
+    expect(await page.getByLabel("Authorization server").inputValue()).toBe(other.issuer);
+    expect(violations).toEqual([]);
     await page.close();
   });
 });
