@@ -4,6 +4,7 @@ import {
   type ConnectionStore,
   type ConnectionStoreBounds,
   ConnectionStoreFullError,
+  type SealedTokens,
 } from "@otc/server";
 import { afterEach, describe, expect, it } from "vitest";
 
@@ -77,6 +78,25 @@ export function connectionStoreContract(
       await store.insert(written);
       expect(await store.get("conn-1")).toStrictEqual(written);
       expect(await store.get("nope")).toBeUndefined();
+    });
+
+    it("keeps its own copy: a record changed after it is written or once it is read changes nothing stored", async () => {
+      const { store } = await subject();
+      const written = record();
+      await store.insert(written);
+      written.scopes.push("inserted");
+      (written.tokens as SealedTokens).data = "changed after insert";
+      const read = (await store.get("conn-1")) as ConnectionRecord;
+      expect(read).toStrictEqual(record());
+      read.scopes.push("read");
+      (read.tokens as SealedTokens).iv = "changed after get";
+      const [listed] = await store.list("app", "alice");
+      (listed as ConnectionRecord).scopes.length = 0;
+      const next = record({ version: 2, status: "auth_required" });
+      expect(await store.update(next, 1)).toBe(true);
+      next.scopes.push("updated");
+      (next.tokens as SealedTokens).kid = "changed after update";
+      expect(await store.get("conn-1")).toStrictEqual(record({ version: 2, status: "auth_required" }));
     });
 
     it("keeps the optional fields absent when they were", async () => {
