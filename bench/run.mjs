@@ -28,6 +28,7 @@ import {
 import { measureStdio, startStdioServer } from "./lib/stdio.mjs";
 import { LARGE_CATALOG, SEARCH_CATALOG, searchDefinitions, wireToolList } from "./stacks/catalog.mjs";
 import { OAUTH_RESOURCE, startIssuer } from "./stacks/oauth-issuer.mjs";
+import { connectVaultUser, startVaultProvider, vaultConfig } from "./stacks/vault.mjs";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values: opts } = parseArgs({
@@ -181,6 +182,7 @@ const serverConfig = (stack, server) => {
     catalog,
     ...(server === "auth" ? { auth: AUTH } : {}),
     ...(server.startsWith("oauth") ? { auth: AUTH, oauth: { issuer: issuer.url, resource: OAUTH_RESOURCE } } : {}),
+    ...(server === "vault" ? { auth: AUTH, vault: vaultConfig(vaultProvider) } : {}),
     // Ours build their own list; so does the fetch handler on Node (the bench's catalog module).
     ...(stack.ours || stack.partial ? {} : { listFile: listFile(catalog) }),
   };
@@ -198,6 +200,8 @@ for (const scenario of selected) {
 }
 // The oauth rows' authorization server, in this process: the servers read its metadata and key set once.
 const issuer = [...needed].some((key) => key.split("/")[1].startsWith("oauth")) ? await startIssuer() : undefined;
+// The vault rows' provider, in this process too: each vault server's user connects through it once, before the probe.
+const vaultProvider = [...needed].some((key) => key.split("/")[1] === "vault") ? await startVaultProvider() : undefined;
 log(`bench: starting ${needed.size} server processes`);
 await Promise.all(
   [...needed].map(async (key) => {
@@ -220,6 +224,19 @@ await Promise.all(
     }
   }),
 );
+
+// The vault rows' user connects an account on each vault server, through the server's code flow (bench/stacks/vault.mjs).
+for (const [key, server] of servers) {
+  if (key.endsWith("/vault")) {
+    try {
+      await connectVaultUser(server.url, AUTH.apiKey);
+    } catch (error) {
+      problems.push(`${key}: the vault's user could not connect: ${error.message}`);
+    }
+  }
+}
+/** What the vault's provider had been asked once every user connected: anything more was asked while measuring. */
+const vaultProviderAtStart = vaultProvider && { ...vaultProvider.requests };
 
 // ---- the search index's build, in this process -------------------------------------------------------------------------
 // What a server offering search pays at start over the search rows' catalog (issue 33: under 500 ms), measured here
@@ -274,6 +291,7 @@ const ctx = {
   jwt: "",
   accessToken: "",
   freshAccessToken: () => issuer?.freshToken() ?? "",
+  vaultClientToken: vaultProvider?.clientToken ?? "",
   etags: new Map(),
   oxpTools: { demo: (lists.demo ?? wireToolList("demo")).items.length, large: LARGE_CATALOG, search: SEARCH_CATALOG },
   mcpTools: { demo: names("demo"), large: names("large") },
@@ -406,6 +424,22 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 
+// A strict scenario's answers must all be what its probe checked: a refused call must not pass for a fast one.
+for (const row of rows) {
+  const wrong = row.samples.reduce((sum, sample) => sum + (sample?.errors ?? 0), 0);
+  if (row.scenario.strict && wrong > 0) {
+    problems.push(`${row.stack.label}, ${row.scenario.label}: ${wrong} requests did not answer ${row.spec.status}`);
+  }
+}
+
+// The vault rows measure the vault's lookup, opening and injection: no request of theirs may reach the provider.
+const vaultProviderAsked = vaultProvider
+  ? Object.entries(vaultProvider.requests).reduce((sum, [name, count]) => sum + count - vaultProviderAtStart[name], 0)
+  : 0;
+if (vaultProviderAsked > 0) {
+  problems.push(`the vault's provider was asked ${vaultProviderAsked} request(s) once the users had connected`);
+}
+
 // ---- cold start and build times -------------------------------------------------------------------------------------
 const DEMO = `${ROOT}apps/demo/dist/main.js`;
 const demoHasAdapterSwitch = (() => {
@@ -527,6 +561,7 @@ for (const server of servers.values()) {
   await server.stop();
 }
 await issuer?.stop();
+await vaultProvider?.stop();
 
 // ---- figures --------------------------------------------------------------------------------------------------------
 const results = rows.map((row) => {
@@ -613,6 +648,11 @@ const lines = [
   ...(issuer
     ? [
         `- OAuth rows: ES256 access tokens (RFC 9068) from an authorization server in the bench's process; over the run the servers read its metadata ${issuer.fetches.metadata} time(s) and its key set ${issuer.fetches.jwks} time(s); the worst-case row's tokens are minted in the load generator, one per request`,
+      ]
+    : []),
+  ...(vaultProvider
+    ? [
+        `- Vault rows: the user connected once per server through its code flow with PKCE against a provider in the bench's process (${vaultProvider.requests.metadata} metadata read(s), ${vaultProvider.requests.code} code exchange(s) in all); its access token lives an hour, sealed (AES-256-GCM) in the server's in-memory store (\`MemoryConnectionStore\`); from then on, calls included, the provider was asked ${vaultProviderAsked} request(s)`,
       ]
     : []),
   `- ETag on GET /tools: ${ctx.etags.size > 0 ? `sent by ${[...new Set([...ctx.etags.keys()].map((key) => key.split("/")[0]))].join(", ")}` : "not sent yet, so no 304 row"}`,

@@ -4,6 +4,7 @@ import {
   CLIENT_INFO_META_KEY,
   PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/client";
+import { VAULT_PROVIDER, VAULT_TOOL, VAULT_USER } from "../stacks/vault.mjs";
 
 /** Every stack; `ours` run every scenario, peers the ones that make sense for them. */
 export const STACKS = [
@@ -37,7 +38,9 @@ const FETCH = STACKS.filter((stack) => stack.partial).map((stack) => stack.id);
  * Every scenario: `server` names the server process it runs against (`plain`: demo catalog; `large`: 1,000
  * tools; `search`: 10,000 tools of varied text, bench/stacks/search-catalog.mjs; `auth`: demo catalog with API key +
  * JWT authentication; `oauth` and `oauth-fresh`: demo catalog with API key + OAuth access tokens, the oauth
- * extension, from the bench's own authorization server), `stacks` who runs it.
+ * extension, from the bench's own authorization server; `vault`: demo catalog and a tool needing a user's token, API
+ * key + the connections extension, the user connected to the bench's own provider), `stacks` who runs it. `strict`:
+ * a window with any answer but the expected one is a problem, not only a count.
  */
 export const SCENARIOS = [
   { id: "call", label: "call Calculator.Add", server: "plain", stacks: [...ALL, "native-nolog", ...FETCH] },
@@ -105,6 +108,25 @@ export const SCENARIOS = [
     server: "oauth-fresh",
     stacks: OURS,
   },
+  // The connections extension (docs/protocol.md 9.7): an API-key caller names `context.user_id`, and the tool needs
+  // that user's token for a provider. The baseline sends the token in `context.authorization`, as an OXP 1.0 client
+  // does; the vault row sends none, and the vault puts the user's (connected once, before the run, through the
+  // server's own code flow) into the call. One server process for both: client tokens stay accepted. The tool answers
+  // where its token came from, and every answer of a window must be a 200 (`strict`).
+  {
+    id: "vaultClientToken",
+    label: "call, token sent by the client (server with connections)",
+    server: "vault",
+    stacks: OURS,
+    strict: true,
+  },
+  {
+    id: "vaultToken",
+    label: "call, token from the vault (sealed, in-memory store)",
+    server: "vault",
+    stacks: OURS,
+    strict: true,
+  },
 ];
 
 /** `--quick`: every stack's call, and what our ratios need (not the fetch handler's rows: no Bun or Deno in `npm test`). */
@@ -136,6 +158,9 @@ export function notApplicable(scenario) {
   }
   if (scenario.search) {
     return "n/a: no search";
+  }
+  if (scenario.server === "vault") {
+    return "n/a: no vault";
   }
   return "n/a: no auth";
 }
@@ -284,6 +309,23 @@ export function requestFor(stack, scenario, ctx) {
       const headersFor = () => ({ ...request.headers, authorization: `Bearer ${ctx.freshAccessToken()}` });
       return { request: { ...request, headersFor }, status: 200, check: isSum };
     }
+    case "vaultClientToken":
+    case "vaultToken": {
+      const client = scenario.id === "vaultClientToken";
+      const context = {
+        user_id: VAULT_USER,
+        ...(client ? { authorization: [{ id: VAULT_PROVIDER, token: ctx.vaultClientToken }] } : {}),
+      };
+      const want = client ? "client" : "vault";
+      return {
+        request: json("/tools/call", { tool_id: VAULT_TOOL, input: {}, context }, { "oxp-api-key": ctx.apiKey }),
+        status: 200,
+        check: (body) =>
+          body?.success === true && body.value?.source === want
+            ? undefined
+            : `not a successful call given the ${want}'s token (${body?.value?.source ?? body?.message ?? "no answer"})`,
+      };
+    }
     case "fresh": {
       // A new call_id for every request: the call runs, and its record is claimed and kept.
       let next = 0;
@@ -384,6 +426,16 @@ export const RATIOS = [
       a: [id, "oauthFresh"],
       b: [id, "oauthApiKey"],
       metric: "cpu",
+      fullOnly: true,
+    },
+    // Not in `--quick` either: a server process per adapter, and the vault's provider.
+    {
+      label: `token from the vault vs token sent by the client, ${id}, CPU/call`,
+      a: [id, "vaultToken"],
+      b: [id, "vaultClientToken"],
+      metric: "cpu",
+      op: "<=",
+      target: 1.15,
       fullOnly: true,
     },
     {
