@@ -229,55 +229,46 @@ export function storedSignInProvider(options: StoredSignInOptions): AccessTokenP
   // Under the credentials file's lock: another otc renewing this sign-in at the same time waits, then finds the
   // tokens this one stored instead of spending the refresh token again (which a rotating server punishes).
   const refresh = (refused: string | undefined, signal: AbortSignal | undefined): Promise<string> =>
-    withCredentialsLock(
-      env,
-      async (credentials) => {
-        // Another otc may have refreshed since this one read the file: its token is taken, its refresh token not
-        // reused.
-        const { servers } = await credentials.read();
-        const stored = Object.hasOwn(servers, key) ? servers[key] : undefined;
-        if (
-          stored &&
-          stored.access_token !== refused &&
-          stored.access_token !== current.access_token &&
-          fresh(stored)
-        ) {
-          current = stored;
-          return current.access_token;
-        }
-        if (stored) {
-          current = stored;
-        }
-        if (current.refresh_token === undefined) {
-          throw new SignInError(`the sign-in to ${current.resource} has expired and cannot be renewed: ${again}`);
-        }
-        const as = await discoverIssuer(current.issuer, signal);
-        const client: oauth.Client = { client_id: current.client_id };
-        let tokens: oauth.TokenEndpointResponse;
-        try {
-          const response = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), current.refresh_token, {
-            ...requestOptions(as.token_endpoint ?? current.issuer, signal),
-            additionalParameters: { resource: current.resource },
-          });
-          tokens = await oauth.processRefreshTokenResponse(as, client, response);
-        } catch (error) {
-          if (signal?.aborted) {
-            throw error;
-          }
-          throw new SignInError(
-            `the sign-in to ${current.resource} could not be renewed (${oauthMessage(error)}): ${again}`,
-            { cause: error },
-          );
-        }
-        const renewed = signInFrom(current, tokens, now());
-        current = renewed;
-        await credentials.update((file) => {
-          file.servers[key] = renewed;
+    withCredentialsLock(env, async (credentials) => {
+      // Another otc may have refreshed since this one read the file: its token is taken, its refresh token not
+      // reused.
+      const { servers } = await credentials.read();
+      const stored = Object.hasOwn(servers, key) ? servers[key] : undefined;
+      if (stored && stored.access_token !== refused && stored.access_token !== current.access_token && fresh(stored)) {
+        current = stored;
+        return current.access_token;
+      }
+      if (stored) {
+        current = stored;
+      }
+      if (current.refresh_token === undefined) {
+        throw new SignInError(`the sign-in to ${current.resource} has expired and cannot be renewed: ${again}`);
+      }
+      const as = await discoverIssuer(current.issuer, signal);
+      const client: oauth.Client = { client_id: current.client_id };
+      let tokens: oauth.TokenEndpointResponse;
+      try {
+        const response = await oauth.refreshTokenGrantRequest(as, client, oauth.None(), current.refresh_token, {
+          ...requestOptions(as.token_endpoint ?? current.issuer, signal),
+          additionalParameters: { resource: current.resource },
         });
-        return renewed.access_token;
-      },
-      { now },
-    );
+        tokens = await oauth.processRefreshTokenResponse(as, client, response);
+      } catch (error) {
+        if (signal?.aborted) {
+          throw error;
+        }
+        throw new SignInError(
+          `the sign-in to ${current.resource} could not be renewed (${oauthMessage(error)}): ${again}`,
+          { cause: error },
+        );
+      }
+      const renewed = signInFrom(current, tokens, now());
+      current = renewed;
+      await credentials.update((file) => {
+        file.servers[key] = renewed;
+      });
+      return renewed.access_token;
+    });
 
   const shared = (refused: string | undefined, signal: AbortSignal | undefined) => {
     refreshing ??= refresh(refused, signal).finally(() => {
