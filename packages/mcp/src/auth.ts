@@ -23,6 +23,15 @@ export function readScopes(): string[] {
   return [READ_SCOPE];
 }
 
+/**
+ * Whether a token granting `granted` sees the OXP tool `definition` in the catalog (tools/list, `search-tools`,
+ * `load-tools`): it holds every one of its `required_scopes`, as the OXP server's own lists go (docs/protocol.md 9.6,
+ * `[oauth.catalog-by-scope]`).
+ */
+export function grantsTool(definition: ToolDefinition, granted: ReadonlySet<string>): boolean {
+  return (definition.required_scopes ?? []).every((scope) => granted.has(scope));
+}
+
 /** Those of `needed` that `granted` lacks. */
 export function missingScopes(needed: readonly string[], granted: ReadonlySet<string>): string[] {
   return needed.filter((scope) => !granted.has(scope));

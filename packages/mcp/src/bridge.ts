@@ -42,15 +42,17 @@ import {
   type ToolAuthorizationChallenge,
   type ToolDefinition,
 } from "@otc/types";
-import { callScopes, missingScopes, readScopes } from "./auth.js";
+import { callScopes, grantsTool, missingScopes, readScopes } from "./auth.js";
 import { DEPRECATION_META_KEY, mcpDescription, toMcpAnnotations } from "./internal/annotations.js";
 import { type ListCacheFields, listExtensions } from "./internal/list-extensions.js";
 import {
   argumentError,
+  DEFAULT_SEARCH_LIMIT,
   type FoundTool,
   LOAD_TOOL,
   loadArguments,
   loadedTool,
+  MAX_SEARCH_LIMIT,
   META_TOOLS,
   metaResult,
   SEARCH_TOOL,
@@ -136,12 +138,69 @@ interface Entry {
   wrapped: boolean;
 }
 
-/** One read of the OXP catalog: its MCP tools by name and by OXP id, when it was read, and its list's cache fields. */
+/**
+ * One read of the OXP catalog: its MCP tools by name and by OXP id, when it was read, its list's cache fields, every
+ * scope some tool requires (in the order first met), and the lists of the callers that lack some of them.
+ */
 interface Catalog {
   entries: Map<string, Entry>;
   byId: Map<string, Entry>;
   readAt: number;
   cache: ListCacheFields | undefined;
+  scopes: readonly string[];
+  /** The MCP tools a caller sees, by the space-separated scopes of `scopes` it holds: see {@link grantedTools}. */
+  granted: Map<string, readonly McpTool[]>;
+}
+
+/**
+ * How many callers' lists one catalog read keeps: one per distinct set of the scopes its tools require that a
+ * token holds, so a few in practice; the bound holds it however many sets the tokens bring.
+ */
+const GRANTED_LISTS_KEPT = 32;
+
+/**
+ * The most pages of {@link MAX_SEARCH_LIMIT} matches one `search-tools` of a caller who sees only some tools reads to
+ * find `limit` of them: the best 200 matches. Past them the answer has fewer, as a search with few matches has.
+ */
+const SEARCH_PAGES_FOR_CALLER = 4;
+
+/** Whether `caller`'s token holds every scope the tools of `read` require: then it sees them all. */
+function seesEveryTool(read: Catalog, caller: McpCaller): boolean {
+  return read.scopes.every((scope) => caller.scopes.has(scope));
+}
+
+/**
+ * The bridged tools a caller sees, in the catalog's order: those whose `required_scopes` its token holds all of
+ * (docs/protocol.md 9.6, `[oauth.catalog-by-scope]`, as the OXP server lists its own); undefined when it sees every
+ * tool (no caller, or one holding every scope the tools require). Made once per catalog read and set of the scopes
+ * that matter (those some tool requires), so a bridge of 10,000 tools walks them once per set, not once per request.
+ */
+function grantedTools(read: Catalog, caller: McpCaller | undefined): readonly McpTool[] | undefined {
+  if (!caller || seesEveryTool(read, caller)) {
+    return undefined;
+  }
+  const held = read.scopes.filter((scope) => caller.scopes.has(scope));
+  // Scopes have no spaces (RFC 6749, 3.3): joined, they are a key one set of them alone makes.
+  const key = held.join(" ");
+  let tools = read.granted.get(key);
+  if (!tools) {
+    const granted = new Set(held);
+    const seen: McpTool[] = [];
+    for (const entry of read.entries.values()) {
+      if (grantsTool(entry.definition, granted)) {
+        seen.push(entry.tool);
+      }
+    }
+    tools = seen;
+    for (const oldest of read.granted.keys()) {
+      if (read.granted.size < GRANTED_LISTS_KEPT) {
+        break;
+      }
+      read.granted.delete(oldest);
+    }
+    read.granted.set(key, tools);
+  }
+  return tools;
 }
 
 /**
@@ -151,7 +210,10 @@ interface Catalog {
 export interface McpCaller {
   /** The token's `sub`: each call's `context.user_id`, in place of the bridge's `userId`. */
   readonly userId: string;
-  /** The scopes the token grants: a tools/call whose OXP tool needs others is refused. */
+  /**
+   * The scopes the token grants: a tools/call whose OXP tool needs others is refused, and tools/list, `search-tools`
+   * and `load-tools` show only the tools whose `required_scopes` are all among them.
+   */
   readonly scopes: ReadonlySet<string>;
 }
 
@@ -160,7 +222,8 @@ export interface McpBridge {
   /**
    * A new SDK `Server` with the bridge's handlers, for one transport: one per request over HTTP, one per
    * connection over stdio. Either protocol generation may be served by it; the SDK binds it to the first. With a
-   * `caller`, its calls are made for that user and only with the scopes it holds.
+   * `caller`, its calls are made for that user and only with the scopes it holds, and it sees only the tools those
+   * scopes allow.
    */
   createServer(caller?: McpCaller): Server;
   /**
@@ -442,7 +505,13 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       : { value: await list(), cache: undefined };
     const entries = catalogToMcpTools(definitions, toolVersions);
     const byId = new Map([...entries.values()].map((entry) => [entry.definition.id, entry]));
-    catalog = { entries, byId, readAt: clock.now(), cache };
+    const scopes = new Set<string>();
+    for (const { definition } of entries.values()) {
+      for (const scope of definition.required_scopes ?? []) {
+        scopes.add(scope);
+      }
+    }
+    catalog = { entries, byId, readAt: clock.now(), cache, scopes: [...scopes], granted: new Map() };
     return catalog;
   };
 
@@ -646,7 +715,9 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
           scopes: readScopes(),
         });
       }
-      return name === SEARCH_TOOL.name ? searchTools(args, extra.mcpReq.signal) : loadTools(args, extra.mcpReq.signal);
+      return name === SEARCH_TOOL.name
+        ? searchTools(args, extra.mcpReq.signal, caller)
+        : loadTools(args, extra.mcpReq.signal, caller);
     }
     const progressToken = extra.mcpReq._meta?.progressToken ?? params._meta?.progressToken;
     const entry = await lookup(name, extra.mcpReq.signal);
@@ -699,22 +770,44 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   /**
    * `search-tools`: the OXP server's ranked search in its summary view, each match under the MCP name the bridge gives
    * its tool. A match the catalog read lacks (a tool added since, or an older version where only the latest are
-   * bridged) is re-read for at most once per `missRefreshMs`, as an unknown name is, then left out.
+   * bridged) is re-read for at most once per `missRefreshMs`, as an unknown name is, then left out. A caller sees only
+   * the tools its token grants, as in tools/list (`[search.catalog-by-scope]`): the OXP server searches with the
+   * bridge's credentials, so for a caller that lacks some tool's scopes the bridge asks for full pages, up to
+   * {@link SEARCH_PAGES_FOR_CALLER} of them, until it has `limit` matches the caller may see.
    */
-  async function searchTools(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  async function searchTools(
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    caller: McpCaller | undefined,
+  ): Promise<CallToolResult> {
     const asked = searchArguments(args);
     if ("content" in asked) {
       return asked;
     }
-    let items: { id: string; toolkit: string; score: number }[];
+    const { query, toolkit, limit } = asked;
+    const wanted = limit ?? DEFAULT_SEARCH_LIMIT;
+    const sees = (entry: Entry | undefined): entry is Entry =>
+      entry !== undefined && (caller === undefined || grantsTool(entry.definition, caller.scopes));
+    const items: { id: string; toolkit: string; score: number }[] = [];
+    let narrowed = false;
     try {
-      const { query, toolkit, limit } = asked;
-      ({ items } = await client.searchTools(query, {
-        view: "summary",
-        signal,
-        ...(toolkit === undefined ? {} : { toolkit }),
-        ...(limit === undefined ? {} : { limit }),
-      }));
+      const seen = caller === undefined ? undefined : await fresh();
+      narrowed = seen !== undefined && caller !== undefined && !seesEveryTool(seen, caller);
+      let cursor: string | undefined;
+      for (let page = 0; page < (narrowed ? SEARCH_PAGES_FOR_CALLER : 1); page++) {
+        const found = await client.searchTools(query, {
+          view: "summary",
+          signal,
+          ...(toolkit === undefined ? {} : { toolkit }),
+          ...(narrowed ? { limit: MAX_SEARCH_LIMIT } : limit === undefined ? {} : { limit }),
+          ...(cursor === undefined ? {} : { cursor }),
+        });
+        items.push(...found.items);
+        cursor = found.next_cursor;
+        if (cursor === undefined || !narrowed || items.filter(({ id }) => sees(seen?.byId.get(id))).length >= wanted) {
+          break;
+        }
+      }
     } catch (error) {
       if (error instanceof OxpExtensionUnavailableError) {
         return errorResult(
@@ -731,8 +824,11 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     const found: FoundTool[] = [];
     for (const { id, toolkit, score } of items) {
       const entry = read.byId.get(id);
-      if (!entry) {
+      if (!sees(entry)) {
         continue;
+      }
+      if (narrowed && found.length === wanted) {
+        break;
       }
       const { name, title, description = "" } = entry.tool;
       found.push({ name, ...(title === undefined ? {} : { title }), description, toolkit, score });
@@ -740,8 +836,17 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return metaResult({ tools: found });
   }
 
-  /** `load-tools`: the MCP tools of `names`, in the order asked, as tools/list lists them (without `_meta`); unknown names listed apart. */
-  async function loadTools(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  /**
+   * `load-tools`: the MCP tools of `names`, in the order asked, as tools/list lists them (without `_meta`); unknown
+   * names listed apart. A tool the caller's token does not grant is one of those: what tools/list and `search-tools`
+   * do not show the caller, `load-tools` does not either (`[search.catalog-by-scope]`: an id the token cannot call is
+   * answered as one that names no tool). Calling it by name still gets the 403 that asks for its scopes.
+   */
+  async function loadTools(
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    caller: McpCaller | undefined,
+  ): Promise<CallToolResult> {
     const names = loadArguments(args);
     if (!Array.isArray(names)) {
       return names;
@@ -750,7 +855,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     const unknown: string[] = [];
     for (const name of new Set(names)) {
       const entry = await lookup(name, signal);
-      if (entry) {
+      if (entry && (caller === undefined || grantsTool(entry.definition, caller.scopes))) {
         tools.push(loadedTool(entry.tool));
       } else {
         unknown.push(name);
@@ -762,9 +867,14 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
     return metaResult(unknown.length === 0 ? { tools } : { tools, unknown });
   }
 
-  /** tools/list's tools: with `toolSearch` the meta-tools first, then every bridged tool. */
-  const listed = (read: Catalog): McpTool[] => {
-    const tools = [...read.entries.values()].map((entry) => entry.tool);
+  /**
+   * tools/list's tools: with `toolSearch` the meta-tools first, then every bridged tool, or for a caller those its
+   * token grants (in the same order).
+   */
+  const listed = (read: Catalog, caller?: McpCaller): McpTool[] => {
+    // A caller's list is kept with the catalog read: each answer gets its own array, never the one kept.
+    const granted = grantedTools(read, caller);
+    const tools = granted ? [...granted] : [...read.entries.values()].map((entry) => entry.tool);
     return toolSearch ? [...META_TOOLS, ...tools] : tools;
   };
 
@@ -800,13 +910,7 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
       return callScopes((await lookup(name, signal))?.definition);
     },
     async catalogScopes() {
-      const scopes = new Set<string>();
-      for (const { definition } of (await fresh()).entries.values()) {
-        for (const scope of definition.required_scopes ?? []) {
-          scopes.add(scope);
-        }
-      }
-      return [...scopes];
+      return [...(await fresh()).scopes];
     },
     createServer(caller) {
       const server = new Server(serverInfo, {
@@ -825,7 +929,8 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
         } catch (error) {
           throw new ProtocolError(ProtocolErrorCode.InternalError, errorText(error));
         }
-        return modern ? withCacheFields({ tools: listed(read) }, read.cache, caller) : { tools: listed(read) };
+        const tools = listed(read, caller);
+        return modern ? withCacheFields({ tools }, read.cache, caller) : { tools };
       });
       server.setRequestHandler("tools/call", async (request, extra) => {
         try {

@@ -19,6 +19,7 @@ import {
   type AuthorizationServer,
   startAuthorizationServer,
 } from "@otc/test-helpers/oidc-provider";
+import { verifies } from "@otc/test-helpers/verifies";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMcpBridge, ERROR_META_KEY, type McpCaller } from "../src/bridge.js";
 import { type HttpBridge, type HttpBridgeOptions, serveHttp } from "../src/transports.js";
@@ -181,12 +182,21 @@ describe("a request without a valid access token", () => {
 describe("scopes", () => {
   const token = (scope: string) => as.mintAccessToken({ aud: resource, sub: "alice", scope });
 
-  it("lets a token with oxp:tools:read list the tools", async () => {
-    const answer = await post(listRequest, await token("oxp:tools:read"));
-    expect(answer.status).toBe(200);
-    expect(answer.text).toContain("Account_WhoAmI");
-    expect(answer.text).toContain("Mail_Send");
-  });
+  verifies(
+    "oauth.catalog-by-scope",
+    "lists to a token with oxp:tools:read the tools whose scopes it holds",
+    async () => {
+      const answer = await post(listRequest, await token("oxp:tools:read"));
+      expect(answer.status).toBe(200);
+      expect(answer.text).toContain("Account_WhoAmI");
+      // Mail_Send requires mail:send, which this token lacks: the list leaves it out, as the OXP server's would.
+      expect(answer.text).not.toContain("Mail_Send");
+      const withMail = await post(listRequest, await token("oxp:tools:read mail:send"));
+      expect(withMail.status).toBe(200);
+      expect(withMail.text).toContain("Account_WhoAmI");
+      expect(withMail.text).toContain("Mail_Send");
+    },
+  );
 
   it.each([
     ["tools/list without oxp:tools:read", "oxp:tools:call", listRequest, "oxp:tools:read"],
@@ -335,8 +345,9 @@ describe("the official MCP client, signing in through the authorization server",
       const client = clientOf();
       await client.connect(transport);
       try {
+        // The list has the tools this token's scopes allow: Mail_Send needs mail:send, not asked for yet.
         const { tools } = await client.listTools();
-        expect(tools.map((tool) => tool.name).sort()).toEqual(["Account_WhoAmI", "Mail_Send"]);
+        expect(tools.map((tool) => tool.name)).toEqual(["Account_WhoAmI"]);
         const me = await client.callTool({ name: "Account_WhoAmI", arguments: {} });
         expect(me.isError).toBeFalsy();
         expect(me.structuredContent).toEqual({ user: "alice" });
@@ -355,6 +366,10 @@ describe("the official MCP client, signing in through the authorization server",
         const sent = await client.callTool({ name: "Mail_Send", arguments: { to: "bob" } });
         expect(sent.isError).toBeFalsy();
         expect(sent.structuredContent).toEqual({ sent: "bob", by: "alice" });
+        // Signed in with mail:send now, the list has Mail_Send too, in the catalog's order. (The 2026-07-28 client keeps
+        // a list for the ttlMs it came with, as the same user's: a host that signed in again asks for it again.)
+        const after = await client.listTools(undefined, { cacheMode: "refresh" });
+        expect(after.tools.map((tool) => tool.name)).toEqual(["Account_WhoAmI", "Mail_Send"]);
       } finally {
         await client.close();
       }
@@ -423,6 +438,253 @@ describe("a bridge server made for a caller", () => {
       await client.close();
     }
   });
+});
+
+/** Sends an email as another user: it needs two scopes, and a token holding one of them does not see it. */
+const sendMailAs = defineTool({
+  toolkit: "Mail",
+  name: "SendAs",
+  version: "1.0.0",
+  description: "Sends an email on behalf of another user.",
+  inputSchema: { type: "object", properties: { to: { type: "string", description: "Who gets it." } } },
+  outputSchema: { type: "object" },
+  requiredScopes: ["mail:send", "mail:delegate"],
+  run: ({ to }) => ({ sent: to ?? "nobody" }),
+});
+
+const createEvent = defineTool({
+  toolkit: "Calendar",
+  name: "CreateEvent",
+  version: "1.0.0",
+  description: "Puts a meeting in the calendar and emails the invitation to its guests.",
+  inputSchema: { type: "object", properties: { title: { type: "string", description: "What it is." } } },
+  outputSchema: { type: "string" },
+  requiredScopes: ["calendar:write"],
+  run: () => "booked",
+});
+
+/**
+ * More tools than one search page holds (50) that a search for a mailing list ranks first, all needing a scope the
+ * narrower tokens lack: a search for them must read past the first page to find what such a token may see.
+ */
+const bulkTools = Array.from({ length: 60 }, (_, index) =>
+  defineTool({
+    toolkit: "Bulk",
+    name: `Email${String(index).padStart(2, "0")}`,
+    version: "1.0.0",
+    description: "Emails a mailing list: one email to every address of the mailing list.",
+    inputSchema: { type: "object", properties: {} },
+    outputSchema: { type: "string" },
+    requiredScopes: ["bulk:email"],
+    run: () => "sent to the list",
+  }),
+);
+
+/** The 2026-07-28 revision, or the 2025-era one; the SDK client negotiates what `mode` asks for. */
+type Mode = "legacy" | { pin: "2026-07-28" };
+
+/** The JSON-RPC result of an MCP answer's body, whether it came as JSON or as one server-sent event. */
+const resultOf = (body: string) =>
+  (
+    JSON.parse(body.startsWith("{") ? body : (/^data: (.*)$/m.exec(body)?.[1] ?? "")) as {
+      result: Record<string, unknown>;
+    }
+  ).result;
+
+describe("the catalog an access token sees, with toolSearch", () => {
+  let searchable: RunningServer;
+  let served: HttpBridge;
+  let bridge: ReturnType<typeof createMcpBridge>;
+  /** Every bridged tool's name, as the bridge lists them without a caller (tools/list without OAuth). */
+  let everyName: string[];
+  const ALL = "oxp:tools:read oxp:tools:call mail:send mail:delegate calendar:write bulk:email";
+
+  beforeAll(async () => {
+    searchable = await listen(
+      createServer({
+        tools: [whoAmI, sendMail, sendMailAs, createEvent, ...bulkTools],
+        logger: false,
+        auth: {
+          apiKeys: [API_KEY],
+          oauth: { authorizationServers: [as.issuer], resource: "https://tools.test.example/oxp" },
+        },
+      }),
+      { port: 0 },
+    );
+    bridge = createMcpBridge({ url: searchable.url, apiKey: API_KEY, toolSearch: true });
+    served = await serveHttp(bridge, { port: 0, oauth: { authorizationServers: [as.issuer] } });
+    everyName = (await bridge.listTools()).map((tool) => tool.name);
+  });
+  afterAll(async () => {
+    await served?.close();
+    await searchable?.close();
+  });
+
+  /** A token for this bridge, for alice, with these scopes. */
+  const tokenFor = (scope: string) => as.mintAccessToken({ aud: served.url, sub: "alice", scope });
+
+  /** A v2 SDK client of the bridge sending `token`, in `mode`; `bodies` gets the raw body of each tools/list answer. */
+  async function clientWith(token: string, mode: Mode = { pin: "2026-07-28" }) {
+    const bodies: string[] = [];
+    const client = new Client({ name: "scoped-host", version: "1.0.0" }, { versionNegotiation: { mode } });
+    const recording: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (typeof init?.body === "string" && init.body.includes('"tools/list"')) {
+        bodies.push(await response.clone().text());
+      }
+      return response;
+    };
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(served.url), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+        fetch: recording,
+      }),
+    );
+    return { client, bodies };
+  }
+
+  /** The structured value of a meta-tool's successful call. */
+  async function metaValue<T>(client: Client, name: string, args: Record<string, unknown>): Promise<T> {
+    const result = await client.callTool({ name, arguments: args });
+    expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+    return result.structuredContent as T;
+  }
+  const foundNames = async (client: Client, args: Record<string, unknown>) =>
+    (await metaValue<{ tools: { name: string }[] }>(client, "search-tools", args)).tools.map(({ name }) => name);
+
+  verifies.each([
+    ["2025-11-25", "legacy"],
+    ["2026-07-28", { pin: "2026-07-28" }],
+  ] as const)(
+    "oauth.catalog-by-scope",
+    "(%s) tools/list lists only the tools whose required_scopes the token holds, in the whole list's order; every tool for a token with every scope",
+    async (era, mode) => {
+      expect(everyName.slice(0, 2)).toEqual(["search-tools", "load-tools"]);
+      expect(everyName).toHaveLength(2 + 4 + bulkTools.length);
+      const cases: [string, string[]][] = [
+        ["oxp:tools:read", ["Account_WhoAmI"]],
+        ["oxp:tools:read mail:send", ["Account_WhoAmI", "Mail_Send"]],
+        // One of Mail_SendAs's two scopes is not enough.
+        ["oxp:tools:read mail:send mail:delegate", ["Account_WhoAmI", "Mail_Send", "Mail_SendAs"]],
+        [
+          "oxp:tools:read calendar:write bulk:email",
+          ["Account_WhoAmI", "Calendar_CreateEvent", ...bulkTools.map((tool) => `Bulk_${tool.name}`)],
+        ],
+      ];
+      for (const [scope, sees] of cases) {
+        const { client, bodies } = await clientWith(await tokenFor(scope), mode);
+        try {
+          const { tools } = await client.listTools();
+          const allowed = new Set(["search-tools", "load-tools", ...sees]);
+          expect(
+            tools.map((tool) => tool.name),
+            scope,
+          ).toEqual(everyName.filter((name) => allowed.has(name)));
+          if (era === "2026-07-28") {
+            // The list depends on who asks: no cache shared between users may keep it.
+            expect(resultOf(bodies[0] ?? "")).toMatchObject({ cacheScope: "private" });
+          }
+        } finally {
+          await client.close();
+        }
+      }
+      const { client } = await clientWith(await tokenFor(ALL), mode);
+      try {
+        expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(everyName);
+      } finally {
+        await client.close();
+      }
+    },
+  );
+
+  verifies(
+    "search.catalog-by-scope",
+    "search-tools finds only the tools the token holds the scopes of, reading past a page of ones it may not see; every tool with every scope",
+    async () => {
+      const narrow = await clientWith(await tokenFor("oxp:tools:read oxp:tools:call mail:send"));
+      const wide = await clientWith(await tokenFor(ALL));
+      try {
+        // The 60 Bulk tools rank first for this query, then the others that mention email: of all of them, this token
+        // sees Mail_Send alone, found on the second page of 50.
+        expect(await foundNames(narrow.client, { query: "mailing list email", limit: 1 })).toEqual(["Mail_Send"]);
+        const emails = await foundNames(narrow.client, { query: "email", limit: 50 });
+        expect(emails).toContain("Mail_Send");
+        expect(emails.filter((name) => name !== "Mail_Send" && name !== "Account_WhoAmI")).toEqual([]);
+        expect(await foundNames(narrow.client, { query: "calendar meeting" })).toEqual([]);
+        // Mail_SendAs needs mail:delegate besides mail:send.
+        expect(await foundNames(narrow.client, { query: "behalf" })).toEqual([]);
+
+        // What the narrow token's search read past: the first page of 50 has Bulk tools alone.
+        const firstPage = await foundNames(wide.client, { query: "mailing list email", limit: 50 });
+        expect(firstPage.filter((name) => !name.startsWith("Bulk_"))).toEqual([]);
+        expect(firstPage).toHaveLength(50);
+        const first = await foundNames(wide.client, { query: "mailing list email", limit: 1 });
+        expect(first).toHaveLength(1);
+        expect(first[0]).toMatch(/^Bulk_Email\d\d$/);
+        expect(await foundNames(wide.client, { query: "calendar meeting" })).toEqual(["Calendar_CreateEvent"]);
+        expect(await foundNames(wide.client, { query: "behalf" })).toEqual(["Mail_SendAs"]);
+      } finally {
+        await narrow.client.close();
+        await wide.client.close();
+      }
+    },
+  );
+
+  verifies(
+    "search.catalog-by-scope",
+    "load-tools answers a tool the token lacks the scopes of as an unknown name; tools/call of it still asks for its scopes, and runs with them",
+    async () => {
+      const narrow = await clientWith(await tokenFor("oxp:tools:read oxp:tools:call mail:send"));
+      const wide = await clientWith(await tokenFor(ALL));
+      try {
+        const loaded = await metaValue<{ tools: { name: string }[]; unknown?: string[] }>(narrow.client, "load-tools", {
+          names: ["Mail_Send", "Mail_SendAs", "No_Such"],
+        });
+        expect(loaded.tools.map(({ name }) => name)).toEqual(["Mail_Send"]);
+        expect(loaded.unknown).toEqual(["Mail_SendAs", "No_Such"]);
+        const none = await narrow.client.callTool({
+          name: "load-tools",
+          arguments: { names: ["Calendar_CreateEvent"] },
+        });
+        expect(none).toMatchObject({ isError: true });
+        expect(JSON.stringify(none.content)).toContain("no tool has these names: Calendar_CreateEvent");
+
+        const all = await metaValue<{ tools: { name: string }[]; unknown?: string[] }>(wide.client, "load-tools", {
+          names: ["Mail_Send", "Mail_SendAs", "Calendar_CreateEvent"],
+        });
+        expect(all.tools.map(({ name }) => name)).toEqual(["Mail_Send", "Mail_SendAs", "Calendar_CreateEvent"]);
+        expect(all.unknown).toBeUndefined();
+      } finally {
+        await narrow.client.close();
+        await wide.client.close();
+      }
+      // The call rules are those of every tools/call: a 403 naming every scope the tool needs (step-up), then the call.
+      const raw = async (scope: string) => {
+        const response = await fetch(served.url, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            authorization: `Bearer ${await tokenFor(scope)}`,
+          },
+          body: JSON.stringify(callRequest("Mail_SendAs", { to: "bob" })),
+        });
+        return {
+          status: response.status,
+          challenge: response.headers.get("www-authenticate"),
+          text: await response.text(),
+        };
+      };
+      const refused = await raw("oxp:tools:read oxp:tools:call mail:send");
+      expect(refused.status).toBe(403);
+      expect(refused.challenge).toBe(
+        `Bearer error="insufficient_scope", scope="oxp:tools:call mail:send mail:delegate", resource_metadata="${served.resourceMetadataUrl}"`,
+      );
+      const ran = await raw(ALL);
+      expect(ran.status).toBe(200);
+      expect(resultOf(ran.text)).toMatchObject({ structuredContent: { sent: "bob" } });
+    },
+  );
 });
 
 describe("serveHttp's oauth settings", () => {

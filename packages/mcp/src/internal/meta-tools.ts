@@ -8,6 +8,8 @@ import { LOAD_TOOLS_NAME, SEARCH_TOOLS_NAME } from "../names.js";
 
 /** The most tools one search answers, as the OXP server takes it (`[search.query]`). */
 export const MAX_SEARCH_LIMIT = 50;
+/** How many tools a search answers without a `limit`, as the OXP server does (`[search.query]`). */
+export const DEFAULT_SEARCH_LIMIT = 10;
 /** The longest query the OXP server takes (`[search.bounds]`). */
 export const MAX_QUERY_LENGTH = 256;
 /** The most names one `load-tools` call takes: as many as the OXP server's `ids=` (`[search.ids]`). */
