@@ -946,6 +946,7 @@ export function App() {
           redirectUri,
           resource: resource.resource,
           issuer,
+          ...(server.issParameterSupported ? { issParameterSupported: true } : {}),
           tokenEndpoint: server.tokenEndpoint,
         });
         setSignIn({ state: "working", step: `Going to ${issuer} to sign in…` });
@@ -979,6 +980,7 @@ export function App() {
           throw new Error("this page's sign-in record is incomplete: sign in again");
         }
         const tokens = await exchangeCode({
+          issuer: flow.issuer,
           tokenEndpoint: flow.tokenEndpoint,
           clientId: flow.clientId,
           code,

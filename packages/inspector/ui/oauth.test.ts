@@ -15,7 +15,6 @@ import {
   codeOf,
   exchangeCode,
   INSPECTOR_SCOPES,
-  metadataUrls,
   OFFLINE_ACCESS,
   PENDING_KEY,
   type PendingSignIn,
@@ -135,30 +134,31 @@ describe("the steps before the authorization server", () => {
   });
 
   it.each([
-    [
-      "https://as.example",
-      [
-        "https://as.example/.well-known/oauth-authorization-server",
-        "https://as.example/.well-known/openid-configuration",
-      ],
-    ],
-    [
-      "https://as.example/",
-      [
-        "https://as.example/.well-known/oauth-authorization-server",
-        "https://as.example/.well-known/openid-configuration",
-      ],
-    ],
-    [
-      "https://as.example/tenant/a",
-      [
-        "https://as.example/.well-known/oauth-authorization-server/tenant/a",
-        "https://as.example/tenant/a/.well-known/openid-configuration",
-      ],
-    ],
-  ])("finds %s's metadata where RFC 8414 and OpenID Connect put it", (issuer, want) => {
-    expect(metadataUrls(issuer)).toEqual(want);
-  });
+    ["", ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]],
+    ["/", ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]],
+    ["/tenant/a", ["/.well-known/oauth-authorization-server/tenant/a", "/tenant/a/.well-known/openid-configuration"]],
+  ])(
+    "asks for the metadata of an issuer with the path %j where RFC 8414, then OpenID Connect, put it",
+    async (path, want) => {
+      // A server without either document: each is asked for once, in this order, and both 404s are named.
+      const asked: string[] = [];
+      const none = createHttpServer((req, res) => {
+        asked.push(req.url ?? "");
+        res.statusCode = 404;
+        res.end();
+      });
+      await new Promise<void>((resolve) => none.listen(0, "127.0.0.1", resolve));
+      const issuer = `http://127.0.0.1:${(none.address() as AddressInfo).port}${path}`;
+      try {
+        await expect(readAuthorizationServer(issuer)).rejects.toThrow(
+          /CORS\): http:\S+: HTTP 404; http:\S+: HTTP 404$/,
+        );
+      } finally {
+        await new Promise((resolve) => none.close(resolve));
+      }
+      expect(asked).toEqual(want);
+    },
+  );
 
   it("refuses metadata that names another issuer, and says CORS when no document can be read", async () => {
     const impostor = createHttpServer((_req, res) => {
@@ -180,6 +180,18 @@ describe("the steps before the authorization server", () => {
     }
     const closed = `http://127.0.0.1:${await freePort()}`;
     await expect(readAuthorizationServer(closed)).rejects.toThrow(/allow this page's origin with CORS/);
+  });
+
+  it("sends nothing to an authorization server on plain http off this machine", async () => {
+    const asked: string[] = [];
+    const recordAll: typeof fetch = (input) => {
+      asked.push(String(input));
+      return Promise.reject(new TypeError("must not be sent"));
+    };
+    await expect(readAuthorizationServer("http://login.example.com", recordAll)).rejects.toThrow(
+      /the page uses https:\/\/ \(http:\/\/ on a loopback address only\)/,
+    );
+    expect(asked).toEqual([]);
   });
 
   it("computes the S256 challenge with Web Crypto (RFC 7636's example), and 43-character verifiers", async () => {
@@ -330,6 +342,12 @@ describe("the authorization answer's checks", () => {
       { error: "access_denied", errorDescription: "no", state: "the-state" },
       pending,
       /answered access_denied: no/,
+    ],
+    [
+      "an answer without iss from an authorization server whose metadata promises it (RFC 9207)",
+      { code: "x", state: "the-state" },
+      { ...pending, issParameterSupported: true },
+      /no iss, which its metadata promises/,
     ],
   ])("refuses %s", (_name, response, given, want) => {
     expect(() => codeOf(response, given)).toThrow(want);

@@ -1,4 +1,5 @@
-/** The page's Sign in (docs/protocol.md 9.6): the server's resource metadata, the chosen authorization server's, the authorization code flow with PKCE and the refresh token grant, run in the browser as a public client. */
+/** The page's Sign in (docs/protocol.md 9.6): the server's resource metadata, the chosen authorization server's, the authorization code flow with PKCE and the refresh token grant, run in the browser as a public client over oauth4webapi. */
+import * as oauth from "oauth4webapi";
 
 /** The scopes the page asks for: to list the tools and to call them. */
 export const INSPECTOR_SCOPES = ["oxp:tools:read", "oxp:tools:call"] as const;
@@ -8,9 +9,6 @@ export const OFFLINE_ACCESS = "offline_access";
 
 /** The client id the form starts with: register a public client by this id (or type yours) at the authorization server. */
 export const DEFAULT_CLIENT_ID = "oxp-inspector";
-
-/** The most bytes of a metadata document or token answer the page reads: they are a few hundred. */
-const MAX_DOCUMENT_BYTES = 64 * 1024;
 
 /** The authorization response's parameters, taken out of the page's URL on return. */
 const RESPONSE_PARAMETERS = ["code", "state", "iss", "error", "error_description", "error_uri", "session_state"];
@@ -40,6 +38,8 @@ export interface AuthorizationServerMetadata {
   tokenEndpoint: string;
   /** Its `scopes_supported`, when it lists them. */
   scopesSupported?: string[];
+  /** Its `authorization_response_iss_parameter_supported` (RFC 9207): its answers then must carry `iss`. */
+  issParameterSupported?: boolean;
 }
 
 /** A sign-in the page started, kept in sessionStorage across the redirect to the authorization server. */
@@ -57,6 +57,8 @@ export interface PendingSignIn {
   redirectUri?: string;
   resource?: string;
   issuer?: string;
+  /** The issuer's metadata said its answers carry `iss` (RFC 9207): an answer without it is refused. */
+  issParameterSupported?: boolean;
   tokenEndpoint?: string;
   /** The authorization response, in the `exchange` phase. */
   response?: AuthorizationResponse;
@@ -78,44 +80,56 @@ export class SignInError extends Error {
   override readonly name = "SignInError";
 }
 
-/** The JSON object `url` answers, read within {@link MAX_DOCUMENT_BYTES}; a fetch failure (CORS, network) as is. */
-async function readJson(response: Response, what: string): Promise<Record<string, unknown>> {
-  const length = Number(response.headers.get("content-length") ?? "0");
-  if (length > MAX_DOCUMENT_BYTES) {
-    await response.body?.cancel();
-    throw new SignInError(`${what} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-  }
-  const text = await response.text();
-  if (text.length > MAX_DOCUMENT_BYTES) {
-    throw new SignInError(`${what} is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new SignInError(`${what} is not JSON (HTTP ${response.status})`);
-  }
-  if (!body || typeof body !== "object" || Array.isArray(body)) {
-    throw new SignInError(`${what} is not a JSON object (HTTP ${response.status})`);
-  }
-  return body as Record<string, unknown>;
+/** A fetch that got no answer (the authorization server's CORS policy refused the page, or it is down): not oauth4webapi's refusal. */
+class Unreachable extends Error {
+  override readonly name = "Unreachable";
 }
 
-const isHttpUrl = (value: unknown): value is string => {
+/** `value` as an http(s) URL; undefined when it is none. */
+function httpUrl(value: unknown): URL | undefined {
   if (typeof value !== "string") {
-    return false;
+    return undefined;
   }
   try {
-    const { protocol } = new URL(value);
-    return protocol === "http:" || protocol === "https:";
+    const url = new URL(value);
+    return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-};
+}
+
+/** Plain http to this machine (`localhost`, 127.x, `::1`): the one place codes and tokens may travel without TLS. */
+const isLoopbackHttp = (url: URL | undefined) =>
+  url?.protocol === "http:" && /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/.test(url.hostname);
+
+/**
+ * oauth4webapi's options for a request to `url`: the page's fetch, whose failures become {@link Unreachable} and
+ * whose URL `sent` hears of; plain http allowed for a loopback address only.
+ */
+function requestOptions(url: URL | undefined, doFetch: typeof fetch = fetch, sent?: (href: string) => void) {
+  return {
+    [oauth.customFetch]: (href: string, init: RequestInit) => {
+      sent?.(href);
+      return doFetch(href, init).catch((error: unknown) => {
+        throw new Unreachable(messageOf(error), { cause: error });
+      });
+    },
+    [oauth.allowInsecureRequests]: isLoopbackHttp(url),
+  };
+}
+
+/** Why oauth4webapi would not send a request: plain http off loopback (or not http at all), else its own words. */
+function refusalOf(error: unknown): string {
+  return error instanceof oauth.OperationProcessingError &&
+    (error.code === oauth.HTTP_REQUEST_FORBIDDEN || error.code === oauth.REQUEST_PROTOCOL_FORBIDDEN)
+    ? "the page uses https:// (http:// on a loopback address only)"
+    : messageOf(error);
+}
 
 /**
  * Reads the server's protected resource metadata from the URL its discovery document names
- * (`extension_info.oauth.resource_metadata`).
+ * (`extension_info.oauth.resource_metadata`). oauth4webapi's resource discovery asks at the well-known URL it derives
+ * from a resource identifier the page does not know before it reads this document, so the page reads it itself.
  *
  * @example
  * const { resource, authorizationServers } = await readResourceMetadata(discovery.extension_info.oauth.resource_metadata);
@@ -131,41 +145,46 @@ export async function readResourceMetadata(url: string, doFetch: typeof fetch = 
     await response.body?.cancel();
     throw new SignInError(`The server's resource metadata at ${url} answered HTTP ${response.status}`);
   }
-  const body = await readJson(response, `The resource metadata at ${url}`);
-  const servers = Array.isArray(body.authorization_servers) ? body.authorization_servers.filter(isHttpUrl) : [];
-  if (!isHttpUrl(body.resource) || servers.length === 0) {
+  const body: unknown = await response.json().catch(() => undefined);
+  if (!body || typeof body !== "object" || Array.isArray(body)) {
+    throw new SignInError(`The resource metadata at ${url} is not a JSON object (HTTP ${response.status})`);
+  }
+  const { resource, authorization_servers: named } = body as Record<string, unknown>;
+  const servers = Array.isArray(named) ? named.filter((issuer): issuer is string => httpUrl(issuer) !== undefined) : [];
+  if (typeof resource !== "string" || !httpUrl(resource) || servers.length === 0) {
     throw new SignInError(`The resource metadata at ${url} names no resource or no authorization server`);
   }
-  return { resource: body.resource, authorizationServers: servers };
-}
-
-/** RFC 8414's metadata URL for an issuer (the well-known segment before the issuer's path), then OpenID Connect's. */
-export function metadataUrls(issuer: string): string[] {
-  const url = new URL(issuer);
-  const path = url.pathname === "/" ? "" : url.pathname.replace(/\/$/, "");
-  return [
-    `${url.origin}/.well-known/oauth-authorization-server${path}`,
-    `${url.origin}${path}/.well-known/openid-configuration`,
-  ];
+  return { resource, authorizationServers: servers };
 }
 
 /**
- * Reads an authorization server's metadata: RFC 8414's document, else OpenID Connect's. Its `issuer` must be the one
- * asked for, exactly (a document that names another is someone else's), and it must offer S256 PKCE where it lists
- * its methods.
+ * Reads an authorization server's metadata with oauth4webapi: RFC 8414's document, else OpenID Connect's (a document
+ * that cannot be fetched or answers an error, the next). Its `issuer` must be the one asked for, exactly (a document
+ * that names another is someone else's), its endpoints https (http on a loopback address), and it must offer S256
+ * PKCE where it lists its methods.
  */
 export async function readAuthorizationServer(
   issuer: string,
   doFetch: typeof fetch = fetch,
 ): Promise<AuthorizationServerMetadata> {
+  const issuerUrl = new URL(issuer);
   const failures: string[] = [];
-  for (const url of metadataUrls(issuer)) {
+  for (const algorithm of ["oauth2", "oidc"] as const) {
+    let url = issuer;
     let response: Response;
     try {
-      response = await doFetch(url, { headers: { accept: "application/json" } });
+      response = await oauth.discoveryRequest(issuerUrl, {
+        algorithm,
+        ...requestOptions(issuerUrl, doFetch, (href) => {
+          url = href;
+        }),
+      });
     } catch (error) {
+      if (!(error instanceof Unreachable)) {
+        throw new SignInError(`Could not read ${issuer}'s metadata: ${refusalOf(error)}`);
+      }
       // A 404 without CORS headers reads as a network error in a browser: try the next document.
-      failures.push(`${url}: ${messageOf(error)}`);
+      failures.push(`${url}: ${error.message}`);
       continue;
     }
     if (!response.ok) {
@@ -173,31 +192,51 @@ export async function readAuthorizationServer(
       failures.push(`${url}: HTTP ${response.status}`);
       continue;
     }
-    const body = await readJson(response, `The authorization server's metadata at ${url}`);
-    if (body.issuer !== issuer) {
-      throw new SignInError(`The metadata at ${url} names the issuer ${String(body.issuer)}, not ${issuer}`);
+    let metadata: oauth.AuthorizationServer;
+    try {
+      metadata = await oauth.processDiscoveryResponse(issuerUrl, response);
+    } catch (error) {
+      if (error instanceof oauth.OperationProcessingError && error.code === oauth.JSON_ATTRIBUTE_COMPARISON) {
+        throw otherIssuer(url, (error.cause as { body?: { issuer?: unknown } } | undefined)?.body?.issuer, issuer);
+      }
+      throw new SignInError(`The authorization server's metadata at ${url} is not usable: ${messageOf(error)}`);
     }
-    if (!isHttpUrl(body.authorization_endpoint) || !isHttpUrl(body.token_endpoint)) {
-      throw new SignInError(`The metadata at ${url} has no http(s) authorization_endpoint or token_endpoint`);
+    // oauth4webapi compares the issuers as URLs ("http://as" is "http://as/"); an authorization answer's `iss` and a
+    // token's must equal it exactly, so the page asks as much of the document.
+    if (metadata.issuer !== issuer) {
+      throw otherIssuer(url, metadata.issuer, issuer);
     }
-    const methods = body.code_challenge_methods_supported;
+    const endpoints = [metadata.authorization_endpoint, metadata.token_endpoint].map(httpUrl);
+    if (!endpoints.every((url) => url?.protocol === "https:" || isLoopbackHttp(url))) {
+      throw new SignInError(
+        `The metadata at ${url} has no https authorization_endpoint or token_endpoint (http only on a loopback address)`,
+      );
+    }
+    const methods: unknown = metadata.code_challenge_methods_supported;
     if (Array.isArray(methods) && !methods.includes("S256")) {
       throw new SignInError(`${issuer} does not offer PKCE with S256, which the page needs`);
     }
-    const metadata: AuthorizationServerMetadata = {
+    const server: AuthorizationServerMetadata = {
       issuer,
-      authorizationEndpoint: body.authorization_endpoint,
-      tokenEndpoint: body.token_endpoint,
+      authorizationEndpoint: metadata.authorization_endpoint as string,
+      tokenEndpoint: metadata.token_endpoint as string,
     };
-    if (Array.isArray(body.scopes_supported)) {
-      metadata.scopesSupported = body.scopes_supported.filter((scope) => typeof scope === "string");
+    const scopes: unknown = metadata.scopes_supported;
+    if (Array.isArray(scopes)) {
+      server.scopesSupported = scopes.filter((scope) => typeof scope === "string");
     }
-    return metadata;
+    if (metadata.authorization_response_iss_parameter_supported === true) {
+      server.issParameterSupported = true;
+    }
+    return server;
   }
   throw new SignInError(
     `Could not read ${issuer}'s metadata (the authorization server must allow this page's origin with CORS): ${failures.join("; ")}`,
   );
 }
+
+const otherIssuer = (url: string, named: unknown, issuer: string) =>
+  new SignInError(`The metadata at ${url} names the issuer ${String(named)}, not ${issuer}`);
 
 /**
  * The scopes the page asks `server` for: its own, and `offline_access` where the server lists it (an OpenID
@@ -237,22 +276,11 @@ export function rememberAuthorizationServer(storage: Storage, resource: string, 
   storage.setItem(AUTHORIZATION_SERVER_KEY, JSON.stringify({ ...readChoices(storage), [resource]: issuer }));
 }
 
-const base64url = (bytes: Uint8Array) =>
-  btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, "-")
-    .replace(/\//g, "_")
-    .replace(/=+$/, "");
+/** A PKCE code verifier (43 characters, 32 random bytes base64url): oauth4webapi's. A state is made the same way. */
+export const randomToken = (): string => oauth.generateRandomCodeVerifier();
 
-/** 32 random bytes, base64url: a PKCE verifier (43 characters) or a state. */
-export function randomToken(): string {
-  return base64url(crypto.getRandomValues(new Uint8Array(32)));
-}
-
-/** The S256 code challenge of a verifier (RFC 7636 4.2), with Web Crypto. */
-export async function codeChallengeOf(verifier: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
-  return base64url(new Uint8Array(digest));
-}
+/** The S256 code challenge of a verifier (RFC 7636 4.2): oauth4webapi's, with Web Crypto. */
+export const codeChallengeOf = (verifier: string): Promise<string> => oauth.calculatePKCECodeChallenge(verifier);
 
 /** What {@link authorizationUrl} builds the request from. */
 export interface AuthorizationUrlOptions {
@@ -266,7 +294,7 @@ export interface AuthorizationUrlOptions {
   scopes?: readonly string[];
 }
 
-/** The authorization request's URL: the code flow, S256 PKCE, the resource, the page's scopes. */
+/** The authorization request's URL (oauth4webapi leaves it to the caller): the code flow, S256 PKCE, the resource, the page's scopes. */
 export function authorizationUrl(options: AuthorizationUrlOptions): string {
   const url = new URL(options.authorizationEndpoint);
   const query: Record<string, string> = {
@@ -294,22 +322,23 @@ export interface AuthorizationResponse {
   errorDescription?: string;
 }
 
+/** The fields of an {@link AuthorizationResponse}, by their names in the response. */
+const RESPONSE_FIELDS = [
+  ["code", "code"],
+  ["state", "state"],
+  ["iss", "iss"],
+  ["error", "error"],
+  ["errorDescription", "error_description"],
+] as const;
+
 /** The authorization response carried by `href`'s query: undefined when it carries none. */
 export function readAuthorizationResponse(href: string): AuthorizationResponse | undefined {
   const query = new URL(href).searchParams;
-  const code = query.get("code");
-  const error = query.get("error");
-  if (code === null && error === null) {
+  if (!query.has("code") && !query.has("error")) {
     return undefined;
   }
   const response: AuthorizationResponse = {};
-  for (const [field, name] of [
-    ["code", "code"],
-    ["state", "state"],
-    ["iss", "iss"],
-    ["error", "error"],
-    ["errorDescription", "error_description"],
-  ] as const) {
+  for (const [field, name] of RESPONSE_FIELDS) {
     const value = query.get(name);
     if (value !== null) {
       response[field] = value;
@@ -365,23 +394,46 @@ export function savePendingSignIn(storage: Storage, pending: PendingSignIn): voi
 }
 
 /**
- * Checks an authorization response against the sign-in that asked for it: the same state, the same issuer where the
- * server names it (RFC 9207), no error. Returns the code.
+ * Checks an authorization response against the sign-in that asked for it with oauth4webapi's validateAuthResponse:
+ * the same state, the same issuer where the answer names it (and its presence where the metadata says the server
+ * sends it, RFC 9207), no error. Returns the code.
  */
 export function codeOf(response: AuthorizationResponse, pending: PendingSignIn | undefined): string {
-  if (!pending || pending.phase === "reload" || !pending.state) {
+  if (!pending || pending.phase === "reload" || !pending.state || !pending.issuer) {
     throw new SignInError("This page started no sign-in that this answer could finish: sign in again");
   }
-  if (response.state !== pending.state) {
-    throw new SignInError("The authorization answer's state is not the one this page sent: sign in again");
+  const parameters = new URLSearchParams();
+  for (const [field, name] of RESPONSE_FIELDS) {
+    const value = response[field];
+    if (value !== undefined) {
+      parameters.set(name, value);
+    }
   }
-  if (response.iss !== undefined && response.iss !== pending.issuer) {
-    throw new SignInError(`The authorization answer comes from ${response.iss}, not ${pending.issuer}`);
-  }
-  if (response.error !== undefined) {
-    throw new SignInError(
-      `The authorization server answered ${response.error}${response.errorDescription ? `: ${response.errorDescription}` : ""}`,
-    );
+  const as: oauth.AuthorizationServer = {
+    issuer: pending.issuer,
+    ...(pending.issParameterSupported ? { authorization_response_iss_parameter_supported: true } : {}),
+  };
+  try {
+    oauth.validateAuthResponse(as, { client_id: pending.clientId }, parameters, pending.state);
+  } catch (error) {
+    if (error instanceof oauth.AuthorizationResponseError) {
+      throw new SignInError(
+        `The authorization server answered ${error.error}${error.error_description ? `: ${error.error_description}` : ""}`,
+      );
+    }
+    // oauth4webapi's message names the parameter that failed.
+    const message = messageOf(error);
+    if (message.includes('"iss"')) {
+      throw new SignInError(
+        response.iss === undefined
+          ? `The authorization answer does not say it comes from ${pending.issuer} (no iss, which its metadata promises): sign in again`
+          : `The authorization answer comes from ${response.iss}, not ${pending.issuer}`,
+      );
+    }
+    if (message.includes('"state"')) {
+      throw new SignInError("The authorization answer's state is not the one this page sent: sign in again");
+    }
+    throw new SignInError(`The authorization answer is not usable: ${message}`);
   }
   if (!response.code) {
     throw new SignInError("The authorization answer has no code");
@@ -389,101 +441,151 @@ export function codeOf(response: AuthorizationResponse, pending: PendingSignIn |
   return response.code;
 }
 
-/** What {@link exchangeCode} sends. */
-export interface ExchangeOptions {
+/** What a token request needs: the endpoint, the public client, the resource, and the page's origin for messages. */
+interface TokenEndpointOptions {
   tokenEndpoint: string;
+  /**
+   * The authorization server's issuer, oauth4webapi's `as.issuer` (it checks an ID token's `iss` against it, were one
+   * to come: the page asks for none). The token endpoint's origin stands in when it is not given.
+   */
+  issuer?: string;
   clientId: string;
+  /** The resource indicator (RFC 8707), sent again with the grant. */
+  resource?: string;
+  /** The page's origin, for the message when the authorization server's CORS policy refuses it. */
+  origin: string;
+  fetch?: typeof fetch;
+}
+
+/** What {@link exchangeCode} sends. */
+export interface ExchangeOptions extends TokenEndpointOptions {
+  /** The code {@link codeOf} gave: the answer it came in already checked. */
   code: string;
   redirectUri: string;
   codeVerifier: string;
-  resource?: string;
-  /** The page's origin, for the message when the authorization server's CORS policy refuses it. */
-  origin: string;
-  fetch?: typeof fetch;
 }
 
-/** Exchanges the code at the token endpoint, as a public client (its id, no secret). */
-export function exchangeCode(options: ExchangeOptions): Promise<SignedIn> {
-  const body = new URLSearchParams({
-    grant_type: "authorization_code",
-    code: options.code,
-    redirect_uri: options.redirectUri,
-    code_verifier: options.codeVerifier,
-    client_id: options.clientId,
-  });
-  if (options.resource) {
-    body.set("resource", options.resource);
-  }
-  return tokenRequest(options, body, "the code");
+/** Exchanges the code at the token endpoint, as a public client (its id, no secret), with oauth4webapi. */
+export async function exchangeCode(options: ExchangeOptions): Promise<SignedIn> {
+  const { as, client, request } = tokenEndpointOf(options);
+  // codeOf checked the answer with validateAuthResponse; here it only hands the code on in the form the grant request
+  // takes (the parameters validateAuthResponse returns), with nothing left to check.
+  const callback = oauth.validateAuthResponse(
+    as,
+    client,
+    new URLSearchParams({ code: options.code }),
+    oauth.skipStateCheck,
+  );
+  const { redirectUri, codeVerifier } = options;
+  const response = await answerOf(
+    options,
+    "the code",
+    oauth.authorizationCodeGrantRequest(as, client, oauth.None(), callback, redirectUri, codeVerifier, request),
+  );
+  return tokensOf("the code", response, oauth.processAuthorizationCodeResponse(as, client, response));
 }
 
 /** What {@link refreshTokens} sends. */
-export interface RefreshOptions {
-  tokenEndpoint: string;
-  clientId: string;
+export interface RefreshOptions extends TokenEndpointOptions {
   refreshToken: string;
-  resource?: string;
-  /** The page's origin, for the message when the authorization server's CORS policy refuses it. */
-  origin: string;
-  fetch?: typeof fetch;
 }
 
 /**
- * Uses the refresh token once at the token endpoint (RFC 6749 6), as a public client, for the same resource. The
- * answer's refresh token, when it has one, replaces the one used (rotation, as OAuth 2.1 asks of public clients).
+ * Uses the refresh token once at the token endpoint (RFC 6749 6), as a public client, for the same resource, with
+ * oauth4webapi. The answer's refresh token, when it has one, replaces the one used (rotation, as OAuth 2.1 asks of
+ * public clients).
  */
-export function refreshTokens(options: RefreshOptions): Promise<SignedIn> {
-  const body = new URLSearchParams({
-    grant_type: "refresh_token",
-    refresh_token: options.refreshToken,
-    client_id: options.clientId,
-  });
-  if (options.resource) {
-    body.set("resource", options.resource);
-  }
-  return tokenRequest(options, body, "the refresh token");
+export async function refreshTokens(options: RefreshOptions): Promise<SignedIn> {
+  const { as, client, request } = tokenEndpointOf(options);
+  const response = await answerOf(
+    options,
+    "the refresh token",
+    oauth.refreshTokenGrantRequest(as, client, oauth.None(), options.refreshToken, request),
+  );
+  return tokensOf("the refresh token", response, oauth.processRefreshTokenResponse(as, client, response));
 }
 
-/** A token request, its answer read: `grant` names what was sent, for the message of a refusal. */
-async function tokenRequest(
-  options: { tokenEndpoint: string; clientId: string; origin: string; fetch?: typeof fetch },
-  body: URLSearchParams,
-  grant: string,
-): Promise<SignedIn> {
-  let response: Response;
+/** oauth4webapi's view of the token endpoint: the authorization server, the public client, the request's options. */
+function tokenEndpointOf(options: TokenEndpointOptions) {
+  const endpoint = httpUrl(options.tokenEndpoint);
+  const as: oauth.AuthorizationServer = {
+    issuer: options.issuer ?? endpoint?.origin ?? options.tokenEndpoint,
+    token_endpoint: options.tokenEndpoint,
+  };
+  const client: oauth.Client = { client_id: options.clientId };
+  const request: oauth.TokenEndpointRequestOptions = {
+    ...requestOptions(endpoint, options.fetch),
+    ...(options.resource ? { additionalParameters: { resource: options.resource } } : {}),
+  };
+  return { as, client, request };
+}
+
+/** The answer to a token request `sending`: no answer (CORS, network) or a request not sent, in the page's words. */
+async function answerOf(options: TokenEndpointOptions, grant: string, sending: Promise<Response>): Promise<Response> {
   try {
-    response = await (options.fetch ?? fetch)(options.tokenEndpoint, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-      body,
-    });
+    return await sending;
   } catch (error) {
-    throw new SignInError(
-      `Could not reach the token endpoint ${options.tokenEndpoint} (${messageOf(error)}): the authorization server must allow this page's origin, ${options.origin}, with CORS for client ${options.clientId}`,
-    );
+    const { tokenEndpoint, origin, clientId } = options;
+    if (error instanceof Unreachable) {
+      throw new SignInError(
+        `Could not reach the token endpoint ${tokenEndpoint} (${error.message}): the authorization server must allow this page's origin, ${origin}, with CORS for client ${clientId}`,
+      );
+    }
+    throw new SignInError(`The page did not send ${grant} to the token endpoint ${tokenEndpoint}: ${refusalOf(error)}`);
   }
-  const answer = await readJson(response, "The token endpoint's answer");
-  if (!response.ok) {
-    const description = typeof answer.error_description === "string" ? `: ${answer.error_description}` : "";
-    throw new SignInError(
-      `The token endpoint refused ${grant} (${String(answer.error ?? response.status)}${description})`,
-    );
+}
+
+/** The tokens `reading` (oauth4webapi's processing of `response`) gives, or its refusal in the page's words. */
+async function tokensOf(
+  grant: string,
+  response: Response,
+  reading: Promise<oauth.TokenEndpointResponse>,
+): Promise<SignedIn> {
+  let answer: oauth.TokenEndpointResponse;
+  try {
+    answer = await reading;
+  } catch (error) {
+    throw tokenFailure(error, grant, response);
   }
-  const visible = (value: unknown): value is string => typeof value === "string" && /^[\x21-\x7e]+$/.test(value);
-  if (!visible(answer.access_token)) {
+  if (answer.token_type !== "bearer") {
+    throw new SignInError(`The token endpoint issued a ${answer.token_type} token; the page sends bearer tokens only`);
+  }
+  // The access token goes into an Authorization header: visible ASCII only.
+  if (!/^[\x21-\x7e]+$/.test(answer.access_token)) {
     throw new SignInError("The token endpoint's answer has no access token");
   }
   const signedIn: SignedIn = { accessToken: answer.access_token };
-  if (visible(answer.refresh_token)) {
+  if (answer.refresh_token !== undefined) {
     signedIn.refreshToken = answer.refresh_token;
   }
-  if (typeof answer.expires_in === "number" && Number.isFinite(answer.expires_in) && answer.expires_in >= 0) {
+  if (answer.expires_in !== undefined) {
     signedIn.expiresIn = answer.expires_in;
   }
-  if (typeof answer.scope === "string") {
+  if (answer.scope !== undefined) {
     signedIn.scope = answer.scope;
   }
   return signedIn;
+}
+
+/** The page's message for oauth4webapi's refusal of a token answer: the server's error where it sent one. */
+function tokenFailure(error: unknown, grant: string, response: Response): SignInError {
+  const refused = (code: string, description?: string) =>
+    new SignInError(`The token endpoint refused ${grant} (${code}${description ? `: ${description}` : ""})`);
+  if (error instanceof oauth.ResponseBodyError) {
+    return refused(error.error, error.error_description);
+  }
+  if (error instanceof oauth.WWWAuthenticateChallengeError) {
+    const parameters = error.cause[0]?.parameters;
+    return refused(parameters?.error ?? `HTTP ${response.status}`, parameters?.error_description);
+  }
+  if (response.status !== 200) {
+    return refused(`HTTP ${response.status}`);
+  }
+  const body = (error as { cause?: { body?: Record<string, unknown> } } | undefined)?.cause?.body;
+  if (body && typeof body.access_token !== "string") {
+    return new SignInError("The token endpoint's answer has no access token");
+  }
+  return new SignInError(`The token endpoint's answer is not usable: ${messageOf(error)}`);
 }
 
 function messageOf(error: unknown): string {

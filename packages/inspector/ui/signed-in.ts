@@ -145,6 +145,7 @@ export class SignInSession {
     try {
       next = await refreshTokens({
         tokenEndpoint,
+        issuer: this.issuer,
         clientId,
         refreshToken: tokens.refreshToken,
         origin,
