@@ -3,6 +3,7 @@ import { generateKeyPairSync, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { PageHandler } from "@otc/server/node";
 import escapeHtml from "escape-html";
+import { GMAIL_READONLY_SCOPE } from "./tools.js";
 
 /** Where Example Accounts is mounted below the demo's public URL: its issuer is `<public URL>/accounts`. */
 export const ACCOUNTS_PATH = "/accounts";
@@ -10,13 +11,23 @@ export const ACCOUNTS_PATH = "/accounts";
 export const OTC_CLIENT_ID = "otc";
 /** The demo's own sign-in (`/demo/signin`), a confidential client. */
 export const SIGNIN_CLIENT_ID = "demo-signin";
-/** The connections vault of the demo, a confidential client. */
+/** The connections vault of the demo, a confidential client: the provider `example`. */
 export const CONNECTIONS_CLIENT_ID = "demo-connections";
+/** The connections vault again, as the provider `google` (Gmail.GetEmails's): the one client that may ask for the Gmail scope. */
+export const GOOGLE_CLIENT_ID = "demo-google";
 /** Where the demo's sign-in comes back, below the public URL. */
 export const SIGNIN_CALLBACK_PATH = "/demo/signin/callback";
 
 /** The scopes of the demo's tool server, as a resource (RFC 8707) of Example Accounts. */
 const RESOURCE_SCOPES = ["oxp:tools:read", "oxp:tools:call"];
+/** The OpenID Connect scopes every client may ask for. */
+const OIDC_SCOPES = ["openid", "offline_access", "email", "profile"];
+/**
+ * The scopes of Example Accounts standing in for Google, for the `google` client only. A connection flow names no
+ * resource, so oidc-provider keeps only the scopes of its `scopes` list (the others it drops without a word): they
+ * are listed there beside the OpenID ones, and granted on the consent page as those are.
+ */
+const GOOGLE_SCOPES = [GMAIL_READONLY_SCOPE];
 /** How many records (clients, grants, sessions, codes, tokens) Example Accounts keeps: registration is open to anyone. */
 const MAX_RECORDS = 10_000;
 /** The largest login or consent form read: two short fields. */
@@ -49,8 +60,10 @@ export interface ExampleAccounts {
   readonly user: { id: string; password: string; name: string; email: string };
   /** The demo's sign-in client. */
   readonly signIn: AccountsClient;
-  /** The connections vault's client. */
+  /** The connections vault's client, as the provider `example`. */
   readonly connections: AccountsClient;
+  /** The connections vault's client as the provider `google`, standing in for Google: it may ask for the Gmail scope. */
+  readonly google: AccountsClient;
   /** Its endpoints, as its metadata names them. */
   readonly endpoints: { authorization: string; token: string; userinfo: string };
   /** The node-style page that serves it (and its RFC 8414 metadata at `/.well-known/oauth-authorization-server/accounts`). */
@@ -134,7 +147,8 @@ function loadProvider(): Promise<ProviderModule> {
  * Starts Example Accounts for a demo served at `publicUrl`: keys made now, one user (`demo`), an in-memory store
  * bounded to {@link MAX_RECORDS} records; JWT access tokens (RFC 9068) for the demo as a resource with the scopes
  * oxp:tools:read and oxp:tools:call; PKCE required of every client; rotating refresh tokens; dynamic registration
- * (RFC 7591) open to public native clients with loopback redirect URIs, as `otc login` registers.
+ * (RFC 7591) open to public native clients with loopback redirect URIs, as `otc login` registers; the vault's
+ * clients for its providers `example` and `google` (Gmail's scope, for that client alone).
  *
  * @example
  * const accounts = await createExampleAccounts({ publicUrl: "http://127.0.0.1:8080" });
@@ -162,7 +176,12 @@ export async function createExampleAccounts(options: ExampleAccountsOptions): Pr
     clientSecret: randomBytes(24).toString("base64url"),
     redirectUri: `${resource}/connections/callback`,
   };
-  const fixedClients = new Set([OTC_CLIENT_ID, SIGNIN_CLIENT_ID, CONNECTIONS_CLIENT_ID]);
+  const google: AccountsClient = {
+    clientId: GOOGLE_CLIENT_ID,
+    clientSecret: randomBytes(24).toString("base64url"),
+    redirectUri: connections.redirectUri,
+  };
+  const fixedClients = new Set([OTC_CLIENT_ID, SIGNIN_CLIENT_ID, CONNECTIONS_CLIENT_ID, GOOGLE_CLIENT_ID]);
 
   // Made at every start: tokens of an earlier run no longer verify, as nothing of it is kept either.
   const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
@@ -187,16 +206,18 @@ export async function createExampleAccounts(options: ExampleAccountsOptions): Pr
         token_endpoint_auth_method: "none",
         application_type: "native",
       },
-      ...[signIn, connections].map((client) => ({
+      ...[signIn, connections, google].map((client) => ({
         client_id: client.clientId,
         client_secret: client.clientSecret,
         redirect_uris: [client.redirectUri],
         grant_types: client === signIn ? ["authorization_code"] : ["authorization_code", "refresh_token"],
         response_types: ["code"],
         token_endpoint_auth_method: "client_secret_basic",
+        ...(client === google ? { scope: [...OIDC_SCOPES, ...GOOGLE_SCOPES].join(" ") } : {}),
       })),
     ],
-    clientDefaults: { id_token_signed_response_alg: "ES256" },
+    // A client's `scope` is what it may ask for of the `scopes` below: by default the OpenID ones, not Google's.
+    clientDefaults: { id_token_signed_response_alg: "ES256", scope: OIDC_SCOPES.join(" ") },
     async findAccount(_ctx: unknown, sub: string) {
       return sub === user.id
         ? {
@@ -212,7 +233,7 @@ export async function createExampleAccounts(options: ExampleAccountsOptions): Pr
         : undefined;
     },
     claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "preferred_username"] },
-    scopes: ["openid", "offline_access", "email", "profile"],
+    scopes: [...OIDC_SCOPES, ...GOOGLE_SCOPES],
     responseTypes: ["code"],
     pkce: { required: () => true },
     // oidc-provider keeps offline_access only with prompt=consent, which OAuth clients do not send: every client
@@ -420,6 +441,7 @@ export async function createExampleAccounts(options: ExampleAccountsOptions): Pr
     user,
     signIn,
     connections,
+    google,
     endpoints: {
       authorization: `${issuer}/auth`,
       token: `${issuer}/token`,
@@ -450,6 +472,9 @@ function registrationProblem(metadata: Record<string, unknown>): string | undefi
   const grants = Array.isArray(metadata.grant_types) ? metadata.grant_types : [];
   if (!grants.every((grant) => grant === "authorization_code" || grant === "refresh_token")) {
     return "grant_types may be authorization_code and refresh_token only";
+  }
+  if (typeof metadata.scope === "string" && metadata.scope.split(" ").some((scope) => GOOGLE_SCOPES.includes(scope))) {
+    return "the Gmail scope is the demo's own google client's";
   }
   if (typeof metadata.client_name === "string" && metadata.client_name.length > 200) {
     return "client_name is longer than 200 characters";

@@ -1,7 +1,8 @@
 /**
  * `npm run client -w @otc/demo [-- URL]`: calls every demo tool over HTTP, as an agent would, and exits
  * non-zero on the first unexpected result. URL defaults to OXP_URL, then http://127.0.0.1:8080.
- * Sends OXP_API_KEY when set.
+ * Sends OXP_API_KEY when set. For a demo without Example Accounts: with it, Gmail's challenge is a connection
+ * flow that only a browser signed in to the demo finishes, and there is no consent page to approve.
  */
 // biome-ignore-all lint/suspicious/noConsole: the demo client is a script whose output is what it shows
 import { randomUUID } from "node:crypto";

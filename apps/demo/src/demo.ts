@@ -1,4 +1,4 @@
-/** What every demo server is made of, whichever adapter serves it: the catalog, the demo Google provider, the stores they share; with Example Accounts, the oauth extension, the connections vault and the demo's sign-in. */
+/** What every demo server is made of, whichever adapter serves it: the catalog and the stores it shares; the demo Google provider (a hand-made consent page), or with Example Accounts the oauth extension, the connections vault (`example`, and `google` in its place) and the demo's sign-in. */
 import type { InspectorFilesLoader } from "@otc/inspector/fetch";
 import {
   type AdapterOptions,
@@ -12,11 +12,14 @@ import type { ExampleAccounts } from "./accounts.js";
 import { DemoSession } from "./demo-session.js";
 import { EXAMPLE_PROVIDER_ID, exampleProfileTool } from "./example-profile.js";
 import { DemoGoogleProvider } from "./google-provider.js";
-import { DEMO_TOOLKITS, demoTools } from "./tools.js";
+import { DEMO_TOOLKITS, demoTools, GMAIL_READONLY_SCOPE } from "./tools.js";
+
+/** The provider Gmail.GetEmails names in `requirements.authorization`. */
+const GOOGLE_PROVIDER_ID = "google";
 
 /**
  * Options of a demo server: every server option except the tools and providers, which the demo fixes;
- * plus where the demo Google provider keeps its challenges (default: in memory).
+ * plus where the demo Google provider keeps its challenges (default: in memory; not used with `accounts`).
  */
 export type DemoOptions = Omit<AdapterOptions, "tools" | "authorizationProviders" | "pages"> & {
   challengeStore?: ChallengeStore;
@@ -24,8 +27,9 @@ export type DemoOptions = Omit<AdapterOptions, "tools" | "authorizationProviders
   inspectorFiles?: InspectorFilesLoader;
   /**
    * Example Accounts (accounts.ts, Node only), made for this server's `publicUrl`: its access tokens are accepted
-   * (the oauth extension, beside `auth`'s API keys and JWTs), it is the connections provider `example`, the demo's
-   * sign-in at /demo/signin goes through it, and the catalog gains Example.Profile.
+   * (the oauth extension, beside `auth`'s API keys and JWTs), it is the connections providers `example` and
+   * `google` (Gmail's, in place of the demo Google provider and its consent page), the demo's sign-in at
+   * /demo/signin goes through it, and the catalog gains Example.Profile.
    */
   accounts?: ExampleAccounts;
   /** The connections vault's keys with `accounts`. Default: one made at start (connections then last one run). */
@@ -34,30 +38,57 @@ export type DemoOptions = Omit<AdapterOptions, "tools" | "authorizationProviders
 
 /** The parts of a demo server that tests reach into. */
 export interface DemoParts {
-  google: DemoGoogleProvider;
+  /** The demo Google provider, whose consent pages are at /demo/authorize: without `accounts` only. */
+  google?: DemoGoogleProvider;
   counter: { value: number };
   /** The demo's sign-in, with `accounts`. */
   session?: DemoSession;
 }
 
-/** The demo's parts, the adapter options that serve them, and the pages its Example Accounts adds. */
-export function demoParts(options: DemoOptions): DemoParts & {
+/** The parts of a demo without Example Accounts: `google` answers Gmail's challenges on its consent page. */
+export interface DefaultDemoParts extends DemoParts {
+  google: DemoGoogleProvider;
+  session?: undefined;
+}
+
+/** The parts of a demo with Example Accounts: the vault answers Gmail's challenges, and there is no consent page. */
+export interface AccountsDemoParts extends DemoParts {
+  google?: undefined;
+  session: DemoSession;
+}
+
+/** What a demo's parts are for its options: with `accounts`, without, or either (options not known until run). */
+export type DemoPartsOf<Options extends DemoOptions> = Options extends { accounts: ExampleAccounts }
+  ? AccountsDemoParts
+  : "accounts" extends keyof Options
+    ? Options extends { accounts?: undefined }
+      ? DefaultDemoParts
+      : DemoParts
+    : DefaultDemoParts;
+
+/** What {@link demoParts} answers besides the parts: the adapter options that serve them, and the pages they add. */
+export interface DemoServing {
   serverOptions: AdapterOptions;
+  /** Fetch pages: the consent pages at /demo/authorize, or with `accounts` the sign-in at /demo/signin. */
   pages: FetchPage[];
   nodePages: PageHandler[];
-} {
+}
+
+/** The demo's parts, the adapter options that serve them, and the pages they add. */
+export function demoParts<Options extends DemoOptions>(options: Options): DemoPartsOf<Options> & DemoServing;
+export function demoParts(options: DemoOptions): (DefaultDemoParts | AccountsDemoParts) & DemoServing {
   const { challengeStore, inspectorFiles: _files, accounts, vaultKeys, ...serverOptions } = options;
   // One token store for the server and the provider: a challenge completed here may have started on another instance.
   const tokenStore = serverOptions.tokenStore ?? new MemoryTokenStore();
-  const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
   const counter = { value: 0 };
   const tools = demoTools(counter);
   if (!accounts) {
+    const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
     return {
       google,
       counter,
       serverOptions: { ...serverOptions, tokenStore, tools, toolkits: DEMO_TOOLKITS, authorizationProviders: [google] },
-      pages: [],
+      pages: [google.page()],
       nodePages: [],
     };
   }
@@ -68,7 +99,6 @@ export function demoParts(options: DemoOptions): DemoParts & {
     endpoints: accounts.endpoints,
   });
   return {
-    google,
     counter,
     session,
     serverOptions: {
@@ -80,7 +110,8 @@ export function demoParts(options: DemoOptions): DemoParts & {
         ...DEMO_TOOLKITS,
         Example: { description: "The user's profile at Example Accounts, through the vault." },
       },
-      authorizationProviders: [google],
+      // Gmail's `google` is a provider of the vault: a call without its connection answers the vault's challenge.
+      authorizationProviders: [],
       auth: {
         ...serverOptions.auth,
         oauth: {
@@ -98,6 +129,14 @@ export function demoParts(options: DemoOptions): DemoParts & {
             clientId: accounts.connections.clientId,
             clientSecret: accounts.connections.clientSecret,
             scopes: ["openid", "profile", "email"],
+          },
+          {
+            id: GOOGLE_PROVIDER_ID,
+            name: "Google (Example Accounts)",
+            issuer: accounts.issuer,
+            clientId: accounts.google.clientId,
+            clientSecret: accounts.google.clientSecret,
+            scopes: ["openid", "email", GMAIL_READONLY_SCOPE],
           },
         ],
         keys: vaultKeys ?? [{ id: "demo", key: randomKey() }],

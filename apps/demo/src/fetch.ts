@@ -1,12 +1,12 @@
 /** Builds the demo Tool Server as a fetch handler (Bun, Deno, Cloudflare Workers, any fetch host): the same server as app.ts and handler.ts. */
 import { inspectorPage } from "@otc/inspector/fetch";
 import { createFetchHandler, type FetchHandler } from "@otc/server/fetch";
-import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
+import { type DefaultDemoParts, type DemoOptions, demoParts } from "./demo.js";
 
 export type { DemoOptions } from "./demo.js";
 
-/** The demo fetch handler and the parts tests reach into. */
-export interface DemoFetchHandler extends DemoParts {
+/** The demo fetch handler and the parts tests reach into: always the demo Google provider (no Example Accounts here). */
+export interface DemoFetchHandler extends DefaultDemoParts {
   handler: FetchHandler;
 }
 
@@ -25,11 +25,8 @@ export function createDemoFetchHandler(options: DemoOptions = {}): DemoFetchHand
     // oidc-provider is a Koa app on node:http: the fetch handler has nowhere to mount it.
     throw new Error("Example Accounts runs on Node: serve the demo with app.ts or handler.ts to use it");
   }
-  const { google, counter, serverOptions } = demoParts(options);
+  const { google, counter, serverOptions, pages } = demoParts({ ...options, accounts: undefined });
   const files = options.inspectorFiles;
-  const handler = createFetchHandler({
-    ...serverOptions,
-    pages: files ? [google.page(), inspectorPage({ files })] : [google.page()],
-  });
+  const handler = createFetchHandler({ ...serverOptions, pages: files ? [...pages, inspectorPage({ files })] : pages });
   return { handler, google, counter };
 }

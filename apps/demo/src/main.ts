@@ -217,6 +217,7 @@ if (accountsUser) {
     `  npx otc login ${base}`,
     "  npx otc connections add example",
     "  npx otc call Example.Profile",
+    "  npx otc call Gmail.GetEmails   (its google is an Example Accounts connection too)",
   );
 } else {
   lines.push("  OAuth sign-in and connected accounts: OXP_EXAMPLE_ACCOUNTS=1 npm start");

@@ -1,4 +1,4 @@
-// The demo with Example Accounts: its metadata, its registration policy, otc login against it, the demo's sign-in, a connection bound to the signed-in browser, and Example.Profile reading the connected account.
+// The demo with Example Accounts: its metadata, its registration policy, otc login against it, the demo's sign-in, a connection bound to the signed-in browser, Example.Profile reading the connected account, and Gmail's google served by the vault (no consent page of the demo's).
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -7,9 +7,10 @@ import { listen } from "@otc/server";
 import { freePort } from "@otc/test-helpers/free-port";
 import { codeChallengeOf, completeAuthorization, createCodeVerifier } from "@otc/test-helpers/oidc-provider";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createExampleAccounts, type ExampleAccounts, OTC_CLIENT_ID } from "../src/accounts.js";
+import { createExampleAccounts, type ExampleAccounts, GOOGLE_CLIENT_ID, OTC_CLIENT_ID } from "../src/accounts.js";
 import { createDemoApp } from "../src/app.js";
 import { createDemoHandler } from "../src/handler.js";
+import { GMAIL_READONLY_SCOPE } from "../src/tools.js";
 import { ADAPTER } from "./harness.js";
 
 const API_KEY = "example-accounts-key-51c0";
@@ -82,8 +83,8 @@ async function signIn(): Promise<string> {
   return (session as string).split(";")[0] as string;
 }
 
-/** Starts a connection to Example Accounts for the token's user; the provider's page. */
-async function startConnection(token: string): Promise<string> {
+/** Starts a connection to Example Accounts (as `provider`, `example` by default) for the token's user; the provider's page. */
+async function startConnection(token: string, provider = "example"): Promise<string> {
   const response = await fetch(`${url}/connections`, {
     method: "POST",
     headers: {
@@ -91,18 +92,65 @@ async function startConnection(token: string): Promise<string> {
       "content-type": "application/json",
       "OXP-Extensions": "connections",
     },
-    body: JSON.stringify({ provider: "example" }),
+    body: JSON.stringify({ provider }),
   });
   expect(response.status).toBe(201);
   return ((await response.json()) as { url: string }).url;
 }
 
-const callProfile = (token: string) =>
+const callTool = (token: string, toolId: string, input: Record<string, unknown>) =>
   fetch(`${url}/tools/call`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ tool_id: "Example.Profile", input: {} }),
+    body: JSON.stringify({ tool_id: toolId, input }),
   });
+const callProfile = (token: string) => callTool(token, "Example.Profile", {});
+
+/**
+ * Opens `start` at Example Accounts as a browser would, signing in when it asks: the consent page's HTML (not
+ * answered). The cookie jar keeps every cookie by name and sends it everywhere: oidc-provider reads only its own.
+ */
+async function consentPageOf(start: string): Promise<string> {
+  const jar = new Map<string, string>();
+  let next = new URL(start);
+  let init: RequestInit = {};
+  for (let step = 0; step < 12; step++) {
+    const cookie = [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+    const response = await fetch(next, {
+      ...init,
+      redirect: "manual",
+      headers: { ...(init.headers as Record<string, string>), cookie },
+    });
+    for (const line of response.headers.getSetCookie()) {
+      const pair = line.split(";")[0] as string;
+      const [name, value] = [pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1)];
+      if (value === "" || /expires=Thu, 01 Jan 1970/i.test(line)) {
+        jar.delete(name);
+      } else {
+        jar.set(name, value);
+      }
+    }
+    const location = response.headers.get("location");
+    if (location) {
+      await response.body?.cancel();
+      next = new URL(location, next);
+      init = {};
+      continue;
+    }
+    const html = await response.text();
+    const login = /<form id="login-form" method="post" action="([^"]+)"/.exec(html)?.[1];
+    if (!login) {
+      return html;
+    }
+    next = new URL(login.replaceAll("&#38;", "&"), next);
+    init = {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ login: accounts.user.id, password: accounts.user.password }),
+    };
+  }
+  throw new Error(`${start} did not reach a consent page`);
+}
 
 describe("Example Accounts in the demo", () => {
   it("is the authorization server the demo's resource metadata names, its metadata at both well-known places", async () => {
@@ -131,6 +179,11 @@ describe("Example Accounts in the demo", () => {
       "a redirect off the loopback",
       400,
       { token_endpoint_auth_method: "none", application_type: "native", redirect_uris: ["https://evil.example/cb"] },
+    ],
+    [
+      "a client asking for the Gmail scope",
+      400,
+      { token_endpoint_auth_method: "none", application_type: "native", scope: `openid ${GMAIL_READONLY_SCOPE}` },
     ],
     [
       "a public native client, loopback redirect",
@@ -203,6 +256,124 @@ describe("Example Accounts in the demo", () => {
       success: true,
       value: { sub: "demo", name: "Demo User", email: "demo@example.com" },
     });
+  });
+
+  it("serves Gmail's google through the vault: its challenge is Example Accounts' consent to the Gmail scope, then the call runs", async () => {
+    const token = await accessToken();
+    const gmail = () => callTool(token, "Gmail.GetEmails", { query: "receipt" });
+    // Not connected yet: the vault's challenge, whose link is Example Accounts' authorization for the google client.
+    const before = await gmail();
+    expect(before.status).toBe(400);
+    const body = (await before.json()) as {
+      missing_requirements: { authorization: { id: string; url: string; check_url: string }[] };
+    };
+    const [challenge] = body.missing_requirements.authorization;
+    if (!challenge) {
+      throw new Error(`no challenge in ${JSON.stringify(body)}`);
+    }
+    expect(challenge.id).toMatch(/^google\./);
+    const link = new URL(challenge.url);
+    expect(`${link.origin}${link.pathname}`).toBe(`${url}/accounts/auth`);
+    expect(Object.fromEntries(link.searchParams)).toMatchObject({
+      client_id: GOOGLE_CLIENT_ID,
+      scope: GMAIL_READONLY_SCOPE,
+      redirect_uri: `${url}/connections/callback`,
+      code_challenge_method: "S256",
+    });
+
+    // Example Accounts' consent page names the client and the Gmail scope.
+    const consent = await consentPageOf(challenge.url);
+    expect(consent).toContain(`<strong id="client">${GOOGLE_CLIENT_ID}</strong>`);
+    expect(/<ul id="scopes">(.*?)<\/ul>/.exec(consent)?.[1]).toBe(`<li>${GMAIL_READONLY_SCOPE}</li>`);
+
+    // The browser signed in to the demo finishes the flow; the challenge is then completed.
+    const session = await signIn();
+    const { redirectUrl } = await completeAuthorization(challenge.url, { user: user() });
+    const connected = await fetch(redirectUrl, { headers: { cookie: session } });
+    expect(connected.status).toBe(200);
+    expect(await connected.text()).toContain("Google (Example Accounts) is connected");
+    const checked = await fetch(challenge.check_url, { headers: { authorization: `Bearer ${token}` } });
+    expect(await checked.json()).toEqual({ status: "completed" });
+    const list = await fetch(`${url}/connections`, {
+      headers: { authorization: `Bearer ${token}`, "OXP-Extensions": "connections" },
+    });
+    expect(((await list.json()) as { items: unknown[] }).items).toContainEqual(
+      expect.objectContaining({ provider: "google", status: "active", scopes: [GMAIL_READONLY_SCOPE] }),
+    );
+
+    // The same call now runs, with the token the vault holds.
+    const after = await gmail();
+    expect(after.status).toBe(200);
+    expect(await after.json()).toMatchObject({
+      success: true,
+      value: { emails: [{ id: "email_2", subject: "Your Receipt" }] },
+    });
+  });
+
+  it("connects google from POST /connections too, with its default scopes: openid names the account", async () => {
+    const token = await accessToken();
+    const page = await startConnection(token, "google");
+    expect(new URL(page).searchParams.get("scope")).toBe(`openid email ${GMAIL_READONLY_SCOPE}`);
+    const session = await signIn();
+    const { redirectUrl } = await completeAuthorization(page, { user: user() });
+    const connected = await fetch(redirectUrl, { headers: { cookie: session } });
+    expect(connected.status).toBe(200);
+    const list = await fetch(`${url}/connections`, {
+      headers: { authorization: `Bearer ${token}`, "OXP-Extensions": "connections" },
+    });
+    expect(((await list.json()) as { items: unknown[] }).items).toContainEqual(
+      expect.objectContaining({
+        provider: "google",
+        status: "active",
+        account: "demo",
+        scopes: expect.arrayContaining(["openid", "email", GMAIL_READONLY_SCOPE]),
+      }),
+    );
+  });
+
+  it("does not serve the demo's hand-made consent page at /demo/authorize", async () => {
+    const token = await accessToken();
+    // A fresh user (API key): the call's challenge is the vault's, and no consent page of the demo's knows its id.
+    const challenged = await fetch(`${url}/tools/call`, {
+      method: "POST",
+      headers: { "OXP-API-Key": API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ tool_id: "Gmail.GetEmails", input: {}, context: { user_id: "no-page" } }),
+    });
+    expect(challenged.status).toBe(400);
+    const { missing_requirements } = (await challenged.json()) as {
+      missing_requirements: { authorization: { id: string; url: string }[] };
+    };
+    const id = missing_requirements.authorization[0]?.id as string;
+    expect(missing_requirements.authorization[0]?.url.startsWith(`${url}/accounts/auth?`)).toBe(true);
+    for (const [path, method] of [
+      [`/demo/authorize/${encodeURIComponent(id)}`, "GET"],
+      ["/demo/authorize/google.x", "GET"],
+      ["/demo/authorize/google.x", "PUT"],
+    ] as const) {
+      // With a credential: a path the server does not serve is a 401 before it is a 404 while OAuth is on.
+      const answer = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}` } });
+      expect([path, method, answer.status]).toEqual([path, method, 404]);
+      // The server's own not_found, not a consent page.
+      expect(answer.headers.get("content-type")).toMatch(/^application\/json/);
+      await answer.body?.cancel();
+    }
+  });
+
+  it("grants the Gmail scope to the vault's google client alone", async () => {
+    const authorization = new URL(accounts.endpoints.authorization);
+    authorization.search = new URLSearchParams({
+      response_type: "code",
+      client_id: OTC_CLIENT_ID,
+      redirect_uri: "http://127.0.0.1:9/callback",
+      scope: GMAIL_READONLY_SCOPE,
+      state: "s",
+      code_challenge: codeChallengeOf(createCodeVerifier()),
+      code_challenge_method: "S256",
+    }).toString();
+    const answer = await fetch(authorization, { redirect: "manual" });
+    const location = new URL(answer.headers.get("location") as string);
+    expect(`${location.origin}${location.pathname}`).toBe("http://127.0.0.1:9/callback");
+    expect(location.searchParams.get("error")).toBe("invalid_scope");
   });
 
   it("keeps its login page out of frames and refuses a login form posted from another site", async () => {
