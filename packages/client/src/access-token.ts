@@ -1,6 +1,7 @@
 /** Bearer access tokens from the app (an OAuth client, stored sign-ins): asked per request, again once after a 401 or a 403. */
 import { type BearerChallenge, parseBearerChallenge } from "./bearer-challenge.js";
 import { OxpAccessTokenError } from "./errors.js";
+import type { OutgoingRequest } from "./guarded-fetch.js";
 
 /** Why the client asks for a token: for a request, after a 401, or after a 403 for too few scopes. */
 export type AccessTokenReason = "initial" | "unauthorized" | "insufficient_scope";
@@ -100,20 +101,21 @@ function reasonToAskAgain(response: Response, challenge: BearerChallenge | undef
  * per request, so a request is sent at most three times (a 401, then a 403 for the refreshed token's scopes); a
  * provider that gives back the token just refused ends it there, with that answer. Sending again is safe: a 401
  * or 403 is answered before the server runs anything, and the request is the same one, byte for byte (for
- * POST /tools/call its body and call_id). Any other answer, and the last one, is returned as it came.
+ * POST /tools/call its body and call_id: the body was read once, and each try sends those bytes). Any other answer,
+ * and the last one, is returned as it came.
  */
 export function withAccessToken(
-  send: (request: Request) => Promise<Response>,
+  send: (request: OutgoingRequest) => Promise<Response>,
   source: string | AccessTokenProvider,
-): (request: Request) => Promise<Response> {
+): (request: OutgoingRequest) => Promise<Response> {
   const provider: AccessTokenProvider = typeof source === "string" ? () => source : source;
   return async (request) => {
     const { signal } = request;
-    // `request` itself is never sent: each try sends a copy of it, so its body is there for the next.
+    // Each try is the same request with its own headers: the body read once goes again as it is, not copied.
     const sendWith = (token: string) => {
-      const copy = request.clone();
-      copy.headers.set("Authorization", `Bearer ${token}`);
-      return send(copy);
+      const headers = new Headers(request.headers);
+      headers.set("Authorization", `Bearer ${token}`);
+      return send({ ...request, headers });
     };
     let token = await ask(provider, { reason: "initial", signal });
     let response = await sendWith(token);

@@ -50,7 +50,15 @@ import {
   OxpResponseError,
   OxpTimeoutError,
 } from "./errors.js";
-import { DEFAULT_MAX_RESPONSE_BYTES, guardedFetch, originOf, sameOrigin } from "./guarded-fetch.js";
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  guardedFetch,
+  originOf,
+  outgoingRequest,
+  RequestDraft,
+  type SendRequest,
+  sameOrigin,
+} from "./guarded-fetch.js";
 import { type ClientClock, runtimeClock, sleepOn } from "./internal/clock.js";
 import { type JwtOptions, jwtSigner } from "./jwt.js";
 import {
@@ -372,6 +380,12 @@ type Attempt<T> = { done: T } | { retry: Error; waitMs?: number };
 /** The most bytes of a discovery document the client reads: a few ids, far below any answer's limit. */
 const MAX_DISCOVERY_BYTES = 64 * 1024;
 
+/**
+ * openapi-fetch's `Request` option: it makes RequestDrafts, which the client's fetch reads, instead of Requests that
+ * would be built only to be read back (it uses none of a Request's own features: no middleware is registered).
+ */
+const DRAFTS = RequestDraft as unknown as typeof Request;
+
 /** What a server without discovery speaks: OXP 1.0, and no extension (docs/protocol.md 9.1). */
 const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
 
@@ -486,7 +500,6 @@ function retryAfter(headers: Headers, now: number): number | undefined {
  */
 export function createClient(options: ClientOptions): OxpClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
-  const doFetch = options.fetch ?? globalThis.fetch;
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (!(Number.isInteger(maxResponseBytes) && maxResponseBytes > 0)) {
     throw new RangeError("maxResponseBytes must be a positive whole number of bytes");
@@ -498,26 +511,28 @@ export function createClient(options: ClientOptions): OxpClient {
   if (accessToken !== undefined && typeof accessToken !== "string" && typeof accessToken !== "function") {
     throw new TypeError("accessToken must be a token (a string) or a function giving one");
   }
-  // Outside the guard: one token per request, whatever redirects it follows, and a request refused for its token
-  // is sent again through the guard whole.
-  const authorized = (send: (request: Request) => Promise<Response>) =>
-    accessToken === undefined ? send : withAccessToken(send, accessToken);
-  const guarded = authorized(guardedFetch((request) => doFetch(request), { maxResponseBytes }));
+  // A fetch given is handed Requests, as documented; the global one is given the URL and init, and builds its own.
+  const given = options.fetch;
+  const network: SendRequest = given ? (url, init) => given(new Request(url, init)) : globalThis.fetch;
+  // Each request is read once, at the way in (its body as bytes), and sent from there. Outside the guard: one token
+  // per request, whatever redirects it follows, and a request refused for its token is sent again through the guard
+  // whole.
+  const through = (maxBytes: number) => {
+    const guard = guardedFetch(network, { maxResponseBytes: maxBytes });
+    const send = accessToken === undefined ? guard : withAccessToken(guard, accessToken);
+    return async (request: Request | RequestDraft) => send(await outgoingRequest(request));
+  };
+  const guarded = through(maxResponseBytes);
   // An event stream lasts as long as its call: its events are bounded one by one (maxResponseBytes), not in all.
-  const streamFetch = authorized(
-    guardedFetch((request) => doFetch(request), { maxResponseBytes: Number.POSITIVE_INFINITY }),
-  );
+  const streamFetch = through(Number.POSITIVE_INFINITY);
   // "manual": fetch would follow a redirect anywhere, resending the credentials and the call's body.
-  const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual" });
+  const api = createFetchClient<paths>({ baseUrl, fetch: guarded, redirect: "manual", Request: DRAFTS });
   // Discovery has a limit of its own: its document lists a few ids, and no server makes it cost 16 MiB.
   const discoveryApi = createFetchClient<paths>({
     baseUrl,
-    fetch: authorized(
-      guardedFetch((request) => doFetch(request), {
-        maxResponseBytes: Math.min(maxResponseBytes, MAX_DISCOVERY_BYTES),
-      }),
-    ),
+    fetch: through(Math.min(maxResponseBytes, MAX_DISCOVERY_BYTES)),
     redirect: "manual",
+    Request: DRAFTS,
   });
   /** The server's discovery document, once it answered one (or a 404), or the one given: kept for the client's life. */
   let discovered: DiscoveryDocument | undefined;

@@ -1,4 +1,4 @@
-/** The client's way to the network: redirects followed on the server's origin only, answers read up to a byte limit. */
+/** The client's way to the network: each request read once, redirects followed on its origin only, answers bounded. */
 import { OxpCrossOriginError, OxpProtocolError, OxpResponseTooLargeError } from "./errors.js";
 
 /** Redirects followed at most for one request, all of them on the server's origin. */
@@ -40,6 +40,64 @@ export function sameOrigin(url: string, base: string): boolean {
   }
 }
 
+/**
+ * One request as the client sends it, its body read once: every send of it (a same-origin 307 or 308, a try with
+ * another access token) carries these same bytes, which fetch writes with the headers rather than as a stream.
+ */
+export interface OutgoingRequest {
+  url: string;
+  method: string;
+  headers: Headers;
+  /** The body (the client's are small JSON documents), or undefined for none. */
+  body: string | ArrayBuffer | undefined;
+  signal: AbortSignal | undefined;
+}
+
+/** How the guard reaches the network: fetch's own arguments, so that no Request is built for it. */
+export type SendRequest = (url: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * What openapi-fetch builds for a request in place of a Request (its `Request` option): the URL and init it made. A
+ * Request would cost its making (an AbortSignal of its own, a stream over the body) only to be read back at once.
+ */
+export class RequestDraft {
+  readonly url: string;
+  readonly method: string;
+  readonly init: RequestInit;
+  constructor(url: string, init: RequestInit = {}) {
+    this.url = url;
+    this.method = init.method ?? "GET";
+    this.init = init;
+  }
+}
+
+/**
+ * `request` as an OutgoingRequest, its body read once (not copied): a Request is used up by it. A draft's string body
+ * is taken as it is.
+ */
+export async function outgoingRequest(request: Request | RequestDraft): Promise<OutgoingRequest> {
+  if (request instanceof RequestDraft) {
+    const { body, headers, signal } = request.init;
+    return {
+      url: request.url,
+      method: request.method,
+      headers: new Headers(headers),
+      body:
+        body === undefined || body === null || typeof body === "string"
+          ? (body ?? undefined)
+          : await new Response(body).arrayBuffer(),
+      signal: signal ?? undefined,
+    };
+  }
+  return {
+    url: request.url,
+    method: request.method,
+    headers: new Headers(request.headers),
+    body: request.body === null ? undefined : await request.arrayBuffer(),
+    signal: request.signal,
+  };
+}
+
 /** Options of {@link guardedFetch}. */
 export interface GuardOptions {
   /** The most bytes of an answer's body read (after any Content-Encoding is undone). */
@@ -47,23 +105,30 @@ export interface GuardOptions {
 }
 
 /**
- * Wraps `doFetch` so that a request (made with `redirect: "manual"`) never leaves its own origin: a
- * redirect on that origin is followed (at most MAX_REDIRECTS; 307/308 send the method and body again,
- * 303 and a POST's 301/302 become a GET without body, as fetch does), and a redirect anywhere else is
- * an OxpCrossOriginError, before anything is sent there. A browser does not show where a redirect leads
- * (an opaque redirect), so there every redirect is an OxpCrossOriginError. The answer's body is cut off
- * past `maxResponseBytes` with an OxpResponseTooLargeError, and refused before reading when its
- * Content-Length says it is longer.
+ * Wraps `doFetch` so that a request (sent with `redirect: "manual"`) never leaves its own origin: a redirect on that
+ * origin is followed (at most MAX_REDIRECTS; 307/308 send the method and body again, 303 and a POST's 301/302 become
+ * a GET without body, as fetch does), and a redirect anywhere else is an OxpCrossOriginError, before anything is sent
+ * there. A browser does not show where a redirect leads (an opaque redirect), so there every redirect is an
+ * OxpCrossOriginError. The answer's body is cut off past `maxResponseBytes` with an OxpResponseTooLargeError, and
+ * refused before reading when its Content-Length says it is longer.
  */
-export function guardedFetch(doFetch: (request: Request) => Promise<Response>, options: GuardOptions) {
-  return async (first: Request): Promise<Response> => {
-    const origin = new URL(first.url).origin;
-    const what = `${first.method} ${new URL(first.url).pathname}`;
-    // Kept for a 307/308 on the same origin; the bodies the client sends are small JSON documents.
-    const body = first.body ? await first.clone().arrayBuffer() : undefined;
-    let request = first;
+export function guardedFetch(doFetch: SendRequest, options: GuardOptions) {
+  return async (first: OutgoingRequest): Promise<Response> => {
+    const firstUrl = new URL(first.url);
+    const { origin } = firstUrl;
+    const what = `${first.method} ${firstUrl.pathname}`;
+    let { url, method, headers } = first;
+    // The body is bytes (or a string), never a stream: it is there again for a 307/308 on the same origin.
+    let body = method === "GET" || method === "HEAD" ? undefined : first.body;
     for (let hops = 0; ; hops++) {
-      const response = await doFetch(request);
+      const init: RequestInit = { method, headers, redirect: "manual" };
+      if (body !== undefined) {
+        init.body = body;
+      }
+      if (first.signal) {
+        init.signal = first.signal;
+      }
+      const response = await doFetch(url, init);
       if (response.type === "opaqueredirect") {
         throw new OxpCrossOriginError(
           `${what} was answered with a redirect, which the client does not follow: the browser does not say where it leads, and credentials go to ${origin} only`,
@@ -79,7 +144,7 @@ export function guardedFetch(doFetch: (request: Request) => Promise<Response>, o
       await response.body?.cancel().catch(() => undefined);
       let target: URL;
       try {
-        target = new URL(location, request.url);
+        target = new URL(location, url);
       } catch {
         throw new OxpProtocolError(
           `${what} was redirected (${response.status}) to a Location that is no URL`,
@@ -100,21 +165,18 @@ export function guardedFetch(doFetch: (request: Request) => Promise<Response>, o
       }
       const status = response.status;
       const toGet =
-        (request.method === "POST" && (status === 301 || status === 302)) ||
-        (status === 303 && request.method !== "GET" && request.method !== "HEAD");
-      const headers = new Headers(request.headers);
+        (method === "POST" && (status === 301 || status === 302)) ||
+        (status === 303 && method !== "GET" && method !== "HEAD");
+      // A copy: the headers given stay as they were, for a wrapper that sends the request again.
+      headers = new Headers(headers);
       if (toGet) {
         for (const name of BODY_HEADERS) {
           headers.delete(name);
         }
+        method = "GET";
+        body = undefined;
       }
-      request = new Request(target, {
-        method: toGet ? "GET" : request.method,
-        headers,
-        body: toGet || request.method === "GET" || request.method === "HEAD" ? null : (body ?? null),
-        signal: request.signal,
-        redirect: "manual",
-      });
+      url = target.href;
     }
   };
 }
