@@ -154,7 +154,7 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-/** Options of {@link OxpClient.listTools}. */
+/** Options of {@link OxpClient.listTools} and {@link OxpClient.readToolList}. */
 export interface ListToolsOptions extends CallOptions {
   /**
    * Ask for the annotations extension (docs/protocol.md 9.2): each tool with its `annotations` and
@@ -162,7 +162,19 @@ export interface ListToolsOptions extends CallOptions {
    * another server's tools come as OXP 1.0 lists them, without either field.
    */
   annotations?: boolean;
+  /**
+   * Ask for the oauth extension (docs/protocol.md 9.6): each tool with its `required_scopes`, the scopes an OAuth
+   * access token must hold to call it, where it has some. Asked only of a server whose discovery document lists it;
+   * another server's tools come without the field.
+   */
+  requiredScopes?: boolean;
 }
+
+/**
+ * The whole tool list as {@link OxpClient.readToolList} answers it: the definitions, and where the server offers the
+ * cache extension (docs/protocol.md 9.9) how long the list may be reused (`ttl_ms`) and by whom (`cache_scope`).
+ */
+export type ToolList = Pick<ToolListResponse, "items" | "ttl_ms" | "cache_scope">;
 
 /** Options of {@link OxpClient.iterateTools}. */
 export interface IterateToolsOptions extends ListToolsOptions {
@@ -213,13 +225,27 @@ export interface OxpClient {
   /**
    * GET /tools, every definition in the flat form (an older `{"parameters": ...}` input_schema is unwrapped).
    * Throws like callTool: an OxpResponseError for an error the server answered, an OxpLocalError otherwise.
-   * Without options the request is OXP 1.0's; `annotations: true` discovers the server's extensions first.
+   * Without options the request is OXP 1.0's; `annotations: true` or `requiredScopes: true` discovers the server's
+   * extensions first.
    *
    * @example
    * const tools = await client.listTools({ annotations: true });
    * const readOnly = tools.filter((tool) => tool.annotations?.read_only === true);
    */
   listTools(options?: ListToolsOptions): Promise<ToolDefinition[]>;
+  /**
+   * GET /tools as listTools reads it (the same options, checks and retries), with what the server says of keeping the
+   * list: where its discovery document lists the cache extension (docs/protocol.md 9.9) the request asks for it too,
+   * and the answer carries `ttl_ms` (how long the list may be reused, in milliseconds) and `cache_scope` (`public`:
+   * every caller gets this list; `private`: it is this caller's). A server that does not offer `cache` is not asked
+   * for it, and its list comes without either field. A field that breaks the spec (a negative `ttl_ms`, another
+   * scope) makes the answer an OxpProtocolError, as any body that is not a ToolListResponse.
+   *
+   * @example
+   * const { items, ttl_ms = 0, cache_scope = "private" } = await client.readToolList({ requiredScopes: true });
+   * const keptUntil = Date.now() + ttl_ms; // shared between callers only when cache_scope is "public"
+   */
+  readToolList(options?: ListToolsOptions): Promise<ToolList>;
   /**
    * Every tool of the catalog (or of one toolkit), page by page, following `next_cursor` (docs/protocol.md
    * 9.4). A server whose discovery document does not list pagination is asked for its whole list once, and
@@ -390,7 +416,19 @@ const DRAFTS = RequestDraft as unknown as typeof Request;
 const OXP_1_0_ONLY: DiscoveryDocument = { oxp_versions: [OXP_VERSION], extensions: [] };
 
 /** The extensions this client can ask for, in no particular order: a request names them in the server's. */
-type ClientExtension = "annotations" | "connections" | "pagination" | "search" | "tasks";
+type ClientExtension = "annotations" | "cache" | "connections" | "oauth" | "pagination" | "search" | "tasks";
+
+/** The extensions a list's options ask for (each where the server offers it): `annotations`, and `oauth` for scopes. */
+function listExtensionsOf(options: ListToolsOptions): ClientExtension[] {
+  const wanted: ClientExtension[] = [];
+  if (options.annotations) {
+    wanted.push("annotations");
+  }
+  if (options.requiredScopes) {
+    wanted.push("oauth");
+  }
+  return wanted;
+}
 
 /** The longest `Prefer: wait=N` the protocol allows, in seconds (docs/protocol.md 9.3). */
 export const MAX_WAIT_SECONDS = 30;
@@ -1274,8 +1312,22 @@ export function createClient(options: ClientOptions): OxpClient {
     },
 
     async listTools(listOptions = {}) {
-      const extensions = await negotiate(listOptions.annotations ? ["annotations"] : [], listOptions.signal);
+      const extensions = await negotiate(listExtensionsOf(listOptions), listOptions.signal);
       return (await getToolList(extensions, undefined, listOptions.signal)).items;
+    },
+
+    async readToolList(listOptions = {}) {
+      const extensions = await negotiate([...listExtensionsOf(listOptions), "cache"], listOptions.signal);
+      const { items, ttl_ms, cache_scope } = await getToolList(extensions, undefined, listOptions.signal);
+      // The fields of an answer the cache extension shaped, and of no other: a server not asked says nothing of it.
+      if (!extensions.includes("cache")) {
+        return { items };
+      }
+      return {
+        items,
+        ...(ttl_ms === undefined ? {} : { ttl_ms }),
+        ...(cache_scope === undefined ? {} : { cache_scope }),
+      };
     },
 
     async *iterateTools(iterateOptions = {}) {
@@ -1284,8 +1336,7 @@ export function createClient(options: ClientOptions): OxpClient {
         throw new RangeError(`limit must be a whole number of tools, 1 or more (got ${limit})`);
       }
       checkedMaxPages(maxPages);
-      const wanted: ClientExtension[] = iterateOptions.annotations ? ["annotations", "pagination"] : ["pagination"];
-      const extensions = await negotiate(wanted, signal);
+      const extensions = await negotiate([...listExtensionsOf(iterateOptions), "pagination"], signal);
       if (!extensions.includes("pagination")) {
         // The whole list in one answer; the toolkit filter is the server's, applied here.
         const { items } = await getToolList(extensions, undefined, signal);

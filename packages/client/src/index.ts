@@ -33,6 +33,7 @@ export {
   MAX_WAIT_SECONDS,
   type OxpClient,
   type RetryOptions,
+  type ToolList,
 } from "./client.js";
 export type { ConnectionOptions, ConnectOptions, WaitForConnectionOptions } from "./connections.js";
 export {

@@ -20,6 +20,7 @@ import {
   type ClientOptions,
   createClient,
   type JwtOptions,
+  type ListToolsOptions,
   OxpAuthenticationError,
   type OxpClient,
   OxpConnectionError,
@@ -32,6 +33,7 @@ import {
   OxpValidationError,
   type RetryOptions,
   sameOrigin,
+  type ToolList,
 } from "@otc/client";
 import { type Clock, systemClock, unrefTimer } from "@otc/server/core";
 import {
@@ -44,7 +46,6 @@ import {
 } from "@otc/types";
 import { callScopes, grantsTool, missingScopes, readScopes } from "./auth.js";
 import { DEPRECATION_META_KEY, mcpDescription, toMcpAnnotations } from "./internal/annotations.js";
-import { type ListCacheFields, listExtensions } from "./internal/list-extensions.js";
 import {
   argumentError,
   DEFAULT_SEARCH_LIMIT,
@@ -117,7 +118,10 @@ export interface McpBridgeOptions {
   timeoutMs?: number;
   /** How the OXP client retries (the same call_id every time). */
   retry?: RetryOptions;
-  /** The fetch the OXP client uses; default the global one. */
+  /**
+   * The fetch the OXP client sends through, handed Requests as @otc/client's `fetch` option is (tests pass one to
+   * observe the requests). Default the global one, which the client hands each request's URL and init.
+   */
   fetch?: typeof fetch;
   /** The MCP server's name and version, as the MCP client sees them. */
   serverInfo?: { name: string; version: string };
@@ -129,6 +133,21 @@ export interface McpBridgeOptions {
    * of the deadline, on this clock) run on the runtime's timers.
    */
   clock?: Clock;
+}
+
+/** What an OXP list's cache fields said (docs/protocol.md 9.9), as MCP 2026-07-28 names them: `ttlMs`, `cacheScope`. */
+interface ListCacheFields {
+  ttlMs?: number;
+  cacheScope?: "public" | "private";
+}
+
+/** The cache fields of an OXP list, undefined when it has neither (a server that does not offer `cache`). */
+function cacheFieldsOf(list: ToolList): ListCacheFields | undefined {
+  const { ttl_ms: ttlMs, cache_scope: cacheScope } = list;
+  if (ttlMs === undefined && cacheScope === undefined) {
+    return undefined;
+  }
+  return { ...(ttlMs === undefined ? {} : { ttlMs }), ...(cacheScope === undefined ? {} : { cacheScope }) };
 }
 
 /** One MCP tool and the OXP tool behind it. */
@@ -462,19 +481,11 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
   if (options.retry !== undefined) {
     clientOptions.retry = options.retry;
   }
-  // Each tool's required_scopes, for the scopes a caller needs (docs/protocol.md 9.6), and the catalog's cache fields
-  // (9.9): asked of a server that offers them.
-  const offered = () =>
-    client.discover().then(
-      ({ extensions }) => extensions,
-      () => [],
-    );
-  const lists = listExtensions(
-    wholeBodies(options.fetch ?? ((input, init) => fetch(input, init))),
-    options.url,
-    offered,
-  );
-  clientOptions.fetch = lists.fetch;
+  // Without a fetch of its own the client sends through the global one, given the URL and init it made (its fast
+  // path); a fetch given is handed Requests (the client's contract), whose bodies wholeBodies hands on as bytes.
+  if (options.fetch !== undefined) {
+    clientOptions.fetch = wholeBodies(options.fetch);
+  }
   const client: OxpClient = createClient(clientOptions);
   const toolSearch = options.toolSearch === true;
   const toolVersions = options.toolVersions ?? "latest";
@@ -494,15 +505,21 @@ export function createMcpBridge(options: McpBridgeOptions): McpBridge {
 
   /**
    * A new read of the catalog. With `withCache` (a 2026-07-28 tools/list, the one answer that carries them) it asks for
-   * the cache extension too and keeps the list's cache fields, read from a second parse of the body: what no other
-   * read pays for.
+   * the cache extension too (the client's readToolList) and keeps the list's cache fields.
    */
   const readCatalog = async (signal?: AbortSignal, withCache = false): Promise<Catalog> => {
-    // Asked of a server whose discovery document lists annotations; any other lists as OXP 1.0 (no hints).
-    const list = () => client.listTools(signal ? { annotations: true, signal } : { annotations: true });
-    const { value: definitions, cache } = withCache
-      ? await lists.read(list)
-      : { value: await list(), cache: undefined };
+    // Asked of a server whose discovery document lists them: annotations (MCP's hints), and oauth for each tool's
+    // required_scopes (the scopes a caller needs, docs/protocol.md 9.6). Any other server lists as OXP 1.0.
+    const listOptions: ListToolsOptions = { annotations: true, requiredScopes: true, ...(signal ? { signal } : {}) };
+    let definitions: ToolDefinition[];
+    let cache: ListCacheFields | undefined;
+    if (withCache) {
+      const list = await client.readToolList(listOptions);
+      definitions = list.items;
+      cache = cacheFieldsOf(list);
+    } else {
+      definitions = await client.listTools(listOptions);
+    }
     const entries = catalogToMcpTools(definitions, toolVersions);
     const byId = new Map([...entries.values()].map((entry) => [entry.definition.id, entry]));
     const scopes = new Set<string>();

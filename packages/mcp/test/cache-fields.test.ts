@@ -1,4 +1,4 @@
-// The OXP list's cache fields (docs/protocol.md 9.9) on the bridge's tools/list: `ttl_ms` and `cache_scope` as MCP 2026-07-28's `ttlMs` and `cacheScope`, where the OXP server sends them, and nowhere else.
+// The OXP list's cache fields (docs/protocol.md 9.9) on the bridge's tools/list: `ttl_ms` and `cache_scope` as MCP 2026-07-28's `ttlMs` and `cacheScope`, where the OXP server sends them, and nowhere else; and the tools' `required_scopes` (9.6) read with them.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
@@ -16,6 +16,17 @@ const echo = defineTool({
   inputSchema: { type: "object", properties: { text: { type: "string", description: "What to say." } } },
   outputSchema: { type: "string" },
   run: ({ text }) => text ?? "",
+});
+
+const send = defineTool({
+  toolkit: "Mail",
+  name: "Send",
+  version: "1.0.0",
+  description: "Sends a mail.",
+  inputSchema: {},
+  outputSchema: null,
+  requiredScopes: ["mail:send"],
+  run: () => null,
 });
 
 type Mode = "legacy" | { pin: "2026-07-28" };
@@ -76,6 +87,7 @@ async function listThroughHttp(oxp: RunningServer, mode: Mode, options: Partial<
 let cached: RunningServer;
 let keyed: RunningServer;
 let uncached: RunningServer;
+let scoped: RunningServer;
 beforeAll(async () => {
   cached = await listen(createServer({ tools: [echo], logger: false, cache: { maxAgeSeconds: 120 } }), { port: 0 });
   // A server with authentication answers its lists `private` (`[cache.control]`).
@@ -87,11 +99,26 @@ beforeAll(async () => {
     createServer({ tools: [echo], logger: false, extensions: ["annotations", "pagination", "search", "tasks"] }),
     { port: 0 },
   );
+  // Offers oauth (each tool's required_scopes) beside cache; the bridge's API key is what it checks, so the
+  // authorization server is never asked.
+  scoped = await listen(
+    createServer({
+      tools: [echo, send],
+      logger: false,
+      auth: {
+        apiKeys: [API_KEY],
+        oauth: { authorizationServers: ["http://127.0.0.1:9/issuer"], resource: "https://tools.test.example/oxp" },
+      },
+      cache: { maxAgeSeconds: 15 },
+    }),
+    { port: 0 },
+  );
 });
 afterAll(async () => {
   await cached.close();
   await keyed.close();
   await uncached.close();
+  await scoped.close();
 });
 
 describe("tools/list in 2026-07-28", () => {
@@ -130,6 +157,29 @@ describe("tools/list in 2026-07-28", () => {
       await handler.close();
     }
     expect(messageOf(bodies[0] ?? "").result).toMatchObject({ ttlMs: 120_000, cacheScope: "private" });
+  });
+});
+
+describe("an OXP server that offers oauth and cache", () => {
+  it("is asked for both with annotations on a 2026-07-28 tools/list, and for oauth alone on a 2025 one", async () => {
+    const modern = await listThroughHttp(scoped, MODERN, { apiKey: API_KEY });
+    expect(modern.asked).toEqual(["annotations, cache, oauth"]);
+    expect(modern.result).toMatchObject({ ttlMs: 15_000, cacheScope: "private" });
+    const legacy = await listThroughHttp(scoped, "legacy", { apiKey: API_KEY });
+    expect(legacy.asked).toEqual(["annotations, oauth"]);
+    expect(Object.keys(legacy.result)).toEqual(["tools"]);
+  });
+
+  it("gives each tool's required_scopes to the scopes a call needs, with a fetch given and without", async () => {
+    const asked: (string | null)[] = [];
+    const given = createMcpBridge({ url: scoped.url, apiKey: API_KEY, fetch: recordingOxp(asked) });
+    const own = createMcpBridge({ url: scoped.url, apiKey: API_KEY });
+    for (const bridge of [given, own]) {
+      expect(await bridge.callScopes("Mail_Send")).toEqual(["oxp:tools:call", "mail:send"]);
+      expect(await bridge.callScopes("Echo_Say")).toEqual(["oxp:tools:call"]);
+      expect(await bridge.catalogScopes()).toEqual(["mail:send"]);
+    }
+    expect(asked).toEqual(["annotations, oauth"]);
   });
 });
 

@@ -1,9 +1,10 @@
-// The bridge's POSTs reach fetch with their bodies whole (bytes, written with the headers in one go, not a Request's
-// stream), against a real OXP server; and wholeBodies keeps a request's method, headers, redirect mode and signal.
+// How the bridge's requests reach fetch, against a real OXP server: given no fetch, the global one gets each request's
+// URL and init as @otc/client makes them (no Request); a fetch given gets the POSTs' bodies whole (bytes, not a
+// Request's stream), and wholeBodies keeps a request's method, headers, redirect mode and signal.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { createServer, defineTool, listen, type RunningServer } from "@otc/server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createMcpBridge } from "../src/bridge.js";
 import { wholeBodies } from "../src/internal/whole-bodies.js";
 
@@ -28,8 +29,51 @@ beforeAll(async () => {
 afterAll(async () => {
   await oxp.close();
 });
+afterEach(() => {
+  vi.unstubAllGlobals();
+});
 
-describe("the bridge's requests to the OXP server", () => {
+/** An MCP client of `bridge` over an in-memory pair, closed by `run`'s end. */
+async function withClient(bridge: ReturnType<typeof createMcpBridge>, run: (client: Client) => Promise<void>) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await bridge.createServer().connect(serverSide);
+  const client = new Client({ name: "whole-bodies-test", version: "1.0.0" });
+  await client.connect(clientSide);
+  try {
+    await run(client);
+  } finally {
+    await client.close();
+  }
+}
+
+describe("the bridge given no fetch", () => {
+  it("sends every request through the global fetch as a URL and an init, never a Request", async () => {
+    const realFetch = globalThis.fetch;
+    // What the global fetch is handed, sent on to the real one: stubbed before the bridge (and its client) is made.
+    const seen: { input: string; method: string | undefined; body: string | undefined }[] = [];
+    vi.stubGlobal("fetch", (input: string | URL | Request, init?: RequestInit) => {
+      const body = init?.body;
+      seen.push({
+        input: input instanceof Request ? "a Request" : new URL(String(input)).pathname,
+        method: init?.method,
+        body: body === undefined ? undefined : typeof body === "string" ? "text" : "bytes",
+      });
+      return realFetch(input, init);
+    });
+    await withClient(createMcpBridge({ url: oxp.url }), async (client) => {
+      expect((await client.listTools()).tools.map(({ name }) => name)).toEqual(["Calculator_Add"]);
+      const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 2 } });
+      expect(result.structuredContent).toEqual({ value: 3 });
+    });
+    expect(seen).toEqual([
+      { input: "/.well-known/oxp", method: "GET", body: undefined },
+      { input: "/tools", method: "GET", body: undefined },
+      { input: "/tools/call", method: "POST", body: "text" },
+    ]);
+  });
+});
+
+describe("the bridge given a fetch", () => {
   it("hand a call's body to fetch as bytes, not as a Request's stream", async () => {
     // What the fetch the bridge was given sees of each POST: the body as fetch then writes it.
     const posted: { request: boolean; body: string }[] = [];
@@ -44,17 +88,11 @@ describe("the bridge's requests to the OXP server", () => {
       }
       return fetch(input, init);
     };
-    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-    await createMcpBridge({ url: oxp.url, fetch: observed }).createServer().connect(serverSide);
-    const client = new Client({ name: "whole-bodies-test", version: "1.0.0" });
-    await client.connect(clientSide);
-    try {
+    await withClient(createMcpBridge({ url: oxp.url, fetch: observed }), async (client) => {
       const result = await client.callTool({ name: "Calculator_Add", arguments: { a: 1, b: 2 } });
       expect(result.structuredContent).toEqual({ value: 3 });
       expect(posted).toEqual([{ request: false, body: expect.stringContaining('"tool_id":"Calculator.Add@1.0.0"') }]);
-    } finally {
-      await client.close();
-    }
+    });
   });
 });
 
