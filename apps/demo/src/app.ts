@@ -1,13 +1,15 @@
 /** Builds the demo Tool Server on the Express adapter: the catalog, the demo Google provider and its consent pages (or with Example Accounts, its vault and sign-in). */
 import { inspectorPage, readInspectorFiles } from "@otc/inspector";
 import { createServer, type OxpApp } from "@otc/server";
-import { type DemoOptions, type DemoParts, type DemoPartsOf, demoParts } from "./demo.js";
+import { type DemoOptions, type DemoParts, demoParts } from "./demo.js";
 
 export { createExampleAccounts, type ExampleAccounts, type ExampleAccountsOptions } from "./accounts.js";
-export type { AccountsDemoParts, DefaultDemoParts, DemoOptions, DemoParts, DemoPartsOf } from "./demo.js";
+export type { DemoOptions, DemoParts } from "./demo.js";
 
 /** The demo app and the parts tests reach into: `google` without Example Accounts, `session` with it. */
-export type DemoApp<Parts extends DemoParts = DemoParts> = Parts & { app: OxpApp };
+export interface DemoApp extends DemoParts {
+  app: OxpApp;
+}
 
 /**
  * The demo server: the OXP routes plus the consent pages at /demo/authorize and the Inspector at
@@ -15,9 +17,6 @@ export type DemoApp<Parts extends DemoParts = DemoParts> = Parts & { app: OxpApp
  * server's headers and JSON errors. With `accounts`, Example Accounts at /accounts and the sign-in at /demo/signin,
  * and no consent pages: Gmail's `google` is a connection of the vault then.
  */
-export function createDemoApp<Options extends DemoOptions = Record<never, never>>(
-  options?: Options,
-): DemoApp<DemoPartsOf<Options>>;
 export function createDemoApp(options: DemoOptions = {}): DemoApp {
   const { google, counter, session, serverOptions, pages, nodePages } = demoParts(options);
   const files = options.inspectorFiles ?? readInspectorFiles;

@@ -45,27 +45,6 @@ export interface DemoParts {
   session?: DemoSession;
 }
 
-/** The parts of a demo without Example Accounts: `google` answers Gmail's challenges on its consent page. */
-export interface DefaultDemoParts extends DemoParts {
-  google: DemoGoogleProvider;
-  session?: undefined;
-}
-
-/** The parts of a demo with Example Accounts: the vault answers Gmail's challenges, and there is no consent page. */
-export interface AccountsDemoParts extends DemoParts {
-  google?: undefined;
-  session: DemoSession;
-}
-
-/** What a demo's parts are for its options: with `accounts`, without, or either (options not known until run). */
-export type DemoPartsOf<Options extends DemoOptions> = Options extends { accounts: ExampleAccounts }
-  ? AccountsDemoParts
-  : "accounts" extends keyof Options
-    ? Options extends { accounts?: undefined }
-      ? DefaultDemoParts
-      : DemoParts
-    : DefaultDemoParts;
-
 /** What {@link demoParts} answers besides the parts: the adapter options that serve them, and the pages they add. */
 export interface DemoServing {
   serverOptions: AdapterOptions;
@@ -74,24 +53,43 @@ export interface DemoServing {
   nodePages: PageHandler[];
 }
 
-/** The demo's parts, the adapter options that serve them, and the pages they add. */
-export function demoParts<Options extends DemoOptions>(options: Options): DemoPartsOf<Options> & DemoServing;
-export function demoParts(options: DemoOptions): (DefaultDemoParts | AccountsDemoParts) & DemoServing {
-  const { challengeStore, inspectorFiles: _files, accounts, vaultKeys, ...serverOptions } = options;
+/**
+ * The parts of a demo without Example Accounts (every adapter's, and the only one the fetch handler has): the demo
+ * Google provider answers Gmail's challenges on its consent pages.
+ */
+export function defaultParts(
+  options: Omit<DemoOptions, "accounts" | "vaultKeys">,
+): DemoParts & { google: DemoGoogleProvider } & DemoServing {
+  const { challengeStore, inspectorFiles: _files, ...serverOptions } = options;
   // One token store for the server and the provider: a challenge completed here may have started on another instance.
+  const tokenStore = serverOptions.tokenStore ?? new MemoryTokenStore();
+  const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
+  const counter = { value: 0 };
+  return {
+    google,
+    counter,
+    serverOptions: {
+      ...serverOptions,
+      tokenStore,
+      tools: demoTools(counter),
+      toolkits: DEMO_TOOLKITS,
+      authorizationProviders: [google],
+    },
+    pages: [google.page()],
+    nodePages: [],
+  };
+}
+
+/** The demo's parts, the adapter options that serve them, and the pages they add. */
+export function demoParts(options: DemoOptions): DemoParts & DemoServing {
+  const { accounts, vaultKeys, ...rest } = options;
+  if (!accounts) {
+    return defaultParts(rest);
+  }
+  const { challengeStore: _challenges, inspectorFiles: _files, ...serverOptions } = rest;
   const tokenStore = serverOptions.tokenStore ?? new MemoryTokenStore();
   const counter = { value: 0 };
   const tools = demoTools(counter);
-  if (!accounts) {
-    const google = new DemoGoogleProvider(challengeStore ? { challengeStore, tokenStore } : { tokenStore });
-    return {
-      google,
-      counter,
-      serverOptions: { ...serverOptions, tokenStore, tools, toolkits: DEMO_TOOLKITS, authorizationProviders: [google] },
-      pages: [google.page()],
-      nodePages: [],
-    };
-  }
   const session = new DemoSession({
     publicUrl: accounts.resource,
     issuer: accounts.issuer,

@@ -1,12 +1,14 @@
 /** Builds the demo Tool Server as a fetch handler (Bun, Deno, Cloudflare Workers, any fetch host): the same server as app.ts and handler.ts. */
 import { inspectorPage } from "@otc/inspector/fetch";
 import { createFetchHandler, type FetchHandler } from "@otc/server/fetch";
-import { type DefaultDemoParts, type DemoOptions, demoParts } from "./demo.js";
+import { type DemoOptions, type DemoParts, defaultParts } from "./demo.js";
+import type { DemoGoogleProvider } from "./google-provider.js";
 
 export type { DemoOptions } from "./demo.js";
 
 /** The demo fetch handler and the parts tests reach into: always the demo Google provider (no Example Accounts here). */
-export interface DemoFetchHandler extends DefaultDemoParts {
+export interface DemoFetchHandler extends DemoParts {
+  google: DemoGoogleProvider;
   handler: FetchHandler;
 }
 
@@ -25,7 +27,8 @@ export function createDemoFetchHandler(options: DemoOptions = {}): DemoFetchHand
     // oidc-provider is a Koa app on node:http: the fetch handler has nowhere to mount it.
     throw new Error("Example Accounts runs on Node: serve the demo with app.ts or handler.ts to use it");
   }
-  const { google, counter, serverOptions, pages } = demoParts({ ...options, accounts: undefined });
+  const { accounts: _accounts, vaultKeys: _keys, ...rest } = options;
+  const { google, counter, serverOptions, pages } = defaultParts(rest);
   const files = options.inspectorFiles;
   const handler = createFetchHandler({ ...serverOptions, pages: files ? [...pages, inspectorPage({ files })] : pages });
   return { handler, google, counter };

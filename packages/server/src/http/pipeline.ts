@@ -97,9 +97,9 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
   const callLine = logger && host.callLineOf?.(logger);
   // The vault's providers are authorization providers of the core's, and its tokens are read through the core's
   // token store (docs/protocol.md 9.7): calls meet their requirements from it as section 4 says.
+  const publicUrl = options.publicUrl?.replace(/\/+$/, "");
   const vault =
-    options.connections &&
-    createVault(options.connections, options.clock ?? systemClock, logger, options.publicUrl?.replace(/\/+$/, ""));
+    options.connections && createVault(options.connections, options.clock ?? systemClock, logger, publicUrl);
   const core = new OxpCore({
     ...coreOptions,
     ...(vault
@@ -136,7 +136,7 @@ export function createPipeline(options: AdapterOptions, host: PipelineHost = {})
     contract: host.contract,
     telemetry,
     tracing: options.tracing ?? true,
-    publicUrl: options.publicUrl?.replace(/\/+$/, ""),
+    publicUrl,
     oauth,
     vault,
     acceptClientTokens: options.connections?.acceptClientTokens !== false,
