@@ -48,9 +48,14 @@ async function ratio(line: () => unknown, events: () => unknown, rounds = 9) {
   return { value, report: `one line (CPU ms): ${ms(lines)}; events: ${ms(wellFormed)}; ratio ${value.toFixed(2)}` };
 }
 
-// Building the one 4 MiB string that the line is, from fresh memory, costs about what the whole stream of small
-// events does: about 4x here, and for eventsource-parser too. A parser that rescans the line per chunk is ~400x.
-const BOUND = 10;
+// In the parser, building the one 4 MiB string that the line is, from fresh memory, costs several times the whole
+// stream of small events: 5x to 11x on a quiet 2-core machine (the events' cheapest run is half a millisecond, so the
+// ratio swings), for eventsource-parser too; a parser that rescans what it holds at each chunk is 700x to 3,000x.
+// Through a client on loopback the sockets' cost is the same for both, and the ratio is about 1; rescanning makes it
+// about 45. Each bound sits between its two, several times from each, so that neither a busy machine nor a parser
+// that rescans is in doubt.
+const PARSER_BOUND = 50;
+const CLIENT_BOUND = 8;
 
 describe("finding 3: a 4 MiB line in 4 KiB chunks costs about what the same bytes as events do", () => {
   it("in the parser", async ({ annotate }) => {
@@ -66,7 +71,7 @@ describe("finding 3: a 4 MiB line in 4 KiB chunks costs about what the same byte
     };
     const { value, report } = await ratio(feed(line, 1), feed(events, 1_024));
     await annotate(report);
-    expect(value, report).toBeLessThan(BOUND);
+    expect(value, report).toBeLessThan(PARSER_BOUND);
   });
 
   describe("through followCall, from a server on loopback", () => {
@@ -122,7 +127,7 @@ describe("finding 3: a 4 MiB line in 4 KiB chunks costs about what the same byte
       };
       const { value, report } = await ratio(follow("line"), follow("lines"));
       await annotate(report);
-      expect(value, report).toBeLessThan(BOUND);
+      expect(value, report).toBeLessThan(CLIENT_BOUND);
     });
   });
 });
