@@ -21,7 +21,12 @@ const NODE_BUILTIN = new RegExp(
   `^(?:node:.*|(?:${builtinModules.map((name) => name.replace(/[/.]/g, "\\$&")).join("|")})(?:/.*)?)$`,
 );
 
-/** Resolves `@otc/*` to the workspace packages' sources (tsconfig.sources.json's `paths`), as the tests do: no build needed. */
+/**
+ * Resolves `@otc/*` to the workspace packages' sources, as the tests do: no build needed. An entry whose package.json
+ * export has one of workerd's conditions (`@otc/server/digest`, `@otc/server/validation/default`) resolves to the
+ * source of the file that condition selects, as a Workers bundler would pick it; any other, to its `paths` in
+ * tsconfig.sources.json.
+ */
 function workspaceSources(): Plugin {
   const { compilerOptions } = JSON.parse(readFileSync(`${REPO_ROOT}tsconfig.sources.json`, "utf8")) as {
     compilerOptions: { paths: Record<string, [string]> };
@@ -31,10 +36,33 @@ function workspaceSources(): Plugin {
     setup(bundler) {
       bundler.onResolve({ filter: /^@otc\// }, (args) => {
         const target = compilerOptions.paths[args.path]?.[0];
-        return target ? { path: `${REPO_ROOT}${target}` } : undefined;
+        if (!target) {
+          return undefined;
+        }
+        return { path: workerdSource(args.path, target) ?? `${REPO_ROOT}${target}` };
       });
     },
   };
+}
+
+/** The source of the file workerd's conditions select for `specifier`, whose default's source is `source`; if any. */
+function workerdSource(specifier: string, source: string): string | undefined {
+  const [, name, entry] = /^(@otc\/[^/]+)(\/.*)?$/.exec(specifier) ?? [];
+  const packageDir = /^\.\/((?:packages|apps|tests)\/[^/]+)\//.exec(source)?.[1];
+  if (name === undefined || packageDir === undefined) {
+    return undefined;
+  }
+  const { exports } = JSON.parse(readFileSync(`${REPO_ROOT}${packageDir}/package.json`, "utf8")) as {
+    exports?: Record<string, string | Record<string, string>>;
+  };
+  const conditions = exports?.[`.${entry ?? ""}`];
+  if (typeof conditions !== "object") {
+    return undefined;
+  }
+  const chosen = Object.entries(conditions).find(([condition]) =>
+    (WORKERD_BUILD.conditions as readonly string[]).includes(condition),
+  )?.[1];
+  return chosen && `${REPO_ROOT}${packageDir}/${chosen.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")}`;
 }
 
 /**

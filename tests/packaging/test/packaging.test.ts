@@ -220,6 +220,7 @@ const PUBLIC_API: Record<string, string[]> = {
   "@otc/server/validation/ajv": ["ajvValidators"],
   "@otc/server/validation/cfworker": ["cfworkerValidators"],
   "@otc/server/validation/default": ["defaultValidators"],
+  "@otc/server/digest": ["sha256Base64url"],
   "@otc/server/core": [
     "CatalogSearch",
     "OxpCore",

@@ -1,8 +1,6 @@
-/** A call's fingerprint on every runtime (Node, Bun, Deno, workerd): canonical JSON, SHA-256, base64url; no node:crypto. */
-import { sha256 } from "@noble/hashes/sha2.js";
-import { encode as base64url } from "jose/base64url";
-
-const encoder = new TextEncoder();
+/** A call's fingerprint on every runtime (Node, Bun, Deno, workerd): canonical JSON, SHA-256, base64url. */
+// The digest is the runtime's: node:crypto where it has it, @noble/hashes where not (package.json `exports`).
+export { sha256Base64url } from "@otc/server/digest";
 
 /**
  * JSON with object keys sorted (by UTF-16 code units, as `sort()` does), so equal values fingerprint equally
@@ -29,16 +27,4 @@ export function canonicalJson(value: unknown): string {
     out += `${i === 0 ? "" : ","}${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`;
   }
   return `${out}}`;
-}
-
-/**
- * The SHA-256 of a string's UTF-8 bytes, as unpadded base64url (43 characters). Synchronous, through
- * @noble/hashes: it fingerprints every call that carries a call_id, where Web Crypto's digest cost about 22 us of
- * CPU on Node (a hop to libuv's thread pool and back) against 2 us here.
- *
- * @example
- * sha256Base64url(""); // "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
- */
-export function sha256Base64url(text: string): string {
-  return base64url(sha256(encoder.encode(text)));
 }

@@ -81,8 +81,8 @@ describe("choosing the validator", () => {
 });
 
 /**
- * Resolves `@otc/server/validation/*` as a bundler does, by package.json's export conditions, to the source of the
- * file the build puts there: the package's real selection, without a build.
+ * Resolves `@otc/server/validation/*` and `@otc/server/digest` as a bundler does, by package.json's export
+ * conditions, to the source of the file the build puts there: the package's real selection, without a build.
  */
 function byExportConditions(conditions: readonly string[]): Plugin {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8")) as {
@@ -91,7 +91,7 @@ function byExportConditions(conditions: readonly string[]): Plugin {
   return {
     name: "otc-export-conditions",
     setup(bundler) {
-      bundler.onResolve({ filter: /^@otc\/server\/validation\// }, (args) => {
+      bundler.onResolve({ filter: /^@otc\/server\/(validation\/|digest$)/ }, (args) => {
         const entry = manifest.exports[`./${args.path.slice("@otc/server/".length)}`];
         const target =
           typeof entry === "string"
@@ -136,6 +136,15 @@ describe("the validator each runtime's bundler selects", () => {
     // Ajv's JSON files (the meta-schemas cfworker checks schemas against) are data; its code is not bundled.
     const ajvCode = modules.filter((path) => /validation\/ajv\.ts|node_modules\/ajv\/dist\/(core|2020)\.js/.test(path));
     expect(ajvCode).toEqual([]);
+  });
+
+  it("picks the digest too: node:crypto's on Node, @noble/hashes' under the workerd conditions", async () => {
+    const onNode = await bundledModules(["node", "import"]);
+    expect(onNode.some((path) => path.endsWith("core/digest.ts"))).toBe(true);
+    expect(onNode.filter((path) => path.includes("digest-web") || path.includes("@noble/hashes"))).toEqual([]);
+    const onWorkerd = await bundledModules(WORKER_CONDITIONS);
+    expect(onWorkerd.some((path) => path.endsWith("core/digest-web.ts"))).toBe(true);
+    expect(onWorkerd.filter((path) => path.endsWith("core/digest.ts"))).toEqual([]);
   });
 });
 
