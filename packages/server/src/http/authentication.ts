@@ -16,6 +16,7 @@ import { setBounded } from "../core/bounded-map.js";
 import { type Clock, systemClock } from "../core/clock.js";
 import { ServerConfigError, WireError } from "../core/errors.js";
 import type { OrPromise } from "../core/fast-path.js";
+import { sha256Base64url } from "../core/fingerprint.js";
 import type { CoreLogger } from "../core/oxp-core.js";
 import type { OAuthGrant, OAuthOptions, OAuthResource } from "./oauth.js";
 import { PUBLIC_KEY_ALGORITHMS, type PublicKeyAlgorithm, publicKeyOf } from "./public-key.js";
@@ -157,6 +158,9 @@ export function unauthorized(developerMessage: string): WireError {
  * and `iat`, a remembered token's expiry and the key set's pause after a failure follow `clock` (jose's own cache
  * of a key set does not: it reads `Date.now()`).
  */
+/** Up to this many API keys, a key is compared with each; past it, found by its digest. */
+const KEYS_COMPARED = 8;
+
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<CoreLogger, "warn">,
@@ -265,8 +269,24 @@ export function createAuthenticator(
   // OXP 1.0 checks `aud` only when present; a server that names its audiences wants tokens minted for it.
   const audienceRequired = audiences.size > 0 && jwt?.requireAudience !== false;
 
-  /** The index of the matching API key, comparing against every key in constant time. */
+  // Past a few keys, a key is found by its digest: one hash a request, where comparing with each key in turn costs
+  // in proportion to the keys (101 keys: 4 us a request). A lookup by digest tells a timing attacker nothing of a
+  // key's characters; the first of two equal keys is the one found, as in the comparisons.
+  const byDigest = keys.length > KEYS_COMPARED ? new Map<string, number>() : undefined;
+  if (byDigest) {
+    keys.forEach((key, index) => {
+      const digest = sha256Base64url(key);
+      if (!byDigest.has(digest)) {
+        byDigest.set(digest, index);
+      }
+    });
+  }
+
+  /** The index of the matching API key: by its digest, or comparing against every key in constant time. */
   const matchKey = (candidate: string): number => {
+    if (byDigest) {
+      return byDigest.get(sha256Base64url(candidate)) ?? -1;
+    }
     let found = -1;
     keys.forEach((key, index) => {
       if (constantTimeEqual(candidate, key) && found === -1) {
