@@ -48,6 +48,59 @@ export function searchTokens(text: string): string[] {
   return tokens;
 }
 
+/**
+ * English words too common to tell tools apart (Lucene's English stop set, which Elasticsearch's `_english_` also
+ * uses): a query's are not searched for (`[search.ranking]`). In nearly every tool's description, they found most of
+ * the catalog and ranked by how often a tool says "a" or "to"; without them the labelled queries of `npm run
+ * eval:search` rank better (bench/results/notes.md).
+ */
+export const QUERY_STOPWORDS: ReadonlySet<string> = new Set([
+  "a",
+  "an",
+  "and",
+  "are",
+  "as",
+  "at",
+  "be",
+  "but",
+  "by",
+  "for",
+  "if",
+  "in",
+  "into",
+  "is",
+  "it",
+  "no",
+  "not",
+  "of",
+  "on",
+  "or",
+  "such",
+  "that",
+  "the",
+  "their",
+  "then",
+  "there",
+  "these",
+  "they",
+  "this",
+  "to",
+  "was",
+  "will",
+  "with",
+]);
+
+/**
+ * The tokens a query is searched by: its {@link searchTokens} but the {@link QUERY_STOPWORDS}, unless it has nothing
+ * else (`the` still finds what says "the"). The catalog's text keeps every token: field lengths and BM25's averages
+ * do not depend on the list.
+ */
+export function queryTokens(query: string): string[] {
+  const tokens = searchTokens(query);
+  const kept = tokens.filter((token) => !QUERY_STOPWORDS.has(token));
+  return kept.length > 0 ? kept : tokens;
+}
+
 const OTHER = 0;
 const LOWER = 1;
 const UPPER = 2;

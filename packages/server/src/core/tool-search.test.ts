@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseToolId, type ToolDefinition } from "@otc/types";
 import MiniSearch from "minisearch";
 import { describe, expect, it } from "vitest";
-import { FIELD_WEIGHTS, searchTokens, type ToolMatch, ToolSearchIndex } from "./tool-search.js";
+import { FIELD_WEIGHTS, queryTokens, searchTokens, type ToolMatch, ToolSearchIndex } from "./tool-search.js";
 
 /** The published tools of tests/search-eval's catalog and its labelled queries: real text, 969 tools. */
 const FIXTURES = new URL("../../../../tests/search-eval/fixtures/", import.meta.url);
@@ -30,6 +30,8 @@ function reference(
     tokenize: searchTokens,
     processTerm: (term) => term,
     searchOptions: {
+      // A query is searched by its tokens but the stopwords; the catalog is indexed by all of its.
+      tokenize: queryTokens,
       boost: { ...FIELD_WEIGHTS },
       prefix: true,
       fuzzy: false,
@@ -305,6 +307,38 @@ describe("ToolSearchIndex at the least score", () => {
     const [current, deprecated] = found.map(({ score }) => score) as [number, number];
     expect(current).toBe(2e-4);
     expect(deprecated).toBe(1e-4);
+  });
+});
+
+describe("ToolSearchIndex and a query's stopwords", () => {
+  const tool = (name: string, description: string): ToolDefinition =>
+    ({
+      id: `K.${name}@1.0.0`,
+      name: `K_${name}`,
+      description,
+      version: "1.0.0",
+      input_schema: { type: "object", properties: {} },
+      output_schema: { type: "object" },
+    }) as unknown as ToolDefinition;
+  const definitions = [
+    tool("Wordy", "Sends a note to the one on the list, for the team, with the text it is given."),
+    tool("Mail", "Sends mail."),
+    ...Array.from({ length: 20 }, (_, i) => tool(`Other${i}`, `Reads record ${i}.`)),
+  ];
+  const index = new ToolSearchIndex(definitions);
+  const names = (query: string) => index.search(query).map(({ definition }) => definition.name);
+
+  it("searches a query by its words but the stopwords: they neither find tools nor rank them", () => {
+    expect(queryTokens("Send an email to the team")).toEqual(["send", "email", "team"]);
+    // Without the stopwords' matches, the tool that says "mail" is not outranked by the one that says "to the".
+    expect(names("send mail to the list")).toEqual(names("send mail list"));
+    expect(index.search("send mail to the list")).toEqual(index.search("send mail list"));
+    expect(names("the of")).toEqual(["K_Wordy"]);
+  });
+
+  it("searches a query of stopwords alone by them", () => {
+    expect(queryTokens("to the")).toEqual(["to", "the"]);
+    expect(names("it")).toEqual(["K_Wordy"]);
   });
 });
 

@@ -2,9 +2,9 @@
 import type { ToolDefinition } from "@otc/types";
 import { Heap } from "./search-heap.js";
 import { BLOCK_BITS, buildPostings, type HeavyTerm, lowerBound, prefixEnd, prefixWeight } from "./search-postings.js";
-import { searchTokens } from "./search-text.js";
+import { queryTokens } from "./search-text.js";
 
-export { FIELD_WEIGHTS, searchTokens } from "./search-text.js";
+export { FIELD_WEIGHTS, QUERY_STOPWORDS, queryTokens, searchTokens } from "./search-text.js";
 
 /** One match: the definition and its score (higher is better; comparable within one search only). */
 export interface ToolMatch {
@@ -240,7 +240,7 @@ export class ToolSearchIndex {
   /** The query's distinct terms in their first order, with their index ranges and precomputed impacts. */
   private queryTerms(query: string): QueryTerm[] {
     const times = new Map<string, number>();
-    for (const token of searchTokens(query)) {
+    for (const token of queryTokens(query)) {
       times.set(token, (times.get(token) ?? 0) + 1);
     }
     return [...times].map(([text, n]) => {
