@@ -7,7 +7,7 @@
  * const server = createServer({ tools, inputValidator: ajvValidators() });
  */
 import { createAjv } from "@otc/types/ajv";
-import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
+import type { Ajv2020, ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import {
   explained,
   issue,
@@ -84,14 +84,20 @@ function toIssues(errors: readonly ErrorObject[] | null | undefined, locate: Loc
   return issues;
 }
 
-/** A cheap first-error pass, and the all-errors pass only for invalid values. */
+/**
+ * A cheap first-error pass, and the all-errors pass only for invalid values: compiled for the first of them, not at
+ * start. Compiling every schema twice at start doubled a server's start-up and the heap its validators hold (10,000
+ * tools: bench/results/notes.md), for a pass most schemas never run; a schema the first-error pass compiled, the
+ * all-errors pass compiles too (the same schema and options but `allErrors`).
+ */
 class AjvSchemaValidator implements SchemaValidator {
   private readonly locate: Locate;
+  private full: ValidateFunction | undefined;
 
   constructor(
-    schema: object,
+    private readonly schema: object,
     private readonly fast: ValidateFunction,
-    private readonly full: ValidateFunction,
+    private readonly fullAjv: Ajv2020,
   ) {
     this.locate = locator(schema);
   }
@@ -103,8 +109,9 @@ class AjvSchemaValidator implements SchemaValidator {
     if (!all) {
       return explained(toIssues(this.fast.errors, this.locate), false);
     }
-    this.full(value);
-    return explained(toIssues(this.full.errors ?? this.fast.errors, this.locate), true);
+    const full = (this.full ??= this.fullAjv.compile(this.schema));
+    full(value);
+    return explained(toIssues(full.errors ?? this.fast.errors, this.locate), true);
   }
 }
 
@@ -119,6 +126,6 @@ export function ajvValidators(): SchemaValidators {
   return {
     name: "ajv",
     formats: new Set(Object.keys(fast.formats)),
-    compile: (schema) => new AjvSchemaValidator(schema, fast.compile(schema), full.compile(schema)),
+    compile: (schema) => new AjvSchemaValidator(schema, fast.compile(schema), full),
   };
 }
