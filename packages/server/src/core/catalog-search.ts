@@ -77,6 +77,8 @@ export class CatalogSearch {
   private allToolkits: ToolkitListResponse | undefined;
   /** Search items' JSON up to their score, by view and form (see {@link itemText}), by place. */
   private readonly itemTexts: string[][] = [];
+  /** Definitions' JSON, by form (see {@link byIdsText}), by place. */
+  private readonly definitionTexts: string[][] = [];
 
   constructor(
     private readonly registry: ToolRegistry,
@@ -176,14 +178,40 @@ export class CatalogSearch {
 
   /** The definitions `ids` names, in that order, each once (`[search.ids]`). */
   byIds(ids: string, scope: SearchScope): ToolListResponse {
+    const listed = this.registry.list(scope.form);
+    return { items: this.placesOf(ids, scope).map((place) => listed[place] as ToolDefinition) };
+  }
+
+  /**
+   * {@link byIds}' answer as JSON text, byte for byte: made from each definition's text, kept once made (as the list's
+   * body is made once), not by stringifying the definitions again for every request.
+   */
+  byIdsText(ids: string, scope: SearchScope): string {
+    const places = this.placesOf(ids, scope);
+    const slot = (scope.form.annotations === true ? 1 : 0) + (scope.form.scopes === true ? 2 : 0);
+    const texts = (this.definitionTexts[slot] ??= []);
+    let listed: readonly ToolDefinition[] | undefined;
+    const items = places.map((place) => {
+      let text = texts[place];
+      if (text === undefined) {
+        listed ??= this.registry.list(scope.form);
+        text = JSON.stringify(listed[place]);
+        texts[place] = text;
+      }
+      return text;
+    });
+    return `{"items":[${items.join(",")}]}`;
+  }
+
+  /** The places of the definitions `ids` names, in that order, each once; a 400 naming those that name none. */
+  private placesOf(ids: string, scope: SearchScope): number[] {
     const names = ids.split(",").map((id) => id.trim());
     if (names.length > MAX_IDS) {
       throw badRequest(`At most ${MAX_IDS} ids can be asked for at once`, `ids names ${names.length}.`);
     }
-    const listed = this.registry.list(scope.form);
     const unknown: string[] = [];
     const seen = new Set<string>();
-    const items: ToolDefinition[] = [];
+    const places: number[] = [];
     for (const name of names) {
       const lookup = name === "" ? undefined : this.registry.lookup(name);
       const id = lookup?.found ? lookup.registered.definition.id : undefined;
@@ -193,7 +221,7 @@ export class CatalogSearch {
       }
       if (!seen.has(id)) {
         seen.add(id);
-        items.push(listed[this.places.get(id) as number] as ToolDefinition);
+        places.push(this.places.get(id) as number);
       }
     }
     if (unknown.length > 0) {
@@ -204,7 +232,7 @@ export class CatalogSearch {
         `${quoted.join(", ")}${more} ${unknown.length === 1 ? "is" : "are"} not the id of a tool on this server.`,
       );
     }
-    return { items };
+    return places;
   }
 
   /** Every toolkit by name with its description and its number of tools (`[search.toolkits]`). */

@@ -73,7 +73,7 @@ export function toolsRoute(context: RouteContext): RouteHandler {
         return cacheableAnswer(context, exchange, { text: found, kind: ANSWER_KIND.search, headers, cache });
       }
       return cacheableAnswer(context, exchange, {
-        body: search.byIds(ids as string, scope),
+        text: search.byIdsText(ids as string, scope),
         kind: ANSWER_KIND.tools,
         headers,
         cache,
