@@ -252,20 +252,22 @@ describe.each(CATALOGS)("ToolSearchIndex over $name", ({ definitions, queries })
   });
 });
 
+/** A tool of toolkit K with only a name and a description to be found by. */
+const tool = (name: string, description: string): ToolDefinition =>
+  ({
+    id: `K.${name}@1.0.0`,
+    name: `K_${name}`,
+    description,
+    version: "1.0.0",
+    input_schema: { type: "object", properties: {} },
+    output_schema: { type: "object" },
+  }) as unknown as ToolDefinition;
+
 describe("ToolSearchIndex with long queries", () => {
   it("counts every distinct term of a query of any length: 300 of them, one tool with 256", () => {
     // Letters only (a digit would be a term of its own): qaa, qab, ...
     const letter = (n: number) => String.fromCharCode(97 + n);
     const words = Array.from({ length: 300 }, (_, i) => `q${letter(Math.floor(i / 26))}${letter(i % 26)}`);
-    const tool = (name: string, description: string): ToolDefinition =>
-      ({
-        id: `K.${name}@1.0.0`,
-        name: `K_${name}`,
-        description,
-        version: "1.0.0",
-        input_schema: { type: "object", properties: {} },
-        output_schema: { type: "object" },
-      }) as unknown as ToolDefinition;
     const definitions = [
       tool("All", words.join(" ")),
       tool("Most", words.slice(0, 256).join(" ")),
@@ -311,15 +313,6 @@ describe("ToolSearchIndex at the least score", () => {
 });
 
 describe("ToolSearchIndex and a query's stopwords", () => {
-  const tool = (name: string, description: string): ToolDefinition =>
-    ({
-      id: `K.${name}@1.0.0`,
-      name: `K_${name}`,
-      description,
-      version: "1.0.0",
-      input_schema: { type: "object", properties: {} },
-      output_schema: { type: "object" },
-    }) as unknown as ToolDefinition;
   const definitions = [
     tool("Wordy", "Sends a note to the one on the list, for the team, with the text it is given."),
     tool("Mail", "Sends mail."),
