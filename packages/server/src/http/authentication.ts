@@ -152,15 +152,15 @@ export function unauthorized(developerMessage: string): WireError {
   });
 }
 
+/** Up to this many API keys, a key is compared with each; past it, found by its digest. */
+const KEYS_COMPARED = 8;
+
 /**
  * Builds the check run on every authenticated request; undefined when authentication is off. Throws a
  * ServerConfigError for unusable options; `logger` hears of a key set that cannot be fetched. A JWT's `exp`, `nbf`
  * and `iat`, a remembered token's expiry and the key set's pause after a failure follow `clock` (jose's own cache
  * of a key set does not: it reads `Date.now()`).
  */
-/** Up to this many API keys, a key is compared with each; past it, found by its digest. */
-const KEYS_COMPARED = 8;
-
 export function createAuthenticator(
   options: AuthenticationOptions | undefined,
   logger?: Pick<CoreLogger, "warn">,
