@@ -189,7 +189,11 @@ export class CatalogSearch {
   byIdsText(ids: string, scope: SearchScope): string {
     const places = this.placesOf(ids, scope);
     const slot = (scope.form.annotations === true ? 1 : 0) + (scope.form.scopes === true ? 2 : 0);
-    const texts = (this.definitionTexts[slot] ??= []);
+    let texts = this.definitionTexts[slot];
+    if (texts === undefined) {
+      texts = [];
+      this.definitionTexts[slot] = texts;
+    }
     let listed: readonly ToolDefinition[] | undefined;
     const items = places.map((place) => {
       let text = texts[place];

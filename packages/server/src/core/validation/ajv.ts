@@ -109,7 +109,11 @@ class AjvSchemaValidator implements SchemaValidator {
     if (!all) {
       return explained(toIssues(this.fast.errors, this.locate), false);
     }
-    const full = (this.full ??= this.fullAjv.compile(this.schema));
+    let full = this.full;
+    if (full === undefined) {
+      full = this.fullAjv.compile(this.schema);
+      this.full = full;
+    }
     full(value);
     return explained(toIssues(full.errors ?? this.fast.errors, this.locate), true);
   }
