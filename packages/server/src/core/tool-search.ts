@@ -392,12 +392,22 @@ export class ToolSearchIndex {
       });
       first.sort((a, b) => b.score - a.score || (idRank[a.index] as number) - (idRank[b.index] as number));
     }
-    const ordered = [...first, ...best.map((index) => ({ index, score: score[index] as number }))];
-    const matches = ordered.slice(offset, offset + limit).map(({ index, score }) => ({
-      definition: this.definitions[index] as ToolDefinition,
-      score,
-    }));
-    return { matches, more: ordered.length > offset + limit };
+    // The exact names, then the ranked matches: those from `offset`, `limit` of them, made straight into the page.
+    const matches: ToolMatch[] = [];
+    let place = 0;
+    const add = (index: number, value: number) => {
+      if (place >= offset && matches.length < limit) {
+        matches.push({ definition: this.definitions[index] as ToolDefinition, score: value });
+      }
+      place++;
+    };
+    for (const { index, score: value } of first) {
+      add(index, value);
+    }
+    for (const index of best) {
+      add(index, score[index] as number);
+    }
+    return { matches, more: place > offset + limit };
   }
 
   private nextEpoch(): number {
