@@ -1,6 +1,7 @@
 // Bundles an entry point as a Workers deployment would (a neutral platform, workerd's conditions), for tests that check an entry runs without Node.
 import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type BuildOptions, build, type Plugin } from "esbuild";
 
@@ -47,22 +48,33 @@ function workspaceSources(): Plugin {
 
 /** The source of the file workerd's conditions select for `specifier`, whose default's source is `source`; if any. */
 function workerdSource(specifier: string, source: string): string | undefined {
-  const [, name, entry] = /^(@otc\/[^/]+)(\/.*)?$/.exec(specifier) ?? [];
+  const entry = /^@otc\/[^/]+(\/.*)?$/.exec(specifier)?.[1] ?? "";
   const packageDir = /^\.\/((?:packages|apps|tests)\/[^/]+)\//.exec(source)?.[1];
-  if (name === undefined || packageDir === undefined) {
-    return undefined;
+  return packageDir && exportedSource(`${REPO_ROOT}${packageDir}`, `.${entry}`, WORKERD_BUILD.conditions);
+}
+
+const manifests = new Map<string, Record<string, string | Record<string, string>> | undefined>();
+
+/**
+ * The source (`src/....ts`) of the file the export `entry` (`"."`, `"./digest"`) of the package at `packageDir`
+ * selects under `conditions`, as a bundler picks it: the export's first condition among them, a plain string export
+ * counting as `default`; undefined when none of them applies.
+ */
+export function exportedSource(packageDir: string, entry: string, conditions: readonly string[]): string | undefined {
+  if (!manifests.has(packageDir)) {
+    const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as {
+      exports?: Record<string, string | Record<string, string>>;
+    };
+    manifests.set(packageDir, manifest.exports);
   }
-  const { exports } = JSON.parse(readFileSync(`${REPO_ROOT}${packageDir}/package.json`, "utf8")) as {
-    exports?: Record<string, string | Record<string, string>>;
-  };
-  const conditions = exports?.[`.${entry ?? ""}`];
-  if (typeof conditions !== "object") {
-    return undefined;
-  }
-  const chosen = Object.entries(conditions).find(([condition]) =>
-    (WORKERD_BUILD.conditions as readonly string[]).includes(condition),
-  )?.[1];
-  return chosen && `${REPO_ROOT}${packageDir}/${chosen.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")}`;
+  const exported = manifests.get(packageDir)?.[entry];
+  const target =
+    typeof exported === "string"
+      ? conditions.includes("default")
+        ? exported
+        : undefined
+      : Object.entries(exported ?? {}).find(([condition]) => conditions.includes(condition))?.[1];
+  return target && join(packageDir, target.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts"));
 }
 
 /**

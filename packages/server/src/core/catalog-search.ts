@@ -11,7 +11,7 @@ import { ServerConfigError, shorten, WireError } from "./errors.js";
 import { decodeCursor } from "./extensions.js";
 import { sha256Base64url } from "./fingerprint.js";
 import type { ListForm } from "./tool-definitions.js";
-import type { ToolRegistry } from "./tool-registry.js";
+import { formSlot, type ToolRegistry } from "./tool-registry.js";
 import { MAX_QUERY_LENGTH, MAX_QUERY_TERMS, searchTokens, ToolSearchIndex } from "./tool-search.js";
 
 /** A search's page size when none is asked for. */
@@ -77,7 +77,7 @@ export class CatalogSearch {
   private allToolkits: ToolkitListResponse | undefined;
   /** Search items' JSON up to their score, by view and form (see {@link itemText}), by place. */
   private readonly itemTexts: string[][] = [];
-  /** Definitions' JSON, by form (see {@link byIdsText}), by place. */
+  /** Definitions' JSON, by list form (the registry's `formSlot`), by place. */
   private readonly definitionTexts: string[][] = [];
 
   constructor(
@@ -160,20 +160,14 @@ export class CatalogSearch {
   /** A search item's JSON up to its score (`...,"score":`), in the form and view asked for: made once per tool. */
   private itemText(id: string, summary: boolean, scopes: boolean): string {
     const place = this.places.get(id) as number;
-    const slot = (summary ? 1 : 0) + (scopes ? 2 : 0);
-    this.itemTexts[slot] ??= [];
-    const texts = this.itemTexts[slot];
-    let text = texts[place];
-    if (text === undefined) {
+    return keptText(this.itemTexts, (summary ? 1 : 0) + (scopes ? 2 : 0), place, () => {
       const shown = this.registry.list({ annotations: true, scopes })[place] as ToolDefinition;
       const whole = JSON.stringify(searchItem(shown, 0, summary));
       if (!whole.endsWith(',"score":0}')) {
         throw new Error("a search item's score must be its last member");
       }
-      text = whole.slice(0, -"0}".length);
-      texts[place] = text;
-    }
-    return text;
+      return whole.slice(0, -"0}".length);
+    });
   }
 
   /** The definitions `ids` names, in that order, each once (`[search.ids]`). */
@@ -187,23 +181,11 @@ export class CatalogSearch {
    * body is made once), not by stringifying the definitions again for every request.
    */
   byIdsText(ids: string, scope: SearchScope): string {
-    const places = this.placesOf(ids, scope);
-    const slot = (scope.form.annotations === true ? 1 : 0) + (scope.form.scopes === true ? 2 : 0);
-    let texts = this.definitionTexts[slot];
-    if (texts === undefined) {
-      texts = [];
-      this.definitionTexts[slot] = texts;
-    }
-    let listed: readonly ToolDefinition[] | undefined;
-    const items = places.map((place) => {
-      let text = texts[place];
-      if (text === undefined) {
-        listed ??= this.registry.list(scope.form);
-        text = JSON.stringify(listed[place]);
-        texts[place] = text;
-      }
-      return text;
-    });
+    const { form } = scope;
+    const slot = formSlot(form);
+    const items = this.placesOf(ids, scope).map((place) =>
+      keptText(this.definitionTexts, slot, place, () => JSON.stringify(this.registry.list(form)[place])),
+    );
     return `{"items":[${items.join(",")}]}`;
   }
 
@@ -324,3 +306,18 @@ function readCursor(cursor: string): SearchCursor {
 }
 
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The text kept in `store` for `slot` and `place`, made by `make` the first time and kept: the catalog does not change under it. */
+function keptText(store: string[][], slot: number, place: number, make: () => string): string {
+  let texts = store[slot];
+  if (texts === undefined) {
+    texts = [];
+    store[slot] = texts;
+  }
+  let text = texts[place];
+  if (text === undefined) {
+    text = make();
+    texts[place] = text;
+  }
+  return text;
+}

@@ -3,12 +3,12 @@
 // and running the workerd bundle in a Node process with --disallow-code-generation-from-strings, which makes
 // `new Function` throw as workerd does.
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { exportedSource } from "@otc/test-helpers/bundle";
 import { type BuildOptions, build, type Plugin } from "esbuild";
 import { describe, expect, it } from "vitest";
 import { ServerConfigError, WireError } from "./errors.js";
@@ -85,22 +85,13 @@ describe("choosing the validator", () => {
  * conditions, to the source of the file the build puts there: the package's real selection, without a build.
  */
 function byExportConditions(conditions: readonly string[]): Plugin {
-  const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8")) as {
-    exports: Record<string, string | Record<string, string>>;
-  };
   return {
     name: "otc-export-conditions",
     setup(bundler) {
       bundler.onResolve({ filter: /^@otc\/server\/(validation\/|digest$)/ }, (args) => {
-        const entry = manifest.exports[`./${args.path.slice("@otc/server/".length)}`];
-        const target =
-          typeof entry === "string"
-            ? entry
-            : Object.entries(entry ?? {}).find(([name]) => name === "default" || conditions.includes(name))?.[1];
-        if (!target) {
-          return { errors: [{ text: `package.json exports no ${args.path}` }] };
-        }
-        return { path: join(PACKAGE_DIR, target.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")) };
+        const entry = `./${args.path.slice("@otc/server/".length)}`;
+        const path = exportedSource(PACKAGE_DIR, entry, [...conditions, "default"]);
+        return path ? { path } : { errors: [{ text: `package.json exports no ${args.path}` }] };
       });
     },
   };

@@ -54,7 +54,7 @@ export function searchTokens(text: string): string[] {
  * the catalog and ranked by how often a tool says "a" or "to"; without them the labelled queries of `npm run
  * eval:search` rank better (bench/results/notes.md).
  */
-export const QUERY_STOPWORDS: ReadonlySet<string> = new Set([
+const QUERY_STOPWORDS: ReadonlySet<string> = new Set([
   "a",
   "an",
   "and",

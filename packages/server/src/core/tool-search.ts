@@ -4,7 +4,7 @@ import { Heap } from "./search-heap.js";
 import { BLOCK_BITS, buildPostings, type HeavyTerm, lowerBound, prefixEnd, prefixWeight } from "./search-postings.js";
 import { queryTokens } from "./search-text.js";
 
-export { FIELD_WEIGHTS, QUERY_STOPWORDS, queryTokens, searchTokens } from "./search-text.js";
+export { FIELD_WEIGHTS, queryTokens, searchTokens } from "./search-text.js";
 
 /** One match: the definition and its score (higher is better; comparable within one search only). */
 export interface ToolMatch {
