@@ -265,6 +265,16 @@ describe("the ranking", () => {
     expect(ids(await q("attend"))).toEqual(["Calendar.CreateEvent@1.0.0"]);
   });
 
+  verifies("search.ranking", "searches a query without its stopwords, unless it has only those", async () => {
+    // `to`, `the` and `an` are in most descriptions here: they neither find tools nor move them.
+    const worded = await q("send an email to the channel", "&limit=50");
+    const plain = await q("send email channel", "&limit=50");
+    expect(worded.status).toBe(200);
+    expect(worded.body).toEqual(plain.body);
+    // A query of stopwords alone is searched by them.
+    expect(ids(await q("the"))).toContain("Gmail.ListEmails@1.0.0");
+  });
+
   verifies("search.exact-first", "puts the tools a query names exactly first", async () => {
     // `email` is everywhere in Gmail's tools, but Mail.Email is named so.
     expect(ids(await q(" Email "))[0]).toBe("Mail.Email@1.0.0");
