@@ -1,7 +1,8 @@
 // What the tasks extension costs (docs/protocol.md 9.3), measured side by side in one run against one server process:
-// a call made asynchronously and polled to its end against the same call made synchronously; the CPU per event of
-// an event stream of 1,000 progress updates; and 9,900 asynchronous calls held by 99 principals (memory per call,
-// and whether a 100th principal still gets in). Usage: `npm run bench:tasks` or `node bench/tasks.mjs [--quick]`.
+// a call made asynchronously and polled to its end against the same call made synchronously; how long a 202 takes
+// without a wait; the CPU per event of an event stream of 1,000 progress updates; and 9,900 asynchronous calls held
+// by 99 principals (memory per call, and whether a 100th principal still gets in).
+// Usage: `npm run bench:tasks` or `node bench/tasks.mjs [--quick]`.
 // Writes bench/results/tasks.md (or tasks-quick.md); exits 1 only when the server answers wrongly.
 import { writeFileSync } from "node:fs";
 import os from "node:os";
@@ -13,6 +14,7 @@ const ROUNDS = QUICK ? 1 : 5;
 const CALLS = QUICK ? 200 : 2_000;
 const CONCURRENCY = 50;
 const STREAMS = QUICK ? 3 : 20;
+const ACCEPTS = QUICK ? 50 : 200;
 const STEPS = 1_000;
 const HELD_PRINCIPALS = QUICK ? 9 : 99;
 const HELD_PER_PRINCIPAL = 100;
@@ -87,6 +89,21 @@ async function asyncCall() {
   }
 }
 
+/** Milliseconds from sending an asynchronous call without a wait to its 202 (the tool runs on for 20 ms). */
+async function acceptLatency() {
+  const started = performance.now();
+  const accepted = await send("/tools/call", {
+    method: "POST",
+    headers: as(0, { ...TASKS, prefer: "respond-async" }),
+    body: { tool_id: "Bench.Wait" },
+  });
+  const ms = performance.now() - started;
+  if (accepted.status !== 202) {
+    fail("an asynchronous call without a wait", accepted);
+  }
+  return ms;
+}
+
 /** `count` runs of `one`, `CONCURRENCY` at a time; the server's CPU per run (µs). */
 async function cpuPer(one, count) {
   const before = await server.usage();
@@ -132,7 +149,7 @@ async function chatter(withStream) {
 // ---- 1 and 2: CPU, interleaved rounds ----------------------------------------------------------------------------
 await cpuPer(syncCall, 200);
 await cpuPer(asyncCall, 200);
-const rows = { sync: [], async: [], streamed: [], unstreamed: [], events: [] };
+const rows = { sync: [], async: [], streamed: [], unstreamed: [], events: [], accept: [] };
 for (let round = 0; round < ROUNDS; round++) {
   const order = round % 2 === 0 ? ["sync", "async"] : ["async", "sync"];
   for (const kind of order) {
@@ -146,6 +163,13 @@ for (let round = 0; round < ROUNDS; round++) {
   );
   rows.events.push(events / STREAMS);
   rows.unstreamed.push(await cpuPer(() => chatter(false), STREAMS));
+  // One at a time, so that each is a latency and not a queue; the calls left running end 20 ms after.
+  const latencies = [];
+  for (let i = 0; i < ACCEPTS; i++) {
+    latencies.push(await acceptLatency());
+  }
+  rows.accept.push(median(latencies));
+  await new Promise((resolve) => setTimeout(resolve, 50));
   log(`bench: round ${round + 1}: sync ${rows.sync.at(-1).toFixed(1)} us, async ${rows.async.at(-1).toFixed(1)} us`);
 }
 const ratios = rows.async.map((cpu, i) => cpu / rows.sync[i]);
@@ -208,6 +232,7 @@ const markdown = [
   `| synchronous call of a 20 ms tool, CPU per call | ${figure(median(rows.sync))} us |`,
   `| the same call asynchronously (202, then status with wait=5 until it ended), CPU per call | ${figure(median(rows.async))} us |`,
   `| asynchronous against synchronous, CPU per call | ${figure(median(ratios), 2)}x |`,
+  `| an asynchronous call without a wait (\`Prefer: respond-async\`), latency to its 202 (median, one at a time) | ${figure(median(rows.accept), 2)} ms |`,
   `| event stream of ${STEPS} progress updates (all kept): events received per call | ${figure(median(rows.events), 0)} |`,
   `| CPU per progress event streamed (the streamed call minus the same call followed by nobody) | ${figure(median(perEvent), 2)} us |`,
   `| ${held.length.toLocaleString("en")} asynchronous calls held by ${HELD_PRINCIPALS} principals: heap per call | ${figure(bytesPerCall / 1024, 2)} KiB |`,
