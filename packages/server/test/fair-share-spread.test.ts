@@ -114,6 +114,30 @@ describe("costly anonymous calls spread over addresses", () => {
     },
   );
 
+  verifies(
+    "limits.fair-share",
+    "never refuses an anonymous client alone on the server, whose calls go from cheap to costly and back",
+    () => {
+      // A busy machine makes every call dearer: one client's (a conformance run's) cheap stretches leave the
+      // shared budget and its costly ones spend it. Its own cheap calls are no other client to be fair to.
+      const clock = { t: 0 };
+      const budget = budgetOf(clock);
+      for (let round = 0; round < 100; round++) {
+        for (const costMs of [...Array(10).fill(0.05), ...Array(10).fill(5)] as number[]) {
+          expect(admitted(budget, LEGIT)).toBe(true);
+          clock.t += costMs;
+          budget.charge(LEGIT, costMs, clock.t);
+        }
+      }
+      // Another client outside the shared budget arrives: the spent budget now holds the costly client back.
+      const principal = "api-key:0";
+      expect(admitted(budget, principal)).toBe(true);
+      clock.t += 0.05;
+      budget.charge(principal, 0.05, clock.t);
+      expect(admitted(budget, LEGIT)).toBe(false);
+    },
+  );
+
   it("refuses an anonymous share out of range", () => {
     expect(() => new ClientBudget({ anonymousShare: 0 })).toThrow(/anonymousShare/);
     expect(() => new ClientBudget({ anonymousShare: 1.5 })).toThrow(/anonymousShare/);

@@ -55,7 +55,7 @@ export const ANONYMOUS_CLIENT_PREFIX = "address:";
  *
  * Anonymous clients are told apart by address, and addresses are cheap to have many of: the work of anonymous
  * clients of costly calls is also charged to one shared bucket (`anonymousShare`), and such a client is refused
- * while that bucket is over its burst and a client outside it (a principal, or an anonymous client of cheap
+ * while that bucket is over its burst and another client outside it (a principal, or an anonymous client of cheap
  * calls) is being served. A client of cheap calls is never refused, by either bucket.
  */
 export class ClientBudget {
@@ -75,8 +75,13 @@ export class ClientBudget {
   private readonly pool: Debt = { perCall: 0, sinceAdmit: 0, ms: 0, at: 0 };
   private readonly poolShare: number;
   private readonly poolMaxDebt: number;
-  /** When a client outside the pool was last charged: the pool is held to its share only while others are served. */
-  private outsideAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The most recent client charged outside the pool, and the one before it (another): the pool is held to its share
+   * only while a client outside it, other than the one asking, is served. A client moves between the two as its
+   * calls grow cheap or costly (on a busy machine every call costs more), and its own cheap calls are not others.
+   */
+  private outsideLatest: { client: string; at: number } | undefined;
+  private outsidePrevious: { client: string; at: number } | undefined;
 
   constructor(options: FairnessOptions = {}, now: () => number = () => performance.now()) {
     this.share = options.share ?? 0.25;
@@ -137,7 +142,8 @@ export class ClientBudget {
       return;
     }
     const poolOver = this.owed(this.pool, now, this.poolShare) - this.burstMs;
-    if (poolOver > 0 && now - this.outsideAt < OTHERS_ACTIVE_MS) {
+    const outside = this.outsideLatest?.client === client ? this.outsidePrevious : this.outsideLatest;
+    if (poolOver > 0 && outside !== undefined && now - outside.at < OTHERS_ACTIVE_MS) {
       throw tooMany(
         poolOver / this.poolShare,
         `Anonymous clients of costly calls took more than ${Math.round(this.poolShare * 100)}%, together,`,
@@ -173,8 +179,11 @@ export class ClientBudget {
       const pool = this.pool;
       pool.ms = Math.min(this.owed(pool, now, this.poolShare) + ms, this.poolMaxDebt);
       pool.at = now;
+    } else if (this.outsideLatest?.client === client) {
+      this.outsideLatest.at = now;
     } else {
-      this.outsideAt = now;
+      this.outsidePrevious = this.outsideLatest;
+      this.outsideLatest = { client, at: now };
     }
   }
 
