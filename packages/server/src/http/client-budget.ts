@@ -43,6 +43,27 @@ const OTHERS_ACTIVE_MS = 1_000;
 /** How an anonymous client's key begins (`clientOf` in client-key.ts makes it): the pool tells them by it. */
 export const ANONYMOUS_CLIENT_PREFIX = "address:";
 
+/** The most recent client seen, and the one before it (another): whether clients other than one are being served. */
+class RecentClients {
+  private latest: { client: string; at: number } | undefined;
+  private previous: { client: string; at: number } | undefined;
+
+  saw(client: string, at: number): void {
+    if (this.latest?.client === client) {
+      this.latest.at = at;
+    } else {
+      this.previous = this.latest;
+      this.latest = { client, at };
+    }
+  }
+
+  /** Whether a client other than `client` was seen within the last {@link OTHERS_ACTIVE_MS}. */
+  othersActive(client: string, now: number): boolean {
+    const other = this.latest?.client === client ? this.previous : this.latest;
+    return other !== undefined && now - other.at < OTHERS_ACTIVE_MS;
+  }
+}
+
 /**
  * A leaky bucket of work per client: the time each call costs the event loop is added to its client's debt, which
  * drains at `share` milliseconds per millisecond. A client whose debt is over `burstMs` while other clients are
@@ -68,20 +89,18 @@ export class ClientBudget {
   private readonly maxDebt: number;
 
   private readonly now: () => number;
-  /** The most recent client charged, and the one before it (another): enough to tell whether others are calling. */
-  private latest: { client: string; at: number } | undefined;
-  private previous: { client: string; at: number } | undefined;
+  /** The clients charged: enough to tell whether others are calling. */
+  private readonly charged = new RecentClients();
   /** The bucket anonymous clients of costly calls share. */
   private readonly pool: Debt = { perCall: 0, sinceAdmit: 0, ms: 0, at: 0 };
   private readonly poolShare: number;
   private readonly poolMaxDebt: number;
   /**
-   * The most recent client charged outside the pool, and the one before it (another): the pool is held to its share
-   * only while a client outside it, other than the one asking, is served. A client moves between the two as its
-   * calls grow cheap or costly (on a busy machine every call costs more), and its own cheap calls are not others.
+   * The clients charged outside the pool: the pool is held to its share only while a client outside it, other than
+   * the one asking, is served. A client moves between the two as its calls grow cheap or costly (on a busy machine
+   * every call costs more), and its own cheap calls are not others.
    */
-  private outsideLatest: { client: string; at: number } | undefined;
-  private outsidePrevious: { client: string; at: number } | undefined;
+  private readonly outside = new RecentClients();
 
   constructor(options: FairnessOptions = {}, now: () => number = () => performance.now()) {
     this.share = options.share ?? 0.25;
@@ -114,12 +133,6 @@ export class ClientBudget {
     return Math.max(0, debt.ms - (now - debt.at) * share);
   }
 
-  /** Whether a client other than `client` was charged within the last {@link OTHERS_ACTIVE_MS}. */
-  private othersActive(client: string, now: number): boolean {
-    const other = this.latest?.client === client ? this.previous : this.latest;
-    return other !== undefined && now - other.at < OTHERS_ACTIVE_MS;
-  }
-
   /** Throws a 429 with `Retry-After` when `client` is over its budget while others call; cheap when it is not. */
   admit(client: string): void {
     const debt = this.debts.get(client);
@@ -135,15 +148,14 @@ export class ClientBudget {
     }
     const now = this.now();
     const over = this.owed(debt, now) - this.burstMs;
-    if (over > 0 && this.othersActive(client, now)) {
+    if (over > 0 && this.charged.othersActive(client, now)) {
       throw tooMany(over / this.share, `This client's calls took more than ${Math.round(this.share * 100)}%`);
     }
     if (!client.startsWith(ANONYMOUS_CLIENT_PREFIX)) {
       return;
     }
     const poolOver = this.owed(this.pool, now, this.poolShare) - this.burstMs;
-    const outside = this.outsideLatest?.client === client ? this.outsidePrevious : this.outsideLatest;
-    if (poolOver > 0 && outside !== undefined && now - outside.at < OTHERS_ACTIVE_MS) {
+    if (poolOver > 0 && this.outside.othersActive(client, now)) {
       throw tooMany(
         poolOver / this.poolShare,
         `Anonymous clients of costly calls took more than ${Math.round(this.poolShare * 100)}%, together,`,
@@ -153,12 +165,7 @@ export class ClientBudget {
 
   /** Adds `ms` of work to `client`'s debt; `now` is the clock's reading at the work's end, when the caller has it. */
   charge(client: string, ms: number, now: number = this.now()): void {
-    if (this.latest?.client === client) {
-      this.latest.at = now;
-    } else {
-      this.previous = this.latest;
-      this.latest = { client, at: now };
-    }
+    this.charged.saw(client, now);
     let debt = this.debts.get(client);
     if (debt !== undefined) {
       debt.ms = Math.min(this.owed(debt, now) + ms, this.maxDebt);
@@ -179,11 +186,8 @@ export class ClientBudget {
       const pool = this.pool;
       pool.ms = Math.min(this.owed(pool, now, this.poolShare) + ms, this.poolMaxDebt);
       pool.at = now;
-    } else if (this.outsideLatest?.client === client) {
-      this.outsideLatest.at = now;
     } else {
-      this.outsidePrevious = this.outsideLatest;
-      this.outsideLatest = { client, at: now };
+      this.outside.saw(client, now);
     }
   }
 

@@ -72,8 +72,8 @@ export function createServer(options: ServerOptions): OxpApp {
  */
 function openApiContract(): ContractCheck {
   // One validator per route, each given the spec with that route's path alone: the validator finds a request's
-  // route by compiling the spec's paths one by one, every request, until one matches (about 2.3 us a path; the call
-  // was the tenth of eleven). The pipeline has matched the route already. Each is made on its route's first request.
+  // route by compiling the spec's paths one by one, every request, until one matches (about 2.3 us a path, and the
+  // call sorts late among eleven). The pipeline has matched the route already. Each is made on its route's first request.
   const byRoute = new Map<RouteName, RequestHandler[]>();
   const middlewaresOf = (route: RouteName): RequestHandler[] => {
     let middlewares = byRoute.get(route);
